@@ -1,0 +1,16 @@
+"""Error types shared by every mdcert package.
+
+`MdcertError` is the one exception type for bad input: its message is a single line that says
+what is wrong and how to fix it. The CLI turns it into ``error: <message>`` and exit code 1.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MdcertError"]
+
+
+class MdcertError(ValueError):
+    """Bad user input (shapes, non-finite values, labels, exponents, files).
+
+    Subclasses ValueError so library callers can catch either.
+    """

@@ -1,0 +1,157 @@
+"""Exact views of float64 data and exact exponents (SPEC section 1 and section 4).
+
+Every float64 is a dyadic rational ``k * 2**e``. An array is stored exactly as integers times one
+common power of two (`DyadicArray`). The exponent ``p`` of the l_p geometry is a `Fraction` parsed
+from its decimal string ("1.1" is 11/10), never from a binary float.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from certify.errors import MdcertError
+
+__all__ = ["DyadicArray", "dyadic", "parse_p", "conjugate", "format_fraction", "parse_fraction"]
+
+
+def parse_p(p: Any, *, name: str = "p") -> Fraction:
+    """Parse an exponent ``1 < p < inf`` exactly.
+
+    Args:
+        p: a decimal or ``num/den`` string, a `Fraction`, an int, or a float (read through its
+            shortest repr, so ``1.1`` is 11/10).
+        name: the parameter name used in error messages.
+
+    Returns:
+        The exact rational exponent.
+
+    Raises:
+        MdcertError: p is not a finite rational greater than 1.
+    """
+    if isinstance(p, bool):
+        raise MdcertError(f"invalid {name}: {p!r}; give a number greater than 1, e.g. 1.75 or 7/4")
+    try:
+        if isinstance(p, Fraction):
+            value = p
+        elif isinstance(p, int):
+            value = Fraction(p)
+        elif isinstance(p, (float, np.floating)):
+            if not math.isfinite(float(p)):
+                raise MdcertError(f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
+                                  f"(p = inf is not supported)")
+            value = Fraction(repr(float(p)))
+        elif isinstance(p, str):
+            text = p.strip()
+            if text.lower() in {"inf", "+inf", "infinity", "nan", "-inf"}:
+                raise MdcertError(f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
+                                  f"(p = inf is not supported)")
+            value = Fraction(text)
+        else:
+            raise TypeError
+    except (ValueError, TypeError, ZeroDivisionError) as exc:
+        if isinstance(exc, MdcertError):
+            raise
+        raise MdcertError(f"invalid {name}: {p!r}; give a number greater than 1, e.g. 1.75 or 7/4") from None
+    if value <= 1:
+        raise MdcertError(f"invalid {name}: {p!r}; mirror descent needs {name} > 1 (p = 1 is not strictly convex)")
+    return value
+
+
+def conjugate(p: Fraction) -> Fraction:
+    """Dual exponent ``q = p / (p - 1)``."""
+    return p / (p - 1)
+
+
+def format_fraction(x: Fraction | int) -> str:
+    """Exact ``"num/den"`` string (``"3/1"`` for integers, so the format never varies)."""
+    x = Fraction(x)
+    return f"{x.numerator}/{x.denominator}"
+
+
+def parse_fraction(text: str) -> Fraction:
+    """Inverse of `format_fraction` (also accepts plain integers and decimals)."""
+    try:
+        return Fraction(str(text).strip())
+    except (ValueError, ZeroDivisionError):
+        raise MdcertError(f"not an exact rational: {text!r}; expected 'num/den'") from None
+
+
+@dataclass(frozen=True, eq=False)
+class DyadicArray:
+    """An exact array ``ints * 2**exp``.
+
+    Attributes:
+        ints: integer array (dtype int64 when every entry fits in 62 bits, else object holding
+            Python ints).
+        exp: the common binary exponent.
+    """
+
+    ints: np.ndarray
+    exp: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.ints.shape
+
+    def as_object(self) -> np.ndarray:
+        """The integers as an object array of Python ints (safe for exact products)."""
+        return self.ints.astype(object)
+
+    def to_float(self) -> np.ndarray:
+        """Nearest float64 values (exact when the data came from float64)."""
+        return np.vectorize(lambda k: math.ldexp(int(k), self.exp) if k else 0.0, otypes=[float])(self.ints) \
+            if self.ints.dtype == object else np.ldexp(self.ints.astype(np.float64), self.exp)
+
+    def fraction(self, index: tuple[int, ...] | int) -> Fraction:
+        """One entry as an exact `Fraction`."""
+        k = int(self.ints[index])
+        return Fraction(k) * (Fraction(2) ** self.exp)
+
+    def to_fmpz_mat(self):
+        """A 2-D array as a python-flint ``fmpz_mat`` (exponent kept separately in `exp`)."""
+        import flint
+
+        if self.ints.ndim != 2:
+            raise ValueError("to_fmpz_mat needs a 2-D array")
+        rows, cols = self.ints.shape
+        return flint.fmpz_mat(rows, cols, [int(k) for k in self.ints.ravel()])
+
+
+def dyadic(values: np.ndarray) -> DyadicArray:
+    """Exact integer-times-power-of-two view of a finite float64 array.
+
+    Args:
+        values: finite float64 array of any shape.
+
+    Returns:
+        `DyadicArray` whose value equals ``values`` exactly (no rounding).
+    """
+    a = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise MdcertError("array contains NaN or Inf; exact arithmetic needs finite float64 data")
+    mant, e = np.frexp(a)  # a = mant * 2**e, 0.5 <= |mant| < 1
+    k = (mant * 2.0**53).astype(np.int64)  # exact integer mantissa
+    e = e.astype(np.int64) - 53
+    nz = k != 0
+    if not np.any(nz):
+        return DyadicArray(np.zeros(a.shape, dtype=np.int64), 0)
+    low = k & -k  # lowest set bit
+    tz = np.zeros(a.shape, dtype=np.int64)
+    tz[nz] = np.round(np.log2(np.abs(low[nz]).astype(np.float64))).astype(np.int64)
+    k = np.where(nz, k >> tz, 0)
+    e = np.where(nz, e + tz, 0)
+    common = int(e[nz].min())
+    shift = np.where(nz, e - common, 0)
+    bits = np.where(nz, np.floor(np.log2(np.maximum(np.abs(k), 1))).astype(np.int64) + 1, 0)
+    if int((bits + shift).max()) <= 62:
+        return DyadicArray(np.where(nz, k << shift, 0).astype(np.int64), common)
+    ints = np.empty(a.shape, dtype=object)
+    flat_k, flat_s, out = k.ravel(), shift.ravel(), ints.reshape(-1)
+    for idx in range(flat_k.size):
+        out[idx] = int(flat_k[idx]) << int(flat_s[idx])
+    return DyadicArray(ints, common)

@@ -1,0 +1,324 @@
+"""The immutable attention-problem data model (SPEC section 1 and section 3).
+
+`AttentionProblem` holds ``X [n, T, d]``, ``y [n]`` in {-1, +1}, ``z [n, d]``, the decoder
+``v [d]`` and optional token indices ``alpha [n]``. It validates on construction, loads and saves
+lossless ``.npz`` / ``.json``, and derives exact token scores, globally optimal indices (ties
+reported) and the exact constraint systems of the attention and decoder SVMs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from certify.errors import MdcertError
+from certify.exact import DyadicArray, dyadic
+
+__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "resolve_alpha"]
+
+
+def _array(name: str, value, ndim: int) -> np.ndarray:
+    try:
+        arr = np.array(value, dtype=np.float64, copy=True)
+    except (TypeError, ValueError):
+        raise MdcertError(f"{name} must be a numeric array; got {type(value).__name__}") from None
+    if arr.ndim != ndim:
+        raise MdcertError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = tuple(int(k) for k in np.argwhere(~np.isfinite(arr))[0])
+        raise MdcertError(f"{name} contains NaN or Inf (first at index {bad}); replace non-finite entries")
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True)
+class OptimalTokens:
+    """Globally optimal token indices ``argmax_t gamma_it`` (SPEC section 1).
+
+    Attributes:
+        indices: the smallest maximizing index per example.
+        ties: for each example with several maximizers, ``(i, (t1, t2, ...))``; never broken silently.
+    """
+
+    indices: tuple[int, ...]
+    ties: tuple[tuple[int, tuple[int, ...]], ...]
+
+    @property
+    def unique(self) -> bool:
+        return not self.ties
+
+
+@dataclass(frozen=True, eq=False)
+class ConstraintSystem:
+    """Rows ``a_r`` of ``A w >= 1`` for one SVM and one alpha (SPEC section 3).
+
+    Attention SVM: ``a_(i,t) = vec(left_r right_r^T)`` with ``left = x_{i alpha_i} - x_it``,
+    ``right = z_i`` (row-major vec, so ``a^T vec(W) = left^T W right``). Decoder SVM:
+    ``a_i = left_i = y_i x_{i alpha_i}`` and ``right`` is None.
+
+    Attributes:
+        kind: "attention" or "decoder".
+        index: per row, ``(i, t)`` (attention) or ``(i,)`` (decoder).
+        left: exact left factors (N x d).
+        right: exact right factors (N x d), or None for the decoder SVM.
+        d: token dimension; the variable has ``m = d*d`` (attention) or ``d`` entries.
+    """
+
+    kind: str
+    index: tuple[tuple[int, ...], ...]
+    left: DyadicArray
+    right: DyadicArray | None
+    d: int
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def m(self) -> int:
+        return self.d * self.d if self.kind == "attention" else self.d
+
+    @property
+    def N(self) -> int:
+        return len(self.index)
+
+    def exact_rows(self) -> tuple[np.ndarray, int]:
+        """The exact matrix as an object array of Python ints and its binary exponent."""
+        left = self.left.as_object()
+        if self.right is None:
+            return left, self.left.exp
+        right = self.right.as_object()
+        rows = (left[:, :, None] * right[:, None, :]).reshape(self.N, self.m)
+        return rows, self.left.exp + self.right.exp
+
+    def rows(self) -> np.ndarray:
+        """Float64 approximation of A (each entry correctly rounded); for solvers only, never evidence."""
+        if "rows" not in self._cache:
+            ints, exp = self.exact_rows()
+            self._cache["rows"] = np.ldexp(ints.astype(np.float64), exp)
+        return self._cache["rows"]
+
+
+def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
+    """Turn ``None`` / "opt" / a sequence / a comma string into validated token indices."""
+    if alpha is None:
+        if problem.alpha is not None:
+            return tuple(int(a) for a in problem.alpha)
+        alpha = "opt"
+    if isinstance(alpha, str):
+        text = alpha.strip().lower()
+        if text in {"opt", "global", "optimal"}:
+            tokens = problem.optimal_indices()
+            if tokens.ties:
+                i, ts = tokens.ties[0]
+                raise MdcertError(f"globally optimal tokens are tied in example {i} (tokens {list(ts)}); "
+                                  f"pass --alpha explicitly to choose one")
+            return tokens.indices
+        try:
+            alpha = [int(s) for s in text.split(",") if s.strip() != ""]
+        except ValueError:
+            raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices like 0,3,1") from None
+    vals = np.asarray(alpha)
+    if vals.ndim != 1 or vals.shape[0] != problem.n:
+        raise MdcertError(f"alpha must list one token index per example ({problem.n}), got {list(np.ravel(vals))}")
+    out = []
+    for i, a in enumerate(vals.tolist()):
+        if not float(a).is_integer() or not 0 <= int(a) < problem.T:
+            raise MdcertError(f"alpha[{i}] = {a} is not a token index in 0..{problem.T - 1}")
+        out.append(int(a))
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class AttentionProblem:
+    """A dataset for single-head attention (SPEC section 1). Immutable; validated on creation.
+
+    Attributes:
+        X: tokens, shape (n, T, d).
+        y: labels in {-1, +1}, shape (n,).
+        z: comparison (query) vectors, shape (n, d).
+        v: decoder, shape (d,).
+        alpha: optional token indices, shape (n,).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    z: np.ndarray
+    v: np.ndarray
+    alpha: np.ndarray | None = None
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        X = _array("X", self.X, 3)
+        y = _array("y", self.y, 1)
+        z = _array("z", self.z, 2)
+        v = _array("v", self.v, 1)
+        n, T, d = X.shape
+        if n < 1 or T < 2 or d < 1:
+            raise MdcertError(f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 1; got {X.shape}")
+        if y.shape != (n,):
+            raise MdcertError(f"y must have shape ({n},) to match X, got {y.shape}")
+        if z.shape != (n, d):
+            raise MdcertError(f"z must have shape ({n}, {d}) to match X, got {z.shape}")
+        if v.shape != (d,):
+            raise MdcertError(f"v must have shape ({d},) to match X, got {v.shape}")
+        bad = np.flatnonzero((y != 1.0) & (y != -1.0))
+        if bad.size:
+            raise MdcertError(f"labels must be -1 or +1; y[{bad[0]}] = {y[bad[0]]!r}")
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "z", z)
+        object.__setattr__(self, "v", v)
+        if self.alpha is not None:
+            object.__setattr__(self, "alpha", None)
+            a = np.array(resolve_alpha(self, self.alpha), dtype=np.int64)
+            a.setflags(write=False)
+            object.__setattr__(self, "alpha", a)
+
+    # ------------------------------------------------------------------ shapes and identity
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def T(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[2]
+
+    def data_hash(self) -> str:
+        """SHA-256 of the float64 bytes (and shapes) of X, y, z, v: names the data a certificate is about."""
+        h = hashlib.sha256()
+        for arr in (self.X, self.y, self.z, self.v):
+            h.update(str(arr.shape).encode())
+            h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+        return "sha256:" + h.hexdigest()
+
+    def with_alpha(self, alpha) -> "AttentionProblem":
+        """A copy with token indices set (``None`` removes them)."""
+        return AttentionProblem(self.X, self.y, self.z, self.v, alpha=None if alpha is None else resolve_alpha(self, alpha))
+
+    # ------------------------------------------------------------------ exact views
+    def exact(self, name: str) -> DyadicArray:
+        """Exact dyadic view of "X", "y", "z" or "v"."""
+        if name not in self._cache:
+            self._cache[name] = dyadic(getattr(self, name))
+        return self._cache[name]
+
+    def token_scores(self) -> np.ndarray:
+        """Float64 token scores ``gamma_it = y_i v^T x_it`` (approximate; see `token_scores_exact`)."""
+        return self.y[:, None] * np.einsum("ntd,d->nt", self.X, self.v)
+
+    def token_scores_exact(self) -> tuple[np.ndarray, int]:
+        """Exact token scores as (object array of ints (n, T), binary exponent)."""
+        if "gamma" not in self._cache:
+            X, v = self.exact("X"), self.exact("v")
+            prod = np.einsum("ntd,d->nt", X.as_object(), v.as_object())
+            sign = np.where(self.y > 0, 1, -1).astype(object)
+            self._cache["gamma"] = (prod * sign[:, None], X.exp + v.exp)
+        return self._cache["gamma"]
+
+    def optimal_indices(self) -> OptimalTokens:
+        """Exact ``argmax_t gamma_it`` per example; ties are reported, not broken."""
+        gamma, _ = self.token_scores_exact()
+        idx, ties = [], []
+        for i in range(self.n):
+            row = [int(g) for g in gamma[i]]
+            best = max(row)
+            arg = tuple(t for t, g in enumerate(row) if g == best)
+            idx.append(arg[0])
+            if len(arg) > 1:
+                ties.append((i, arg))
+        return OptimalTokens(tuple(idx), tuple(ties))
+
+    # ------------------------------------------------------------------ SVM constraints
+    def attention_constraints(self, alpha=None) -> ConstraintSystem:
+        """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and t != alpha_i (SPEC section 3)."""
+        a = resolve_alpha(self, alpha)
+        X, z = self.exact("X"), self.exact("z")
+        index, left, right = [], [], []
+        Xi, zi = X.as_object(), z.as_object()
+        for i in range(self.n):
+            for t in range(self.T):
+                if t != a[i]:
+                    index.append((i, t))
+                    left.append(Xi[i, a[i]] - Xi[i, t])
+                    right.append(zi[i])
+        L = np.array(left, dtype=object).reshape(len(index), self.d)
+        R = np.array(right, dtype=object).reshape(len(index), self.d)
+        return ConstraintSystem("attention", tuple(index), DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d)
+
+    def decoder_constraints(self, alpha=None) -> ConstraintSystem:
+        """Rows ``y_i x_{i alpha_i}`` of the decoder SVM (SPEC section 3)."""
+        a = resolve_alpha(self, alpha)
+        X = self.exact("X").as_object()
+        sign = [1 if yi > 0 else -1 for yi in self.y]
+        L = np.array([[sign[i] * X[i, a[i], k] for k in range(self.d)] for i in range(self.n)], dtype=object)
+        return ConstraintSystem("decoder", tuple((i,) for i in range(self.n)),
+                                DyadicArray(L.reshape(self.n, self.d), self.exact("X").exp), None, self.d)
+
+    # ------------------------------------------------------------------ I/O
+    def to_dict(self) -> dict:
+        out = {"X": self.X.tolist(), "y": self.y.tolist(), "z": self.z.tolist(), "v": self.v.tolist()}
+        if self.alpha is not None:
+            out["alpha"] = [int(a) for a in self.alpha]
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """Write ``.npz`` or ``.json`` (float64, lossless). Writes to a temporary file, then renames."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in {".npz", ".json"}:
+            raise MdcertError(f"cannot save to {str(path)!r}: use a .npz or .json file name")
+        tmp = path.with_name(path.name + ".tmp" + suffix)
+        if suffix == ".json":
+            tmp.write_text(json.dumps(self.to_dict()))
+        else:
+            arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
+            if self.alpha is not None:
+                arrays["alpha"] = self.alpha
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "AttentionProblem":
+        missing = [k for k in ("X", "y", "z", "v") if k not in data]
+        if missing:
+            raise MdcertError(f"problem data lacks {', '.join(missing)}; a problem needs X, y, z and v")
+        return cls(data["X"], data["y"], data["z"], data["v"], alpha=data.get("alpha"))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "AttentionProblem":
+        """Read and validate a problem saved by `save` (``.npz`` or ``.json``)."""
+        path = Path(path)
+        if not path.is_file():
+            raise MdcertError(f"problem file not found: {str(path)!r}; create one with 'mdcert synth -o problem.npz'")
+        suffix = path.suffix.lower()
+        try:
+            if suffix == ".json":
+                data = json.loads(path.read_text())
+                if not isinstance(data, dict):
+                    raise MdcertError(f"{str(path)!r} must hold a JSON object with keys X, y, z, v")
+            elif suffix == ".npz":
+                with np.load(path, allow_pickle=False) as f:
+                    data = {k: f[k] for k in f.files}
+            else:
+                raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
+        except MdcertError:
+            raise
+        except (OSError, ValueError, json.JSONDecodeError) as exc:
+            raise MdcertError(f"cannot read problem {str(path)!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        if "alpha" in data and np.ndim(data["alpha"]) == 0:
+            data.pop("alpha")
+        return cls.from_dict(data)
+
+    def __repr__(self) -> str:
+        return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)})"

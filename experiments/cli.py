@@ -1,0 +1,79 @@
+"""The ``mdcert`` console script: one sub-command per module in `experiments.commands`.
+
+Each command module defines ``HELP`` (one line), ``configure(parser)`` and ``run(args) -> int``.
+Modules are imported only when their command runs, so ``mdcert verify`` never imports torch.
+Bad input (`MdcertError`, ValueError, FloatingPointError, OSError) becomes one line on stderr
+and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+#: command name -> (module, one-line help). Modules live in experiments/commands/.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("experiments.commands.demo", "run the main job on a built-in example"),
+    "synth": ("experiments.commands.synth", "write a seeded synthetic problem (.npz or .json)"),
+    "certify": ("experiments.commands.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
+    "verify": ("experiments.commands.verify", "independently re-check a certificate against the data"),
+    "check": ("experiments.commands.check", "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED)"),
+    "paths": ("experiments.commands.paths", "batched mirror-descent training paths and Bregman rates"),
+    "regpath": ("experiments.commands.regpath", "regularization paths (Theorems 6 and 31)"),
+    "plot": ("experiments.commands.plot", "figures for a run directory written by paths or regpath"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit code 1."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        self.exit(1, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _available() -> dict[str, tuple[str, str]]:
+    out = {}
+    for name, (module, help_) in COMMANDS.items():
+        if importlib.util.find_spec(module) is not None:
+            out[name] = (module, help_)
+    return out
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
+    parser = _Parser(prog="mdcert", description="Certificates and experiments for mirror descent on softmax attention.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    modules: dict[str, object] = {}
+    for name, (module, help_) in _available().items():
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=getattr(mod, "HELP", help_), description=getattr(mod, "HELP", help_))
+        mod.configure(p)
+        modules[name] = mod
+    return parser, modules
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mdcert`` console script; returns the exit code."""
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 1
+    from certify.errors import MdcertError
+
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except (MdcertError, ValueError, FloatingPointError, OSError, MemoryError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"mdcert {args.command}: error: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"mdcert {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``mdcert`` CLI; each module defines HELP, configure(parser) and run(args)."""

@@ -1,24 +1,40 @@
 """certify: exact data, certified l_p SVM solves and the independent certificate checker.
 
-Imports neither torch nor matplotlib.
+Imports neither torch nor matplotlib. Names are exported lazily (PEP 562) so that importing the
+trusted checker (`certify.check`) does not pull in any solver module: add each public name to
+`_EXPORTS` (name -> defining module), never as an eager import here.
 """
 
-from certify.errors import MdcertError
-from certify.exact import DyadicArray, conjugate, dyadic, format_fraction, parse_fraction, parse_p
-from certify.problem import AttentionProblem, ConstraintSystem, OptimalTokens, resolve_alpha
-from certify.synth import synthetic_problem
+from __future__ import annotations
 
-__all__ = [
-    "AttentionProblem",
-    "ConstraintSystem",
-    "DyadicArray",
-    "MdcertError",
-    "OptimalTokens",
-    "conjugate",
-    "dyadic",
-    "format_fraction",
-    "parse_fraction",
-    "parse_p",
-    "resolve_alpha",
-    "synthetic_problem",
-]
+import importlib
+
+#: public name -> defining module
+_EXPORTS: dict[str, str] = {
+    "MdcertError": "certify.errors",
+    "DyadicArray": "certify.exact",
+    "conjugate": "certify.exact",
+    "dyadic": "certify.exact",
+    "format_fraction": "certify.exact",
+    "parse_fraction": "certify.exact",
+    "parse_p": "certify.exact",
+    "AttentionProblem": "certify.problem",
+    "ConstraintSystem": "certify.problem",
+    "OptimalTokens": "certify.problem",
+    "resolve_alpha": "certify.problem",
+    "synthetic_problem": "certify.synth",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'certify' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -174,8 +174,9 @@ class AttentionProblem:
         object.__setattr__(self, "z", z)
         object.__setattr__(self, "v", v)
         if self.alpha is not None:
+            given = self.alpha
             object.__setattr__(self, "alpha", None)
-            a = np.array(resolve_alpha(self, self.alpha), dtype=np.int64)
+            a = np.array(resolve_alpha(self, given), dtype=np.int64)
             a.setflags(write=False)
             object.__setattr__(self, "alpha", a)
 

@@ -1,0 +1,70 @@
+"""Exact p parsing and exact dyadic views of float64 data (SPEC sections 1 and 4)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from certify.errors import MdcertError
+from certify.exact import conjugate, dyadic, format_fraction, parse_fraction, parse_p
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1.1", Fraction(11, 10)), (1.1, Fraction(11, 10)), ("7/4", Fraction(7, 4)), (3, Fraction(3)),
+     (Fraction(3, 2), Fraction(3, 2)), (" 1.75 ", Fraction(7, 4)), ("1.0001", Fraction(10001, 10000))],
+)
+def test_parse_p_is_exact(value, expected) -> None:
+    assert parse_p(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "pattern"),
+    [("1", r"p > 1"), (1, r"p > 1"), ("0.5", r"p > 1"), (-2, r"p > 1"), ("inf", r"finite"),
+     (float("inf"), r"finite"), (float("nan"), r"finite"), ("nan", r"finite"), ("abc", r"invalid p"),
+     (None, r"invalid p"), (True, r"invalid p"), ("1/0", r"invalid p")],
+)
+def test_parse_p_rejects_bad_values(value, pattern) -> None:
+    with pytest.raises(MdcertError, match=pattern):
+        parse_p(value)
+
+
+def test_conjugate_and_fraction_strings() -> None:
+    assert conjugate(Fraction(7, 4)) == Fraction(7, 3)
+    assert format_fraction(Fraction(3)) == "3/1"
+    assert parse_fraction(format_fraction(Fraction(-22, 7))) == Fraction(-22, 7)
+    with pytest.raises(MdcertError, match="num/den"):
+        parse_fraction("x")
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@settings(max_examples=60)
+@given(arrays(np.float64, st.integers(1, 12), elements=finite))
+@example(np.array([0.0, 0.0]))
+@example(np.array([5e-324, 1.7976931348623157e308]))
+@example(np.array([0.3, -1e-3, 2.5]))
+def test_dyadic_is_exact(values: np.ndarray) -> None:
+    d = dyadic(values)
+    for i, x in enumerate(values):
+        assert d.fraction(i) == Fraction(float(x))
+
+
+def test_dyadic_uses_int64_when_it_fits() -> None:
+    x = np.random.default_rng(0).standard_normal((4, 5))
+    d = dyadic(x)
+    assert d.ints.dtype == np.int64
+    np.testing.assert_array_equal(d.to_float(), x)
+    assert d.to_fmpz_mat().nrows() == 4
+
+
+def test_dyadic_rejects_non_finite() -> None:
+    with pytest.raises(MdcertError, match="NaN or Inf"):
+        dyadic(np.array([1.0, math.nan]))

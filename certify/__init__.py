@@ -23,6 +23,16 @@ _EXPORTS: dict[str, str] = {
     "OptimalTokens": "certify.problem",
     "resolve_alpha": "certify.problem",
     "synthetic_problem": "certify.synth",
+    "Certificate": "certify.certificate",
+    "CertStatus": "certify.certificate",
+    "ExactVector": "certify.certificate",
+    "SupportClass": "certify.certificate",
+    "FeasibilityResult": "certify.feasibility",
+    "feasibility": "certify.feasibility",
+    "certify_svm": "certify.svm",
+    "CheckResult": "certify.check",
+    "ClaimCheck": "certify.check",
+    "check_certificate": "certify.check",
 }
 
 __all__ = sorted(_EXPORTS)

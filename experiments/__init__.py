@@ -9,6 +9,25 @@ import importlib
 
 #: public name -> defining module
 _EXPORTS: dict[str, str] = {
+    "LpMirrorDescent": "experiments.optim",
+    "mirror_step": "experiments.optim",
+    "AttentionModel": "experiments.model",
+    "ProblemTensors": "experiments.model",
+    "problem_tensors": "experiments.model",
+    "attention_logits": "experiments.model",
+    "attention_softmax": "experiments.model",
+    "attention_scores": "experiments.model",
+    "model_output": "experiments.model",
+    "logistic_loss": "experiments.model",
+    "loss": "experiments.model",
+    "lp_norm": "experiments.mirror",
+    "psi": "experiments.mirror",
+    "mirror_map": "experiments.mirror",
+    "inverse_mirror_map": "experiments.mirror",
+    "bregman": "experiments.mirror",
+    "lp_normalize": "experiments.mirror",
+    "dual_exponent": "experiments.mirror",
+    "check_mirror_update": "experiments.testing",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,95 @@
+"""Per-step time of LpMirrorDescent vs torch.optim.SGD and Adam, side by side in one process.
+
+Usage:
+    python benchmarks/optimizer_step.py            # 10M float32 parameters
+    python benchmarks/optimizer_step.py --quick    # 1M parameters, fewer repeats
+
+Each optimizer gets its own parameter (same size, same random gradient), a warm-up of a few steps,
+then the median wall time of ``--repeats`` steps (interleaved rounds, so background load hits every
+row alike). Threads: torch's default (printed). The lr is tiny so that no step overflows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from experiments.optim import LpMirrorDescent
+
+
+def _make(kind: str, param: torch.nn.Parameter):
+    lr = 1e-6
+    if kind == "SGD":
+        return torch.optim.SGD([param], lr=lr)
+    if kind == "SGD foreach":
+        return torch.optim.SGD([param], lr=lr, foreach=True)
+    if kind == "Adam foreach":
+        return torch.optim.Adam([param], lr=lr, foreach=True)
+    if kind == "Adam fused":
+        return torch.optim.Adam([param], lr=lr, fused=True)
+    name, p, path = kind.split()
+    p = p.split("=")[1]
+    if path == "simple":
+        opt = LpMirrorDescent([param], lr=lr, p=p, differentiable=False, foreach=False)
+        opt._single = _simple_only(opt)  # force the reference path
+        return opt
+    return LpMirrorDescent([param], lr=lr, p=p, foreach=(path == "foreach"))
+
+
+def _simple_only(opt: LpMirrorDescent):
+    from experiments.optim import _simple_update
+
+    def single(job):
+        gi, pi, group, param, lr, exact = job
+        opt._check_grad(gi, pi, param.grad, exact, lr)
+        new = _simple_update(param.detach(), param.grad, lr, exact, group["maximize"], group["normalize_gradient"])
+        opt._check_result(gi, pi, param, new, exact, lr)
+        return lambda: param.detach().copy_(new)
+
+    return single
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="1M parameters and fewer repeats")
+    ap.add_argument("--size", type=int, default=None, help="number of float32 parameters (default 10M)")
+    ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--simple", action="store_true", help="also time the simple (reference) path")
+    args = ap.parse_args(argv)
+    n = args.size or (1_000_000 if args.quick else 10_000_000)
+    repeats = args.repeats or (5 if args.quick else 11)
+    kinds = ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
+    for p in ("1.1", "1.75", "2", "3"):
+        kinds.append(f"LpMD p={p} fast")
+        if args.simple:
+            kinds.append(f"LpMD p={p} simple")
+    gen = torch.Generator().manual_seed(0)
+    grad = torch.randn(n, generator=gen)
+    runs = {}
+    for kind in kinds:
+        param = torch.nn.Parameter(torch.randn(n, generator=gen))
+        param.grad = grad.clone()
+        runs[kind] = (param, _make(kind, param))
+    for kind, (_, opt) in runs.items():  # warm-up
+        for _ in range(2):
+            opt.step()
+    times: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(repeats):
+        for kind, (_, opt) in runs.items():
+            t0 = time.perf_counter()
+            opt.step()
+            times[kind].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} float32 parameters, "
+          f"median of {repeats} steps")
+    print(f"{'optimizer':<22}{'ms/step':>10}{'x SGD':>8}{'x Adam fused':>14}")
+    for kind in kinds:
+        print(f"{kind:<22}{med[kind]:>10.2f}{med[kind] / med['SGD']:>8.2f}{med[kind] / med['Adam fused']:>14.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""Rigorous bounds from exact vectors (SPEC section 4, CERTIFICATES.md "Rigorous bounds").
+
+Given a feasible dyadic point ``w`` (``min A w >= 1`` checked exactly) and a dual vector
+``lam >= 0``: ``OPT <= UB = ||w||_p`` and ``OPT >= LB = 1^T lam / ||A^T lam||_q``. Products are
+exact integers; powers and roots are python-flint ``arb`` balls; every certified number is the
+outward endpoint of a ball, returned as a `Fraction`. Then the distance, direction and Bregman
+bounds and the support classification (certainly inactive / certainly tight via a unique
+multiplier on the rows not certified inactive). For p = 2 the exact rational KKT certificate.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import NamedTuple, Sequence
+
+from certify.certificate import ExactVector, SupportClass
+from certify.ops import ExactOps
+from certify.refine import working_precision
+
+__all__ = ["Bounds", "ball_bounds", "make_feasible", "exact_kkt_p2", "arb_lower", "arb_upper", "norm_pow"]
+
+
+class Bounds(NamedTuple):
+    opt_lower: Fraction
+    opt_upper: Fraction
+    distance_upper: Fraction
+    direction_error_upper: Fraction
+    bregman_upper: Fraction
+    support: SupportClass
+    w: ExactVector
+    lam: ExactVector
+    exact_kkt: bool
+
+
+def _fr(man_exp) -> Fraction:
+    man, ex = man_exp
+    man, ex = int(man), int(ex)
+    return Fraction(man << ex) if ex >= 0 else Fraction(man, 1 << (-ex))
+
+
+def arb_upper(x) -> Fraction | None:
+    return _fr(x.upper().man_exp()) if x.is_finite() else None
+
+
+def arb_lower(x) -> Fraction | None:
+    return _fr(x.lower().man_exp()) if x.is_finite() else None
+
+
+def _ab(x: Fraction):
+    from flint import arb, fmpq
+
+    return arb(fmpq(x.numerator, x.denominator))
+
+
+def _up(x):
+    """The exact upper endpoint of ball x as an exact ball (for monotone functions)."""
+    from flint import arb
+
+    return arb(x.upper())
+
+
+def _nonneg_up(x):
+    from flint import arb
+
+    u = x.upper()
+    return arb(u) if u > 0 else arb(0)
+
+
+def norm_pow(ints: Sequence[int], e: int, a):
+    """Ball of ``sum_j |ints_j 2**e|^a`` (a an arb exponent > 0), scaled so large integers keep precision."""
+    from flint import arb
+
+    nz = [abs(int(k)) for k in ints if k]
+    if not nz:
+        return arb(0)
+    big = max(k.bit_length() for k in nz)
+    two = arb(2) ** (-big)
+    s = arb(0)
+    for k in nz:
+        s += (arb(k) * two) ** a
+    return s * arb(2) ** ((big + e) * a)
+
+
+def make_feasible(ops: ExactOps, W: Sequence[int], w_exp: int, *, bits: int) -> ExactVector | None:
+    """Scale ``w`` by a dyadic factor so that ``min A w >= 1`` exactly (None if ``min A w <= 0``)."""
+    s = min(ops.matvec(W))
+    if s <= 0:
+        return None
+    k2 = s.bit_length() + bits
+    c = -(-(1 << k2) // s)  # ceil
+    e = ops.exp + w_exp
+    return ExactVector(tuple(int(k) * c for k in W), w_exp - k2 - e, 1)
+
+
+def row_q_norms(ops: ExactOps, q: Fraction) -> list:
+    """Balls containing ``||a_i||_q`` (attention rows factor: ``||vec(l r^T)||_q = ||l||_q ||r||_q``)."""
+    from flint import arb
+
+    qa = _ab(q)
+    inv = _ab(1 / q)
+    out = []
+    eL = ops.cs.left.exp
+    for r in range(ops.N):
+        nl = norm_pow(ops.L[r], eL, qa) ** inv if any(ops.L[r]) else arb(0)
+        if ops.R is not None:
+            nr = norm_pow(ops.R[r], ops.cs.right.exp, qa) ** inv if any(ops.R[r]) else arb(0)
+            nl = nl * nr
+        out.append(nl)
+    return out
+
+
+def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *, bits: int,
+                classify: bool = True) -> Bounds | None:
+    """All bounds of SPEC section 4 for a feasible dyadic ``w`` and a dyadic ``lam >= 0``."""
+    from flint import arb, arb_mat, fmpz_mat
+
+    q = p / (p - 1)
+    with working_precision(bits + 64):
+        pa, qa = _ab(p), _ab(q)
+        Aw = ops.matvec(w.ints)
+        e_aw = ops.exp + w.exp
+        one = Fraction(2) ** (-e_aw)
+        if any(Fraction(k) < one for k in Aw) or w.den != 1 or lam.den != 1:
+            return None
+        if any(k < 0 for k in lam.ints) or not any(lam.ints):
+            return None
+        ub = norm_pow(w.ints, w.exp, pa) ** (1 / pa)
+        U = ops.rmatvec(lam.ints)
+        if not any(U):
+            return None
+        uq = norm_pow(U, ops.exp + lam.exp, qa)  # ||A^T lam||_q^q
+        a = arb(sum(lam.ints)) * arb(2) ** lam.exp
+        lb = a / uq ** (1 / qa)
+        two = arb(2)
+        if p <= 2:
+            dist = (_nonneg_up(ub * ub - lb * lb) / (pa - 1)).sqrt()
+        else:
+            dist = (_nonneg_up(ub ** pa - lb ** pa) * (two ** (pa - 1) - 1)) ** (1 / pa)
+        dist = _up(dist)
+        lb_low = arb(lb.lower())
+        direction = _up(2 * dist / lb_low)
+        if p <= 2:
+            breg = (two ** (2 - pa) / pa) * direction ** pa if direction > 0 else arb(0)
+        else:
+            breg = ((pa - 1) / 2) * two ** ((pa - 2) / pa) * direction * direction
+        support = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows))
+        if classify:
+            support = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
+        res = Bounds(arb_lower(lb), arb_upper(ub), arb_upper(dist), arb_upper(direction), arb_upper(_up(breg)),
+                     support, w, lam, False)
+    if any(v is None for v in res[:5]):
+        return None
+    return res
+
+
+def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> SupportClass:
+    from flint import arb, arb_mat
+
+    pa, qa = _ab(p), _ab(q)
+    two = arb(2)
+    index = [ops.cs.index[i] for i in ops.rows]
+    norms = row_q_norms(ops, q)
+    inactive = set()
+    for i in range(ops.N):
+        if lam.ints[i] != 0:
+            continue
+        slack = arb(Aw[i]) * two ** e_aw - 1
+        if (slack - norms[i] * dist).lower() > 0:
+            inactive.add(i)
+    rest = [i for i in range(ops.N) if i not in inactive]
+    tight = set()
+    if rest:
+        sub = ops.subset(rest)
+        try:
+            Minv = arb_mat(sub.gram()).inv()
+        except ZeroDivisionError:
+            Minv = None
+        if Minv is not None:
+            m = ops.m
+            mfac = arb(m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
+            if p <= 2:
+                gap = _nonneg_up(ub ** pa - lb ** pa) / pa
+                eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
+                t = (a / uq) ** (pa - 1)
+            else:
+                eps = (_nonneg_up(ub * ub - lb * lb) / (qa - 1)).sqrt()
+                t = a / uq ** (2 / qa)
+            scale = two ** (-ops.exp)
+            for k, i in enumerate(rest):
+                dii = Minv[k, k]
+                if not dii.is_finite():
+                    continue
+                rnorm = _nonneg_up(dii).sqrt() * scale * mfac
+                mult = t * arb(lam.ints[i]) * two ** lam.exp - rnorm * eps
+                if mult.lower() > 0:
+                    tight.add(i)
+    undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
+    return SupportClass(tuple(index[i] for i in sorted(tight)), tuple(index[i] for i in sorted(inactive)),
+                        tuple(index[i] for i in undecided))
+
+
+def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int) -> Bounds | None:
+    """p = 2: ``lam_S = (A_S A_S^T)^{-1} 1``, ``w* = A_S^T lam_S`` in exact rationals; None if not KKT."""
+    from flint import arb, fmpq_mat, fmpz_mat
+
+    S = sorted(int(i) for i in support)
+    if not S:
+        return None
+    sub = ops.subset(S)
+    try:
+        x = fmpq_mat(sub.gram()).solve(fmpq_mat(len(S), 1, [1] * len(S)))
+    except ZeroDivisionError:
+        return None
+    vals = [Fraction(int(v.p), int(v.q)) for v in x.entries()]
+    if any(v <= 0 for v in vals):
+        return None
+    den = math.lcm(*[v.denominator for v in vals])
+    X = [int(v * den) for v in vals]
+    Wint = sub.rmatvec(X)  # w* = Wint * 2**(-exp) / den
+    Aw = ops.matvec(Wint)  # A w* = Aw / den
+    if any(k < den for k in Aw):
+        return None
+    Sset = set(S)
+    if any(Aw[i] != den for i in S):
+        return None
+    lam_full = [0] * ops.N
+    for i, v in zip(S, X):
+        lam_full[i] = v
+    opt2 = Fraction(sum(k * k for k in Wint)) / (Fraction(2) ** (2 * ops.exp) * den * den)
+    with working_precision(bits + 64):
+        r = _ab(opt2).sqrt()
+        lo, hi = arb_lower(r), arb_upper(r)
+    index = [ops.cs.index[i] for i in ops.rows]
+    tight = tuple(index[i] for i in range(ops.N) if Aw[i] == den)
+    inactive = tuple(index[i] for i in range(ops.N) if Aw[i] > den)
+    w = ExactVector(tuple(Wint), -ops.exp, den)
+    lam = ExactVector(tuple(lam_full), -2 * ops.exp, den)
+    return Bounds(lo, hi, Fraction(0), Fraction(0), Fraction(0), SupportClass(tight, inactive, ()), w, lam, True)

@@ -1,0 +1,275 @@
+"""The certificate record of a certified l_p SVM solve (SPEC section 4, issue 3 items 4 and 6).
+
+A `Certificate` states claims about ``OPT = min ||w||_p s.t. A w >= 1`` for one problem (named by
+its data hash), one SVM ("attention" | "decoder"), one token choice ``alpha`` and one exact ``p``.
+Every certified field is exact: `Fraction` bounds (JSON: ``"num/den"`` strings) and exact vectors
+(`ExactVector`: integers times ``2**exp`` divided by ``den``; JSON: integer lists). Nothing in a
+certified field is a float. The independent checker `certify.check.check_certificate` recomputes
+every claim from the data and the exact vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from fractions import Fraction
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+
+from certify.errors import MdcertError
+from certify.exact import format_fraction, parse_fraction
+
+__all__ = ["CertStatus", "SupportClass", "ExactVector", "Certificate", "CERT_FORMAT"]
+
+#: version tag written into every certificate JSON
+CERT_FORMAT = "mdcert-certificate/1"
+
+
+class CertStatus(str, Enum):
+    """Outcome of a certified solve."""
+
+    OPTIMAL = "optimal"
+    INFEASIBLE = "infeasible"
+    NO_VERIFIED_RESULT = "no_verified_result"
+
+
+class SupportClass(NamedTuple):
+    """Per-constraint classification; rows indexed like `ConstraintSystem.index`: (i, t) or (i,)."""
+
+    tight: tuple[tuple[int, ...], ...]
+    inactive: tuple[tuple[int, ...], ...]
+    undecided: tuple[tuple[int, ...], ...]
+
+    def counts(self) -> tuple[int, int, int]:
+        return len(self.tight), len(self.inactive), len(self.undecided)
+
+
+@dataclass(frozen=True)
+class ExactVector:
+    """An exact rational vector ``ints * 2**exp / den`` (den > 0).
+
+    Attributes:
+        ints: Python integers.
+        exp: common binary exponent.
+        den: common positive denominator (1 for dyadic vectors).
+    """
+
+    ints: tuple[int, ...]
+    exp: int = 0
+    den: int = 1
+
+    def __post_init__(self) -> None:
+        if self.den <= 0:
+            raise MdcertError(f"exact vector denominator must be positive, got {self.den}")
+
+    def __len__(self) -> int:
+        return len(self.ints)
+
+    def fractions(self) -> list[Fraction]:
+        scale = Fraction(2) ** self.exp / self.den
+        return [Fraction(k) * scale for k in self.ints]
+
+    def to_float(self) -> np.ndarray:
+        """Each entry correctly rounded to float64."""
+        if self.den == 1:
+            out = np.empty(len(self.ints))
+            for j, k in enumerate(self.ints):
+                out[j] = _ldexp_int(k, self.exp)
+            return out
+        return np.array([float(f) for f in self.fractions()], dtype=np.float64)
+
+    def to_json(self) -> dict:
+        return {"ints": [int(k) for k in self.ints], "exp": int(self.exp), "den": int(self.den)}
+
+    @classmethod
+    def from_json(cls, data: Any, *, name: str = "vector") -> "ExactVector":
+        if not isinstance(data, dict) or "ints" not in data:
+            raise MdcertError(f"certificate field {name!r} must be an object with 'ints', 'exp', 'den'")
+        ints = data["ints"]
+        if not isinstance(ints, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in ints):
+            raise MdcertError(f"certificate field {name!r}: 'ints' must be a list of integers (no floats)")
+        exp, den = data.get("exp", 0), data.get("den", 1)
+        if not isinstance(exp, int) or not isinstance(den, int) or isinstance(exp, bool) or den <= 0:
+            raise MdcertError(f"certificate field {name!r}: 'exp' must be an integer and 'den' a positive integer")
+        return cls(tuple(ints), exp, den)
+
+    @classmethod
+    def from_dyadic(cls, ints: Sequence[int], exp: int) -> "ExactVector":
+        return cls(tuple(int(k) for k in ints), int(exp), 1)
+
+
+def _ldexp_int(k: int, e: int) -> float:
+    """``k * 2**e`` rounded to float64 without overflow in the integer conversion."""
+    k = int(k)
+    if k == 0:
+        return 0.0
+    sign = 1.0 if k > 0 else -1.0
+    k = abs(k)
+    shift = max(0, k.bit_length() - 64)
+    try:
+        return sign * math.ldexp(float(k >> shift), e + shift)
+    except OverflowError:
+        return sign * math.inf
+
+
+def _frac(x: Fraction | None) -> str | None:
+    return None if x is None else format_fraction(x)
+
+
+def _unfrac(data: dict, key: str) -> Fraction | None:
+    val = data.get(key)
+    if val is None:
+        return None
+    if not isinstance(val, str):
+        raise MdcertError(f"certificate field {key!r} must be an exact 'num/den' string, got {type(val).__name__}")
+    return parse_fraction(val)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """Claims about one l_p SVM (SPEC section 4). See module docstring.
+
+    Attributes:
+        status: optimal / infeasible / no_verified_result.
+        svm: "attention" or "decoder".
+        p: exact exponent.
+        alpha: token indices.
+        data_hash: `AttentionProblem.data_hash()` of the data the claims are about.
+        opt_lower, opt_upper: ``OPT in [opt_lower, opt_upper]``.
+        distance_upper: bound on ``||w - w*||_p`` for the returned feasible point ``w``.
+        direction_error_upper: bound on ``||w/||w||_p - w*/||w*||_p||_p``.
+        bregman_upper: bound on ``D_psi`` between the unit directions (either order).
+        support: tight / inactive / undecided rows.
+        w: the returned feasible point (exact, length m, row-major ``vec(W)`` for attention).
+        lam: the dual vector (exact, >= 0, length N, in constraint-row order).
+        gordan: infeasibility certificate (exact, >= 0, nonzero, ``A^T g = 0``), length N.
+        exact_kkt: True when ``w`` is the exact optimum with ``w = A^T lam`` (p = 2 rational KKT).
+        digits: the requested number of digits.
+        info: diagnostics (timings, methods); NOT certified, may hold floats.
+    """
+
+    status: CertStatus
+    svm: str
+    p: Fraction
+    alpha: tuple[int, ...]
+    data_hash: str
+    opt_lower: Fraction | None = None
+    opt_upper: Fraction | None = None
+    distance_upper: Fraction | None = None
+    direction_error_upper: Fraction | None = None
+    bregman_upper: Fraction | None = None
+    support: SupportClass | None = None
+    w: ExactVector | None = None
+    lam: ExactVector | None = None
+    gordan: ExactVector | None = None
+    exact_kkt: bool = False
+    d: int = 0
+    digits: int = 0
+    info: dict = field(default_factory=dict, compare=False)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def certified(self) -> bool:
+        return self.status is CertStatus.OPTIMAL
+
+    def relative_width(self) -> Fraction | None:
+        if self.opt_lower is None or self.opt_upper is None or self.opt_lower <= 0:
+            return None
+        return (self.opt_upper - self.opt_lower) / self.opt_lower
+
+    def _shape(self) -> tuple[int, ...]:
+        if self.w is None:
+            raise MdcertError(f"certificate has no solution (status {self.status.value})")
+        return (self.d, self.d) if self.svm == "attention" else (len(self.w),)
+
+    def solution_exact(self) -> list[Fraction]:
+        """The returned feasible point w exactly (flattened row-major, length m)."""
+        self._shape()
+        return self.w.fractions()
+
+    def solution_float(self) -> np.ndarray:
+        """w rounded to float64, shape (d, d) (attention) or (d,) (decoder)."""
+        shape = self._shape()
+        return self.w.to_float().reshape(shape)
+
+    def direction_float(self) -> np.ndarray:
+        """``w / ||w||_p`` rounded to float64 (computed in long double-free scaled floats)."""
+        shape = self._shape()
+        w = self.w.to_float()
+        scale = np.max(np.abs(w))
+        if scale == 0:
+            raise MdcertError("certificate solution is zero; no direction")
+        pf = float(self.p)
+        u = w / scale
+        return (u / np.sum(np.abs(u) ** pf) ** (1.0 / pf)).reshape(shape)
+
+    def with_info(self, **kw) -> "Certificate":
+        return replace(self, info={**self.info, **kw})
+
+    # ------------------------------------------------------------------ JSON
+    def to_json(self) -> dict:
+        sup = None
+        if self.support is not None:
+            sup = {k: [list(r) for r in getattr(self.support, k)] for k in ("tight", "inactive", "undecided")}
+        return {
+            "format": CERT_FORMAT,
+            "status": self.status.value,
+            "svm": self.svm,
+            "p": format_fraction(self.p),
+            "alpha": [int(a) for a in self.alpha],
+            "data_hash": self.data_hash,
+            "d": int(self.d),
+            "digits": int(self.digits),
+            "opt_lower": _frac(self.opt_lower),
+            "opt_upper": _frac(self.opt_upper),
+            "distance_upper": _frac(self.distance_upper),
+            "direction_error_upper": _frac(self.direction_error_upper),
+            "bregman_upper": _frac(self.bregman_upper),
+            "support": sup,
+            "exact_kkt": bool(self.exact_kkt),
+            "w": None if self.w is None else self.w.to_json(),
+            "lam": None if self.lam is None else self.lam.to_json(),
+            "gordan": None if self.gordan is None else self.gordan.to_json(),
+            "info": self.info,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Certificate":
+        """Parse (and type-check) a certificate dict written by `to_json`."""
+        if not isinstance(data, dict):
+            raise MdcertError("a certificate must be a JSON object")
+        try:
+            status = CertStatus(data.get("status"))
+        except ValueError:
+            raise MdcertError(f"unknown certificate status {data.get('status')!r}; expected optimal, infeasible "
+                              f"or no_verified_result") from None
+        svm = data.get("svm")
+        if svm not in ("attention", "decoder"):
+            raise MdcertError(f"certificate 'svm' must be 'attention' or 'decoder', got {svm!r}")
+        p = _unfrac(data, "p")
+        if p is None or p <= 1:
+            raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {data.get('p')!r}")
+        alpha = data.get("alpha")
+        if not isinstance(alpha, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in alpha):
+            raise MdcertError("certificate 'alpha' must be a list of integers")
+        sup = data.get("support")
+        support = None
+        if sup is not None:
+            if not isinstance(sup, dict):
+                raise MdcertError("certificate 'support' must be an object with tight, inactive, undecided")
+            try:
+                support = SupportClass(*(tuple(tuple(int(x) for x in r) for r in sup.get(k, []))
+                                         for k in ("tight", "inactive", "undecided")))
+            except (TypeError, ValueError):
+                raise MdcertError("certificate 'support' lists must hold integer index lists like [i, t]") from None
+        vecs = {k: None if data.get(k) is None else ExactVector.from_json(data[k], name=k)
+                for k in ("w", "lam", "gordan")}
+        return cls(status=status, svm=svm, p=p, alpha=tuple(alpha), data_hash=str(data.get("data_hash", "")),
+                   opt_lower=_unfrac(data, "opt_lower"), opt_upper=_unfrac(data, "opt_upper"),
+                   distance_upper=_unfrac(data, "distance_upper"),
+                   direction_error_upper=_unfrac(data, "direction_error_upper"),
+                   bregman_upper=_unfrac(data, "bregman_upper"), support=support,
+                   exact_kkt=bool(data.get("exact_kkt", False)), d=int(data.get("d", 0)),
+                   digits=int(data.get("digits", 0)), info=dict(data.get("info") or {}), **vecs)

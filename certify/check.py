@@ -1,0 +1,317 @@
+"""The independent certificate checker (SPEC section 4; issue 3 item 5).
+
+Trusted code, meant to be read in one sitting. It imports no solver (no cvxpy, no scipy, no
+torch) and none of the solver modules of `certify`: only the data model, the certificate record
+and python-flint. From the problem data and the certificate's exact vectors it recomputes, with
+exact integers and outward-rounded arb balls:
+
+- identity: data hash, svm, alpha, p (and, if the caller passes them, that they are the expected ones);
+- optimal: ``min A w >= 1`` exactly; ``lam >= 0``; ``OPT <= ||w||_p``; ``OPT >= 1^T lam/||A^T lam||_q``;
+  distance ``||w - w*||_p``, normalized-direction and Bregman bounds (SPEC section 4 formulas);
+  each row claimed inactive: ``a_i^T w - 1 > ||a_i||_q dist``; each row claimed tight: a positive
+  lower bound on its unique multiplier ``t lam_i - ||r_i||_p eps`` with ``||r_i||_2^2 = (M^-1)_ii``,
+  ``M = A_S' A_S'^T`` on the rows S' not claimed inactive (which must carry all of lam);
+  with ``exact_kkt`` (p = 2): ``w = A^T lam`` and complementary slackness, in exact rationals;
+- infeasible: ``g >= 0``, ``g != 0``, ``A^T g = 0`` exactly (Gordan).
+
+A claim is accepted only if it is implied by (at least as weak as) what is recomputed.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from certify.certificate import Certificate, CertStatus
+from certify.errors import MdcertError
+from certify.problem import AttentionProblem
+
+__all__ = ["ClaimCheck", "CheckResult", "check_certificate"]
+
+
+class ClaimCheck(NamedTuple):
+    name: str
+    ok: bool
+    detail: str
+
+
+class CheckResult(NamedTuple):
+    ok: bool
+    claims: tuple[ClaimCheck, ...]
+    first_failure: str | None
+
+
+class _Rows:
+    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder)."""
+
+    def __init__(self, problem: AttentionProblem, svm: str, alpha: tuple[int, ...]) -> None:
+        import flint
+
+        X, z = problem.exact("X"), problem.exact("z")
+        Xi = X.ints.astype(object)
+        self.d, self.index, left, right = problem.d, [], [], []
+        for i in range(problem.n):
+            if svm == "decoder":
+                self.index.append((i,))
+                left.append(Xi[i, alpha[i]] * (1 if problem.y[i] > 0 else -1))
+                continue
+            for t in range(problem.T):
+                if t != alpha[i]:
+                    self.index.append((i, t))
+                    left.append(Xi[i, alpha[i]] - Xi[i, t])
+                    right.append(z.ints.astype(object)[i])
+        self.N = len(self.index)
+        self.L = np.array(left, dtype=object).reshape(self.N, self.d)
+        self.R = np.array(right, dtype=object).reshape(self.N, self.d) if svm == "attention" else None
+        self.exp = X.exp + (z.exp if svm == "attention" else 0)
+        self.m = self.d * self.d if svm == "attention" else self.d
+        self.Lm = flint.fmpz_mat(self.N, self.d, [int(k) for k in self.L.ravel()])
+
+    def Aw(self, w) -> list[int]:
+        import flint
+
+        if self.R is None:
+            return [int(x) for x in (self.Lm * flint.fmpz_mat(self.d, 1, list(w))).entries()]
+        P = np.array([int(x) for x in (self.Lm * flint.fmpz_mat(self.d, self.d, list(w))).entries()], dtype=object)
+        return [int(x) for x in (P.reshape(self.N, self.d) * self.R).sum(axis=1)]
+
+    def ATlam(self, lam) -> list[int]:
+        import flint
+
+        lam = np.array([int(k) for k in lam], dtype=object)
+        B = lam[:, None] if self.R is None else self.R * lam[:, None]
+        Bm = flint.fmpz_mat(self.N, B.shape[1], [int(k) for k in B.ravel()])
+        return [int(x) for x in (self.Lm.transpose() * Bm).entries()]
+
+    def gram(self, rows: list[int]):
+        import flint
+
+        L = flint.fmpz_mat(len(rows), self.d, [int(k) for k in self.L[rows].ravel()])
+        G = L * L.transpose()
+        if self.R is None:
+            return G
+        R = flint.fmpz_mat(len(rows), self.d, [int(k) for k in self.R[rows].ravel()])
+        H = R * R.transpose()
+        return flint.fmpz_mat(len(rows), len(rows), [int(a) * int(b) for a, b in zip(G.entries(), H.entries())])
+
+
+def _q(x: Fraction):
+    from flint import arb, fmpq
+
+    return arb(fmpq(x.numerator, x.denominator))
+
+
+def _powsum(ints, e: int, a):
+    """Ball of ``sum |k 2**e|^a`` over nonzero integers k."""
+    from flint import arb
+
+    nz = [abs(int(k)) for k in ints if k]
+    if not nz:
+        return arb(0)
+    big = max(k.bit_length() for k in nz)
+    s = sum(((arb(k) * arb(2) ** (-big)) ** a for k in nz), arb(0))
+    return s * arb(2) ** ((big + e) * a)
+
+
+def _top(x):
+    """Exact ball at the upper endpoint of x, clipped at 0 (for monotone upper bounds)."""
+    from flint import arb
+
+    u = arb(x.upper())
+    return u if u > 0 else arb(0)
+
+
+def _check_optimal(rows: _Rows, c: Certificate, add) -> None:
+    from flint import arb, arb_mat
+
+    p, w, lam = c.p, c.w, c.lam
+    q = p / (p - 1)
+    if w is None or lam is None or len(w) != rows.m or len(lam) != rows.N:
+        add("vectors", False, f"need w of length {rows.m} and lam of length {rows.N}")
+        return
+    for name in ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper"):
+        if getattr(c, name) is None:
+            add(name, False, "missing")
+            return
+    Aw = rows.Aw(w.ints)  # A w = Aw * 2**(exp + w.exp) / w.den
+    scale_w = Fraction(2) ** (rows.exp + w.exp) / w.den
+    amin = min(Aw) * scale_w
+    add("w_feasible", amin >= 1, f"min A w = {float(amin):.17g}")
+    lam_ok = all(k >= 0 for k in lam.ints) and any(lam.ints)
+    add("lam_nonnegative", lam_ok, "lam >= 0 and lam != 0" if lam_ok else "a multiplier is negative or all are zero")
+    if amin < 1 or not lam_ok:
+        return
+    U = rows.ATlam(lam.ints)  # A^T lam = U * 2**(exp + lam.exp) / lam.den
+    pa, qa, two = _q(p), _q(q), arb(2)
+    ub = _powsum(w.ints, w.exp, pa) ** (1 / pa) / w.den
+    uq = _powsum(U, rows.exp + lam.exp, qa) / arb(lam.den) ** qa  # ||A^T lam||_q^q
+    a = arb(sum(lam.ints)) * two ** lam.exp / lam.den
+    if c.exact_kkt:
+        kkt = _exact_kkt(rows, c, Aw, U)
+        add("exact_kkt", kkt is None, kkt or "w = A^T lam, lam >= 0, complementary slackness (exact)")
+        if kkt is not None:
+            return
+        lb, dist = ub, arb(0)  # w is the optimum: OPT = ||w||_p exactly
+    else:
+        if not any(U):
+            add("opt_lower", False, "A^T lam = 0")
+            return
+        lb = a / uq ** (1 / qa)
+        if p <= 2:
+            dist = (_top(ub * ub - lb * lb) / (pa - 1)).sqrt()
+        else:
+            dist = (_top(ub ** pa - lb ** pa) * (two ** (pa - 1) - 1)) ** (1 / pa)
+        dist = _top(dist)
+    add("opt_upper", _q(c.opt_upper) >= ub, "claimed upper bound >= ||w||_p")
+    add("opt_lower", _q(c.opt_lower) <= lb, "claimed lower bound <= 1^T lam / ||A^T lam||_q")
+    add("distance_upper", _q(c.distance_upper) >= dist, "claimed >= recomputed ||w - w*||_p bound")
+    direction = _top(2 * dist / arb(lb.lower())) if dist > 0 else arb(0)
+    add("direction_error_upper", _q(c.direction_error_upper) >= direction, "claimed >= 2 dist / LB")
+    if direction == 0:
+        breg = arb(0)
+    elif p <= 2:
+        breg = two ** (2 - pa) / pa * direction ** pa
+    else:
+        breg = (pa - 1) / 2 * two ** ((pa - 2) / pa) * direction * direction
+    add("bregman_upper", _q(c.bregman_upper) >= breg, "claimed >= Bregman bound of the direction error")
+    _check_support(rows, c, Aw, scale_w, lam, dist, ub, lb, a, uq, add)
+
+
+def _exact_kkt(rows: _Rows, c: Certificate, Aw, U) -> str | None:
+    """None if w = A^T lam exactly and lam_i > 0 only where a_i^T w = 1 (exactly); else the reason."""
+    if c.p != 2:
+        return "exact_kkt is only defined for p = 2"
+    w, lam = c.w, c.lam
+    # w_j * 2**w.exp / w.den == U_j * 2**(exp + lam.exp) / lam.den, compared as integers
+    e1, e2 = w.exp, rows.exp + lam.exp
+    lo = min(e1, e2)
+    for wj, uj in zip(w.ints, U):
+        if (wj << (e1 - lo)) * lam.den != (uj << (e2 - lo)) * w.den:
+            return "w != A^T lam"
+    scale = Fraction(2) ** (rows.exp + w.exp) / w.den
+    if any(k > 0 and Aw[i] * scale != 1 for i, k in enumerate(lam.ints)):
+        return "complementary slackness fails"
+    return None
+
+
+def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, a, uq, add) -> None:
+    from flint import arb, arb_mat
+
+    sup = c.support
+    if sup is None:
+        return
+    pos = {r: k for k, r in enumerate(rows.index)}
+    claimed = [tuple(r) for part in sup for r in part]
+    ok = sorted(claimed) == sorted(rows.index)
+    add("support_partition", ok, "tight, inactive, undecided partition the constraint rows" if ok
+            else "support lists are not a partition of the constraint rows")
+    if not ok:
+        return
+    p, q = c.p, c.p / (c.p - 1)
+    pa, qa, two = _q(p), _q(q), arb(2)
+    inactive = [pos[tuple(r)] for r in sup.inactive]
+    tight = [pos[tuple(r)] for r in sup.tight]
+    if c.exact_kkt:
+        bad = [rows.index[i] for i in inactive if not Aw[i] * scale_w > 1]
+        bad += [rows.index[i] for i in tight if Aw[i] * scale_w != 1]
+        add("support", not bad, f"rows misclassified: {bad[:3]}" if bad else "exact a_i^T w* = 1 / > 1")
+        return
+    bad = []
+    for i in inactive:
+        l_q = _powsum(rows.L[i], 0, qa) ** (1 / qa) if any(rows.L[i]) else arb(0)
+        if rows.R is not None:
+            l_q = l_q * (_powsum(rows.R[i], 0, qa) ** (1 / qa) if any(rows.R[i]) else arb(0))
+        norm = l_q * two ** rows.exp
+        if not (_q(Aw[i] * scale_w - 1) - norm * dist).lower() > 0:
+            bad.append(rows.index[i])
+    add("support_inactive", not bad, f"not certainly inactive: {bad[:3]}" if bad else
+            f"{len(inactive)} rows: a_i^T w - 1 > ||a_i||_q dist")
+    if not tight:
+        return
+    rest = [i for i in range(rows.N) if i not in set(inactive)]
+    if any(lam.ints[i] for i in inactive):
+        add("support_tight", False, "lam is nonzero on a row claimed inactive")
+        return
+    try:
+        Minv = arb_mat(rows.gram(rest)).inv()
+    except ZeroDivisionError:
+        add("support_tight", False, "A_S' A_S'^T not provably invertible")
+        return
+    mfac = arb(rows.m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
+    if p <= 2:
+        gap = _top(ub ** pa - lb ** pa) / pa
+        eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
+        t = (a / uq) ** (pa - 1)
+    else:
+        eps = (_top(ub * ub - lb * lb) / (qa - 1)).sqrt()
+        t = a / uq ** (2 / qa)
+    where = {i: k for k, i in enumerate(rest)}
+    bad = []
+    for i in tight:
+        dii = Minv[where[i], where[i]]
+        rnorm = _top(dii).sqrt() * two ** (-rows.exp) * mfac
+        mult = t * arb(lam.ints[i]) * two ** lam.exp / lam.den - rnorm * eps
+        if not (dii.is_finite() and mult.lower() > 0):
+            bad.append(rows.index[i])
+    add("support_tight", not bad, f"multiplier not provably positive: {bad[:3]}" if bad else
+            f"{len(tight)} rows with a provably positive unique multiplier")
+
+
+def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=None, svm: str | None = None,
+                      alpha=None, bits: int | None = None) -> CheckResult:
+    """Recompute every claim of ``cert`` from ``problem`` (see module docstring).
+
+    Args:
+        problem: the data the certificate claims to be about.
+        cert: a `Certificate` or its JSON dict.
+        p, svm, alpha: optional expected values; a certificate about anything else is rejected.
+        bits: ball precision (default: from the sizes of the exact vectors).
+    """
+    import flint
+
+    from certify.exact import parse_p
+    from certify.problem import resolve_alpha
+
+    if isinstance(cert, dict):
+        cert = Certificate.from_json(cert)
+    claims: list[ClaimCheck] = []
+
+    def add(name: str, ok: bool, detail: str) -> None:
+        claims.append(ClaimCheck(name, bool(ok), detail))
+
+    add("data_hash", cert.data_hash == problem.data_hash(), "certificate names this data" if
+        cert.data_hash == problem.data_hash() else "data hash differs: the certificate is about other data")
+    if p is not None:
+        add("p", parse_p(p) == cert.p, f"certificate p = {cert.p}, expected {parse_p(p)}")
+    if svm is not None:
+        add("svm", svm == cert.svm, f"certificate svm = {cert.svm}, expected {svm}")
+    try:
+        a = resolve_alpha(problem, list(cert.alpha))
+        if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
+            add("alpha", False, f"certificate alpha = {list(a)}, expected {list(resolve_alpha(problem, alpha))}")
+    except MdcertError as exc:
+        add("alpha", False, str(exc))
+        a = None
+    if a is not None and all(cl.ok for cl in claims):
+        rows = _Rows(problem, cert.svm, a)
+        sizes = [abs(k).bit_length() for v in (cert.w, cert.lam) if v is not None for k in v.ints]
+        prec = bits or 64 + max([128] + sizes)
+        old = flint.ctx.prec
+        flint.ctx.prec = prec
+        try:
+            if cert.status is CertStatus.OPTIMAL:
+                _check_optimal(rows, cert, add)
+            elif cert.status is CertStatus.INFEASIBLE:
+                g = cert.gordan
+                ok = g is not None and len(g) == rows.N and all(k >= 0 for k in g.ints) and any(g.ints) \
+                    and not any(rows.ATlam(g.ints))
+                add("gordan", ok, "g >= 0, g != 0, A^T g = 0 (exact): A w >= 1 is infeasible" if ok
+                    else "not a Gordan certificate (need g >= 0, g != 0, A^T g = 0 exactly)")
+            else:
+                add("status", True, "no_verified_result: nothing is claimed")
+        finally:
+            flint.ctx.prec = old
+    first = next((f"{cl.name}: {cl.detail}" for cl in claims if not cl.ok), None)
+    return CheckResult(first is None, tuple(claims), first)

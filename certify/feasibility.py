@@ -1,0 +1,218 @@
+"""Certified feasibility of ``A w >= 1`` (SPEC sections 3-4, CERTIFICATES.md step 2).
+
+Feasible iff some ``w`` has ``A w > 0`` (then ``w / min A w`` satisfies ``A w >= 1``); infeasible
+iff (Gordan) some ``lam >= 0, 1^T lam = 1, A^T lam = 0``. A float LP (scipy HiGHS) proposes a
+point or a multiplier; the verdict is only returned after an exact check on the exact integers:
+``min Z w > 0`` for the point, or an exact rational null vector ``Z_S^T lam = 0, lam >= 0`` on a
+support suggested by the LP. When neither check succeeds the exact LP solver ``esolver``
+(Debian package ``qsopt-ex``) is tried if installed; otherwise the verdict is ``None`` (not proven).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from certify.certificate import ExactVector
+from certify.exact import dyadic
+from certify.ops import ExactOps
+from certify.problem import AttentionProblem, ConstraintSystem
+
+__all__ = ["FeasibilityResult", "feasibility", "feasibility_system", "constraint_system"]
+
+
+class FeasibilityResult(NamedTuple):
+    """Certified verdict on ``{w : A w >= 1}``.
+
+    Attributes:
+        feasible: True (proven feasible), False (proven infeasible) or None (not proven).
+        point_exact: exact dyadic ``w`` with ``min A w > 0`` (when feasible).
+        gordan_exact: exact ``lam >= 0`` with ``1^T lam = 1`` and ``A^T lam = 0`` (when infeasible).
+        method: how the verdict was obtained.
+        index: the constraint rows ((i, t) or (i,)), the order of ``gordan_exact``.
+    """
+
+    feasible: bool | None
+    point_exact: ExactVector | None
+    gordan_exact: ExactVector | None
+    method: str
+    index: tuple[tuple[int, ...], ...]
+
+
+def constraint_system(problem: AttentionProblem, svm: str, alpha) -> ConstraintSystem:
+    from certify.errors import MdcertError
+
+    if svm == "attention":
+        return problem.attention_constraints(alpha)
+    if svm == "decoder":
+        return problem.decoder_constraints(alpha)
+    raise MdcertError(f"unknown svm {svm!r}; use 'attention' or 'decoder'")
+
+
+def feasibility(problem: AttentionProblem, *, svm: str = "attention", alpha=None) -> FeasibilityResult:
+    """Certified feasibility of the attention or decoder SVM (SPEC section 3)."""
+    return feasibility_system(constraint_system(problem, svm, alpha))
+
+
+def check_point(ops: ExactOps, w: np.ndarray) -> ExactVector | None:
+    """The exact dyadic copy of float ``w`` when ``min Z w > 0`` exactly, else None."""
+    if not np.all(np.isfinite(w)) or not np.any(w):
+        return None
+    dw = dyadic(np.asarray(w, dtype=np.float64))
+    ints = [int(k) for k in dw.ints.ravel()]
+    if min(ops.matvec(ints)) > 0:
+        return ExactVector.from_dyadic(ints, dw.exp)
+    return None
+
+
+def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarray) -> ExactVector | None:
+    """Exact ``lam >= 0`` supported on ``support`` with ``Z^T lam = 0``, guided by ``lam_float``."""
+    import flint
+
+    sub = ops.subset(support)
+    k = len(support)
+    ZT = sub.float_rows().T  # m x k (float, for choosing equations)
+    rng = np.random.default_rng(0)
+    cols = sub.rmatvec  # noqa: F841 (exactness is verified with rmatvec below)
+    eq_sets = []
+    if ZT.shape[0] > 3 * k + 10:
+        eq_sets.append(np.sort(rng.choice(ZT.shape[0], size=3 * k + 10, replace=False)))
+    eq_sets.append(np.arange(ZT.shape[0]))
+    Lobj, Robj = sub.L, sub.R
+    for eqs in eq_sets:
+        # exact integer rows of Z_S^T restricted to equations eqs: entry (j, r) = Z[r, j]
+        if sub.kind == "attention":
+            jj, kk = np.divmod(eqs, sub.d)
+            block = (Lobj[:, jj] * Robj[:, kk]).T  # len(eqs) x k
+        else:
+            block = Lobj[:, eqs].T
+        M = flint.fmpz_mat(len(eqs), k, [int(v) for v in block.ravel()])
+        B, nullity = M.nullspace()
+        if nullity == 0:
+            return None
+        basis = np.array([[int(B[i, j]) for j in range(nullity)] for i in range(k)], dtype=object)
+        if nullity == 1:
+            cands = [basis[:, 0]]
+        else:
+            Bf = basis.astype(np.float64)
+            c, *_ = np.linalg.lstsq(Bf, lam_float[support], rcond=None)
+            fr = [Fraction(float(x)).limit_denominator(10**12) for x in c]
+            den = math.lcm(*[f.denominator for f in fr])
+            coef = np.array([f.numerator * (den // f.denominator) for f in fr], dtype=object)
+            cands = [basis.dot(coef)]
+        for v in cands:
+            v = np.array([int(x) for x in v], dtype=object)
+            if sum(v) < 0:
+                v = -v
+            if sum(v) <= 0 or any(x < 0 for x in v):
+                continue
+            if any(x != 0 for x in sub.rmatvec(list(v))):
+                continue
+            g = math.gcd(*[int(x) for x in v])
+            full = [0] * ops.N
+            for r, val in zip(support, v):
+                full[int(r)] = int(val) // g
+            return ExactVector(tuple(full), 0, sum(full))
+    return None
+
+
+def _esolver_gordan(ops: ExactOps) -> ExactVector | None | bool:
+    """Exact LP with QSopt_ex ``esolver``: returns a Gordan vector, True (feasible), or None."""
+    exe = shutil.which("esolver")
+    if exe is None:
+        return None
+    Zf = None
+    try:
+        import flint  # noqa: F401
+
+        N, m = ops.N, ops.m
+        lines = ["Problem", " gordan", "Minimize", " obj: 0 l0", "Subject To"]
+        # exact integer coefficients of Z^T lam = 0 for each column j
+        ident = [[1 if i == r else 0 for i in range(N)] for r in range(N)]  # small N only
+        cols = [ops.rmatvec(row) for row in ident] if N <= 400 else None
+        if cols is None:
+            return None
+        for j in range(m):
+            terms = [f"{'+' if cols[r][j] >= 0 else '-'} {abs(cols[r][j])} l{r}" for r in range(N) if cols[r][j] != 0]
+            if terms:
+                lines.append(f" c{j}: " + " ".join(terms) + " = 0")
+        lines.append(" norm: " + " + ".join(f"l{r}" for r in range(N)) + " = 1")
+        lines += ["Bounds"] + [f" l{r} >= 0" for r in range(N)] + ["End"]
+        with tempfile.TemporaryDirectory() as tmp:
+            lp = Path(tmp) / "g.lp"
+            lp.write_text("\n".join(lines) + "\n")
+            sol = Path(tmp) / "g.sol"
+            out = subprocess.run([exe, "-L", "-O", str(sol), str(lp)], capture_output=True, text=True, timeout=120)
+            text = (out.stdout or "") + (out.stderr or "")
+            if "INFEASIBLE" in text.upper() and not sol.exists():
+                return True
+            if not sol.exists():
+                return None
+            vals = [Fraction(0)] * N
+            for line in sol.read_text().splitlines():
+                parts = line.replace("=", " ").split()
+                if len(parts) >= 2 and parts[0].startswith("l") and parts[0][1:].isdigit():
+                    vals[int(parts[0][1:])] = Fraction(parts[-1])
+        den = math.lcm(*[v.denominator for v in vals])
+        ints = [int(v * den) for v in vals]
+        if min(ints) < 0 or sum(ints) <= 0 or any(x != 0 for x in ops.rmatvec(ints)):
+            return None
+        return ExactVector(tuple(ints), 0, sum(ints))
+    except (OSError, subprocess.SubprocessError, ValueError, ZeroDivisionError):
+        return Zf
+
+
+def feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
+    """Certified feasibility of one constraint system (see module docstring)."""
+    from scipy.optimize import linprog
+
+    ops = ExactOps(cs)
+    index = cs.index
+    # trivial certificates: a zero row (e.g. a duplicated token) makes A w >= 1 infeasible
+    zero_rows = [r for r in range(ops.N) if all(int(k) == 0 for k in ops.L[r])
+                 or (ops.R is not None and all(int(k) == 0 for k in ops.R[r]))]
+    if zero_rows:
+        g = [0] * ops.N
+        g[zero_rows[0]] = 1
+        return FeasibilityResult(False, None, ExactVector(tuple(g), 0, 1), "zero row", index)
+    A = cs.rows()
+    norms = np.linalg.norm(A, axis=1)
+    An = A / norms[:, None]
+    N, m = A.shape
+    c = np.zeros(m + 1)
+    c[-1] = -1.0
+    A_ub = np.hstack([-An, np.ones((N, 1))])
+    bounds = [(-1.0, 1.0)] * m + [(None, 1.0)]
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(N), bounds=bounds, method="highs")
+    lam = None
+    if res.status == 0:
+        w = res.x[:m]
+        pt = check_point(ops, w)
+        if pt is not None:
+            return FeasibilityResult(True, pt, None, "LP point, exact check", index)
+        lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0) / norms
+        # also try the LP point nudged towards the analytic centre of the constraint normals
+        pt = check_point(ops, w + 1e-3 * An.mean(axis=0))
+        if pt is not None:
+            return FeasibilityResult(True, pt, None, "LP point (nudged), exact check", index)
+    if lam is not None and lam.sum() > 0:
+        lam = lam / lam.sum()
+        order = np.argsort(-lam)
+        for rel in (1e-9, 1e-12, 1e-6, 1e-3, 0.0):
+            support = np.sort(order[: max(1, int(np.sum(lam > rel * lam.max())))])
+            if rel == 0.0:
+                support = np.arange(N)
+            g = _gordan_from_support(ops, support, lam)
+            if g is not None:
+                return FeasibilityResult(False, None, g, "LP multiplier, exact null vector", index)
+    esol = _esolver_gordan(ops)
+    if isinstance(esol, ExactVector):
+        return FeasibilityResult(False, None, esol, "exact LP (esolver)", index)
+    return FeasibilityResult(None, None, None, "not proven (float LP inconclusive; exact LP solver unavailable)", index)

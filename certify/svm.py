@@ -1,0 +1,125 @@
+"""`certify_svm`: the certified attention-SVM / decoder-SVM pipeline (CERTIFICATES.md "Pipeline").
+
+1. Canonicalize (exact p, exact integer rows, data hash). 2. Float warm start (smooth dual +
+projected Newton; Clarabel fallback). 3. Mixed-precision Newton on the reduced dual system.
+4. Exact/ball bounds and support classification; p = 2 also the exact rational KKT certificate.
+Precision is raised (bits doubled) while the requested width is missed or a row is undecided.
+If no rigorous enclosure results, feasibility is certified: infeasible problems get a Gordan
+certificate (status INFEASIBLE), anything else is NO_VERIFIED_RESULT. Never a guess.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+
+from certify.bounds import Bounds, ball_bounds, exact_kkt_p2, make_feasible
+from certify.certificate import Certificate, CertStatus, ExactVector
+from certify.errors import MdcertError
+from certify.exact import parse_p
+from certify.feasibility import constraint_system, feasibility_system
+from certify.ops import ExactOps
+from certify.problem import AttentionProblem, resolve_alpha
+from certify.refine import refine
+from certify.warmstart import warm_start
+
+__all__ = ["certify_svm", "target_bits"]
+
+
+def target_bits(p: Fraction, digits: int) -> int:
+    """Working bits so that width ~1e-digits and direction error ~1e-(digits/2) or better.
+
+    The direction error scales like sqrt(gap) (p <= 2) or gap^(1/p) (p > 2), hence p*digits/2 gap
+    digits for p > 2.
+    """
+    gap_digits = digits if p <= 2 else math.ceil(float(p) * digits / 2)
+    return int(math.ceil(gap_digits * 3.33)) + 24
+
+
+def _good(b: Bounds, digits: int) -> bool:
+    width_ok = b.opt_upper - b.opt_lower <= b.opt_lower * Fraction(1, 10 ** digits)
+    return width_ok and not b.support.undecided
+
+
+def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
+                time_limit: float | None = None) -> Certificate:
+    """Certified solution of the l_p attention SVM or decoder SVM (SPEC sections 3-4).
+
+    Args:
+        problem: the data.
+        p: exponent (exact: parsed with `parse_p`, "1.1" is 11/10).
+        svm: "attention" (variable W, m = d^2) or "decoder" (variable v, m = d).
+        alpha: token indices (None / "opt" / sequence / "0,3,1"); see `resolve_alpha`.
+        digits: requested relative width ``(UB - LB)/LB <= 10**-digits`` of the OPT enclosure.
+        time_limit: seconds after which no further precision increase is attempted.
+
+    Returns:
+        A `Certificate`: OPTIMAL (bounds proven), INFEASIBLE (Gordan certificate) or
+        NO_VERIFIED_RESULT (nothing proven).
+    """
+    t0 = time.perf_counter()
+    if not isinstance(problem, AttentionProblem):
+        raise MdcertError(f"certify_svm needs an AttentionProblem, got {type(problem).__name__}")
+    pf = parse_p(p)
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 2000:
+        raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
+    digits = int(digits)
+    a = resolve_alpha(problem, alpha)
+    cs = constraint_system(problem, svm, a)
+    base = dict(svm=svm, p=pf, alpha=a, data_hash=problem.data_hash(), d=cs.d, digits=digits)
+    ops = ExactOps(cs)
+    info: dict = {}
+
+    def infeasible_or_unknown(reason: str) -> Certificate:
+        feas = feasibility_system(cs)
+        info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4), reason=reason)
+        if feas.feasible is False:
+            return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
+        return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
+
+    # a zero row (duplicated token) is infeasible outright
+    if any(not any(ops.L[r]) or (ops.R is not None and not any(ops.R[r])) for r in range(ops.N)):
+        return infeasible_or_unknown("zero constraint row")
+    A = cs.rows()
+    try:
+        ws = warm_start(A, float(pf))
+    except (FloatingPointError, ValueError, np.linalg.LinAlgError, OverflowError):
+        return infeasible_or_unknown("warm start failed")
+    info["warm_start"] = ws.method
+    if not np.all(np.isfinite(ws.lam)) or not ws.kkt_residual < 1e-3:
+        return infeasible_or_unknown(f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})")
+    bits = target_bits(pf, digits)
+    best: Bounds | None = None
+    for attempt in range(4):
+        ref = refine(ops, pf, ws.lam, bits=bits)
+        b = None
+        if pf == 2:
+            b = exact_kkt_p2(ops, ref.support, bits=bits)
+        if b is None:
+            w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)
+            lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
+            if w is not None and any(ref.lam_ints) and min(ref.lam_ints) >= 0:
+                b = ball_bounds(ops, pf, w, lam, bits=bits)
+        if b is not None and (best is None or _score(b) > _score(best)):
+            best = b
+        info.update(bits=bits, refine_iterations=ref.iterations, refine_residual=float(ref.residual),
+                    active_set=len(ref.support))
+        if best is not None and _good(best, digits):
+            break
+        if time_limit is not None and time.perf_counter() - t0 > time_limit / 3:
+            break
+        bits *= 2
+    if best is None:
+        return infeasible_or_unknown("refinement did not yield a rigorous enclosure")
+    info["seconds"] = round(time.perf_counter() - t0, 4)
+    return Certificate(status=CertStatus.OPTIMAL, opt_lower=best.opt_lower, opt_upper=best.opt_upper,
+                       distance_upper=best.distance_upper, direction_error_upper=best.direction_error_upper,
+                       bregman_upper=best.bregman_upper, support=best.support, w=best.w, lam=best.lam,
+                       exact_kkt=best.exact_kkt, info=info, **base)
+
+
+def _score(b: Bounds) -> tuple[int, Fraction]:
+    return (-len(b.support.undecided), -(b.opt_upper - b.opt_lower) / b.opt_lower)

@@ -1,0 +1,176 @@
+"""Float warm starts for ``min ||w||_p s.t. A w >= 1`` (CERTIFICATES.md step 3). Never evidence.
+
+The psi-form dual ``min_{lam >= 0} f(lam) = (1/q)||A^T lam||_q^q - 1^T lam`` (N variables, smooth)
+is solved with L-BFGS-B, then polished by a projected (active-set) Newton method on
+``grad f = A phi(A^T lam) - 1``, ``phi(u) = sign(u)|u|^{q-1}``. cvxpy + Clarabel
+(``pnorm(w, p, approx=False)``) is the fallback when this does not converge. The solver's p is a
+float; the certified p is the exact Fraction used later.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "clarabel_start"]
+
+
+class WarmStart(NamedTuple):
+    """A float dual estimate (psi form, unscaled data) and the float primal ``phi(A^T lam)``."""
+
+    lam: np.ndarray
+    w: np.ndarray
+    method: str
+    kkt_residual: float
+
+
+def _phi(u: np.ndarray, q: float) -> np.ndarray:
+    return np.sign(u) * np.abs(u) ** (q - 1.0)
+
+
+def _dual(lam: np.ndarray, A: np.ndarray, q: float) -> tuple[float, np.ndarray]:
+    u = A.T @ lam
+    au = np.abs(u)
+    f = float(np.sum(au ** q) / q - lam.sum())
+    g = A @ (np.sign(u) * au ** (q - 1.0)) - 1.0
+    return f, g
+
+
+def _kkt(lam: np.ndarray, A: np.ndarray, q: float) -> float:
+    g = A @ _phi(A.T @ lam, q) - 1.0
+    on = lam > 0
+    r1 = float(np.max(np.abs(g[on]))) if on.any() else 1.0
+    r2 = float(np.max(np.maximum(-g, 0.0)))
+    return max(r1, r2)
+
+
+def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 20000) -> np.ndarray:
+    """L-BFGS-B on the smooth dual from the best multiple of the all-ones vector."""
+    from scipy.optimize import minimize
+
+    N = A.shape[0]
+    b = float(np.sum(np.abs(A.sum(axis=0)) ** q))
+    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 else 1.0
+    res = minimize(_dual, np.full(N, c), args=(A, q), jac=True, method="L-BFGS-B",
+                   bounds=[(0.0, None)] * N,
+                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 30})
+    return np.maximum(res.x, 0.0)
+
+
+def gram_weighted(Af: np.ndarray, wt: np.ndarray, q: float) -> np.ndarray:
+    """``(q-1) Af diag(wt) Af^T`` (symmetric rank-k update, half the flops of a matmul)."""
+    from scipy.linalg.blas import dsyrk
+
+    B = np.asfortranarray(Af * np.sqrt(wt))
+    C = dsyrk(q - 1.0, B)
+    return np.triu(C) + np.triu(C, 1).T
+
+
+def _weights(u: np.ndarray, q: float) -> np.ndarray:
+    au = np.abs(u)
+    with np.errstate(divide="ignore", over="ignore"):
+        wt = np.where(au > 0, au ** (q - 2.0), 0.0)
+    return np.minimum(wt, 1e30)
+
+
+def _pg(lam: np.ndarray, g: np.ndarray) -> float:
+    """Projected-gradient KKT measure ``||lam - max(lam - g, 0)||_inf``."""
+    return float(np.max(np.abs(lam - np.maximum(lam - g, 0.0))))
+
+
+def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13,
+                     max_iter: int = 200) -> tuple[np.ndarray, float]:
+    """Projected Newton (Bertsekas 1982) on ``min_{lam >= 0} f(lam)``: Newton on the free rows,
+    rows at the bound with positive gradient fixed to 0, Armijo search along the projection arc.
+    Returns (lam, KKT residual of `_kkt`)."""
+    lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
+    if not np.any(lam > 0):
+        lam = np.full(lam.size, 1.0)
+    f, g = _dual(lam, A, q)
+    for _ in range(max_iter):
+        pg = _pg(lam, g)
+        if pg < tol * max(1.0, float(lam.max())) and _kkt(lam, A, q) < tol:
+            break
+        epsb = min(1e-3 * float(lam.max()), pg)
+        B = (lam <= epsb) & (g > 0)
+        F = ~B
+        if not F.any():
+            break
+        u = A.T @ lam
+        H = gram_weighted(A[F], _weights(u, q), q)
+        H += 1e-15 * np.trace(H) / max(1, H.shape[0]) * np.eye(H.shape[0])
+        try:
+            dF = np.linalg.solve(H, -g[F])
+        except np.linalg.LinAlgError:
+            break
+        t = 1.0
+        accepted = False
+        for _ls in range(60):
+            cand = lam.copy()
+            cand[F] = np.maximum(lam[F] + t * dF, 0.0)
+            cand[B] = 0.0
+            fc, gc = _dual(cand, A, q)
+            decrease = -t * float(g[F] @ dF) + float(g[B] @ lam[B])
+            if np.isfinite(fc) and fc <= f - 1e-4 * decrease:
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            # flat at float precision: take the full step if it reduces the KKT residual
+            cand = lam.copy()
+            cand[F] = np.maximum(lam[F] + dF, 0.0)
+            cand[B] = 0.0
+            fc, gc = _dual(cand, A, q)
+            if not (np.isfinite(fc) and _pg(cand, gc) < pg):
+                break
+        lam, f, g = cand, fc, gc
+    return lam, _kkt(lam, A, q)
+
+
+def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
+    """cvxpy + Clarabel primal solve; returns a psi-form dual estimate (or None on failure)."""
+    try:
+        import cvxpy as cp
+
+        m = A.shape[1]
+        w = cp.Variable(m)
+        cons = [A @ w >= 1]
+        prob = cp.Problem(cp.Minimize(cp.pnorm(w, p, approx=False)), cons)
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        if prob.status not in ("optimal", "optimal_inaccurate") or cons[0].dual_value is None:
+            return None
+        mu = np.maximum(np.asarray(cons[0].dual_value, dtype=np.float64).ravel(), 0.0)
+    except Exception:  # solver failures are not evidence of anything: fall back
+        return None
+    q = p / (p - 1.0)
+    b = float(np.sum(np.abs(A.T @ mu) ** q))
+    if b <= 0 or mu.sum() <= 0:
+        return None
+    return mu * (mu.sum() / b) ** (1.0 / (q - 1.0))
+
+
+def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12) -> WarmStart:
+    """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` (A float64, N x m)."""
+    q = p / (p - 1.0)
+    sigma = float(np.median(np.linalg.norm(A, axis=1)))
+    sigma = sigma if sigma > 0 and np.isfinite(sigma) else 1.0
+    As = A / sigma
+    N = As.shape[0]
+    b = float(np.sum(np.abs(As.sum(axis=0)) ** q))
+    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and np.isfinite(b) else 1.0
+    lam, res = projected_newton(As, q, np.full(N, c), tol=tol)
+    method = "active-set Newton on the dual"
+    if not res < 1e-10:
+        lam2, res2 = projected_newton(As, q, dual_lbfgs(As, q), tol=tol)
+        if res2 < res:
+            lam, res, method = lam2, res2, "L-BFGS-B dual + active-set Newton"
+    if not res < 1e-8:
+        alt = clarabel_start(As, p)
+        if alt is not None:
+            lam2, res2 = projected_newton(As, q, alt, tol=tol)
+            if res2 < res:
+                lam, res, method = lam2, res2, "Clarabel + active-set Newton"
+    lam_out = lam / sigma ** p
+    w = _phi(A.T @ lam_out, q)
+    return WarmStart(lam_out, w, method, res)

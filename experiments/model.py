@@ -1,0 +1,205 @@
+"""Single-head softmax attention model of SPEC section 1, functional and as an ``nn.Module``.
+
+Logits ``s_it = x_it^T W z_i`` (no 1/sqrt(d) scaling), output ``f(X_i) = v^T X_i^T softmax(X_i W z_i)``,
+loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` with the logistic loss ``l(u) = log(1 + e^{-u})`` by default.
+
+Every functional entry point accepts leading batch dimensions on ``W`` (``[..., d, d]``) and ``v``
+(``[..., d]`` or a shared ``[d]``), so B trajectories are evaluated in one call: ``loss(W[B,d,d], v,
+X, y, z)`` returns ``[B]``. The data ``X [n, T, d]``, ``y [n]``, ``z [n, d]`` are shared.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from certify.errors import MdcertError
+
+__all__ = [
+    "LOSSES",
+    "ProblemTensors",
+    "problem_tensors",
+    "attention_logits",
+    "attention_scores",
+    "attention_softmax",
+    "model_output",
+    "logistic_loss",
+    "exponential_loss",
+    "linear_loss",
+    "get_loss",
+    "loss",
+    "AttentionModel",
+]
+
+
+class ProblemTensors(NamedTuple):
+    """Torch tensors of an `AttentionProblem` (X [n,T,d], y [n], z [n,d], v [d])."""
+
+    X: torch.Tensor
+    y: torch.Tensor
+    z: torch.Tensor
+    v: torch.Tensor
+
+
+def problem_tensors(problem, dtype: torch.dtype = torch.float64, device=None) -> ProblemTensors:
+    """Build `ProblemTensors` from a `certify.AttentionProblem` (float64 data copied, then cast)."""
+
+    def t(a):
+        return torch.from_numpy(np.array(a, dtype=np.float64)).to(dtype=dtype, device=device).contiguous()
+
+    return ProblemTensors(t(problem.X), t(problem.y), t(problem.z), t(problem.v))
+
+
+def attention_logits(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """Logits ``s[..., i, t] = x_it^T W z_i``.
+
+    Args:
+        X: tokens ``[n, T, d]``.
+        z: comparison vectors ``[n, d]``.
+        W: attention matrices ``[..., d, d]``.
+
+    Returns:
+        ``[..., n, T]``.
+    """
+    Wz = torch.einsum("...de,ne->...nd", W, z)  # [..., n, d]
+    return torch.einsum("ntd,...nd->...nt", X, Wz)
+
+
+def attention_softmax(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
+    """Attention weights ``softmax_t(s_it)`` ``[..., n, T]`` (max-subtracted, stable)."""
+    return torch.softmax(attention_logits(X, z, W), dim=-1)
+
+
+attention_scores = attention_softmax
+
+
+def _token_values(X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """``v^T x_it`` as ``[..., n, T]`` (v ``[d]`` or ``[..., d]``)."""
+    return torch.einsum("ntd,...d->...nt", X, v)
+
+
+def model_output(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Model outputs ``f(X_i) = v^T X_i^T softmax(X_i W z_i)`` as ``[..., n]``."""
+    weights = attention_softmax(X, z, W)
+    return (weights * _token_values(X, v)).sum(dim=-1)
+
+
+def logistic_loss(u: torch.Tensor) -> torch.Tensor:
+    """``log(1 + e^{-u})`` computed as ``softplus(-u)`` (no overflow for large ``|u|``)."""
+    return torch.nn.functional.softplus(-u)
+
+
+def exponential_loss(u: torch.Tensor) -> torch.Tensor:
+    """``e^{-u}``."""
+    return torch.exp(-u)
+
+
+def linear_loss(u: torch.Tensor) -> torch.Tensor:
+    """``-u`` (the correlation loss, strictly decreasing)."""
+    return -u
+
+
+LOSSES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "logistic": logistic_loss,
+    "exponential": exponential_loss,
+    "linear": linear_loss,
+}
+
+
+def get_loss(name_or_fn: str | Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Resolve a loss by name (``logistic``, ``exponential``, ``linear``) or pass a callable through."""
+    if callable(name_or_fn):
+        return name_or_fn
+    try:
+        return LOSSES[name_or_fn]
+    except KeyError:
+        raise MdcertError(f"unknown loss {name_or_fn!r}; choose one of {', '.join(LOSSES)}") from None
+
+
+def loss(
+    W: torch.Tensor,
+    v: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    z: torch.Tensor,
+    *,
+    loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic",
+) -> torch.Tensor:
+    """Empirical loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` (SPEC section 1).
+
+    Args:
+        W: ``[..., d, d]``.
+        v: ``[d]`` (shared) or ``[..., d]`` (one decoder per trajectory).
+        X: ``[n, T, d]``; y: ``[n]`` in {-1, +1}; z: ``[n, d]``.
+        loss_fn: ``"logistic"`` (default, via softplus), ``"exponential"``, ``"linear"`` or a callable.
+
+    Returns:
+        ``[...]`` (a 0-d tensor for an unbatched W).
+    """
+    return get_loss(loss_fn)(y * model_output(X, z, W, v)).mean(dim=-1)
+
+
+class AttentionModel(nn.Module):
+    """``f(X_i) = v^T X_i^T softmax(X_i W z_i)`` with a trainable ``W`` and a fixed or trainable ``v``.
+
+    Args:
+        d: embedding dimension.
+        train_decoder: if True, ``v`` is an ``nn.Parameter`` (joint training, SPEC section 2); else a buffer.
+        v: decoder ``[d]`` (required when ``train_decoder`` is False; zeros by default otherwise).
+        W0: initial ``W`` ``[d, d]`` (zeros by default).
+        dtype: parameter dtype (float64 by default).
+        device: parameter device.
+    """
+
+    def __init__(
+        self,
+        d: int,
+        *,
+        train_decoder: bool = False,
+        v: torch.Tensor | None = None,
+        W0: torch.Tensor | None = None,
+        dtype: torch.dtype = torch.float64,
+        device=None,
+    ) -> None:
+        super().__init__()
+        if not isinstance(d, int) or d < 1:
+            raise MdcertError(f"invalid dimension d={d!r}; give a positive integer")
+        if v is None and not train_decoder:
+            raise MdcertError("a fixed decoder needs v; pass v=... or train_decoder=True")
+        self.d = d
+        self.train_decoder = train_decoder
+        W = torch.zeros(d, d, dtype=dtype, device=device) if W0 is None else self._tensor(W0, (d, d), "W0", dtype, device)
+        self.W = nn.Parameter(W)
+        v_t = torch.zeros(d, dtype=dtype, device=device) if v is None else self._tensor(v, (d,), "v", dtype, device)
+        if train_decoder:
+            self.v = nn.Parameter(v_t)
+        else:
+            self.register_buffer("v", v_t)
+
+    @staticmethod
+    def _tensor(value, shape, name, dtype, device) -> torch.Tensor:
+        t = torch.as_tensor(value).detach().to(dtype=dtype, device=device).clone()
+        if tuple(t.shape) != shape:
+            raise MdcertError(f"{name} has shape {tuple(t.shape)}, expected {shape}")
+        if not bool(torch.isfinite(t).all()):
+            raise MdcertError(f"{name} contains NaN or Inf")
+        return t
+
+    @classmethod
+    def from_problem(cls, problem, *, train_decoder: bool = False, W0=None,
+                     dtype: torch.dtype = torch.float64, device=None) -> "AttentionModel":
+        """Model with the problem's decoder ``v`` (the initial ``v`` when ``train_decoder``)."""
+        return cls(problem.d, train_decoder=train_decoder, v=torch.from_numpy(np.array(problem.v, dtype=np.float64)), W0=W0,
+                   dtype=dtype, device=device)
+
+    def forward(self, X: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """Outputs ``f(X_i)`` ``[n]``."""
+        return model_output(X, z, self.W, self.v)
+
+    def loss(self, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, *,
+             loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic") -> torch.Tensor:
+        """``L(W, v)`` on the given data (0-d tensor)."""
+        return loss(self.W, self.v, X, y, z, loss_fn=loss_fn)

@@ -1,0 +1,449 @@
+"""``LpMirrorDescent``: mirror descent with the l_p potential as a ``torch.optim.Optimizer`` (SPEC section 2).
+
+One step, per parameter ``W`` with gradient ``G`` (``-G`` with ``maximize``):
+
+    grad psi(W+) = grad psi(W) - lr * G,    grad psi(W) = sign(W) |W|^{p-1},
+
+so ``W+ = sign(Q) |Q|^{1/(p-1)}`` with ``Q = sign(W)|W|^{p-1} - lr G``. With
+``normalize_gradient=True``, ``G`` is replaced by ``G / ||G||_q`` (entrywise dual norm, per parameter;
+a zero gradient gives no step). ``p = 2`` is gradient descent, computed with the same ``add_`` as
+``torch.optim.SGD`` so it matches it bit for bit.
+
+Errors: a non-finite gradient, a non-finite parameter, or a step whose result overflows raises
+``FloatingPointError`` naming the parameter (group and position) *before anything is written*: a step
+either updates every parameter or none. Nothing is ever clipped.
+
+Paths (all compute the same update; the float64 agreement is tested):
+- simple: out-of-place reference (also used for ``differentiable=True`` and non-contiguous tensors);
+- foreach: ``torch._foreach_*`` over each group (default on CUDA, or ``foreach=True``);
+- CPU fast path (default on CPU): in-place ops on persistent chunk-sized scratch buffers (cache
+  resident), exponents 2, 1/2, integers and ``k/2^j`` by multiplications and square roots, other
+  exponents as ``exp2(e * log2|x|)``. Overflow is excluded *in advance* from a running upper bound on
+  ``max|W|`` (refreshed from the tensor whenever its version counter changes) and the exact
+  ``max|G|``; when the bound cannot exclude overflow the step is computed into a scratch tensor,
+  checked, and only then copied.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Callable, Iterable
+
+import torch
+from torch.optim import Optimizer
+from torch.utils.weak import WeakIdKeyDictionary
+
+from certify.errors import MdcertError
+from certify.exact import format_fraction, parse_p
+
+__all__ = ["LpMirrorDescent", "mirror_step", "PowPlan"]
+
+_CHUNK = 1 << 16
+_TWO = Fraction(2)
+
+
+def _validate_lr(lr: Any) -> float:
+    try:
+        value = float(lr)
+    except (TypeError, ValueError):
+        raise MdcertError(f"Invalid learning rate: {lr}; lr must be a finite number > 0") from None
+    if not (math.isfinite(value) and value > 0):
+        raise MdcertError(f"Invalid learning rate: {lr}; lr must be a finite number > 0")
+    return value
+
+
+def _validate_p(p: Any) -> Fraction:
+    try:
+        return parse_p(p)
+    except MdcertError:
+        raise MdcertError(f"Invalid p: {p}; p must be a finite rational > 1, e.g. 1.75 or '7/4'") from None
+
+
+class PowPlan:
+    """How to evaluate ``sign(x)|x|^e`` for an exact exponent ``e`` with cheap operations.
+
+    Kinds: ``one``; ``square`` (``|x| * x``); ``root2`` (``j`` square roots then the integer power
+    ``k`` by multiplications, for ``e = k / 2^j``, ``j <= 4``, ``k <= 64``); ``generic``
+    (``exp2(e log2|x|)``).
+    """
+
+    __slots__ = ("exact", "value", "kind", "roots", "power")
+
+    def __init__(self, exponent: Fraction) -> None:
+        self.exact = exponent
+        self.value = float(exponent)
+        den, num = exponent.denominator, exponent.numerator
+        self.roots, self.power = 0, 1
+        if exponent == 1:
+            self.kind = "one"
+        elif exponent == 2:
+            self.kind = "square"
+        elif den & (den - 1) == 0 and den <= 16 and num <= 64:
+            self.kind = "root2"
+            self.roots, self.power = den.bit_length() - 1, num
+        else:
+            self.kind = "generic"
+
+    def __repr__(self) -> str:
+        return f"PowPlan({self.exact}, {self.kind})"
+
+
+def _ipow_(out: torch.Tensor, k: int, tmp: torch.Tensor) -> None:
+    """``out <- out**k`` for ``out >= 0`` by square-and-multiply (``tmp`` same shape)."""
+    if k == 1:
+        return
+    if k == 2:
+        out.mul_(out)
+        return
+    tmp.copy_(out)
+    k -= 1
+    while k:
+        if k & 1:
+            out.mul_(tmp)
+        k >>= 1
+        if k:
+            tmp.mul_(tmp)
+
+
+def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: torch.Tensor) -> None:
+    """``out <- sign(x)|x|^e`` in place (``out`` must not alias ``x``; ``tmp`` a scratch of the same size)."""
+    if plan.kind == "one":
+        out.copy_(x)
+        return
+    torch.abs(x, out=out)
+    if plan.kind == "square":
+        out.mul_(x)
+        return
+    if plan.kind == "root2":
+        for _ in range(plan.roots):
+            out.sqrt_()
+        _ipow_(out, plan.power, tmp)
+    else:
+        out.log2_().mul_(plan.value).exp2_()
+    out.copysign_(x)
+
+
+def _dual_norm(g: torch.Tensor, q: float) -> float:
+    """Scaled entrywise ``||g||_q`` (no overflow for finite g)."""
+    a = g.detach().abs()
+    m = float(a.max()) if a.numel() else 0.0
+    if m == 0.0:
+        return 0.0
+    return m * float(((a / m).pow(q)).sum().double().pow(1.0 / q))
+
+
+def mirror_step(W: torch.Tensor, G: torch.Tensor, lr: float, p: Any, *, maximize: bool = False,
+                normalize_gradient: bool = False) -> torch.Tensor:
+    """Reference (out-of-place) l_p mirror step ``W+ = (grad psi)^{-1}(grad psi(W) -+ lr G)``.
+
+    Args:
+        W: current point; G: gradient (same shape); lr: step size > 0; p: exponent (exact).
+        maximize: ascend instead of descend.
+        normalize_gradient: use ``G / ||G||_q``.
+
+    Returns:
+        The new point (a new tensor); ``W`` is untouched.
+
+    Raises:
+        FloatingPointError: non-finite input or a result that overflows.
+    """
+    lr = _validate_lr(lr)
+    exact = _validate_p(p)
+    if not bool(torch.isfinite(G).all()):
+        raise FloatingPointError("mirror_step: non-finite gradient; check the loss or use a smaller lr")
+    if not bool(torch.isfinite(W).all()):
+        raise FloatingPointError("mirror_step: the point contains NaN or Inf")
+    new = _simple_update(W, G, lr, exact, maximize, normalize_gradient)
+    if not bool(torch.isfinite(new).all()):
+        raise FloatingPointError(f"mirror_step: the step overflowed {W.dtype}; use a smaller lr")
+    return new
+
+
+def _simple_update(W: torch.Tensor, G: torch.Tensor, lr: float, exact: Fraction, maximize: bool,
+                   normalize: bool) -> torch.Tensor:
+    g = -G if maximize else G
+    if normalize:
+        norm = _dual_norm(g, float(exact / (exact - 1)))
+        if norm == 0.0:
+            return W.clone()
+        g = g / norm
+    if exact == 2:
+        return W.clone().add_(g, alpha=-lr)
+    pm1, inv = float(exact - 1), float(1 / (exact - 1))
+    Q = W.abs().pow(pm1) * W.sign()
+    Q = Q - lr * g
+    return Q.abs().pow(inv) * Q.sign()
+
+
+class LpMirrorDescent(Optimizer):
+    """Mirror descent with the l_p potential ``psi(W) = (1/p)||W||_p^p`` (SPEC section 2).
+
+    Args:
+        params: parameters or param groups (each group may set its own ``lr`` and ``p``).
+        lr: step size ``eta > 0``.
+        p: exponent ``1 < p < inf``, exact (``"1.75"``, ``"7/4"``, ``Fraction(7, 4)`` or ``1.75``).
+            Each group also stores ``p_exact`` (``"7/4"``).
+        normalize_gradient: divide each parameter's gradient by its dual norm ``||G||_q``.
+        maximize: maximize the objective.
+        foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
+        differentiable: keep the step differentiable (out-of-place reference path).
+
+    Raises:
+        ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message.
+
+    Example:
+        >>> opt = LpMirrorDescent(model.parameters(), lr=0.1, p="1.75")
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, p: Any = 2, *, normalize_gradient: bool = False,
+                 maximize: bool = False, foreach: bool | None = None, differentiable: bool = False) -> None:
+        lr = _validate_lr(lr)
+        exact = _validate_p(p)
+        defaults = dict(lr=lr, p=p, p_exact=format_fraction(exact), normalize_gradient=normalize_gradient,
+                        maximize=maximize, foreach=foreach, differentiable=differentiable)
+        self._plans: dict[Fraction, tuple[PowPlan, PowPlan]] = {}
+        self._scratch: dict[tuple, torch.Tensor] = {}
+        self._bounds = WeakIdKeyDictionary()
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group: dict) -> None:
+        lr = param_group.get("lr", self.defaults["lr"])
+        p = param_group.get("p", self.defaults["p"])
+        param_group["lr"] = _validate_lr(lr) if not isinstance(lr, torch.Tensor) else lr
+        param_group["p_exact"] = format_fraction(_validate_p(p))
+        super().add_param_group(param_group)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.__dict__.setdefault("_plans", {})
+        self.__dict__.setdefault("_scratch", {})
+        self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
+        for group in self.param_groups:
+            group.setdefault("normalize_gradient", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("p", 2)
+            group.setdefault("p_exact", format_fraction(_validate_p(group["p"])))
+
+    def _plan(self, exact: Fraction) -> tuple[PowPlan, PowPlan]:
+        plan = self._plans.get(exact)
+        if plan is None:
+            plan = self._plans[exact] = (PowPlan(exact - 1), PowPlan(1 / (exact - 1)))
+        return plan
+
+    # ------------------------------------------------------------------ step
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None):
+        """Perform one mirror-descent step on every parameter with a gradient (all or none are updated).
+
+        Args:
+            closure: re-evaluates the model and returns the loss (run with grad enabled).
+
+        Returns:
+            The closure's loss, or None.
+        """
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        jobs = []
+        for gi, group in enumerate(self.param_groups):
+            lr = _validate_lr(group["lr"])
+            exact = _validate_p(group["p"])
+            group["p_exact"] = format_fraction(exact)
+            for pi, param in enumerate(group["params"]):
+                if param.grad is None:
+                    continue
+                if param.grad.is_sparse:
+                    raise RuntimeError("LpMirrorDescent does not support sparse gradients")
+                jobs.append((gi, pi, group, param, lr, exact))
+        if not jobs:
+            return loss
+        if any(group["differentiable"] for _, _, group, *_ in jobs):
+            return self._step_differentiable(jobs, loss)
+        self._step_nograd(jobs)
+        return loss
+
+    def _step_differentiable(self, jobs, loss):
+        with torch.enable_grad():
+            news = []
+            for gi, pi, group, param, lr, exact in jobs:
+                self._check_grad(gi, pi, param.grad, exact, lr)
+                new = _simple_update(param.clone(), param.grad, lr, exact, group["maximize"],
+                                     group["normalize_gradient"])
+                self._check_result(gi, pi, param, new, exact, lr)
+                news.append(new)
+            for (gi, pi, group, param, lr, exact), new in zip(jobs, news):
+                param.copy_(new)
+        return loss
+
+    def _use_foreach(self, group, params) -> bool:
+        flag = group["foreach"]
+        if flag is None:
+            return all(p.device.type == "cuda" for p in params)
+        return bool(flag)
+
+    def _step_nograd(self, jobs) -> None:
+        # phase 1: check every gradient, plan each update (nothing is written here)
+        commits: list[Callable[[], None]] = []
+        by_group: dict[int, list] = {}
+        for job in jobs:
+            by_group.setdefault(job[0], []).append(job)
+        for gi, group_jobs in by_group.items():
+            group = group_jobs[0][2]
+            params = [job[3] for job in group_jobs]
+            if self._use_foreach(group, params) and all(p.grad.dtype == p.dtype for p in params):
+                commits.append(self._foreach_group(group_jobs))
+            else:
+                for job in group_jobs:
+                    commits.append(self._single(job))
+        # phase 2: write (every check has passed)
+        for commit in commits:
+            commit()
+        for job in jobs:
+            state = self.state[job[3]]
+            state["step"] = int(state.get("step", 0)) + 1
+
+    # ------------------------------------------------------------------ checks
+    @staticmethod
+    def _where(gi: int, pi: int, param: torch.Tensor) -> str:
+        return f"parameter {pi} of param group {gi} (shape {tuple(param.shape)}, {param.dtype})"
+
+    def _check_grad(self, gi, pi, grad, exact, lr) -> None:
+        if not bool(torch.isfinite(grad).all()):
+            raise FloatingPointError(
+                f"LpMirrorDescent: non-finite gradient in {self._where(gi, pi, grad)}; the parameter was left "
+                f"unchanged; check the loss for overflow or use a smaller lr (lr={lr}, p={exact})")
+
+    def _check_result(self, gi, pi, param, new, exact, lr) -> None:
+        if not bool(torch.isfinite(new).all()):
+            if not bool(torch.isfinite(param).all()):
+                raise FloatingPointError(
+                    f"LpMirrorDescent: {self._where(gi, pi, param)} contains NaN or Inf; it was left unchanged")
+            raise FloatingPointError(
+                f"LpMirrorDescent: the mirror step overflowed {param.dtype} in {self._where(gi, pi, param)}; "
+                f"the parameter was left unchanged; use a smaller lr (lr={lr}, p={exact})")
+
+    # ------------------------------------------------------------------ simple / fast single tensor
+    def _single(self, job) -> Callable[[], None]:
+        gi, pi, group, param, lr, exact = job
+        grad = param.grad
+        fast = (param.device.type == "cpu" and param.is_contiguous() and grad.is_contiguous()
+                and grad.dtype == param.dtype and param.dtype.is_floating_point and param.numel() > 0)
+        if not fast:
+            self._check_grad(gi, pi, grad, exact, lr)
+            new = _simple_update(param, grad, lr, exact, group["maximize"], group["normalize_gradient"])
+            self._check_result(gi, pi, param, new, exact, lr)
+            return lambda: param.copy_(new)
+        return self._fast_cpu(gi, pi, group, param, grad, lr, exact)
+
+    def _buffer(self, key, n: int, like: torch.Tensor) -> torch.Tensor:
+        full = (key, like.dtype, like.device)
+        buf = self._scratch.get(full)
+        if buf is None or buf.numel() < n:
+            buf = self._scratch[full] = torch.empty(n, dtype=like.dtype, device=like.device)
+        return buf[:n]
+
+    def _abs_bound(self, param: torch.Tensor) -> float:
+        """Upper bound on ``max|param|`` (exact max when the tensor changed since our last write)."""
+        cached = self._bounds.get(param)
+        stamp = (param._version, param.data_ptr())
+        finfo_max = torch.finfo(param.dtype).max
+        if cached is not None and cached[:2] == stamp and cached[2] <= finfo_max / 16:
+            return cached[2]
+        return float(torch.linalg.vector_norm(param.detach().reshape(-1), float("inf")))
+
+    def _fast_cpu(self, gi, pi, group, param, grad, lr, exact) -> Callable[[], None]:
+        W, G = param.detach().view(-1), grad.detach().view(-1)
+        n = W.numel()
+        gmax = float(torch.linalg.vector_norm(G, float("inf")))  # NaN/Inf propagate
+        if not math.isfinite(gmax):
+            self._check_grad(gi, pi, grad, exact, lr)
+        alpha = lr
+        if group["normalize_gradient"]:
+            norm = _dual_norm(G, float(exact / (exact - 1)))
+            if norm == 0.0:
+                return lambda: None
+            alpha, gmax = lr / norm, gmax / norm
+        sign = 1.0 if group["maximize"] else -1.0
+        fmax = torch.finfo(param.dtype).max
+        wmax = self._abs_bound(param)
+        pm1 = float(exact - 1)
+        # bound on every intermediate: |Q| <= wmax^{p-1} + alpha gmax, |W+| <= |Q|^{1/(p-1)}
+        try:
+            qb = wmax ** pm1 + alpha * gmax
+            wb = qb ** (1.0 / pm1)
+        except OverflowError:
+            qb = wb = math.inf
+        safe = math.isfinite(wmax) and max(qb, wb) <= fmax / 8
+        if exact == 2:
+            if safe:
+                def commit() -> None:
+                    W.add_(G, alpha=sign * alpha)
+                    self._bounds[param] = (param._version, param.data_ptr(), wb * (1 + 1e-3))
+                return commit
+            T = self._buffer("out", n, W)
+            torch.add(W, G, alpha=sign * alpha, out=T)
+            self._check_result(gi, pi, param, T, exact, lr)
+            return lambda: W.copy_(T)
+        fwd, inv = self._plan(exact)
+        q = self._buffer("q", min(n, _CHUNK), W)
+        tmp = self._buffer("tmp", min(n, _CHUNK), W)
+
+        def compute(target: torch.Tensor) -> None:
+            for s in range(0, n, _CHUNK):
+                e = min(s + _CHUNK, n)
+                qc, tc = q[: e - s], tmp[: e - s]
+                _signed_pow_into(qc, W[s:e], fwd, tc)
+                qc.add_(G[s:e], alpha=sign * alpha)
+                _signed_pow_into(target[s:e], qc, inv, tc)
+
+        if safe:
+            def commit() -> None:
+                compute(W)
+                self._bounds[param] = (param._version, param.data_ptr(), wb * (1 + 1e-3))
+            return commit
+        T = self._buffer("out", n, W)
+        compute(T)
+        self._check_result(gi, pi, param, T, exact, lr)
+        return lambda: W.copy_(T)
+
+    # ------------------------------------------------------------------ foreach
+    def _foreach_group(self, group_jobs) -> Callable[[], None]:
+        _, _, group, _, lr, exact = group_jobs[0]
+        params = [job[3].detach() for job in group_jobs]
+        grads = [job[3].grad.detach() for job in group_jobs]
+        norms = torch.stack([n.float() for n in torch._foreach_norm(grads, float("inf"))])
+        if not bool(torch.isfinite(norms).all()):
+            for gi, pi, _, param, _, _ in group_jobs:
+                self._check_grad(gi, pi, param.grad, exact, lr)
+        if group["maximize"]:
+            grads = torch._foreach_neg(grads)
+        if group["normalize_gradient"]:
+            q = float(exact / (exact - 1))
+            scales = []
+            for g in grads:
+                norm = _dual_norm(g, q)
+                scales.append(0.0 if norm == 0.0 else 1.0 / norm)
+            grads = torch._foreach_mul(grads, scales)
+        if exact == 2:
+            news = torch._foreach_add(params, grads, alpha=-lr)
+        else:
+            pm1, inv = float(exact - 1), float(1 / (exact - 1))
+            Q = torch._foreach_abs(params)
+            Q = torch._foreach_pow(Q, pm1) if pm1 != 2.0 else torch._foreach_mul(Q, Q)
+            torch._foreach_mul_(Q, torch._foreach_sign(params))
+            torch._foreach_add_(Q, grads, alpha=-lr)
+            news = torch._foreach_abs(Q)
+            news = torch._foreach_sqrt(news) if inv == 0.5 else torch._foreach_pow(news, inv)
+            torch._foreach_mul_(news, torch._foreach_sign(Q))
+        finite = torch.stack([n.float() for n in torch._foreach_norm(news, float("inf"))])
+        if not bool(torch.isfinite(finite).all()):
+            for (gi, pi, _, param, lr_, _), new in zip(group_jobs, news):
+                self._check_result(gi, pi, param, new, exact, lr_)
+
+        def commit() -> None:
+            torch._foreach_copy_(params, news)
+        return commit

@@ -1,0 +1,50 @@
+"""Tests for certify.ops: structured exact products equal the dense exact integer products."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from certify import synthetic_problem
+from certify.ops import ExactOps, int_vector_to_float, ldexp_int
+
+
+@pytest.mark.parametrize("svm", ["attention", "decoder"])
+def test_products_match_dense_exact_rows(svm):
+    pr = synthetic_problem(n=3, T=4, d=5, seed=2)
+    cs = pr.attention_constraints("opt") if svm == "attention" else pr.decoder_constraints("opt")
+    ops = ExactOps(cs)
+    Z, e = cs.exact_rows()
+    rng = np.random.default_rng(0)
+    w = [int(k) for k in rng.integers(-2**60, 2**60, size=cs.m)]
+    w[0] = 3 << 200  # big integers too
+    lam = [int(k) for k in rng.integers(0, 2**62, size=cs.N)]
+    assert ops.exp == e
+    assert ops.matvec(w) == [int(x) for x in Z.dot(np.array(w, dtype=object))]
+    assert ops.rmatvec(lam) == [int(x) for x in Z.T.dot(np.array(lam, dtype=object))]
+    G = ops.gram()
+    dense = Z.dot(Z.T)
+    assert [[int(G[i, j]) for j in range(cs.N)] for i in range(cs.N)] == [[int(x) for x in r] for r in dense]
+    sub = ops.subset([2, 0])
+    assert sub.matvec(w) == [ops.matvec(w)[2], ops.matvec(w)[0]]
+    assert np.array_equal(sub.float_rows(), cs.rows()[[2, 0]])
+
+
+def test_structural_zero_columns():
+    from certify import AttentionProblem
+
+    X = np.zeros((1, 2, 2))
+    X[0, 0] = [1.0, 0.0]
+    z = np.array([[0.0, 2.0]])
+    pr = AttentionProblem(X, np.array([1.0]), z, np.array([1.0, 0.0]), alpha=[0])
+    ops = ExactOps(pr.attention_constraints())
+    # single row vec([1,0] [0,2]^T): only entry (0, 1) is nonzero
+    assert ops.structural_zero_columns().tolist() == [True, False, True, True]
+
+
+def test_ldexp_int_huge_and_tiny():
+    assert ldexp_int(1 << 3000, -3000) == 1.0
+    assert ldexp_int(-(3 << 100), -101) == -1.5
+    assert ldexp_int(1, 5000) == float("inf")
+    assert ldexp_int(0, 7) == 0.0
+    assert np.array_equal(int_vector_to_float([1, -2, 0], -1), [0.5, -1.0, 0.0])

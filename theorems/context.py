@@ -1,0 +1,93 @@
+"""The shared interface of every hypothesis predicate, and a per-problem cache of certified solves.
+
+A predicate is a small frozen object with a stable ``name`` and one method
+``check(problem_or_context) -> HypothesisReport``. Several predicates of one theorem need the same
+certified SVM solve; `CheckContext` runs each ``certify_svm`` / ``feasibility`` call once.
+"""
+
+from __future__ import annotations
+
+import abc
+from fractions import Fraction
+from typing import Any, ClassVar
+
+from certify.exact import parse_p
+from certify.problem import AttentionProblem, resolve_alpha
+from theorems.verdict import HypothesisReport
+
+__all__ = ["CheckContext", "Predicate", "as_context"]
+
+
+class CheckContext:
+    """A problem plus memoized certified computations on it.
+
+    Args:
+        problem: the data.
+        digits: requested precision of certified SVM solves (relative width ~ 10**-digits).
+        time_limit: optional time limit (seconds) passed to each certified solve.
+    """
+
+    def __init__(self, problem: AttentionProblem, *, digits: int = 30, time_limit: float | None = None) -> None:
+        if not isinstance(problem, AttentionProblem):
+            raise TypeError(f"expected an AttentionProblem, got {type(problem).__name__}")
+        self.problem = problem
+        self.digits = int(digits)
+        self.time_limit = time_limit
+        self._cache: dict[tuple, Any] = {}
+
+    def alpha(self, alpha: Any) -> tuple[int, ...]:
+        """Resolve token indices ("opt", a list, a comma string) against the problem."""
+        return resolve_alpha(self.problem, alpha)
+
+    def certificate(self, p: Any, *, svm: str = "attention", alpha: Any = None):
+        """The certified l_p SVM solve (`certify.certify_svm`), computed once per (svm, alpha, p)."""
+        from certify import certify_svm
+
+        pf: Fraction = parse_p(p)
+        a = self.alpha(alpha)
+        key = ("cert", svm, a, pf)
+        if key not in self._cache:
+            self._cache[key] = certify_svm(self.problem, pf, svm=svm, alpha=list(a), digits=self.digits,
+                                           time_limit=self.time_limit)
+        return self._cache[key]
+
+    def feasibility(self, *, svm: str = "attention", alpha: Any = None):
+        """Certified feasibility (`certify.feasibility`), computed once per (svm, alpha)."""
+        from certify.feasibility import feasibility  # the function (the package attribute may be the module)
+
+        a = self.alpha(alpha)
+        key = ("feas", svm, a)
+        if key not in self._cache:
+            self._cache[key] = feasibility(self.problem, svm=svm, alpha=list(a))
+        return self._cache[key]
+
+    def constraints(self, *, svm: str = "attention", alpha: Any = None):
+        """The exact constraint system of an SVM (cached)."""
+        a = self.alpha(alpha)
+        key = ("cons", svm, a)
+        if key not in self._cache:
+            if svm == "attention":
+                self._cache[key] = self.problem.attention_constraints(list(a))
+            else:
+                self._cache[key] = self.problem.decoder_constraints(list(a))
+        return self._cache[key]
+
+
+def as_context(problem_or_context: AttentionProblem | CheckContext) -> CheckContext:
+    """Wrap a bare problem in a fresh `CheckContext`."""
+    if isinstance(problem_or_context, CheckContext):
+        return problem_or_context
+    return CheckContext(problem_or_context)
+
+
+class Predicate(abc.ABC):
+    """A hypothesis of a theorem as a three-valued certified predicate.
+
+    Subclasses are frozen dataclasses holding the predicate's parameters and set ``name``.
+    """
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def check(self, problem: AttentionProblem | CheckContext) -> HypothesisReport:
+        """Evaluate on a problem; returns a report whose verdict is backed by its evidence."""

@@ -1,0 +1,288 @@
+"""The step-size hypothesis along a recorded trajectory (SPEC section 2 and section 5).
+
+``step_size_convex_along_path(eta, trajectory)`` checks, on every recorded step ``W_k -> W_{k+1}``,
+the relative-smoothness inequality
+
+    D_L(W_{k+1}, W_k) <= (1/eta) D_psi(W_{k+1}, W_k),
+
+the weakest checkable form of "psi - eta L is convex along the path" (descent lemma, SPEC 2).
+Rigour: the logits ``s_it = x_it^T W z_i`` are computed EXACTLY as integer products (float64 entries
+of W, X, z are dyadic) with one python-flint ``fmpz_mat`` product for the whole path; softmax, the
+loss and ``|W|^{p-1}`` are evaluated in arb balls. ``L`` depends on W only through the logits, so
+``D_L(W', W) = (1/n) sum_i [l(u_i') - l(u_i) - l'(u_i) y_i sum_t sigma_it (h_it - f_i)(s'_it - s_it)]``
+with ``h_it = v^T x_it``. The catastrophic cancellation in both Bregman divergences (differences of
+O(1) numbers that are O(step^2)) is absorbed by working precision: a cheap first pass at 96 bits over
+the whole path (numpy object arrays of balls, no Python loop per number), then only the steps whose
+balls straddle the threshold are recomputed at 320 and 1280 bits. Exactly repeated logits give
+``D_L = 0`` exactly. Anything still straddling is UNDECIDED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from flint import arb, fmpz_mat
+
+from certify.errors import MdcertError
+from certify.exact import format_fraction, parse_p
+from theorems.balls import abs_pow, arb_fraction, arb_of_float, enclosure, working_precision
+from theorems.context import Predicate, as_context
+from theorems.region import parse_nonnegative
+from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
+
+__all__ = ["StepSizeConvexAlongPath", "step_size_convex_along_path", "StepCheck", "check_steps",
+           "exact_logits", "RIGOROUS_LOSSES"]
+
+#: losses whose l and l' are evaluated in balls here
+RIGOROUS_LOSSES = ("logistic", "exponential", "linear")
+_PRECISIONS = (96, 320, 1280)
+
+_EXP = np.frompyfunc(lambda x: x.exp(), 1, 1)
+_LOG1P = np.frompyfunc(lambda x: x.log1p(), 1, 1)
+
+
+def _check_trajectory(trajectory: Any, d: int) -> np.ndarray:
+    try:
+        Ws = np.array(trajectory, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise MdcertError("trajectory must be a numeric array of shape (K+1, d, d)") from None
+    if Ws.ndim != 3 or Ws.shape[1:] != (d, d) or Ws.shape[0] < 2:
+        raise MdcertError(f"trajectory must have shape (K+1, {d}, {d}) with K >= 1 steps, got {Ws.shape}")
+    if not np.all(np.isfinite(Ws)):
+        k = int(np.argwhere(~np.isfinite(Ws))[0][0])
+        raise MdcertError(f"trajectory contains NaN or Inf (first at iterate {k}); the path diverged - lower the step size")
+    return Ws
+
+
+def _dyadic_rows(Ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact integer matrix (K1, m) of Python ints and per-iterate binary exponents (K1,)."""
+    K1 = Ws.shape[0]
+    flat = Ws.reshape(K1, -1)
+    mant, e = np.frexp(flat)
+    k = (mant * 2.0**53).astype(np.int64)
+    e = e.astype(np.int64) - 53
+    nz = k != 0
+    big = np.iinfo(np.int64).max
+    emin = np.where(nz, e, big).min(axis=1)
+    emin = np.where(emin == big, 0, emin)
+    shift = np.where(nz, e - emin[:, None], 0)
+    ints = k.astype(object) << shift.astype(object)
+    return ints, emin
+
+
+def exact_logits(problem, Ws: np.ndarray) -> np.ndarray:
+    """Exact logits ``x_it^T W_k z_i`` as exact arb balls, shape (K1, n, T)."""
+    n, T, d = problem.n, problem.T, problem.d
+    X, z = problem.exact("X"), problem.exact("z")
+    M = (X.as_object()[:, :, :, None] * z.as_object()[:, None, None, :]).reshape(n * T, d * d)
+    Mmat = fmpz_mat(n * T, d * d, [int(c) for c in M.ravel()])
+    ints, emin = _dyadic_rows(Ws)
+    K1 = Ws.shape[0]
+    Wmat = fmpz_mat(d * d, K1, [int(c) for c in ints.T.ravel()])
+    S = (Mmat * Wmat).entries()  # row-major (nT, K1)
+    base = X.exp + z.exp
+    out = np.empty((n * T, K1), dtype=object)
+    for r in range(n * T):
+        row = S[r * K1:(r + 1) * K1]
+        out[r, :] = [arb((s, base + int(e))) for s, e in zip(row, emin)]
+    return out.T.reshape(K1, n, T)
+
+
+def _loss_terms(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
+    """``l(u)`` and ``l'(u)`` elementwise in balls."""
+    if loss == "logistic":
+        em = _EXP(-u)
+        return _LOG1P(em), -em / (1 + em)
+    if loss == "exponential":
+        em = _EXP(-u)
+        return em, -em
+    if loss == "linear":
+        return -u, np.full(u.shape, arb(-1), dtype=object)
+    raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+
+
+def _bregman_pairs(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str,
+                   prec: int) -> tuple[np.ndarray, np.ndarray]:
+    """D_L and D_psi for consecutive iterates of the given stacks, in balls at ``prec`` bits.
+
+    Args:
+        S: exact logits (K1, n, T) of arb.
+        Wb: exact entries (K1, m) of arb.
+        H: exact ``v^T x_it`` (n, T) of arb.
+        Y: labels (n,) as ints.
+    """
+    with working_precision(prec):
+        n = S.shape[1]
+        E = _EXP(S)
+        sig = E / E.sum(axis=2)[:, :, None]
+        f = (sig * H[None]).sum(axis=2)
+        u = f * Y[None]
+        lval, lder = _loss_terms(u, loss)
+        Lk = lval.sum(axis=1) / n
+        G = (lder * Y[None])[:, :, None] * sig * (H[None] - f[:, :, None])
+        grad_dot = (G[:-1] * (S[1:] - S[:-1])).sum(axis=(1, 2)) / n
+        DL = Lk[1:] - Lk[:-1] - grad_dot
+        pm1 = p - 1
+        if pm1.denominator == 1:
+            e = int(pm1)
+            P = np.frompyfunc(lambda x: abs(x) ** e, 1, 1)(Wb)
+        else:
+            ea = arb_fraction(pm1)
+            P = np.frompyfunc(lambda x: abs_pow(x, ea), 1, 1)(Wb)
+        absW = np.frompyfunc(abs, 1, 1)(Wb)
+        psi = (absW * P).sum(axis=1) / arb_fraction(p)
+        sgn = np.frompyfunc(lambda x: -1 if x < 0 else 1, 1, 1)(Wb)
+        inner = (sgn[:-1] * P[:-1] * (Wb[1:] - Wb[:-1])).sum(axis=1)
+        Dpsi = psi[1:] - psi[:-1] - inner
+    return DL, Dpsi
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """Per-step outcome of the relative-smoothness check.
+
+    Attributes:
+        status: per step, +1 proved, -1 refuted, 0 undecided (int8 array of length K).
+        ratio_lo, ratio_hi: exact enclosure end points of ``eta D_L / D_psi`` per step (None where
+            D_psi is not proved positive; 0 where D_L = 0 exactly).
+        precision: bits used for the deciding evaluation of each step.
+    """
+
+    status: np.ndarray
+    ratio_lo: list
+    ratio_hi: list
+    precision: np.ndarray
+
+
+def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: str = "logistic") -> StepCheck:
+    """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta`` on each recorded step."""
+    Ws = _check_trajectory(trajectory, problem.d)
+    if loss not in RIGOROUS_LOSSES:
+        raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+    K = Ws.shape[0] - 1
+    S = exact_logits(problem, Ws)
+    Wb = np.frompyfunc(arb_of_float, 1, 1)(Ws.reshape(Ws.shape[0], -1))
+    gamma_h, hexp = _token_values(problem)
+    H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(gamma_h)
+    Y = np.where(problem.y > 0, 1, -1).astype(object)
+    eta_b = None
+    status = np.zeros(K, dtype=np.int8)
+    prec_used = np.zeros(K, dtype=np.int64)
+    ratio_lo: list = [None] * K
+    ratio_hi: list = [None] * K
+    # exactly repeated logits: D_L = 0 exactly, and D_psi >= 0 always
+    same = np.array([bool(np.all(S[k + 1] == S[k])) for k in range(K)])
+    for k in np.flatnonzero(same):
+        status[k], ratio_lo[k], ratio_hi[k], prec_used[k] = 1, Fraction(0), Fraction(0), 0
+    todo = np.flatnonzero(~same)
+    for prec in _PRECISIONS:
+        if todo.size == 0:
+            break
+        if prec == _PRECISIONS[0] and todo.size == K:
+            DL, Dpsi = _bregman_pairs(S, Wb, H, Y, p, loss, prec)
+            pairs = list(zip(todo, DL, Dpsi))
+        else:
+            pairs = []
+            for k in todo:
+                DL1, Dp1 = _bregman_pairs(S[k:k + 2], Wb[k:k + 2], H, Y, p, loss, prec)
+                pairs.append((k, DL1[0], Dp1[0]))
+        with working_precision(prec):
+            eta_b = arb_fraction(eta)
+            left = []
+            for k, dl, dp in pairs:
+                slack = dp / eta_b - dl
+                if slack >= 0:
+                    status[k] = 1
+                elif slack < 0:
+                    status[k] = -1
+                else:
+                    left.append(k)
+                    continue
+                prec_used[k] = prec
+                if dp > 0:
+                    lo, hi = enclosure(eta_b * dl / dp)
+                    ratio_lo[k], ratio_hi[k] = lo, hi
+        todo = np.array(left, dtype=np.int64)
+    return StepCheck(status, ratio_lo, ratio_hi, prec_used)
+
+
+def _token_values(problem) -> tuple[np.ndarray, int]:
+    """Exact ``h_it = v^T x_it`` as (object ints (n, T), exponent)."""
+    X, v = problem.exact("X"), problem.exact("v")
+    return np.einsum("ntd,d->nt", X.as_object(), v.as_object()), X.exp + v.exp
+
+
+@dataclass(frozen=True, eq=False)
+class StepSizeConvexAlongPath(Predicate):
+    """Relative smoothness ``D_L <= (1/eta) D_psi`` on every recorded step (SPEC sections 2 and 5).
+
+    Attributes:
+        eta: the step size (exact rational from its decimal string).
+        trajectory: float64 iterates (K+1, d, d) of W with the problem's fixed decoder.
+        p: exact exponent of the potential.
+        loss: "logistic" (default), "exponential" or "linear".
+    """
+
+    eta: Any
+    trajectory: Any
+    p: Any = 2
+    loss: str = "logistic"
+    name = "step_size_convex_along_path"
+
+    def check(self, problem) -> HypothesisReport:
+        ctx = as_context(problem)
+        eta = parse_nonnegative(self.eta, "eta")
+        if eta <= 0:
+            raise MdcertError(f"invalid step size eta={self.eta!r}; must be > 0")
+        p = parse_p(self.p)
+        if self.loss not in RIGOROUS_LOSSES:
+            ev = Evidence(f"relative smoothness along the path (loss {self.loss})", None, None, Method.SAMPLED,
+                          detail="no ball evaluation of this loss")
+            return HypothesisReport(self.name, Verdict.UNDECIDED, (ev,),
+                                    f"the step check is implemented in balls for {', '.join(RIGOROUS_LOSSES)} only")
+        res = check_steps(ctx.problem, self.trajectory, eta, p, loss=self.loss)
+        K = res.status.size
+        n_ok, n_bad = int((res.status == 1).sum()), int((res.status == -1).sum())
+        n_und = K - n_ok - n_bad
+        # enclosure of max_k eta D_L / D_psi; a step without a ratio enclosure makes the top unbounded
+        los = [x for x in res.ratio_lo if x is not None]
+        his = [x for x in res.ratio_hi if x is not None]
+        unbounded = any(x is None for x in res.ratio_hi)
+        lo = max(los) if los else None
+        hi = None if unbounded or not his else max(his)
+        bad = [int(k) for k in np.flatnonzero(res.status == -1)]
+        und = [int(k) for k in np.flatnonzero(res.status == 0)]
+        data = {"steps": K, "proved": n_ok, "refuted": n_bad, "undecided": n_und,
+                "first_refuted": bad[:5], "first_undecided": und[:5],
+                "max_precision_bits": int(res.precision.max()) if K else 0}
+        detail = (f"exact logits (fmpz_mat), arb balls for softmax, loss and |W|^(p-1); {n_ok} proved, "
+                  f"{n_bad} refuted, {n_und} undecided of {K} steps")
+        steps_ev = Evidence("number of recorded steps violating D_L(W_{k+1},W_k) <= D_psi(W_{k+1},W_k)/eta",
+                            Fraction(n_bad), Fraction(n_bad + n_und), Method.INTERVAL, "==", Fraction(0),
+                            detail=detail, data=data)
+        evidence = [steps_ev]
+        if lo is not None:
+            evidence.append(Evidence("max_k eta D_L(W_{k+1},W_k) / D_psi(W_{k+1},W_k)", lo, hi, Method.INTERVAL,
+                                     detail="1 or less means the step passes"))
+        if hi is not None and hi > 0:
+            evidence.append(Evidence("largest eta with every recorded step passing (eta / max ratio)",
+                                     eta / hi, None if lo is None or lo <= 0 else eta / lo, Method.INTERVAL,
+                                     detail="relative smoothness along this path only"))
+        verdict = Verdict.FAILS if n_bad else (Verdict.UNDECIDED if n_und else Verdict.HOLDS)
+        if verdict is Verdict.HOLDS:
+            msg = (f"D_L <= D_psi/eta proved on all {K} recorded steps (eta={format_fraction(eta)}, "
+                   f"p={format_fraction(p)})")
+        elif verdict is Verdict.FAILS:
+            msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta (first at step {bad[0]}); lower the step size"
+                   + (f" below {float(eta / hi):.3g}" if hi is not None and hi > 0 else ""))
+        else:
+            msg = f"{n_und} steps undecided even at 1280 bits (first {und[:3]}); they are numerically degenerate"
+        return HypothesisReport(self.name, verdict, tuple(evidence), msg)
+
+
+def step_size_convex_along_path(eta: Any, trajectory: Any, *, p: Any = 2, loss: str = "logistic") -> StepSizeConvexAlongPath:
+    """Predicate: the relative-smoothness inequality holds on every recorded step of ``trajectory``."""
+    return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss)

@@ -155,9 +155,27 @@ def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *,
 
 
 def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> SupportClass:
-    from flint import arb, arb_mat
+    """Certainly inactive / certainly tight rows (SPEC section 4, "Support classification")."""
+    from flint import arb
 
     pa, qa = _ab(p), _ab(q)
+    two = arb(2)
+    # dual error eps and psi/F2 scaling t at full precision (UB and LB nearly cancel)
+    if p <= 2:
+        gap = _nonneg_up(ub ** pa - lb ** pa) / pa
+        eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
+        t = (a / uq) ** (pa - 1)
+    else:
+        eps = (_nonneg_up(ub * ub - lb * lb) / (qa - 1)).sqrt()
+        t = a / uq ** (2 / qa)
+    with working_precision(128):
+        return _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t)
+
+
+def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> SupportClass:
+    from flint import arb, arb_mat
+
+    pa = _ab(p)
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]
     norms = row_q_norms(ops, q)
@@ -170,31 +188,34 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> SupportClass:
             inactive.add(i)
     rest = [i for i in range(ops.N) if i not in inactive]
     tight = set()
-    if rest:
-        sub = ops.subset(rest)
-        try:
-            Minv = arb_mat(sub.gram()).inv()
-        except ZeroDivisionError:
-            Minv = None
+    # coinciding rows form one group; the group's total multiplier is the unique quantity
+    rep = ops.representatives()
+    groups: dict[int, list[int]] = {}
+    for i in rest:
+        groups.setdefault(int(rep[i]), []).append(i)
+    heads = [g[0] for g in groups.values()]
+    if heads:
+        sub = ops.subset(heads)
+        G = sub.gram()
+        Minv = None
+        for prec in (128, 256, 512):
+            with working_precision(prec):
+                try:
+                    Minv = arb_mat(G).inv()
+                    break
+                except ZeroDivisionError:
+                    continue
         if Minv is not None:
-            m = ops.m
-            mfac = arb(m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
-            if p <= 2:
-                gap = _nonneg_up(ub ** pa - lb ** pa) / pa
-                eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
-                t = (a / uq) ** (pa - 1)
-            else:
-                eps = (_nonneg_up(ub * ub - lb * lb) / (qa - 1)).sqrt()
-                t = a / uq ** (2 / qa)
+            mfac = arb(ops.m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
             scale = two ** (-ops.exp)
-            for k, i in enumerate(rest):
+            for k, rows in enumerate(groups.values()):
                 dii = Minv[k, k]
                 if not dii.is_finite():
                     continue
                 rnorm = _nonneg_up(dii).sqrt() * scale * mfac
-                mult = t * arb(lam.ints[i]) * two ** lam.exp - rnorm * eps
+                mult = t * arb(sum(lam.ints[i] for i in rows)) * two ** lam.exp - rnorm * eps
                 if mult.lower() > 0:
-                    tight.add(i)
+                    tight.update(rows)
     undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
     return SupportClass(tuple(index[i] for i in sorted(tight)), tuple(index[i] for i in sorted(inactive)),
                         tuple(index[i] for i in undecided))

@@ -19,6 +19,7 @@ A claim is accepted only if it is implied by (at least as weak as) what is recom
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -84,6 +85,19 @@ class _Rows:
         B = lam[:, None] if self.R is None else self.R * lam[:, None]
         Bm = flint.fmpz_mat(self.N, B.shape[1], [int(k) for k in B.ravel()])
         return [int(x) for x in (self.Lm.transpose() * Bm).entries()]
+
+    def key(self, r: int) -> tuple:
+        """Exact identity of row r: primitive parts of l (and z) and the product of their contents."""
+        def prim(v):
+            v = [int(k) for k in v]
+            g = math.gcd(*v)
+            g = -g if g and next(k for k in v if k) < 0 else g
+            return (tuple(k // g for k in v), g) if g else (tuple(v), 0)
+        kl = prim(self.L[r])
+        if self.R is None:
+            return kl
+        kz = prim(self.R[r])
+        return kl[0], kz[0], kl[1] * kz[1]
 
     def gram(self, rows: list[int]):
         import flint
@@ -197,6 +211,7 @@ def _exact_kkt(rows: _Rows, c: Certificate, Aw, U) -> str | None:
 
 
 def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, a, uq, add) -> None:
+    import flint
     from flint import arb, arb_mat
 
     sup = c.support
@@ -218,6 +233,27 @@ def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, 
         bad += [rows.index[i] for i in tight if Aw[i] * scale_w != 1]
         add("support", not bad, f"rows misclassified: {bad[:3]}" if bad else "exact a_i^T w* = 1 / > 1")
         return
+    # dual error eps of the multipliers (needs the full precision: UB and LB nearly cancel)
+    mfac = arb(rows.m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
+    if p <= 2:
+        gap = _top(ub ** pa - lb ** pa) / pa
+        eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
+        t = (a / uq) ** (pa - 1)
+    else:
+        eps = (_top(ub * ub - lb * lb) / (qa - 1)).sqrt()
+        t = a / uq ** (2 / qa)
+    saved, flint.ctx.prec = flint.ctx.prec, 128  # the per-row tests need no more than this
+    try:
+        _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, add)
+    finally:
+        flint.ctx.prec = saved
+
+
+def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, add) -> None:
+    import flint
+    from flint import arb, arb_mat
+
+    qa, two = _q(c.p / (c.p - 1)), arb(2)
     bad = []
     for i in inactive:
         l_q = _powsum(rows.L[i], 0, qa) ** (1 / qa) if any(rows.L[i]) else arb(0)
@@ -234,29 +270,32 @@ def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, 
     if any(lam.ints[i] for i in inactive):
         add("support_tight", False, "lam is nonzero on a row claimed inactive")
         return
-    try:
-        Minv = arb_mat(rows.gram(rest)).inv()
-    except ZeroDivisionError:
-        add("support_tight", False, "A_S' A_S'^T not provably invertible")
+    groups: dict = {}  # exactly coinciding rows share one multiplier (their sum is unique)
+    for i in rest:
+        groups.setdefault(rows.key(i), []).append(i)
+    Minv = None
+    for prec in (128, 256, 512):
+        old, flint.ctx.prec = flint.ctx.prec, prec
+        try:
+            Minv = arb_mat(rows.gram([g[0] for g in groups.values()])).inv()
+            break
+        except ZeroDivisionError:
+            continue
+        finally:
+            flint.ctx.prec = old
+    if Minv is None:
+        add("support_tight", False, "A_S' A_S'^T (distinct rows) not provably invertible")
         return
-    mfac = arb(rows.m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
-    if p <= 2:
-        gap = _top(ub ** pa - lb ** pa) / pa
-        eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
-        t = (a / uq) ** (pa - 1)
-    else:
-        eps = (_top(ub * ub - lb * lb) / (qa - 1)).sqrt()
-        t = a / uq ** (2 / qa)
-    where = {i: k for k, i in enumerate(rest)}
-    bad = []
-    for i in tight:
-        dii = Minv[where[i], where[i]]
+    proven = set()
+    for k, grp in enumerate(groups.values()):
+        dii = Minv[k, k]
         rnorm = _top(dii).sqrt() * two ** (-rows.exp) * mfac
-        mult = t * arb(lam.ints[i]) * two ** lam.exp / lam.den - rnorm * eps
-        if not (dii.is_finite() and mult.lower() > 0):
-            bad.append(rows.index[i])
+        mult = t * arb(sum(lam.ints[i] for i in grp)) * two ** lam.exp / lam.den - rnorm * eps
+        if dii.is_finite() and mult.lower() > 0:
+            proven.update(grp)
+    bad = [rows.index[i] for i in tight if i not in proven]
     add("support_tight", not bad, f"multiplier not provably positive: {bad[:3]}" if bad else
-            f"{len(tight)} rows with a provably positive unique multiplier")
+        f"{len(tight)} rows with a provably positive unique (group) multiplier")
 
 
 def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=None, svm: str | None = None,

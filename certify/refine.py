@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from certify.ops import ExactOps, int_vector_to_float, ldexp_int
+from certify.ops import ExactOps, float_to_fixed, int_vector_to_float, ldexp_int
 
 __all__ = ["Refined", "refine", "phi_fixed", "working_precision"]
 
@@ -78,7 +78,8 @@ def _phi_fixed(U, u_exp, q, bits, nz):
     two = arb(2) ** (-big)
     vals = [(arb(abs(k)) * two) ** qm1 if k else None for k in U]
     mx = max(v.mid() for v in vals if v is not None) * scale.mid()
-    w_exp = int(arb(mx).log_base(2).floor().unique_fmpz()) - bits
+    man, ex = arb(mx).mid().man_exp()
+    w_exp = abs(int(man)).bit_length() + int(ex) - 1 - bits
     out = []
     for k, v in zip(U, vals):
         if v is None:
@@ -89,10 +90,11 @@ def _phi_fixed(U, u_exp, q, bits, nz):
     return out, w_exp
 
 
-def _jacobian(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
-    from certify.warmstart import _weights, gram_weighted
+def _jacobian(sub: ExactOps, u: np.ndarray, q: float, factors) -> np.ndarray:
+    from certify.warmstart import _weights
 
-    return gram_weighted(Af, _weights(u, q), q)
+    Lf, Zf = factors
+    return (q - 1.0) * sub.hessian(_weights(u, q), Lf=Lf, Zf=Zf)
 
 
 def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter: int = 80,
@@ -100,18 +102,23 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
     """Newton refinement of a float dual estimate ``lam0`` (psi form) to about ``bits`` bits."""
     q = p / (p - 1)
     qf = float(q)
-    A = ops.float_rows()
     N = ops.N
-    lam0 = np.maximum(np.asarray(lam0, dtype=np.float64), 0.0)
+    lam0 = np.maximum(np.asarray(lam0, dtype=np.float64), 0.0).copy()
+    # coinciding rows: keep one representative per group (the multiplier of a group is what is unique)
+    rep = ops.representatives()
+    for r in range(N):
+        if rep[r] != r:
+            lam0[rep[r]] += lam0[r]
+            lam0[r] = 0.0
+    is_rep = rep == np.arange(N)
     top = float(lam0.max()) if lam0.size and lam0.max() > 0 else 1.0
     S = [int(i) for i in np.flatnonzero(lam0 > 1e-9 * top)]
     lam_exp = int(np.floor(np.log2(top))) - bits - 16
-    Lam = {i: int(round(np.ldexp(lam0[i], -lam_exp))) for i in S}
+    Lam = {i: float_to_fixed(lam0[i], lam_exp) for i in S}
     it_total = 0
     with working_precision(bits + 64):
         for _change in range(max_active_changes):
             sub = ops.subset(S)
-            Af = A[S]
             one = None
             res_hist = []
             J_lu = None
@@ -135,7 +142,7 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                     break
                 if J_lu is None or it in (1, 2, 4):
                     uf = int_vector_to_float(U, u_exp)
-                    J = _jacobian(Af, uf, qf)
+                    J = _jacobian(sub, uf, qf, sub.float_factors())
                     try:
                         import scipy.linalg as sla
 
@@ -149,7 +156,7 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                 if not np.all(np.isfinite(step)):
                     break
                 for i, s in zip(S, step):
-                    Lam[i] += int(round(float(np.ldexp(s, -lam_exp))))
+                    Lam[i] += float_to_fixed(float(s), lam_exp)
             # active-set update
             neg = [i for i in S if Lam[i] <= 0]
             full_W = W
@@ -157,7 +164,7 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
             e = ops.exp + w_exp
             slack = int_vector_to_float([k - (1 << (-e)) for k in Rall], e)
             tol = max(2.0 ** (-bits // 2), 1e-30)
-            viol = [i for i in range(N) if i not in Lam and slack[i] < -tol]
+            viol = [i for i in range(N) if i not in Lam and is_rep[i] and slack[i] < -tol]
             if not neg and not viol:
                 break
             if neg:

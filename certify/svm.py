@@ -20,7 +20,7 @@ from certify.bounds import Bounds, ball_bounds, exact_kkt_p2, make_feasible
 from certify.certificate import Certificate, CertStatus, ExactVector
 from certify.errors import MdcertError
 from certify.exact import parse_p
-from certify.feasibility import constraint_system, feasibility_system
+from certify.feasible import constraint_system, feasibility_system
 from certify.ops import ExactOps
 from certify.problem import AttentionProblem, resolve_alpha
 from certify.refine import refine
@@ -83,9 +83,23 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
     # a zero row (duplicated token) is infeasible outright
     if any(not any(ops.L[r]) or (ops.R is not None and not any(ops.R[r])) for r in range(ops.N)):
         return infeasible_or_unknown("zero constraint row")
-    A = cs.rows()
+    A = ops.float_rows()
+    hess = None
+    if cs.kind == "attention":
+        Lf, Zf = ops.float_factors()
+
+        def hess(D, F):
+            return ops.hessian(D, F, Lf=Lf, Zf=Zf)
     try:
-        ws = warm_start(A, float(pf))
+        ws = warm_start(A, float(pf), fallbacks=False, hess=hess)
+        if not ws.kkt_residual < 1e-10:
+            # slow convergence is typical of infeasible or degenerate systems: settle feasibility first
+            feas = feasibility_system(cs)
+            if feas.feasible is False:
+                info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4))
+                return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
+            ws2 = warm_start(A, float(pf), hess=hess)
+            ws = ws2 if ws2.kkt_residual < ws.kkt_residual else ws
     except (FloatingPointError, ValueError, np.linalg.LinAlgError, OverflowError):
         return infeasible_or_unknown("warm start failed")
     info["warm_start"] = ws.method
@@ -96,7 +110,8 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
     for attempt in range(4):
         ref = refine(ops, pf, ws.lam, bits=bits)
         b = None
-        if pf == 2:
+        if pf == 2 and len(ref.support) <= 64 and cs.m <= 4096:
+            # exact rational KKT: denominators grow like |S| * 220 bits, so small supports only
             b = exact_kkt_p2(ops, ref.support, bits=bits)
         if b is None:
             w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)

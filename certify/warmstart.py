@@ -45,7 +45,7 @@ def _kkt(lam: np.ndarray, A: np.ndarray, q: float) -> float:
     return max(r1, r2)
 
 
-def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 20000) -> np.ndarray:
+def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 3000) -> np.ndarray:
     """L-BFGS-B on the smooth dual from the best multiple of the all-ones vector."""
     from scipy.optimize import minimize
 
@@ -80,7 +80,7 @@ def _pg(lam: np.ndarray, g: np.ndarray) -> float:
 
 
 def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13,
-                     max_iter: int = 200) -> tuple[np.ndarray, float]:
+                     max_iter: int = 200, hess=None) -> tuple[np.ndarray, float]:
     """Projected Newton (Bertsekas 1982) on ``min_{lam >= 0} f(lam)``: Newton on the free rows,
     rows at the bound with positive gradient fixed to 0, Armijo search along the projection arc.
     Returns (lam, KKT residual of `_kkt`)."""
@@ -98,7 +98,7 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
         if not F.any():
             break
         u = A.T @ lam
-        H = gram_weighted(A[F], _weights(u, q), q)
+        H = (q - 1.0) * hess(_weights(u, q), F) if hess is not None else gram_weighted(A[F], _weights(u, q), q)
         H += 1e-15 * np.trace(H) / max(1, H.shape[0]) * np.eye(H.shape[0])
         try:
             dF = np.linalg.solve(H, -g[F])
@@ -150,8 +150,12 @@ def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
     return mu * (mu.sum() / b) ** (1.0 / (q - 1.0))
 
 
-def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12) -> WarmStart:
-    """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` (A float64, N x m)."""
+def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool = True, hess=None) -> WarmStart:
+    """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` (A float64, N x m).
+
+    Active-set Newton from the best multiple of the all-ones vector; with ``fallbacks``, L-BFGS-B
+    and then Clarabel when Newton does not reach the tolerance. ``hess(D, free_mask)`` may supply
+    ``A_F diag(D) A_F^T`` faster than the dense product (see `ExactOps.hessian`)."""
     q = p / (p - 1.0)
     sigma = float(np.median(np.linalg.norm(A, axis=1)))
     sigma = sigma if sigma > 0 and np.isfinite(sigma) else 1.0
@@ -159,16 +163,17 @@ def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12) -> WarmStart:
     N = As.shape[0]
     b = float(np.sum(np.abs(As.sum(axis=0)) ** q))
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and np.isfinite(b) else 1.0
-    lam, res = projected_newton(As, q, np.full(N, c), tol=tol)
+    hs = None if hess is None else (lambda D, F: hess(D, F) / sigma ** 2)
+    lam, res = projected_newton(As, q, np.full(N, c), tol=tol, hess=hs)
     method = "active-set Newton on the dual"
-    if not res < 1e-10:
-        lam2, res2 = projected_newton(As, q, dual_lbfgs(As, q), tol=tol)
+    if not res < 1e-10 and fallbacks:
+        lam2, res2 = projected_newton(As, q, dual_lbfgs(As, q), tol=tol, hess=hs)
         if res2 < res:
             lam, res, method = lam2, res2, "L-BFGS-B dual + active-set Newton"
-    if not res < 1e-8:
+    if not res < 1e-8 and fallbacks:
         alt = clarabel_start(As, p)
         if alt is not None:
-            lam2, res2 = projected_newton(As, q, alt, tol=tol)
+            lam2, res2 = projected_newton(As, q, alt, tol=tol, hess=hs)
             if res2 < res:
                 lam, res, method = lam2, res2, "Clarabel + active-set Newton"
     lam_out = lam / sigma ** p

@@ -124,6 +124,17 @@ def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: tor
     out.copysign_(x)
 
 
+def _absmax(t: torch.Tensor) -> float:
+    """``max|t|`` in one pass without temporaries (NaN propagates; 0 for an empty tensor)."""
+    if t.numel() == 0:
+        return 0.0
+    lo, hi = torch.aminmax(t)
+    lo, hi = float(lo), float(hi)
+    if math.isnan(lo) or math.isnan(hi):
+        return math.nan
+    return max(-lo, hi)
+
+
 def _dual_norm(g: torch.Tensor, q: float) -> float:
     """Scaled entrywise ``||g||_q`` (no overflow for finite g)."""
     a = g.detach().abs()
@@ -353,12 +364,12 @@ class LpMirrorDescent(Optimizer):
         finfo_max = torch.finfo(param.dtype).max
         if cached is not None and cached[:2] == stamp and cached[2] <= finfo_max / 16:
             return cached[2]
-        return float(torch.linalg.vector_norm(param.detach().reshape(-1), float("inf")))
+        return _absmax(param.detach())
 
     def _fast_cpu(self, gi, pi, group, param, grad, lr, exact) -> Callable[[], None]:
         W, G = param.detach().view(-1), grad.detach().view(-1)
         n = W.numel()
-        gmax = float(torch.linalg.vector_norm(G, float("inf")))  # NaN/Inf propagate
+        gmax = _absmax(G)  # NaN/Inf propagate
         if not math.isfinite(gmax):
             self._check_grad(gi, pi, grad, exact, lr)
         alpha = lr
@@ -384,7 +395,7 @@ class LpMirrorDescent(Optimizer):
                     W.add_(G, alpha=sign * alpha)
                     self._bounds[param] = (param._version, param.data_ptr(), wb * (1 + 1e-3))
                 return commit
-            T = self._buffer("out", n, W)
+            T = torch.empty_like(W)  # own buffer: commits run after every check
             torch.add(W, G, alpha=sign * alpha, out=T)
             self._check_result(gi, pi, param, T, exact, lr)
             return lambda: W.copy_(T)
@@ -405,7 +416,7 @@ class LpMirrorDescent(Optimizer):
                 compute(W)
                 self._bounds[param] = (param._version, param.data_ptr(), wb * (1 + 1e-3))
             return commit
-        T = self._buffer("out", n, W)
+        T = torch.empty_like(W)  # own buffer: commits run after every check
         compute(T)
         self._check_result(gi, pi, param, T, exact, lr)
         return lambda: W.copy_(T)

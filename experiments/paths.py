@@ -7,16 +7,21 @@ size and step count; trajectories sharing ``(p, lr)`` form a group that runs wit
 The loss gradient is analytic (no autograd), one program for the whole group:
 ``s_it = x_it^T W z_i``, ``a = softmax_t(s)`` (max-subtracted), ``f_i = sum_t a_it h_it`` with
 ``h_it = v^T x_it``, ``dL/df_i = -(y_i/n) sigmoid(-y_i f_i)`` and
-``dL/dW = sum_i sum_t c_it x_it z_i^T`` with ``c_it = dL/df_i a_it (h_it - f_i)``. The difference
-``h_it - f_i`` is evaluated as ``sum_s a_is (h_it - h_is)`` so it keeps relative accuracy when the
-attention saturates (``h_alpha - f`` is then ~ e^-gap, far below the rounding of ``h - f``).
+``dL/dW = sum_i sum_t c_it x_it z_i^T`` with ``c_it = dL/df_i a_it (h_it - f_i)``.
+Saturation-safe: with m the top token, ``f_i - h_im = sum_t a_it (h_it - h_im)`` is summed
+directly (not as the difference ``h - f``, which cancels to rounding noise once ``1 - a_im`` is
+below ~1e-16, as in a softmax backward pass), and the gradient, linear in the small weights
+``a_it (t != m)``, is formed from ``a_it e^M <= 1`` where M is the smallest top-vs-runner-up logit
+gap; normalized steps only need its direction, so they neither stall on underflow nor lose
+precision at any horizon. (The measured consequence: the looped autograd baseline departs from
+this engine exactly where the attention saturates.)
 
 The mirror step keeps the dual variable ``Q = grad psi(W)`` as state:
 ``Q <- Q - eta G`` (``G`` optionally divided by ``||G||_q``), ``W = sign(Q)|Q|^{1/(p-1)}``; for p = 2
-this is ``W.add_(G, alpha=-eta)``, the torch SGD update, bit for bit. A trajectory whose gradient or
-iterate becomes non-finite stops with status ``nonfinite``; one whose gradient underflows to exactly
-zero in floating point (attention saturated to 0/1, so a normalized step is undefined) stops with
-status ``float_limit``. Neither is a crash.
+this is ``W.add_(G, alpha=-eta)``, the torch SGD update. A trajectory whose gradient or iterate
+becomes non-finite (e.g. the logits overflow float64) stops with status ``nonfinite``; one whose
+normalized step is undefined (gradient exactly 0) stops with ``zero_gradient``; the stop step and
+the last iterate are recorded. Neither is a crash.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ class TrajectoryStatus(str, Enum):
 
     OK = "ok"                    #: ran all its steps
     NONFINITE = "nonfinite"      #: a NaN/Inf appeared in the gradient or iterate; stopped there
-    FLOAT_LIMIT = "float_limit"  #: the gradient underflowed to exactly 0 (attention saturated); stopped
+    ZERO_GRADIENT = "zero_gradient"  #: normalized step undefined: the gradient is exactly 0; stopped
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -132,20 +137,32 @@ def _forward(W, Xt, z, h, y):
         W (B,d,d); Xt (B,n,d,T) tokens transposed; z (B,n,d); h (B,n,T) token values v^T x_it; y (B,n).
 
     Returns:
-        ``a`` attention (B,n,T), ``f`` outputs (B,n), ``g = dL/df`` (B,n), ``c = dL/ds`` (B,n,T).
+        ``a`` attention (B,n,T), ``f`` outputs (B,n), ``g = dL/df`` (B,n), ``c = e^M dL/ds`` (B,n,T)
+        and ``M`` (B,1,1): the logit derivatives scaled by ``e^M``, where ``M >= 0`` is the smallest
+        gap (over the examples) between the top logit and the runner-up. The gradient of every
+        example is linear in its non-top attention weights, so the scaled weights
+        ``a_t e^M <= 1`` keep the gradient's direction exact to rounding however saturated the
+        attention is (``dL/dW = e^-M * sum c x z^T``; normalized steps need only the direction).
     """
-    n = y.shape[-1]
+    n, T = y.shape[-1], h.shape[-1]
     zW = torch.bmm(z, W.transpose(1, 2))                            # (B,n,d): (W z_i)_j
     s = (Xt * zW.unsqueeze(-1)).sum(dim=-2)                         # (B,n,T) logits
     smax, m = s.max(dim=-1, keepdim=True)
-    e = torch.exp(s - smax)                                         # stable: the top token has e = 1
-    a = e / e.sum(dim=-1, keepdim=True)
-    D = h - h.gather(-1, m)                                         # h_t - h_m, m the top token
+    r = s - smax                                                    # <= 0, exactly 0 at the top token m
+    top = torch.arange(T, device=s.device) == m                     # one-hot of m
+    M = -r.masked_fill(top, -math.inf).amax(dim=-1, keepdim=True).amax(dim=-2, keepdim=True)
+    e = torch.exp(r)                                                # stable: the top token has e = 1
+    Z = e.sum(dim=-1, keepdim=True)
+    a = e / Z
+    hm = h.gather(-1, m)
+    D = h - hm                                                      # h_t - h_m (0 at m)
     delta = (a * D).sum(dim=-1, keepdim=True)                       # f - h_m, accurate when saturated
-    f = (h.gather(-1, m) + delta).squeeze(-1)
+    f = (hm + delta).squeeze(-1)
     g = torch.sigmoid(-y * f).mul_(-y / n)
-    c = a * (D - delta) * g.unsqueeze(-1)                           # a_t (h_t - f) dL/df
-    return a, f, g, c
+    a_s = torch.exp((r + M).clamp_max_(0.0)) / Z                    # a_t e^M for t != m (<= 1)
+    delta_s = (a_s * D).sum(dim=-1, keepdim=True)                   # delta e^M
+    c = torch.where(top, -a * delta_s, a_s * (D - delta)) * g.unsqueeze(-1)
+    return a, f, g, c, M
 
 
 def _grad_W(c, X, z):
@@ -178,8 +195,8 @@ def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Te
     Returns:
         ``(loss (B,), dL/dW (B,d,d), dL/dv (B,d), attention (B,n,T))``.
     """
-    a, f, g, c = _forward(W, X.transpose(-1, -2), z, _values(X, v), y)
-    return _loss(f, y), _grad_W(c, X, z), _grad_v(a, g, X), a
+    a, f, g, c, M = _forward(W, X.transpose(-1, -2), z, _values(X, v), y)
+    return _loss(f, y), _grad_W(c, X, z) * torch.exp(-M), _grad_v(a, g, X), a
 
 
 def _spow(x: torch.Tensor, e: float) -> torch.Tensor:
@@ -285,17 +302,17 @@ class PathResult:
     def limit_messages(self) -> list[str]:
         """One line per kind of float limit / non-finite stop that occurred."""
         out = []
-        for st in (TrajectoryStatus.NONFINITE, TrajectoryStatus.FLOAT_LIMIT):
+        for st in (TrajectoryStatus.NONFINITE, TrajectoryStatus.ZERO_GRADIENT):
             idx = np.flatnonzero(self.status == st.value)
             if idx.size:
-                what = ("non-finite gradient or iterate" if st is TrajectoryStatus.NONFINITE
-                        else f"gradient underflowed to 0 in {self.dtype} (attention saturated)")
+                what = (f"non-finite gradient or iterate (float limit of {self.dtype} reached)"
+                        if st is TrajectoryStatus.NONFINITE else "gradient exactly 0, normalized step undefined")
                 out.append(f"{idx.size} trajectories stopped early: {what}; first: #{idx[0]} at step {self.stop_step[idx[0]]}")
         sat = np.flatnonzero(self.saturated_step >= 0)
         if sat.size:
             out.append(f"{sat.size} trajectories reached a top attention weight that rounds to 1.0 in {self.dtype} "
                        f"(first at step {int(self.saturated_step[sat].min())}); the engine keeps their gradient accurate "
-                       f"(computed from the small weights), a softmax-backward gradient would be rounding noise there")
+                       f"(formed from the small weights), a softmax-backward gradient is rounding noise there")
         return out
 
 
@@ -349,14 +366,16 @@ class _Group:
         return idx
 
     def forward(self):
-        """``(a, f, g, c)`` at the current iterate (see `_forward`)."""
+        """``(a, f, g, c, M)`` at the current iterate (see `_forward`)."""
         return _forward(self.W, self.Xt, self.z, self.h, self.y)
 
     def gradients(self, fw):
         """``(G, Gv, ok)`` at the current iterate: normalized if asked; ``ok`` False where undefined."""
-        a, _, g, c = fw
-        G = _grad_W(c, self.X, self.z)
+        a, _, g, c, M = fw
+        G = _grad_W(c, self.X, self.z)                  # e^M dL/dW: only its direction is needed
         Gv = _grad_v(a, g, self.X) if self.train_decoder else None
+        if not self.normalize:
+            G = G * torch.exp(-M)                       # the true gradient (may underflow: a stall)
         if self.normalize:
             G, scale = _normalize(G, self.q, (1, 2))
             h = scale.view(-1)
@@ -371,19 +390,20 @@ class _Group:
                 ok &= torch.isfinite(Gv.sum(dim=1))
         return G, Gv, ok
 
-    def stop_reason(self, fw) -> np.ndarray:
-        """Why frozen rows stopped: ``float_limit`` (finite iterate, gradient exactly 0 under
-        normalization) or ``nonfinite``."""
-        a, _, g, c = fw
-        G = _grad_W(c, self.X, self.z)
-        fin = torch.isfinite(G).all(dim=(1, 2))
+    def stop_reason(self, fw, rows: torch.Tensor) -> np.ndarray:
+        """Why the frozen ``rows`` stopped: ``zero_gradient`` (finite iterate, gradient exactly 0 under
+        normalization) or ``nonfinite``. ``fw`` is the forward pass of those rows only."""
+        a, _, g, c, _ = fw
+        X, z = self.X.index_select(0, rows), self.z.index_select(0, rows)
+        G = _grad_W(c, X, z)
+        fin = torch.isfinite(G).all(dim=(1, 2)) & torch.isfinite(self.W.index_select(0, rows)).all(dim=(1, 2))
         zero = (G == 0).all(dim=(1, 2))
         if self.train_decoder:
-            Gv = _grad_v(a, g, self.X)
+            Gv = _grad_v(a, g, X)
             fin &= torch.isfinite(Gv).all(dim=1)
             zero |= (Gv == 0).all(dim=1)
         lim = (fin & zero).cpu().numpy() & self.normalize
-        return np.where(lim, TrajectoryStatus.FLOAT_LIMIT.value, TrajectoryStatus.NONFINITE.value)
+        return np.where(lim, TrajectoryStatus.ZERO_GRADIENT.value, TrajectoryStatus.NONFINITE.value)
 
     def step(self, fw) -> None:
         """One mirror step ``Q <- Q - eta G``, ``W = grad psi^{-1}(Q)`` (SPEC section 2)."""
@@ -504,7 +524,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
               steps: Sequence[int], W0: np.ndarray, normalize: bool = False, train_decoder: bool = False,
               v0: np.ndarray | None = None, decoder_lr: float | Sequence[float] | None = None,
               device: str | torch.device = "cpu", dtype: str | torch.dtype = "float64", records: int = 64,
-              progress: bool | None = None, check_every: int = 64) -> PathResult:
+              progress: bool | None = None, check_every: int = 64, threads: int | None = 1) -> PathResult:
     """Run B mirror-descent trajectories at once (SPEC section 2) and record them at log-spaced steps.
 
     Args:
@@ -519,6 +539,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         progress: progress bar on stderr (default: only when stderr is a TTY).
         check_every: host check of the device-side stop flags every this many steps (results do not
             depend on it: stopped rows are frozen on the device until retired).
+        threads: torch intra-op threads on the CPU during the run (default 1: the tensors are small,
+            and on a busy machine OpenMP threads waiting for each other cost 10x; None: leave as is).
 
     Returns:
         `PathResult`.
@@ -554,6 +576,16 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         gdata = {"X": data.X[di[mem]], "z": data.z[di[mem]], "y": data.y[di[mem]]}
         groups.append(_Group(mem, pk, lk, gdata, W0[mem], v0[mem], normalize, train_decoder, vk, dev, dt))
 
+    saved_threads = torch.get_num_threads()
+    if threads is not None and dev.type == "cpu":
+        torch.set_num_threads(int(threads))
+    try:
+        return _loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, ps, lr_a, di, normalize)
+    finally:
+        torch.set_num_threads(saved_threads)
+
+
+def _loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, ps, lr_a, di, normalize) -> PathResult:
     K_max = int(st_a.max())
     show = _progress_printer(bool(progress), K_max)
     t0 = time.perf_counter()
@@ -571,7 +603,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
                     rows = torch.as_tensor(np.flatnonzero(dead), device=dev)
                     gids = g.gids[dead]
                     taken = g.count.index_select(0, rows).cpu().numpy()
-                    why = g.stop_reason(_sel(fw, rows))
+                    why = g.stop_reason(_sel(fw, rows), rows)
                     slots = np.array([int(np.searchsorted(scheds[int(st_a[b])], taken[j], side="left"))
                                       for j, b in enumerate(gids)])
                     for j, b in enumerate(gids):             # schedule entries after the stop are dropped

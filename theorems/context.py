@@ -11,6 +11,7 @@ import abc
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from certify.errors import MdcertError
 from certify.exact import parse_p
 from certify.problem import AttentionProblem, resolve_alpha
 from theorems.verdict import HypothesisReport
@@ -41,19 +42,30 @@ class CheckContext:
 
     def certificate(self, p: Any, *, svm: str = "attention", alpha: Any = None):
         """The certified l_p SVM solve (`certify.certify_svm`), computed once per (svm, alpha, p)."""
-        from certify import certify_svm
+        from certify import svm as _svm  # looked up at call time (tests may substitute the solver)
 
         pf: Fraction = parse_p(p)
         a = self.alpha(alpha)
         key = ("cert", svm, a, pf)
         if key not in self._cache:
-            self._cache[key] = certify_svm(self.problem, pf, svm=svm, alpha=list(a), digits=self.digits,
-                                           time_limit=self.time_limit)
+            try:
+                cert = _svm.certify_svm(self.problem, pf, svm=svm, alpha=list(a), digits=self.digits,
+                                   time_limit=self.time_limit)
+            except MdcertError:
+                raise
+            except (ArithmeticError, RuntimeError, ValueError, FloatingPointError) as exc:
+                # an internal failure of the solver proves nothing: report "no verified result"
+                from certify.certificate import Certificate, CertStatus
+
+                cert = Certificate(status=CertStatus.NO_VERIFIED_RESULT, svm=svm, p=pf, alpha=a,
+                                   data_hash=self.problem.data_hash(), d=self.problem.d, digits=self.digits,
+                                   info={"error": f"{type(exc).__name__}: {exc}"})
+            self._cache[key] = cert
         return self._cache[key]
 
     def feasibility(self, *, svm: str = "attention", alpha: Any = None):
         """Certified feasibility (`certify.feasibility`), computed once per (svm, alpha)."""
-        from certify.feasibility import feasibility  # the function (the package attribute may be the module)
+        from certify.feasible import feasibility
 
         a = self.alpha(alpha)
         key = ("feas", svm, a)

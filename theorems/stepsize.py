@@ -28,7 +28,7 @@ from flint import arb, fmpz_mat
 
 from certify.errors import MdcertError
 from certify.exact import format_fraction, parse_p
-from theorems.balls import abs_pow, arb_fraction, arb_of_float, enclosure, working_precision
+from theorems.balls import arb_fraction, enclosure, working_precision
 from theorems.context import Predicate, as_context
 from theorems.region import parse_nonnegative
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
@@ -130,8 +130,9 @@ def _bregman_pairs(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, 
             e = int(pm1)
             P = np.frompyfunc(lambda x: abs(x) ** e, 1, 1)(Wb)
         else:
-            ea = arb_fraction(pm1)
-            P = np.frompyfunc(lambda x: abs_pow(x, ea), 1, 1)(Wb)
+            ea, zero = arb_fraction(pm1), arb(0)
+            # entries are exact dyadic balls: |x| > 0 exactly unless x == 0
+            P = np.frompyfunc(lambda x: abs(x) ** ea if x != 0 else zero, 1, 1)(Wb)
         absW = np.frompyfunc(abs, 1, 1)(Wb)
         psi = (absW * P).sum(axis=1) / arb_fraction(p)
         sgn = np.frompyfunc(lambda x: -1 if x < 0 else 1, 1, 1)(Wb)
@@ -157,14 +158,25 @@ class StepCheck:
     precision: np.ndarray
 
 
-def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: str = "logistic") -> StepCheck:
-    """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta`` on each recorded step."""
+def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: str = "logistic",
+                precisions: tuple[int, ...] = _PRECISIONS) -> StepCheck:
+    """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta`` on each recorded step.
+
+    Args:
+        problem: the data (the decoder v is held fixed).
+        trajectory: float64 iterates (K+1, d, d).
+        eta: exact step size.
+        p: exact exponent.
+        loss: one of `RIGOROUS_LOSSES`.
+        precisions: working precisions (bits): the whole path at the first, then only the steps still
+            undecided at each next one.
+    """
     Ws = _check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
         raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
     K = Ws.shape[0] - 1
     S = exact_logits(problem, Ws)
-    Wb = np.frompyfunc(arb_of_float, 1, 1)(Ws.reshape(Ws.shape[0], -1))
+    Wb = np.frompyfunc(arb, 1, 1)(Ws.reshape(Ws.shape[0], -1))  # arb(float64) is exact (arb_set_d)
     gamma_h, hexp = _token_values(problem)
     H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(gamma_h)
     Y = np.where(problem.y > 0, 1, -1).astype(object)
@@ -178,10 +190,10 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
     for k in np.flatnonzero(same):
         status[k], ratio_lo[k], ratio_hi[k], prec_used[k] = 1, Fraction(0), Fraction(0), 0
     todo = np.flatnonzero(~same)
-    for prec in _PRECISIONS:
+    for prec in precisions:
         if todo.size == 0:
             break
-        if prec == _PRECISIONS[0] and todo.size == K:
+        if prec == precisions[0] and todo.size == K:
             DL, Dpsi = _bregman_pairs(S, Wb, H, Y, p, loss, prec)
             pairs = list(zip(todo, DL, Dpsi))
         else:
@@ -230,6 +242,7 @@ class StepSizeConvexAlongPath(Predicate):
     trajectory: Any
     p: Any = 2
     loss: str = "logistic"
+    precisions: tuple[int, ...] = _PRECISIONS
     name = "step_size_convex_along_path"
 
     def check(self, problem) -> HypothesisReport:
@@ -243,7 +256,7 @@ class StepSizeConvexAlongPath(Predicate):
                           detail="no ball evaluation of this loss")
             return HypothesisReport(self.name, Verdict.UNDECIDED, (ev,),
                                     f"the step check is implemented in balls for {', '.join(RIGOROUS_LOSSES)} only")
-        res = check_steps(ctx.problem, self.trajectory, eta, p, loss=self.loss)
+        res = check_steps(ctx.problem, self.trajectory, eta, p, loss=self.loss, precisions=tuple(self.precisions))
         K = res.status.size
         n_ok, n_bad = int((res.status == 1).sum()), int((res.status == -1).sum())
         n_und = K - n_ok - n_bad
@@ -279,10 +292,12 @@ class StepSizeConvexAlongPath(Predicate):
             msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta (first at step {bad[0]}); lower the step size"
                    + (f" below {float(eta / hi):.3g}" if hi is not None and hi > 0 else ""))
         else:
-            msg = f"{n_und} steps undecided even at 1280 bits (first {und[:3]}); they are numerically degenerate"
+            msg = (f"{n_und} steps undecided even at {max(self.precisions)} bits (first {und[:3]}); "
+                   f"D_L and D_psi/eta are too close to separate")
         return HypothesisReport(self.name, verdict, tuple(evidence), msg)
 
 
-def step_size_convex_along_path(eta: Any, trajectory: Any, *, p: Any = 2, loss: str = "logistic") -> StepSizeConvexAlongPath:
+def step_size_convex_along_path(eta: Any, trajectory: Any, *, p: Any = 2, loss: str = "logistic",
+                                precisions: tuple[int, ...] = _PRECISIONS) -> StepSizeConvexAlongPath:
     """Predicate: the relative-smoothness inequality holds on every recorded step of ``trajectory``."""
-    return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss)
+    return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss, precisions=tuple(precisions))

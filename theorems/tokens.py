@@ -224,17 +224,14 @@ class TokensLocallyOptimal(Predicate):
         ctx = as_context(problem)
         alpha = ctx.alpha(self.alpha)
         p = parse_p(self.p)
+        feas_ev, feasible = _feasibility_evidence(ctx, "attention", alpha)
+        if feasible is False:
+            return HypothesisReport(self.name, Verdict.FAILS, (feas_ev,),
+                                    f"the attention SVM for alpha={list(alpha)} is infeasible (exact Gordan "
+                                    f"certificate), so alpha is not locally optimal; choose other tokens")
         cert = ctx.certificate(p, svm="attention", alpha=alpha)
         status = getattr(cert.status, "value", cert.status)
-        if status == "infeasible":
-            ev, feasible = _feasibility_evidence(ctx, "attention", alpha)
-            if feasible is False:
-                return HypothesisReport(self.name, Verdict.FAILS, (ev,),
-                                        f"the attention SVM for alpha={list(alpha)} is infeasible (exact Gordan "
-                                        f"certificate), so alpha is not locally optimal; choose other tokens")
-            return HypothesisReport(self.name, Verdict.UNDECIDED, (ev,),
-                                    "certify reported infeasible but the Gordan vector did not check exactly")
-        checked = _independent_check(ctx, cert)
+        checked = _independent_check(ctx, cert) if status == "optimal" else None
         if status != "optimal" or cert.support is None or checked is False:
             why = "the certificate failed the independent checker" if checked is False else \
                 f"no verified SVM solution (status {status})"

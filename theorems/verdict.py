@@ -215,6 +215,9 @@ class Evidence:
 
     def summary(self) -> str:
         """A short one-line rendering for tables."""
+        if (self.relation == "==" and self.threshold == 1 and self.lo in (0, 1) and self.hi in (0, 1)):
+            word = {(1, 1): "proved", (0, 0): "refuted"}.get((self.lo, self.hi), "not decided")
+            return f"{self.quantity}: {word} ({self.method.value})"
         def f(x: Fraction | None, inf: str) -> str:
             if x is None:
                 return inf

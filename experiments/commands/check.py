@@ -75,12 +75,17 @@ def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
     opt = LpMirrorDescent([model.W], lr=lr, p=p)
     out = np.empty((steps + 1, problem.d, problem.d), dtype=np.float64)
     out[0] = model.W.detach().numpy()
-    for k in range(steps):
-        opt.zero_grad(set_to_none=True)
-        value = model.loss(data.X, data.y, data.z, loss_fn=loss)
-        value.backward()
-        opt.step()
-        out[k + 1] = model.W.detach().numpy()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: extra threads only add contention
+    try:
+        for k in range(steps):
+            opt.zero_grad(set_to_none=True)
+            value = model.loss(data.X, data.y, data.z, loss_fn=loss)
+            value.backward()
+            opt.step()
+            out[k + 1] = model.W.detach().numpy()
+    finally:
+        torch.set_num_threads(threads)
     if not np.all(np.isfinite(out)):
         raise MdcertError("the mirror-descent path produced non-finite iterates; lower --lr")
     return out
@@ -95,8 +100,9 @@ def format_table(report) -> str:
     """Plain-text table: hypothesis, verdict, key evidence, what to change."""
     rows = [("hypothesis", "verdict", "key evidence", "message / what to change")]
     for h in report.hypotheses:
-        deciding = [e for e in h.evidence if e.deciding] or list(h.evidence)
-        key = deciding[0].summary() if deciding else "-"
+        deciding = [e for e in h.evidence if e.deciding]
+        telling = [e for e in deciding if e.implies() is h.verdict] or deciding or list(h.evidence)
+        key = telling[0].summary() if telling else "-"
         rows.append((h.name, h.verdict.value.upper(), key, h.message))
     widths = (28, 9, 70, 90)
     lines = ["  ".join(_cell(c, w).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]

@@ -292,17 +292,11 @@ def run(args: argparse.Namespace) -> int:
             if tk.unique:
                 opt_keys[b] = certifier.submit(int(trial[b]), tk.indices, ps[p_idx[b]])
     try:
-        threads = torch.get_num_threads()
-        if device.type == "cpu":
-            torch.set_num_threads(1)
-        try:
-            res = run_paths(problems, data_index=trial, p=[ps[j] for j in p_idx], lr=[lrs[j] for j in lr_idx],
-                            steps=[steps_p[j] for j in p_idx], W0=W0_all[trial, init], normalize=args.normalize,
-                            train_decoder=args.train_decoder, decoder_lr=args.decoder_lr, device=device,
-                            dtype=args.dtype, records=args.records,
-                            progress={"auto": None, "on": True, "off": False}[args.progress])
-        finally:
-            torch.set_num_threads(threads)
+        res = run_paths(problems, data_index=trial, p=[ps[j] for j in p_idx], lr=[lrs[j] for j in lr_idx],
+                        steps=[steps_p[j] for j in p_idx], W0=W0_all[trial, init], normalize=args.normalize,
+                        train_decoder=args.train_decoder, decoder_lr=args.decoder_lr, device=device,
+                        dtype=args.dtype, records=args.records,
+                        progress={"auto": None, "on": True, "off": False}[args.progress])
         t_train = res.elapsed_s
         alpha_final = res.final_alpha()
         t_cert0 = time.perf_counter()

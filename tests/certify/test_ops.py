@@ -27,7 +27,12 @@ def test_products_match_dense_exact_rows(svm):
     assert [[int(G[i, j]) for j in range(cs.N)] for i in range(cs.N)] == [[int(x) for x in r] for r in dense]
     sub = ops.subset([2, 0])
     assert sub.matvec(w) == [ops.matvec(w)[2], ops.matvec(w)[0]]
-    assert np.array_equal(sub.float_rows(), cs.rows()[[2, 0]])
+    assert np.allclose(sub.float_rows(), cs.rows()[[2, 0]], rtol=1e-15, atol=0)
+    # structured float Hessian A_F diag(D) A_F^T equals the dense product
+    A = cs.rows()
+    D = rng.random(cs.m)
+    F = rng.random(cs.N) > 0.3
+    assert np.allclose(ops.hessian(D, F), (A[F] * D) @ A[F].T, rtol=1e-12, atol=1e-12)
 
 
 def test_structural_zero_columns():

@@ -1,4 +1,4 @@
-"""Tests for certify.feasibility: proven verdicts (exact point or exact Gordan vector), never wrong."""
+"""Tests for certify.feasible: proven verdicts (exact point or exact Gordan vector), never wrong."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from certify import AttentionProblem, feasibility, synthetic_problem
-from certify.feasibility import constraint_system
+from certify.feasible import constraint_system
 from certify.errors import MdcertError
 
 

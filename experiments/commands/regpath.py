@@ -1,0 +1,144 @@
+"""``mdcert regpath``: regularization paths W(R) (Theorem 6) and joint (W, v) paths (Theorem 31).
+
+Writes ``RUN/summary.json`` (``"kind": "regpath"``, one ``path`` entry per radius) and
+``RUN/path.npz`` (the solutions), each through a temporary file and a rename. Everything that can
+fail on bad input (radii, p, alpha, r(R), an infeasible or tied reference) fails before anything
+is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "regularization paths W(R) = argmin_{||W||_p <= R} L(W) vs the certified SVM (Theorems 6 and 31)"
+
+#: the built-in name of the paper's joint-training example (n=2, T=3, d=2)
+JOINT_EXAMPLE = "joint-example"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("problem", metavar="PROBLEM",
+                        help=f"problem file (.npz/.json from 'mdcert synth') or '{JOINT_EXAMPLE}' (the paper's joint example)")
+    parser.add_argument("--p", required=True, help="l_p exponent, exact decimal or num/den (e.g. 1.75 or 7/4)")
+    parser.add_argument("--radii", default="10:1000:9", metavar="START:STOP:COUNT",
+                        help="geometric grid of radii R (default 10:1000:9)")
+    parser.add_argument("--starts", type=int, default=3, help="random starts (chains) besides the SVM and warm starts (default 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random starts (default 0)")
+    parser.add_argument("--alpha", default=None,
+                        help="reference tokens: 'opt' (globally optimal; default) or comma-separated indices")
+    parser.add_argument("--no-svm-start", action="store_true", help="do not start from the reference SVM direction")
+    parser.add_argument("--loss", default="logistic", choices=["logistic", "exponential"], help="loss (default logistic)")
+    parser.add_argument("--digits", type=int, default=30, help="precision requested from the certified SVM solve (default 30)")
+    parser.add_argument("--joint", action="store_true", help="joint path over (W, v) with ||v||_p <= r(R)")
+    parser.add_argument("--r-of-R", dest="r_of_R", default=None, metavar="EXPR",
+                        help="decoder radius as a function of R for --joint, e.g. 'R', 'sqrt(R)', '2*log(R)+1'")
+    parser.add_argument("--md-steps", type=int, default=0,
+                        help="with --joint: also run the joint mirror-descent path (W(0)=v(0)=0, normalized steps) for this many steps")
+    parser.add_argument("--md-lr", type=float, default=0.1, help="step size of the joint mirror-descent path (default 0.1)")
+    parser.add_argument("-o", "--output", required=True, metavar="RUN", help="run directory to write")
+
+
+def _load(name: str):
+    from certify import AttentionProblem
+
+    if name == JOINT_EXAMPLE:
+        from experiments.joint import joint_example
+
+        return joint_example()
+    return AttentionProblem.load(name)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    import numpy as np
+
+    from certify import parse_p
+    from certify.errors import MdcertError
+    from certify.exact import format_fraction
+    from certify.problem import resolve_alpha
+    from experiments.regpath import parse_radii, reference_direction, regularization_path
+
+    # ---- validate everything before writing anything
+    p = parse_p(args.p)
+    radii = parse_radii(args.radii)
+    if args.starts < 0:
+        raise MdcertError(f"invalid --starts {args.starts}; give a number >= 0")
+    if args.starts == 0 and args.no_svm_start:
+        raise MdcertError("no starts: use --starts >= 1 or drop --no-svm-start")
+    if args.digits < 5:
+        raise MdcertError(f"invalid --digits {args.digits}; use at least 5")
+    if args.md_steps < 0 or (args.md_steps and not args.joint):
+        raise MdcertError("--md-steps needs --joint and a number >= 0")
+    if not (args.md_lr > 0 and np.isfinite(args.md_lr)):
+        raise MdcertError(f"invalid --md-lr {args.md_lr}; give a positive step size")
+    r_fun = None
+    if args.joint:
+        if not args.r_of_R:
+            raise MdcertError("--joint needs --r-of-R EXPR (the decoder radius as a function of R, e.g. 'R' or 'sqrt(R)')")
+        from experiments.joint import parse_radius_function
+
+        r_fun = parse_radius_function(args.r_of_R)
+        r_values = r_fun.values(radii)
+    elif args.r_of_R:
+        raise MdcertError("--r-of-R is only used with --joint")
+    problem = _load(args.problem)
+    alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
+    reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise MdcertError(f"output {str(out)!r} exists and is not a directory")
+
+    def show(res) -> None:
+        extra = ""
+        if hasattr(res, "r"):
+            extra = f" r={res.r:<9.4g} D_v={res.bregman_v_to_svm:.3e}"
+        print(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} loss={res.loss:.6g} "
+              f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} winner={res.winner}", flush=True)
+
+    arrays: dict[str, np.ndarray] = {"radii": radii}
+    if args.joint:
+        from experiments.joint import joint_md_path, joint_regularization_path
+
+        v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=args.digits)
+        path = joint_regularization_path(problem, p, radii=radii, r_of_R=r_fun, starts=args.starts, seed=args.seed,
+                                         alpha=alpha, reference=reference, v_reference=v_reference,
+                                         svm_start=not args.no_svm_start, loss=args.loss, progress=show)
+        summary_body = path.to_json()
+        arrays["W"] = np.stack([r.W for r in path.results])
+        arrays["v"] = np.stack([r.v for r in path.results])
+        arrays["r"] = np.array(r_values)
+        if args.md_steps:
+            md = joint_md_path(problem, p, steps=args.md_steps, lr=args.md_lr, alpha=alpha, reference=reference,
+                               v_reference=v_reference, loss=args.loss)
+            summary_body["joint_md"] = md.to_json()
+            print(f"joint mirror descent: {args.md_steps} steps, final D_W={md.records[-1]['bregman_W']:.3e} "
+                  f"D_v={md.records[-1]['bregman_v']:.3e} tokens={md.records[-1]['selected_tokens']}")
+    else:
+        path = regularization_path(problem, p, radii=radii, starts=args.starts, seed=args.seed, alpha=alpha,
+                                   reference=reference, svm_start=not args.no_svm_start, loss=args.loss,
+                                   digits=args.digits, progress=show)
+        summary_body = path.to_json()
+        arrays["W"] = np.stack([r.W for r in path.results])
+    summary = {"kind": "regpath", "format": "mdcert-regpath/1", "joint": bool(args.joint),
+               "r_of_R": r_fun.text if r_fun is not None else None,
+               "problem": {"source": args.problem, "n": problem.n, "T": problem.T, "d": problem.d,
+                           "data_hash": problem.data_hash()},
+               "command": {"p": args.p, "radii": args.radii, "starts": args.starts, "seed": args.seed,
+                           "alpha": args.alpha, "loss": args.loss, "digits": args.digits},
+               **summary_body}
+    summary["p"] = format_fraction(p)
+    text = json.dumps(summary, indent=1, allow_nan=False)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "summary.json.tmp"
+    tmp.write_text(text)
+    tmp.replace(out / "summary.json")
+    tmp_npz = out / "path.tmp.npz"
+    with open(tmp_npz, "wb") as fh:
+        np.savez(fh, **arrays)
+    tmp_npz.replace(out / "path.npz")
+    d = summary["decay"]
+    print(f"wrote {out / 'summary.json'}: D(R={radii[0]:g}) = {d['bregman_first']:.3e}, "
+          f"D(R={radii[-1]:g}) = {d['bregman_last']:.3e}, ratio {d['ratio_first_over_last']:.3g}")
+    return 0

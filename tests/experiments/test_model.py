@@ -1,0 +1,136 @@
+"""Tests of the single-head attention model (SPEC section 1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+
+from certify.errors import MdcertError
+from certify.synth import synthetic_problem
+from experiments.model import (
+    AttentionModel,
+    attention_logits,
+    attention_softmax,
+    get_loss,
+    logistic_loss,
+    loss,
+    model_output,
+    problem_tensors,
+)
+from experiments.testing import attention_problems
+
+
+def naive_loss(problem, W, v):
+    """Float64 loop over examples and tokens, straight from SPEC section 1."""
+    total = 0.0
+    for i in range(problem.n):
+        X, z = problem.X[i], problem.z[i]
+        s = np.array([X[t] @ W @ z for t in range(problem.T)])
+        e = np.exp(s - s.max())
+        a = e / e.sum()
+        f = float(v @ (X.T @ a))
+        total += math.log1p(math.exp(-problem.y[i] * f))
+    return total / problem.n
+
+
+@pytest.fixture(scope="module")
+def prob():
+    return synthetic_problem(n=6, T=8, d=10, seed=3)
+
+
+def test_loss_against_naive_formula(prob):
+    X, y, z, v = problem_tensors(prob)
+    W = torch.randn(10, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    assert loss(W, v, X, y, z).item() == pytest.approx(naive_loss(prob, W.numpy(), prob.v), rel=1e-13)
+
+
+@settings(deadline=None, max_examples=25)
+@given(attention_problems())
+def test_property_loss_matches_naive(problem):
+    X, y, z, v = problem_tensors(problem)
+    W = torch.linspace(-1, 1, problem.d**2, dtype=torch.float64).reshape(problem.d, problem.d)
+    assert loss(W, v, X, y, z).item() == pytest.approx(naive_loss(problem, W.numpy(), problem.v), rel=1e-12, abs=1e-300)
+
+
+def test_shapes_and_softmax(prob):
+    X, y, z, v = problem_tensors(prob)
+    W = torch.zeros(10, 10, dtype=torch.float64)
+    assert attention_logits(X, z, W).shape == (6, 8)
+    a = attention_softmax(X, z, W)
+    torch.testing.assert_close(a, torch.full((6, 8), 1 / 8, dtype=torch.float64))
+    torch.testing.assert_close(model_output(X, z, W, v), (X @ v).mean(dim=1))
+
+
+def test_batched_equals_looped(prob):
+    X, y, z, v = problem_tensors(prob)
+    g = torch.Generator().manual_seed(1)
+    W = torch.randn(5, 10, 10, dtype=torch.float64, generator=g)
+    V = torch.randn(5, 10, dtype=torch.float64, generator=g)
+    shared = loss(W, v, X, y, z)
+    own = loss(W, V, X, y, z)
+    assert shared.shape == (5,) and own.shape == (5,)
+    for b in range(5):
+        torch.testing.assert_close(shared[b], loss(W[b], v, X, y, z), rtol=1e-14, atol=0)
+        torch.testing.assert_close(own[b], loss(W[b], V[b], X, y, z), rtol=1e-14, atol=0)
+    W2 = W.reshape(5, 1, 10, 10).expand(5, 3, 10, 10)
+    assert loss(W2, v, X, y, z).shape == (5, 3)
+
+
+def test_stable_for_large_logits(prob):
+    X, y, z, v = problem_tensors(prob)
+    W = 1e6 * torch.ones(10, 10, dtype=torch.float64)
+    value = loss(W, v, X, y, z)
+    assert torch.isfinite(value)
+    assert logistic_loss(torch.tensor([-1000.0, 1000.0], dtype=torch.float64)).tolist() == pytest.approx([1000.0, 0.0])
+    Wg = W.clone().requires_grad_(True)
+    loss(Wg, v, X, y, z).backward()
+    assert torch.isfinite(Wg.grad).all()
+
+
+def test_module_fixed_and_joint(prob):
+    X, y, z, v = problem_tensors(prob)
+    fixed = AttentionModel.from_problem(prob)
+    assert [n for n, _ in fixed.named_parameters()] == ["W"]
+    assert "v" in dict(fixed.named_buffers())
+    joint = AttentionModel.from_problem(prob, train_decoder=True)
+    assert sorted(n for n, _ in joint.named_parameters()) == ["W", "v"]
+    l = joint.loss(X, y, z)
+    l.backward()
+    assert joint.W.grad.shape == (10, 10) and joint.v.grad.shape == (10,)
+    torch.testing.assert_close(fixed(X, z), model_output(X, z, fixed.W, v))
+    assert fixed.loss(X, y, z).item() == pytest.approx(naive_loss(prob, np.zeros((10, 10)), prob.v), rel=1e-14)
+
+
+def test_gradient_matches_finite_difference(prob):
+    X, y, z, v = problem_tensors(prob)
+    W = torch.randn(10, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(2)) * 0.3
+    Wg = W.clone().requires_grad_(True)
+    loss(Wg, v, X, y, z).backward()
+    D = torch.randn(10, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    h = 1e-6
+    fd = (loss(W + h * D, v, X, y, z) - loss(W - h * D, v, X, y, z)) / (2 * h)
+    assert (Wg.grad * D).sum().item() == pytest.approx(fd.item(), rel=1e-6)
+
+
+def test_other_losses():
+    u = torch.tensor([0.5, -1.0], dtype=torch.float64)
+    torch.testing.assert_close(get_loss("exponential")(u), torch.exp(-u))
+    torch.testing.assert_close(get_loss("linear")(u), -u)
+    assert get_loss(torch.sigmoid) is torch.sigmoid
+
+
+@pytest.mark.parametrize("call, pattern", [
+    (lambda: AttentionModel(3), r"fixed decoder needs v"),
+    (lambda: AttentionModel(0, v=torch.ones(1)), r"invalid dimension d=0"),
+    (lambda: AttentionModel(3, v=torch.ones(4)), r"v has shape \(4,\), expected \(3,\)"),
+    (lambda: AttentionModel(2, v=torch.ones(2), W0=torch.ones(3, 3)), r"W0 has shape"),
+    (lambda: AttentionModel(2, v=torch.tensor([1.0, float("nan")])), r"v contains NaN"),
+    (lambda: get_loss("hinge"), r"unknown loss 'hinge'; choose one of logistic, exponential, linear"),
+])
+def test_bad_inputs(call, pattern):
+    with pytest.raises(MdcertError, match=pattern):
+        call()

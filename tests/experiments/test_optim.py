@@ -1,0 +1,338 @@
+"""Tests of LpMirrorDescent (SPEC section 2, issue 2 item 3)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import experiments.optim as optim_mod
+from certify import lp
+from certify.errors import MdcertError
+from experiments import LpMirrorDescent
+from experiments.optim import PowPlan, _simple_update, mirror_step
+
+PS = ["1.1", "1.3", "1.75", "2", "2.5", "3", "4", "7/3"]
+PATHS = {"fast": dict(foreach=False), "foreach": dict(foreach=True)}
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def run_steps(W0, grads, *, p, lr, dtype=torch.float64, **kw):
+    param = torch.nn.Parameter(W0.clone().to(dtype))
+    opt = LpMirrorDescent([param], lr=lr, p=p, **kw)
+    for g in grads:
+        param.grad = g.clone().to(dtype)
+        opt.step()
+    return param.detach().clone()
+
+
+def simple_steps(W0, grads, *, p, lr, maximize=False, normalize_gradient=False):
+    W = W0.clone()
+    for g in grads:
+        W = _simple_update(W, g, lr, Fraction(p), maximize, normalize_gradient)
+    return W
+
+
+# ---------------------------------------------------------------- p = 2 is SGD bit for bit
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("path", ["fast", "foreach", "risky"])
+def test_p2_equals_sgd_bitwise(dtype, maximize, path):
+    g = gen(1)
+    shapes = [(7, 3), (50,), (2, 2, 2)]
+    a = [torch.nn.Parameter(torch.randn(s, generator=g, dtype=dtype)) for s in shapes]
+    b = [torch.nn.Parameter(x.detach().clone()) for x in a]
+    sgd = torch.optim.SGD(a, lr=0.37, maximize=maximize)
+    md = LpMirrorDescent(b, lr=0.37, p="2", maximize=maximize, foreach=(path == "foreach"))
+    if path == "risky":  # force the compute-check-copy path
+        md._abs_bound = lambda param: float("inf")
+    for _ in range(4):
+        for x, y in zip(a, b):
+            grad = torch.randn(x.shape, generator=g, dtype=dtype)
+            x.grad, y.grad = grad.clone(), grad.clone()
+        sgd.step()
+        md.step()
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+
+
+# ---------------------------------------------------------------- stationarity and paths
+@pytest.mark.parametrize("p", PS)
+@pytest.mark.parametrize("path", ["fast", "foreach"])
+def test_stationarity(p, path):
+    W0 = torch.randn(40, generator=gen(2), dtype=torch.float64) * 2
+    G = torch.randn(40, generator=gen(3), dtype=torch.float64)
+    lr = 0.3
+    new = run_steps(W0, [G], p=p, lr=lr, **PATHS[path])
+    lhs = lp.mirror_map(new.numpy(), p)
+    rhs = lp.mirror_map(W0.numpy(), p) - lr * G.numpy()
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-12 * np.abs(rhs).max())
+
+
+@pytest.mark.parametrize("p", PS + ["1.01", "8", "5/4"])
+@pytest.mark.parametrize("path", ["fast", "foreach"])
+@pytest.mark.parametrize("flags", [{}, {"maximize": True}, {"normalize_gradient": True}])
+def test_fast_equals_simple_float64(p, path, flags, monkeypatch):
+    monkeypatch.setattr(optim_mod, "_CHUNK", 16)  # several chunks and a ragged tail
+    W0 = torch.randn(53, generator=gen(4), dtype=torch.float64)
+    W0[3] = 0.0
+    grads = [torch.randn(53, generator=gen(5 + k), dtype=torch.float64) for k in range(3)]
+    grads[0][7] = 0.0
+    fast = run_steps(W0, grads, p=p, lr=0.05, **PATHS[path], **flags)
+    ref = simple_steps(W0, grads, p=p, lr=0.05, **flags)
+    np.testing.assert_allclose(fast.numpy(), ref.numpy(), rtol=1e-11, atol=1e-300)
+
+
+@pytest.mark.parametrize("p", ["1.1", "1.75", "3", "4"])
+def test_fast_close_to_simple_float32(p):
+    W0 = torch.randn(1000, generator=gen(6))
+    grads = [torch.randn(1000, generator=gen(7))]
+    fast = run_steps(W0, grads, p=p, lr=0.05, dtype=torch.float32)
+    ref = simple_steps(W0.double(), [g.double() for g in grads], p=p, lr=0.05)
+    # float32 rounding of the two maps (generic exponents via exp2/log2): a few ulps relative
+    np.testing.assert_allclose(fast.double().numpy(), ref.numpy(), rtol=2e-5, atol=1e-30)
+
+
+def test_risky_path_equals_direct():
+    W0 = torch.randn(30, generator=gen(8), dtype=torch.float64)
+    G = torch.randn(30, generator=gen(9), dtype=torch.float64)
+    direct = run_steps(W0, [G], p="7/4", lr=0.1)
+    param = torch.nn.Parameter(W0.clone())
+    param.grad = G.clone()
+    opt = LpMirrorDescent([param], lr=0.1, p="7/4")
+    opt._abs_bound = lambda p_: float("inf")
+    opt.step()
+    assert torch.equal(param.detach(), direct)
+
+
+def test_bound_refreshed_after_inplace_change():
+    param = torch.nn.Parameter(torch.ones(4, dtype=torch.float64))
+    opt = LpMirrorDescent([param], lr=1.0, p="1.5")
+    param.grad = torch.ones(4, dtype=torch.float64) * 1e-3
+    opt.step()
+    with torch.no_grad():
+        param.fill_(1e200)  # bumps the version counter: the cached bound must not be trusted
+    param.grad = -torch.full((4,), 1e200, dtype=torch.float64)
+    with pytest.raises(FloatingPointError, match="overflowed"):
+        opt.step()
+    assert torch.all(param.detach() == 1e200)
+
+
+def test_pow_plans():
+    kinds = {e: PowPlan(Fraction(e)).kind for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10"]}
+    assert kinds == {"1": "one", "2": "square", "1/2": "root2", "3/4": "root2", "10": "root2",
+                     "4/3": "generic", "1/10": "generic"}
+
+
+# ---------------------------------------------------------------- optimizer contract
+def test_param_groups_with_own_p():
+    a = torch.nn.Parameter(torch.randn(6, generator=gen(10), dtype=torch.float64))
+    b = torch.nn.Parameter(torch.randn(6, generator=gen(11), dtype=torch.float64))
+    ga, gb = torch.randn(6, generator=gen(12), dtype=torch.float64), torch.randn(6, generator=gen(13), dtype=torch.float64)
+    opt = LpMirrorDescent([{"params": [a]}, {"params": [b], "p": "3", "lr": 0.2}], lr=0.1, p=Fraction(7, 4))
+    assert [g["p_exact"] for g in opt.param_groups] == ["7/4", "3/1"]
+    a0, b0 = a.detach().clone(), b.detach().clone()
+    a.grad, b.grad = ga, gb
+    opt.step()
+    torch.testing.assert_close(a.detach(), _simple_update(a0, ga, 0.1, Fraction(7, 4), False, False), rtol=1e-12, atol=0)
+    torch.testing.assert_close(b.detach(), _simple_update(b0, gb, 0.2, Fraction(3), False, False), rtol=1e-12, atol=0)
+
+
+def test_state_dict_round_trip():
+    g = gen(14)
+    W0 = torch.randn(10, generator=g, dtype=torch.float64)
+    grads = [torch.randn(10, generator=g, dtype=torch.float64) for _ in range(4)]
+    a = torch.nn.Parameter(W0.clone())
+    opt = LpMirrorDescent([a], lr=0.1, p="1.75", normalize_gradient=True)
+    for grad in grads[:2]:
+        a.grad = grad.clone()
+        opt.step()
+    buf = io.BytesIO()
+    torch.save(opt.state_dict(), buf)
+    b = torch.nn.Parameter(a.detach().clone())
+    opt2 = LpMirrorDescent([b], lr=1.0, p="3")
+    buf.seek(0)
+    opt2.load_state_dict(torch.load(buf))
+    assert opt2.state[b]["step"] == 2
+    assert opt2.param_groups[0]["p_exact"] == "7/4" and opt2.param_groups[0]["normalize_gradient"] is True
+    for grad in grads[2:]:
+        a.grad, b.grad = grad.clone(), grad.clone()
+        opt.step()
+        opt2.step()
+    assert torch.equal(a, b)
+    assert opt.state[a]["step"] == 4
+
+
+def test_pickle_and_old_state_fill_defaults():
+    a = torch.nn.Parameter(torch.ones(3))
+    opt = LpMirrorDescent([a], lr=0.1, p="3")
+    state = opt.__getstate__()
+    for group in state["param_groups"]:
+        del group["normalize_gradient"], group["p_exact"]
+    fresh = LpMirrorDescent.__new__(LpMirrorDescent)
+    fresh.__setstate__(state)
+    assert fresh.param_groups[0]["normalize_gradient"] is False and fresh.param_groups[0]["p_exact"] == "3/1"
+    clone = pickle.loads(pickle.dumps(opt))
+    assert clone.param_groups[0]["p"] == "3"
+    copy.deepcopy(opt)
+
+
+def test_closure_runs_with_grad_and_returns_loss():
+    w = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.float64))
+    opt = LpMirrorDescent([w], lr=0.1, p="3")
+    calls = []
+
+    def closure():
+        calls.append(torch.is_grad_enabled())
+        opt.zero_grad()
+        loss = (w ** 2).sum()
+        loss.backward()
+        return loss
+
+    with torch.no_grad():
+        loss = opt.step(closure)
+    assert calls == [True] and loss.item() == pytest.approx(5.0)
+    assert opt.state[w]["step"] == 1
+
+
+def test_maximize_is_descent_on_negated_objective():
+    W0 = torch.randn(9, generator=gen(15), dtype=torch.float64)
+    G = torch.randn(9, generator=gen(16), dtype=torch.float64)
+    up = run_steps(W0, [G], p="1.5", lr=0.1, maximize=True)
+    down = run_steps(W0, [-G], p="1.5", lr=0.1)
+    assert torch.equal(up, down)
+
+
+def test_zero_grad_and_none_grads_skipped():
+    a = torch.nn.Parameter(torch.ones(2))
+    b = torch.nn.Parameter(torch.ones(2))
+    opt = LpMirrorDescent([a, b], lr=0.1, p="3")
+    a.grad = torch.ones(2)
+    opt.step()
+    assert torch.equal(b.detach(), torch.ones(2)) and b not in opt.state
+    opt.zero_grad()
+    assert a.grad is None
+
+
+def test_normalize_gradient_uses_dual_norm_and_zero_gradient_no_step():
+    W0 = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    G = torch.tensor([3.0, 0.0, -4.0], dtype=torch.float64)
+    q = 7 / 3  # p = 7/4
+    Gn = G / (G.abs() ** q).sum() ** (1 / q)
+    got = run_steps(W0, [G], p="7/4", lr=0.2, normalize_gradient=True)
+    np.testing.assert_allclose(got.numpy(), _simple_update(W0, Gn, 0.2, Fraction(7, 4), False, False).numpy(), rtol=1e-13)
+    assert torch.equal(run_steps(W0, [torch.zeros(3, dtype=torch.float64)], p="7/4", lr=0.2, normalize_gradient=True), W0)
+
+
+def test_differentiable_step():
+    w = torch.tensor([1.0, -0.5], dtype=torch.float64, requires_grad=True)
+    param = w.clone()  # non-leaf, as in meta-learning
+    param.grad = torch.tensor([0.3, 0.1], dtype=torch.float64)
+    opt = LpMirrorDescent([param], lr=0.1, p="3", differentiable=True)
+    opt.step()
+    param.sum().backward()
+    # d W+/d W = (p-1)|W|^{p-2} / ((p-1)|Q|^{(p-2)/(p-1)}) for p = 3: |W| / sqrt|Q|
+    W = torch.tensor([1.0, -0.5], dtype=torch.float64)
+    Q = W.abs() * W - 0.1 * torch.tensor([0.3, 0.1], dtype=torch.float64)
+    torch.testing.assert_close(w.grad, W.abs() / Q.abs().sqrt())
+
+
+# ---------------------------------------------------------------- errors
+@pytest.mark.parametrize("kwargs, exc, pattern", [
+    (dict(lr=-1, p=2), ValueError, r"^Invalid learning rate: -1\b"),
+    (dict(lr=0.0, p=2), ValueError, r"^Invalid learning rate: 0.0\b"),
+    (dict(lr=float("nan"), p=2), ValueError, r"^Invalid learning rate: nan\b"),
+    (dict(lr=float("inf"), p=2), ValueError, r"^Invalid learning rate: inf\b"),
+    (dict(lr="x", p=2), ValueError, r"^Invalid learning rate: x\b"),
+    (dict(lr=0.1, p=1), ValueError, r"^Invalid p: 1\b"),
+    (dict(lr=0.1, p="0.5"), ValueError, r"^Invalid p: 0.5\b"),
+    (dict(lr=0.1, p=float("inf")), ValueError, r"^Invalid p: inf\b"),
+    (dict(lr=0.1, p=float("nan")), ValueError, r"^Invalid p: nan\b"),
+    (dict(lr=0.1, p="abc"), ValueError, r"^Invalid p: abc\b"),
+    (dict(lr=0.1, p=True), ValueError, r"^Invalid p: True\b"),
+])
+def test_bad_hyperparameters(kwargs, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        LpMirrorDescent([torch.nn.Parameter(torch.ones(1))], **kwargs)
+    assert issubclass(MdcertError, ValueError)
+
+
+def test_bad_group_p():
+    with pytest.raises(ValueError, match=r"^Invalid p: 1/2\b"):
+        LpMirrorDescent([{"params": [torch.nn.Parameter(torch.ones(1))], "p": "1/2"}], lr=0.1, p=2)
+
+
+def test_sparse_gradient_rejected():
+    emb = torch.nn.Embedding(5, 3, sparse=True)
+    emb(torch.tensor([1, 2])).sum().backward()
+    with pytest.raises(RuntimeError, match="sparse"):
+        LpMirrorDescent(emb.parameters(), lr=0.1, p=3).step()
+
+
+@pytest.mark.parametrize("path", ["fast", "foreach", "simple"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_nonfinite_gradient_leaves_everything_unchanged(path, bad):
+    a = torch.nn.Parameter(torch.ones(4))
+    b = torch.nn.Parameter(torch.ones(3, 2).t() if path == "simple" else torch.ones(6))  # simple: non-contiguous
+    opt = LpMirrorDescent([a, b], lr=0.1, p="1.75", foreach=(path == "foreach"))
+    a.grad = torch.ones(4)
+    gb = torch.ones(b.shape)
+    gb.view(-1)[2] = bad
+    b.grad = gb
+    with pytest.raises(FloatingPointError, match=r"non-finite gradient in parameter 1 of param group 0.*smaller lr"):
+        opt.step()
+    assert torch.equal(a.detach(), torch.ones(4)) and torch.all(b.detach() == 1)
+    assert a not in opt.state or opt.state[a].get("step", 0) == 0
+
+
+@pytest.mark.parametrize("p", ["1.5", "2", "3"])
+@pytest.mark.parametrize("path", ["fast", "foreach"])
+def test_overflow_raises_and_leaves_parameters(p, path):
+    a = torch.nn.Parameter(torch.ones(5))
+    b = torch.nn.Parameter(torch.full((5,), 1e30))
+    opt = LpMirrorDescent([{"params": [a]}, {"params": [b]}], lr=1e10, p=p, foreach=(path == "foreach"))
+    a.grad = torch.ones(5) * 1e-3
+    b.grad = -torch.full((5,), 3e37)
+    with pytest.raises(FloatingPointError, match=r"overflowed torch.float32 in parameter 0 of param group 1.*smaller lr"):
+        opt.step()
+    assert torch.equal(a.detach(), torch.ones(5)) and torch.all(b.detach() == 1e30)
+
+
+def test_nonfinite_parameter_reported():
+    a = torch.nn.Parameter(torch.tensor([1.0, float("nan")]))
+    a.grad = torch.ones(2)
+    with pytest.raises(FloatingPointError, match="contains NaN or Inf"):
+        LpMirrorDescent([a], lr=0.1, p="3").step()
+
+
+def test_mirror_step_function():
+    W = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    G = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    out = mirror_step(W, G, 0.1, "3")
+    assert torch.equal(W, torch.tensor([1.0, -2.0], dtype=torch.float64))
+    np.testing.assert_allclose(lp.mirror_map(out.numpy(), 3), lp.mirror_map(W.numpy(), 3) - 0.05, rtol=1e-14)
+    with pytest.raises(FloatingPointError, match="non-finite gradient"):
+        mirror_step(W, torch.tensor([float("nan"), 0.0], dtype=torch.float64), 0.1, 3)
+    with pytest.raises(FloatingPointError, match="overflowed"):
+        mirror_step(W, torch.tensor([-1e308, 0.0], dtype=torch.float64), 10.0, 3)
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.sampled_from(PS), st.floats(1e-3, 1.0), st.integers(0, 2**16))
+@example("1.1", 1.0, 0)
+def test_property_fast_equals_simple(p, lr, seed):
+    W0 = torch.randn(12, generator=gen(seed), dtype=torch.float64) * 3
+    G = torch.randn(12, generator=gen(seed + 1), dtype=torch.float64)
+    fast = run_steps(W0, [G], p=p, lr=lr)
+    ref = simple_steps(W0, [G], p=p, lr=lr)
+    np.testing.assert_allclose(fast.numpy(), ref.numpy(), rtol=1e-11, atol=1e-300)

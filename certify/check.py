@@ -313,8 +313,8 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
     from certify.exact import parse_p
     from certify.problem import resolve_alpha
 
-    if isinstance(cert, dict):
-        cert = Certificate.from_json(cert)
+    if not isinstance(cert, Certificate):
+        cert = Certificate.from_json(cert)  # type-checks every field (MdcertError on bad input)
     claims: list[ClaimCheck] = []
 
     def add(name: str, ok: bool, detail: str) -> None:

@@ -80,7 +80,6 @@ def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarr
     k = len(support)
     ZT = sub.float_rows().T  # m x k (float, for choosing equations)
     rng = np.random.default_rng(0)
-    cols = sub.rmatvec  # noqa: F841 (exactness is verified with rmatvec below)
     eq_sets = []
     if ZT.shape[0] > 3 * k + 10:
         eq_sets.append(np.sort(rng.choice(ZT.shape[0], size=3 * k + 10, replace=False)))
@@ -123,50 +122,67 @@ def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarr
     return None
 
 
-def _esolver_gordan(ops: ExactOps) -> ExactVector | None | bool:
-    """Exact LP with QSopt_ex ``esolver``: returns a Gordan vector, True (feasible), or None."""
-    exe = shutil.which("esolver")
-    if exe is None:
-        return None
-    Zf = None
-    try:
-        import flint  # noqa: F401
+def _esolver_gordan(ops: ExactOps, *, max_rows: int = 400, timeout: float = 120.0) -> ExactVector | None:
+    """Exact LP (QSopt_ex ``esolver``, Debian package ``qsopt-ex``) for a Gordan vector.
 
-        N, m = ops.N, ops.m
-        lines = ["Problem", " gordan", "Minimize", " obj: 0 l0", "Subject To"]
-        # exact integer coefficients of Z^T lam = 0 for each column j
-        ident = [[1 if i == r else 0 for i in range(N)] for r in range(N)]  # small N only
-        cols = [ops.rmatvec(row) for row in ident] if N <= 400 else None
-        if cols is None:
-            return None
-        for j in range(m):
-            terms = [f"{'+' if cols[r][j] >= 0 else '-'} {abs(cols[r][j])} l{r}" for r in range(N) if cols[r][j] != 0]
+    Solves ``lam >= 0, 1^T lam = 1, Z^T lam = 0`` in exact rational arithmetic; the answer is
+    re-checked here with exact integers. None when esolver is missing, the LP is infeasible (then
+    the SVM is feasible, but no point is extracted, so nothing is claimed) or anything fails.
+    """
+    exe = shutil.which("esolver")
+    if exe is None or ops.N > max_rows:
+        return None
+    N = ops.N
+    try:
+        cols = [ops.rmatvec([1 if i == r else 0 for i in range(N)]) for r in range(N)]  # column r of Z^T
+        lines = ["Problem", " gordan", "Minimize", " obj: l0", "Subject To"]
+        for j in range(ops.m):
+            terms = [f"{'+' if cols[r][j] >= 0 else '-'} {abs(cols[r][j])} l{r}" for r in range(N) if cols[r][j]]
             if terms:
                 lines.append(f" c{j}: " + " ".join(terms) + " = 0")
         lines.append(" norm: " + " + ".join(f"l{r}" for r in range(N)) + " = 1")
-        lines += ["Bounds"] + [f" l{r} >= 0" for r in range(N)] + ["End"]
+        lines.append("End")
         with tempfile.TemporaryDirectory() as tmp:
-            lp = Path(tmp) / "g.lp"
+            lp, sol = Path(tmp) / "g.lp", Path(tmp) / "g.sol"
             lp.write_text("\n".join(lines) + "\n")
-            sol = Path(tmp) / "g.sol"
-            out = subprocess.run([exe, "-L", "-O", str(sol), str(lp)], capture_output=True, text=True, timeout=120)
-            text = (out.stdout or "") + (out.stderr or "")
-            if "INFEASIBLE" in text.upper() and not sol.exists():
-                return True
+            subprocess.run([exe, "-L", "-O", str(sol), str(lp)], capture_output=True, text=True, timeout=timeout)
             if not sol.exists():
                 return None
-            vals = [Fraction(0)] * N
-            for line in sol.read_text().splitlines():
-                parts = line.replace("=", " ").split()
-                if len(parts) >= 2 and parts[0].startswith("l") and parts[0][1:].isdigit():
-                    vals[int(parts[0][1:])] = Fraction(parts[-1])
+            text = sol.read_text()
+        if "status OPTIMAL" not in text or "VARS:" not in text:
+            return None
+        vals = [Fraction(0)] * N
+        for line in text.split("VARS:", 1)[1].split("REDUCED COST:", 1)[0].splitlines():
+            name, _, value = line.partition("=")
+            name = name.strip()
+            if name.startswith("l") and name[1:].isdigit() and value.strip():
+                vals[int(name[1:])] = Fraction(value.strip())
         den = math.lcm(*[v.denominator for v in vals])
         ints = [int(v * den) for v in vals]
         if min(ints) < 0 or sum(ints) <= 0 or any(x != 0 for x in ops.rmatvec(ints)):
-            return None
+            return None  # never trust the solver: the exact re-check failed
         return ExactVector(tuple(ints), 0, sum(ints))
     except (OSError, subprocess.SubprocessError, ValueError, ZeroDivisionError):
-        return Zf
+        return None
+
+
+def _exact_min_norm_point(ops: ExactOps, *, max_rows: int = 64) -> ExactVector | None:
+    """If ``Z Z^T`` is invertible (full row rank), ``w = Z^T (Z Z^T)^{-1} 1`` has ``Z w = 1`` exactly."""
+    import flint
+
+    if ops.N > min(ops.m, max_rows):
+        return None
+    try:
+        x = flint.fmpq_mat(ops.gram()).solve(flint.fmpq_mat(ops.N, 1, [1] * ops.N))
+    except ZeroDivisionError:
+        return None
+    vals = [Fraction(int(v.p), int(v.q)) for v in x.entries()]
+    den = math.lcm(*[v.denominator for v in vals])
+    X = [int(v * den) for v in vals]
+    W = ops.rmatvec(X)  # w = W / den (up to the positive factor 2**-exp)
+    if min(ops.matvec(W)) <= 0:
+        return None
+    return ExactVector(tuple(W), 0, 1)
 
 
 def feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
@@ -212,7 +228,12 @@ def feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
             g = _gordan_from_support(ops, support, lam)
             if g is not None:
                 return FeasibilityResult(False, None, g, "LP multiplier, exact null vector", index)
+    pt = _exact_min_norm_point(ops)
+    if pt is not None:
+        return FeasibilityResult(True, pt, None, "exact rational solve of A A^T x = 1 (full row rank)", index)
     esol = _esolver_gordan(ops)
-    if isinstance(esol, ExactVector):
+    if esol is not None:
         return FeasibilityResult(False, None, esol, "exact LP (esolver)", index)
-    return FeasibilityResult(None, None, None, "not proven (float LP inconclusive; exact LP solver unavailable)", index)
+    why = "exact LP found no Gordan vector" if shutil.which("esolver") else \
+        "exact LP solver esolver (Debian package qsopt-ex) not installed"
+    return FeasibilityResult(None, None, None, f"not proven (float LP inconclusive; {why})", index)

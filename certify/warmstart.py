@@ -25,10 +25,12 @@ class WarmStart(NamedTuple):
     kkt_residual: float
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _phi(u: np.ndarray, q: float) -> np.ndarray:
     return np.sign(u) * np.abs(u) ** (q - 1.0)
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _dual(lam: np.ndarray, A: np.ndarray, q: float) -> tuple[float, np.ndarray]:
     u = A.T @ lam
     au = np.abs(u)
@@ -37,6 +39,7 @@ def _dual(lam: np.ndarray, A: np.ndarray, q: float) -> tuple[float, np.ndarray]:
     return f, g
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def _kkt(lam: np.ndarray, A: np.ndarray, q: float) -> float:
     g = A @ _phi(A.T @ lam, q) - 1.0
     on = lam > 0
@@ -88,10 +91,14 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
     if not np.any(lam > 0):
         lam = np.full(lam.size, 1.0)
     f, g = _dual(lam, A, q)
+    hist: list[float] = []
     for _ in range(max_iter):
         pg = _pg(lam, g)
         if pg < tol * max(1.0, float(lam.max())) and _kkt(lam, A, q) < tol:
             break
+        hist.append(pg)
+        if (len(hist) > 5 and pg < 1e-6 and pg > 0.5 * hist[-6]) or (len(hist) > 40 and pg > 0.5 * hist[-41]):
+            break  # stagnation (degenerate active set): refine() finishes from here
         epsb = min(1e-3 * float(lam.max()), pg)
         B = (lam <= epsb) & (g > 0)
         F = ~B
@@ -112,7 +119,7 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
             cand[B] = 0.0
             fc, gc = _dual(cand, A, q)
             decrease = -t * float(g[F] @ dF) + float(g[B] @ lam[B])
-            if np.isfinite(fc) and fc <= f - 1e-4 * decrease:
+            if np.isfinite(fc) and fc <= f - 1e-4 * decrease and t > 1e-10:
                 accepted = True
                 break
             t *= 0.5

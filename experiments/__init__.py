@@ -28,6 +28,20 @@ _EXPORTS: dict[str, str] = {
     "lp_normalize": "experiments.mirror",
     "dual_exponent": "experiments.mirror",
     "check_mirror_update": "experiments.testing",
+    "regularization_path": "experiments.regpath",
+    "parse_radii": "experiments.regpath",
+    "joint_regularization_path": "experiments.joint",
+    "joint_md_path": "experiments.joint",
+    "joint_example": "experiments.joint",
+    "parse_radius_function": "experiments.joint",
+    "plot_regpath_run": "experiments.regpath_plots",
+    "run_paths": "experiments.paths",
+    "PathResult": "experiments.paths",
+    "TrajectoryStatus": "experiments.paths",
+    "directional_bregman": "experiments.paths",
+    "fit_rates": "experiments.rates",
+    "fit_norm_growth": "experiments.rates",
+    "plot_paths_run": "experiments.plots",
 }
 
 __all__ = sorted(_EXPORTS)

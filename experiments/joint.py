@@ -49,6 +49,7 @@ from experiments.regpath import (
     log_neg_derivative,
     lp_norm_rows,
     reference_direction,
+    single_thread_blas,
     solve_on_sphere,
 )
 
@@ -84,7 +85,7 @@ def joint_example():
 
 # ---------------------------------------------------------------------------------------- r = f(R)
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.Pow: operator.pow, ast.BitXor: operator.pow}
+           ast.Pow: operator.pow}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _FUNCS: dict[str, Callable[[float], float]] = {"sqrt": math.sqrt, "log": math.log, "ln": math.log, "exp": math.exp,
                                               "log2": math.log2, "log10": math.log10, "abs": abs}
@@ -124,7 +125,7 @@ def _eval(node: ast.AST, R: float):
         return _CONSTS[node.id]
     if isinstance(node, ast.BinOp):
         a, b = _eval(node.left, R), _eval(node.right, R)
-        if type(node.op) in (ast.Pow, ast.BitXor) and abs(b) > 1e3:
+        if isinstance(node.op, ast.Pow) and abs(b) > 1e3:
             raise OverflowError("exponent too large")
         return _BINOPS[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp):
@@ -178,7 +179,7 @@ def parse_radius_function(text: str) -> RadiusFunction:
     if len(text) > 200:
         raise MdcertError("--r-of-R is too long (over 200 characters)")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(text.strip().replace("^", "**"), mode="eval")  # '^' is power, as in math
     except SyntaxError:
         raise MdcertError(f"invalid --r-of-R {text!r}: not an arithmetic expression in R (e.g. 'R', 'sqrt(R)')") from None
     _check(tree, text)
@@ -386,6 +387,15 @@ def joint_regularization_path(problem, p, *, radii=(1.0, 100.0, 9), r_of_R: Radi
         svm_start: also start at every radius from (W_mm, v_mm).
         rounds: block-minimization rounds per solve.
     """
+    with single_thread_blas():
+        return _joint_regularization_path(problem, p, radii=radii, r_of_R=r_of_R, starts=starts, seed=seed,
+                                          alpha=alpha, reference=reference, v_reference=v_reference,
+                                          svm_start=svm_start, loss=loss, param=param, rounds=rounds,
+                                          max_iter=max_iter, polish=polish, digits=digits, progress=progress)
+
+
+def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha, reference, v_reference, svm_start,
+                               loss, param, rounds, max_iter, polish, digits, progress) -> JointPath:
     from certify.problem import resolve_alpha
 
     t0 = time.perf_counter()

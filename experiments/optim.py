@@ -63,25 +63,28 @@ def _validate_p(p: Any) -> Fraction:
 class PowPlan:
     """How to evaluate ``sign(x)|x|^e`` for an exact exponent ``e`` with cheap operations.
 
-    Kinds: ``one``; ``square`` (``|x| * x``); ``root2`` (``j`` square roots then the integer power
-    ``k`` by multiplications, for ``e = k / 2^j``, ``j <= 4``, ``k <= 64``); ``generic``
-    (``exp2(e log2|x|)``).
+    Kinds: ``one``; ``square`` (``|x| * x``); ``dyadic`` for ``e = m + k/2^j`` (``j <= 4``,
+    ``m <= 16``): square roots of ``|x|`` multiplied together for the set bits of ``k/2^j``, times
+    ``|x|^m`` (square-and-multiply when there is no fractional part); ``generic``:
+    ``exp2(e * log2|x|)``.
     """
 
-    __slots__ = ("exact", "value", "kind", "roots", "power")
+    __slots__ = ("exact", "value", "kind", "whole", "bits", "roots")
 
     def __init__(self, exponent: Fraction) -> None:
         self.exact = exponent
         self.value = float(exponent)
-        den, num = exponent.denominator, exponent.numerator
-        self.roots, self.power = 0, 1
+        den = exponent.denominator
+        self.whole = exponent.numerator // den
+        frac = exponent - self.whole
+        self.roots = den.bit_length() - 1
+        self.bits = tuple(i for i in range(1, self.roots + 1) if (frac * 2**i).numerator // (frac * 2**i).denominator % 2)
         if exponent == 1:
             self.kind = "one"
         elif exponent == 2:
             self.kind = "square"
-        elif den & (den - 1) == 0 and den <= 16 and num <= 64:
-            self.kind = "root2"
-            self.roots, self.power = den.bit_length() - 1, num
+        elif den & (den - 1) == 0 and den <= 16 and self.whole <= 16:
+            self.kind = "dyadic"
         else:
             self.kind = "generic"
 
@@ -108,19 +111,35 @@ def _ipow_(out: torch.Tensor, k: int, tmp: torch.Tensor) -> None:
 
 def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: torch.Tensor) -> None:
     """``out <- sign(x)|x|^e`` in place (``out`` must not alias ``x``; ``tmp`` a scratch of the same size)."""
-    if plan.kind == "one":
+    kind = plan.kind
+    if kind == "one":
         out.copy_(x)
         return
-    torch.abs(x, out=out)
-    if plan.kind == "square":
+    if kind == "square":
+        torch.abs(x, out=out)
         out.mul_(x)
         return
-    if plan.kind == "root2":
-        for _ in range(plan.roots):
-            out.sqrt_()
-        _ipow_(out, plan.power, tmp)
-    else:
+    if kind == "generic":
+        torch.abs(x, out=out)
         out.log2_().mul_(plan.value).exp2_()
+    elif not plan.bits:  # integer exponent
+        torch.abs(x, out=out)
+        _ipow_(out, plan.whole, tmp)
+    else:
+        torch.abs(x, out=tmp)
+        first = True
+        for i in range(1, plan.bits[-1] + 1):
+            if first and i in plan.bits:
+                torch.sqrt(tmp, out=out)  # first set bit: the root goes straight to out
+                first = False
+                if i < plan.bits[-1]:
+                    tmp.copy_(out)
+                continue
+            tmp.sqrt_()
+            if i in plan.bits:
+                out.mul_(tmp)
+        for _ in range(plan.whole):  # |x|^m (signs are fixed by copysign below)
+            out.mul_(x)
     out.copysign_(x)
 
 
@@ -342,7 +361,8 @@ class LpMirrorDescent(Optimizer):
         gi, pi, group, param, lr, exact = job
         grad = param.grad
         fast = (param.device.type == "cpu" and param.is_contiguous() and grad.is_contiguous()
-                and grad.dtype == param.dtype and param.dtype.is_floating_point and param.numel() > 0)
+                and grad.dtype == param.dtype and param.dtype in (torch.float32, torch.float64)
+                and param.numel() > 0)
         if not fast:
             self._check_grad(gi, pi, grad, exact, lr)
             new = _simple_update(param, grad, lr, exact, group["maximize"], group["normalize_gradient"])
@@ -366,34 +386,60 @@ class LpMirrorDescent(Optimizer):
             return cached[2]
         return _absmax(param.detach())
 
-    def _fast_cpu(self, gi, pi, group, param, grad, lr, exact) -> Callable[[], None]:
-        W, G = param.detach().view(-1), grad.detach().view(-1)
-        n = W.numel()
+    def _grad_bound(self, gi, pi, grad, G, exact, lr) -> float:
+        """Upper bound on ``max|G|`` from one fast reduction; raises on a non-finite gradient.
+
+        ``sqrt(G.G)`` bounds ``max|G|`` (a rounded sum of non-negative terms is at least each
+        rounded term; entries whose square underflows are below ``sqrt(tiny)``). When ``G.G``
+        overflows, the exact maximum is computed instead.
+        """
+        sq = float(torch.dot(G, G))
+        if math.isfinite(sq):
+            return max(math.sqrt(sq), math.sqrt(torch.finfo(G.dtype).tiny)) * (1 + 1e-3)
         gmax = _absmax(G)  # NaN/Inf propagate
         if not math.isfinite(gmax):
             self._check_grad(gi, pi, grad, exact, lr)
+        return gmax
+
+    @staticmethod
+    def _bounds_of(wmax: float, alpha: float, gmax: float, pm1: float) -> tuple[float, float]:
+        """Bounds on ``|Q| <= wmax^{p-1} + alpha gmax`` and ``|W+| <= |Q|^{1/(p-1)}``."""
+        try:
+            qb = wmax ** pm1 + alpha * gmax
+            return qb, qb ** (1.0 / pm1)
+        except OverflowError:
+            return math.inf, math.inf
+
+    def _fast_cpu(self, gi, pi, group, param, grad, lr, exact) -> Callable[[], None]:
+        W, G = param.detach().view(-1), grad.detach().view(-1)
+        n = W.numel()
+        gmax = self._grad_bound(gi, pi, grad, G, exact, lr)
         alpha = lr
         if group["normalize_gradient"]:
             norm = _dual_norm(G, float(exact / (exact - 1)))
             if norm == 0.0:
                 return lambda: None
-            alpha, gmax = lr / norm, gmax / norm
+            alpha = lr / norm
         sign = 1.0 if group["maximize"] else -1.0
-        fmax = torch.finfo(param.dtype).max
-        wmax = self._abs_bound(param)
+        limit = torch.finfo(param.dtype).max / 8
         pm1 = float(exact - 1)
-        # bound on every intermediate: |Q| <= wmax^{p-1} + alpha gmax, |W+| <= |Q|^{1/(p-1)}
-        try:
-            qb = wmax ** pm1 + alpha * gmax
-            wb = qb ** (1.0 / pm1)
-        except OverflowError:
-            qb = wb = math.inf
-        safe = math.isfinite(wmax) and max(qb, wb) <= fmax / 8
+        wmax = self._abs_bound(param)
+        qb, wb = self._bounds_of(wmax, alpha, gmax, pm1)
+        if not max(qb, wb) <= limit:  # the cheap bounds cannot exclude overflow: tighten them
+            gmax = _absmax(G)
+            wmax = _absmax(W)
+            qb, wb = self._bounds_of(wmax, alpha, gmax, pm1)
+        safe = math.isfinite(wmax) and max(qb, wb) <= limit
+        new_bound = wb * (1 + 1e-3)
+
+        def record() -> None:
+            self._bounds[param] = (param._version, param.data_ptr(), new_bound)
+
         if exact == 2:
             if safe:
                 def commit() -> None:
-                    W.add_(G, alpha=sign * alpha)
-                    self._bounds[param] = (param._version, param.data_ptr(), wb * (1 + 1e-3))
+                    W.add_(G, alpha=sign * alpha)  # the same add_ as torch.optim.SGD
+                    record()
                 return commit
             T = torch.empty_like(W)  # own buffer: commits run after every check
             torch.add(W, G, alpha=sign * alpha, out=T)
@@ -414,7 +460,7 @@ class LpMirrorDescent(Optimizer):
         if safe:
             def commit() -> None:
                 compute(W)
-                self._bounds[param] = (param._version, param.data_ptr(), wb * (1 + 1e-3))
+                record()
             return commit
         T = torch.empty_like(W)  # own buffer: commits run after every check
         compute(T)

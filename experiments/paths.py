@@ -130,11 +130,12 @@ def stack_problems(problems: Sequence) -> StackedData:
 
 
 # ---------------------------------------------------------------------------------------------- kernels
-def _forward(W, Xt, z, h, y):
+def _forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None):
     """Analytic forward pass of a group (SPEC section 1, logistic loss).
 
     Args:
         W (B,d,d); Xt (B,n,d,T) tokens transposed; z (B,n,d); h (B,n,T) token values v^T x_it; y (B,n).
+        ny, gscale, arange: optional precomputed ``-y``, ``-y/n`` and ``arange(T)``.
 
     Returns:
         ``a`` attention (B,n,T), ``f`` outputs (B,n), ``g = dL/df`` (B,n), ``c = e^M dL/ds`` (B,n,T)
@@ -149,7 +150,7 @@ def _forward(W, Xt, z, h, y):
     s = (Xt * zW.unsqueeze(-1)).sum(dim=-2)                         # (B,n,T) logits
     smax, m = s.max(dim=-1, keepdim=True)
     r = s - smax                                                    # <= 0, exactly 0 at the top token m
-    top = torch.arange(T, device=s.device) == m                     # one-hot of m
+    top = (torch.arange(T, device=s.device) if arange is None else arange) == m   # one-hot of m
     M = -r.masked_fill(top, -math.inf).amax(dim=-1, keepdim=True).amax(dim=-2, keepdim=True)
     e = torch.exp(r)                                                # stable: the top token has e = 1
     Z = e.sum(dim=-1, keepdim=True)
@@ -158,10 +159,10 @@ def _forward(W, Xt, z, h, y):
     D = h - hm                                                      # h_t - h_m (0 at m)
     delta = (a * D).sum(dim=-1, keepdim=True)                       # f - h_m, accurate when saturated
     f = (hm + delta).squeeze(-1)
-    g = torch.sigmoid(-y * f).mul_(-y / n)
-    a_s = torch.exp((r + M).clamp_max_(0.0)) / Z                    # a_t e^M for t != m (<= 1)
+    g = torch.sigmoid(f * (-y if ny is None else ny)).mul_(-y / n if gscale is None else gscale)
+    a_s = torch.exp((r + M).clamp_max_(0.0)).div_(Z)                # a_t e^M for t != m (<= 1)
     delta_s = (a_s * D).sum(dim=-1, keepdim=True)                   # delta e^M
-    c = torch.where(top, -a * delta_s, a_s * (D - delta)) * g.unsqueeze(-1)
+    c = torch.where(top, a * delta_s.neg_(), a_s.mul_(D - delta)).mul_(g.unsqueeze(-1))
     return a, f, g, c, M
 
 
@@ -337,6 +338,9 @@ class _Group:
         t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=device)  # noqa: E731
         self.X, self.z, self.y = t(data["X"]), t(data["z"]), t(data["y"])
         self.Xt = self.X.transpose(-1, -2).contiguous()
+        self.ny = -self.y
+        self.gscale = -self.y / self.y.shape[-1]
+        self.arange = torch.arange(self.X.shape[2], device=device)
         self.Q = _spow(t(W0), self.e.pm1).clone()
         self.W = self._primal(self.Q)
         self.v = t(v0)
@@ -345,10 +349,11 @@ class _Group:
             self.v = self._primal(self.Qv)
         B = len(self.gids)
         self.alive = torch.ones(B, dtype=torch.bool, device=device)
-        self.count = torch.zeros(B, dtype=torch.int64, device=device)
+        self.count = torch.zeros(B, dtype=torch.int64, device=device)   # steps taken by frozen rows
+        self.frozen = False
         self._refresh_decoder()
 
-    _STATE = ("X", "Xt", "z", "y", "Q", "W", "v", "alive", "count")
+    _STATE = ("X", "Xt", "z", "y", "ny", "gscale", "Q", "W", "v", "alive", "count")
 
     def _primal(self, Q):
         return Q if self.e.inv_pm1 == 1.0 else _spow(Q, self.e.inv_pm1)
@@ -362,12 +367,13 @@ class _Group:
         self.gids = self.gids[mask]
         for name in self._STATE + (("Qv",) if self.train_decoder else ()):
             setattr(self, name, getattr(self, name).index_select(0, idx))
+        self.frozen = self.device.type != "cpu" or not bool(self.alive.all())
         self._refresh_decoder()
         return idx
 
     def forward(self):
         """``(a, f, g, c, M)`` at the current iterate (see `_forward`)."""
-        return _forward(self.W, self.Xt, self.z, self.h, self.y)
+        return _forward(self.W, self.Xt, self.z, self.h, self.y, self.ny, self.gscale, self.arange)
 
     def gradients(self, fw):
         """``(G, Gv, ok)`` at the current iterate: normalized if asked; ``ok`` False where undefined."""
@@ -405,16 +411,30 @@ class _Group:
         lim = (fin & zero).cpu().numpy() & self.normalize
         return np.where(lim, TrajectoryStatus.ZERO_GRADIENT.value, TrajectoryStatus.NONFINITE.value)
 
-    def step(self, fw) -> None:
-        """One mirror step ``Q <- Q - eta G``, ``W = grad psi^{-1}(Q)`` (SPEC section 2)."""
+    def step(self, fw, k: int) -> None:
+        """Mirror step k -> k+1: ``Q <- Q - eta G``, ``W = grad psi^{-1}(Q)`` (SPEC section 2).
+
+        Rows whose step is undefined are frozen: on the CPU (where a host check is free) they are
+        detected at once; on an accelerator a device-side count avoids a sync per step.
+        """
         G, Gv, ok = self.gradients(fw)
-        self.alive &= ok
-        self.count += self.alive
-        G = torch.where(self.alive.view(-1, 1, 1), G, torch.zeros((), dtype=G.dtype, device=G.device))
+        if self.device.type == "cpu":
+            if not bool(ok.all()):
+                newly = self.alive & ~ok
+                self.count = torch.where(newly, torch.full_like(self.count, k), self.count)
+                self.alive &= ok
+                self.frozen = True
+        else:
+            self.alive &= ok
+            self.count += self.alive
+            self.frozen = True
+        if self.frozen:
+            G = torch.where(self.alive.view(-1, 1, 1), G, torch.zeros((), dtype=G.dtype, device=G.device))
         self.Q.add_(G, alpha=-self.lr)
         self.W = self._primal(self.Q)
         if self.train_decoder:
-            Gv = torch.where(self.alive.view(-1, 1), Gv, torch.zeros((), dtype=Gv.dtype, device=Gv.device))
+            if self.frozen:
+                Gv = torch.where(self.alive.view(-1, 1), Gv, torch.zeros((), dtype=Gv.dtype, device=Gv.device))
             self.Qv.add_(Gv, alpha=-self.v_lr)
             self.v = self._primal(self.Qv)
             self._refresh_decoder()
@@ -630,7 +650,7 @@ def _loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, ps,
                     if ends.all():
                         continue
                     fw = _sel(fw, g.keep(~ends))
-            g.step(fw)
+            g.step(fw, k)
             still.append(g)
         active = still
         show(k, sum(len(g.gids) for g in active))

@@ -118,8 +118,8 @@ def fit_line(x: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return c1, c0, np.sqrt(np.mean(res**2, axis=1))
 
 
-def tail_mask(steps: np.ndarray, *, tail_fraction: float = 0.1, min_step: int = 3) -> np.ndarray:
-    """Steps in the last decade by default: ``k >= max(min_step, tail_fraction * max k)``."""
+def tail_mask(steps: np.ndarray, *, tail_fraction: float = 0.01, min_step: int = 3) -> np.ndarray:
+    """Steps in the last two decades by default: ``k >= max(min_step, tail_fraction * max k)``."""
     steps = np.asarray(steps)
     return steps >= max(min_step, tail_fraction * steps.max())
 
@@ -129,7 +129,7 @@ def _r2(y: np.ndarray, rmse: float) -> float:
     return float(1.0 - rmse**2 / var) if var > 0 else float("nan")
 
 
-def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.1, bootstrap: int = 1000,
+def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.01, bootstrap: int = 1000,
               seed: int = 0) -> RateFit:
     """Fit ``C (log k)^-a`` and ``C k^-b`` to the tail of the mean of ``curves`` (trials x steps).
 
@@ -137,7 +137,7 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         steps: record steps (R,), shared by all trials.
         curves: D values (trials, R); NaN entries (unrecorded or infeasible) are ignored per step;
             a step is used only if every remaining trial has a positive value there.
-        tail_fraction: the tail is ``k >= tail_fraction * max k`` (and k >= 3, so log log k > 0).
+        tail_fraction: the tail is ``k >= tail_fraction * max k`` (default: the last two decades) (and k >= 3, so log log k > 0).
         bootstrap: resamples over trials for the 95% intervals (0: none).
         seed: bootstrap seed.
 
@@ -182,7 +182,7 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     return RateFit(fits, better, int(k.min()), int(k.size), int(nt), int(0 if boots is None else boots.shape[0]))
 
 
-def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, tail_fraction: float = 0.1) -> NormFit:
+def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, tail_fraction: float = 0.01) -> NormFit:
     """Fit the mean ``||W(k)||_p`` over trials against log k (and as a power law) on the tail."""
     steps = np.asarray(steps, dtype=np.float64)
     norms = np.atleast_2d(np.asarray(norms, dtype=np.float64))

@@ -8,7 +8,8 @@ from theorems.catalogue import REFERENCE, THEOREMS, Theorem, check_theorem, get_
 from theorems.context import CheckContext, Predicate
 from theorems.loss import NAMED_LOSSES, LossAdmissible, loss_admissible
 from theorems.region import InitInRegion, init_in_region
-from theorems.stepsize import StepSizeConvexAlongPath, step_size_convex_along_path
+from theorems.segment import SegmentCheck, segment_convexity
+from theorems.stepsize import StepCheck, StepSizeConvexAlongPath, check_steps, step_size_convex_along_path
 from theorems.tokens import (JointSvmsFeasible, SvmFeasible, TokensGloballyOptimal, TokensLocallyOptimal,
                              decoder_svm_feasible, joint_svms_feasible, svm_feasible, tokens_globally_optimal,
                              tokens_locally_optimal)
@@ -26,6 +27,8 @@ __all__ = [
     "NAMED_LOSSES",
     "Predicate",
     "REFERENCE",
+    "SegmentCheck",
+    "StepCheck",
     "StepSizeConvexAlongPath",
     "SvmFeasible",
     "THEOREMS",
@@ -34,6 +37,7 @@ __all__ = [
     "TokensGloballyOptimal",
     "TokensLocallyOptimal",
     "Verdict",
+    "check_steps",
     "check_theorem",
     "decoder_svm_feasible",
     "get_theorem",
@@ -41,6 +45,7 @@ __all__ = [
     "joint_svms_feasible",
     "kleene_and",
     "loss_admissible",
+    "segment_convexity",
     "step_size_convex_along_path",
     "svm_feasible",
     "tokens_globally_optimal",

@@ -86,7 +86,7 @@ def _missing(name: str, message: str) -> HypothesisReport:
 
 def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any = "logistic", W0: Any = None,
                   mu: Any = None, R: Any = None, eta: Any = None, trajectory: Any = None,
-                  digits: int = 30) -> TheoremReport:
+                  digits: int = 30, segment: bool = False) -> TheoremReport:
     """Check every hypothesis of a theorem on a problem.
 
     Args:
@@ -100,6 +100,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         eta: step size of the recorded trajectory.
         trajectory: float64 iterates (K+1, d, d) of mirror descent with the fixed decoder.
         digits: precision of the certified SVM solves.
+        segment: also prove convexity of ``psi - eta L`` on every whole segment of the trajectory.
 
     Returns:
         TheoremReport with one `HypothesisReport` per hypothesis and measured quantities.
@@ -121,7 +122,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "tokens_locally_optimal": lambda: tokens_locally_optimal(a, pf),
         "init_in_region": lambda: None if W0 is None else init_in_region(W0, mu, R, pf, alpha=a),
         "step_size_convex_along_path": lambda: None if trajectory is None or eta is None else
-        step_size_convex_along_path(eta, trajectory, p=pf, loss=loss_name),
+        step_size_convex_along_path(eta, trajectory, p=pf, loss=loss_name, segment=segment),
     }
     missing_msg = {
         "init_in_region": "not checked: give an initialization (--init W0.npy) and the region (--mu, --R)",
@@ -146,9 +147,16 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "steps": None if trajectory is None else int(len(trajectory) - 1),
         "seconds": timings,
     }
-    cert = ctx._cache.get(("cert", "attention", a, pf))
-    if cert is not None:
-        quantities["attention_svm"] = {
+    if th.global_tokens and reports[-1].verdict is Verdict.HOLDS:
+        # the regularization-path theorems converge to W_mm (and v_mm): report their certified norms
+        ctx.certificate(pf, svm="attention", alpha=a)
+        if "joint_svms_feasible" in th.hypotheses:
+            ctx.certificate(pf, svm="decoder", alpha=a)
+    for svm in ("attention", "decoder"):
+        cert = ctx._cache.get(("cert", svm, a, pf))
+        if cert is None:
+            continue
+        quantities[f"{svm}_svm"] = {
             "status": getattr(cert.status, "value", str(cert.status)),
             "opt_lower": None if cert.opt_lower is None else format_fraction(cert.opt_lower),
             "opt_upper": None if cert.opt_upper is None else format_fraction(cert.opt_upper),
@@ -156,5 +164,6 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
             else float(cert.direction_error_upper),
             "support_counts": None if cert.support is None else
             {k: len(getattr(cert.support, k)) for k in ("tight", "inactive", "undecided")},
+            "support_tight": None if cert.support is None else [list(r) for r in cert.support.tight],
         }
     return TheoremReport(th.number, th.title, th.reference, tuple(reports), th.conclusion, quantities)

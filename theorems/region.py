@@ -27,7 +27,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import conjugate, format_fraction, parse_fraction, parse_p
+from certify.exact import conjugate, parse_fraction, parse_p
 from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure, working_precision
 from theorems.context import CheckContext, Predicate, as_context
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
@@ -197,8 +197,8 @@ class InitInRegion(Predicate):
             missing.append("--mu")
         else:
             mu = parse_nonnegative(self.mu, "mu")
-            evidence.append(Evidence(d_ev.quantity, d_ev.lo, d_ev.hi, d_ev.method, "<=", mu, d_ev.detail)
-                            if d_ev.method.rigorous else d_ev)
+            # without a certified W_mm the enclosure is unbounded: this requirement stays UNDECIDED
+            evidence.append(Evidence(d_ev.quantity, d_ev.lo, d_ev.hi, d_ev.method, "<=", mu, d_ev.detail))
         if self.R is None:
             evidence.append(norm_ev)
             missing.append("--R")

@@ -180,7 +180,6 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
     gamma_h, hexp = _token_values(problem)
     H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(gamma_h)
     Y = np.where(problem.y > 0, 1, -1).astype(object)
-    eta_b = None
     status = np.zeros(K, dtype=np.int8)
     prec_used = np.zeros(K, dtype=np.int64)
     ratio_lo: list = [None] * K
@@ -193,9 +192,9 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
     for prec in precisions:
         if todo.size == 0:
             break
-        if prec == precisions[0] and todo.size == K:
+        if prec == precisions[0]:  # the whole path at once (vectorized)
             DL, Dpsi = _bregman_pairs(S, Wb, H, Y, p, loss, prec)
-            pairs = list(zip(todo, DL, Dpsi))
+            pairs = [(k, DL[k], Dpsi[k]) for k in todo]
         else:
             pairs = []
             for k in todo:
@@ -236,6 +235,8 @@ class StepSizeConvexAlongPath(Predicate):
         trajectory: float64 iterates (K+1, d, d) of W with the problem's fixed decoder.
         p: exact exponent of the potential.
         loss: "logistic" (default), "exponential" or "linear".
+        precisions: working precisions (bits) of the adaptive evaluation.
+        segment: also prove convexity of ``psi - eta L`` on every whole segment (`theorems.segment`).
     """
 
     eta: Any
@@ -243,6 +244,7 @@ class StepSizeConvexAlongPath(Predicate):
     p: Any = 2
     loss: str = "logistic"
     precisions: tuple[int, ...] = _PRECISIONS
+    segment: bool = False
     name = "step_size_convex_along_path"
 
     def check(self, problem) -> HypothesisReport:
@@ -285,19 +287,42 @@ class StepSizeConvexAlongPath(Predicate):
                                      eta / hi, None if lo is None or lo <= 0 else eta / lo, Method.INTERVAL,
                                      detail="relative smoothness along this path only"))
         verdict = Verdict.FAILS if n_bad else (Verdict.UNDECIDED if n_und else Verdict.HOLDS)
+        seg_note, s_und = "", 0
+        if self.segment:
+            from theorems.segment import segment_convexity
+
+            seg = segment_convexity(ctx.problem, self.trajectory, eta, p, loss=self.loss)
+            s_bad, s_und = int((seg.status == -1).sum()), int((seg.status == 0).sum())
+            evidence.append(Evidence("number of segments [W_k, W_{k+1}] on which psi - eta L is not convex",
+                                     Fraction(s_bad), Fraction(s_bad + s_und), Method.INTERVAL, "==", Fraction(0),
+                                     detail=f"interval bisection of (psi - eta L)'' in tau; {seg.evaluations} ball "
+                                            f"evaluations",
+                                     data={"refuted": [int(k) for k in np.flatnonzero(seg.status == -1)][:5],
+                                           "undecided": [int(k) for k in np.flatnonzero(seg.status == 0)][:5]}))
+            verdict = verdict & (Verdict.FAILS if s_bad else (Verdict.UNDECIDED if s_und else Verdict.HOLDS))
+            seg_note = f"; segment convexity: {s_bad} refuted, {s_und} undecided"
         if verdict is Verdict.HOLDS:
             msg = (f"D_L <= D_psi/eta proved on all {K} recorded steps (eta={format_fraction(eta)}, "
-                   f"p={format_fraction(p)})")
+                   f"p={format_fraction(p)})" + (" and psi - eta L convex on every segment" if self.segment else ""))
         elif verdict is Verdict.FAILS:
-            msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta (first at step {bad[0]}); lower the step size"
-                   + (f" below {float(eta / hi):.3g}" if hi is not None and hi > 0 else ""))
+            msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta" + (f" (first at step {bad[0]})" if bad else "")
+                   + seg_note + "; lower the step size"
+                   + (f" below {float(eta / hi):.3g}" if hi is not None and hi > 0 and n_bad else ""))
         else:
-            msg = (f"{n_und} steps undecided even at {max(self.precisions)} bits (first {und[:3]}); "
-                   f"D_L and D_psi/eta are too close to separate")
+            parts = []
+            if n_und:
+                parts.append(f"{n_und} steps undecided even at {max(self.precisions)} bits (first {und[:3]}); "
+                             f"D_L and D_psi/eta are too close to separate")
+            if s_und:
+                parts.append(f"convexity of psi - eta L on {s_und} segments neither proved nor refuted by bisection")
+            msg = "; ".join(parts)
         return HypothesisReport(self.name, verdict, tuple(evidence), msg)
 
 
 def step_size_convex_along_path(eta: Any, trajectory: Any, *, p: Any = 2, loss: str = "logistic",
-                                precisions: tuple[int, ...] = _PRECISIONS) -> StepSizeConvexAlongPath:
-    """Predicate: the relative-smoothness inequality holds on every recorded step of ``trajectory``."""
-    return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss, precisions=tuple(precisions))
+                                precisions: tuple[int, ...] = _PRECISIONS,
+                                segment: bool = False) -> StepSizeConvexAlongPath:
+    """Predicate: the relative-smoothness inequality holds on every recorded step of ``trajectory``
+    (and, with ``segment=True``, ``psi - eta L`` is convex on every whole segment)."""
+    return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss, precisions=tuple(precisions),
+                                   segment=segment)

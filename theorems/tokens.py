@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +47,8 @@ def exact_vector(vec: Any) -> tuple[list[int], int, int] | None:
     if vec is None:
         return None
     if hasattr(vec, "ints"):
+        if any(not isinstance(k, (int, np.integer)) for k in vec.ints) or int(getattr(vec, "den", 1)) <= 0:
+            raise TypeError("exact vectors must hold integers with a positive denominator")
         return [int(k) for k in vec.ints], int(getattr(vec, "exp", 0)), int(getattr(vec, "den", 1))
     if hasattr(vec, "fractions"):
         vec = vec.fractions()
@@ -63,8 +65,11 @@ def _scale(exp: int, den: int) -> Fraction:
 
 
 def verify_point(system, vec: Any) -> Fraction | None:
-    """Exact ``min_r a_r^T w`` for the constraint system and an exact point (None if no point)."""
-    ev = exact_vector(vec)
+    """Exact ``min_r a_r^T w`` for the constraint system and an exact point (None if no usable point)."""
+    try:
+        ev = exact_vector(vec)
+    except TypeError:
+        return None
     if ev is None:
         return None
     ints, exp, den = ev
@@ -81,7 +86,10 @@ def verify_gordan(system, vec: Any) -> tuple[bool, Fraction, dict]:
     Returns:
         (valid, max_j |(A^T g)_j| / 1^T g, data) where data maps row labels to normalized weights.
     """
-    ev = exact_vector(vec)
+    try:
+        ev = exact_vector(vec)
+    except TypeError:
+        ev = None
     if ev is None:
         return False, Fraction(0), {}
     ints, exp, den = ev
@@ -122,7 +130,8 @@ def _feasibility_evidence(ctx: CheckContext, svm: str, alpha: tuple[int, ...]) -
                                   method=Method.EXACT, relation=">", threshold=0,
                                   detail="exact: A^T g = 0 with g >= 0, g != 0, so 0 is in conv{a_r} (Gordan)",
                                   data={"gordan": data}), False
-    return Evidence(f"feasibility of the {label}", None, None, Method.SOLVER,
+    # deciding but unbounded: keeps a Kleene AND of several requirements UNDECIDED
+    return Evidence(f"min_r a_r^T w for a feasible point w ({label})", None, None, Method.SOLVER, ">", Fraction(0),
                     detail="certify gave neither an exactly valid point nor an exact Gordan vector"), None
 
 

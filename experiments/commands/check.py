@@ -36,6 +36,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mu", default=None, help="Bregman radius of the initialization region (input)")
     parser.add_argument("--R", default=None, help="minimal ||W(0)||_p of the initialization region (input)")
     parser.add_argument("--loss", default="logistic", help="loss name or expression in u (default logistic)")
+    parser.add_argument("--segment", action="store_true",
+                        help="also prove convexity of psi - eta L on every whole segment (interval bisection)")
     parser.add_argument("--digits", type=int, default=30, help="digits of the certified SVM solves (default 30)")
     parser.add_argument("--json", default=None, metavar="report.json", help="also write the report as JSON")
 
@@ -108,8 +110,11 @@ def format_table(report) -> str:
     lines = ["  ".join(_cell(c, w).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths[:3]) + "  " + "-" * 24)
     head = f"Theorem {report.theorem}: {report.title}\n  {report.reference}"
-    foot = [f"verdict: {report.verdict.value.upper()} (Kleene AND of the hypotheses)",
-            f"conclusion (to measure): {report.conclusion}"]
+    notes = [f"  {h.name}: {h.message}" for h in report.hypotheses if h.verdict.value != "holds"]
+    foot = [f"verdict: {report.verdict.value.upper()} (Kleene AND of the hypotheses)"]
+    if notes:
+        foot += ["not holding:"] + notes
+    foot.append(f"conclusion (to measure): {report.conclusion}")
     return "\n".join([head, ""] + lines + [""] + foot)
 
 
@@ -174,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             alpha = [int(a) for a in np.argmax(logits, axis=1)]
     ctx = CheckContext(problem, digits=args.digits)
     report = check_theorem(theorem.number, ctx, p=p, alpha=alpha, loss=args.loss, W0=W0, mu=mu, R=R,
-                           eta=eta, trajectory=trajectory)
+                           eta=eta, trajectory=trajectory, segment=args.segment)
     print(format_table(report))
     timings["total"] = round(time.perf_counter() - t0, 3)
     q = report.quantities
@@ -189,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
         payload = report.to_json()
         payload["inputs"] = {"problem": str(args.problem), "p": args.p, "alpha": args.alpha, "init": args.init,
                              "lr": args.lr, "steps": args.steps if args.init else None, "mu": args.mu, "R": args.R,
-                             "loss": args.loss, "digits": args.digits}
+                             "loss": args.loss, "digits": args.digits,
+                             "segment": args.segment}
         payload["quantities"]["seconds"] = {**payload["quantities"].get("seconds", {}), **timings}
         _write_json(args.json, payload)
         print(f"wrote {args.json}", file=sys.stderr)

@@ -86,8 +86,9 @@ def parse_config(args: argparse.Namespace) -> dict:
     ps = [parse_p(s, name="--p") for s in _split(args.p, "p")]
     if len(set(ps)) != len(ps):
         raise MdcertError(f"--p lists a value twice: {args.p!r}")
+    steps_txt = _split(args.steps, "steps")
     try:
-        steps = [int(s) for s in _split(args.steps, "steps")]
+        steps = [int(s) for s in steps_txt]
     except ValueError:
         raise MdcertError(f"--steps must be integers, got {args.steps!r}") from None
     if len(steps) == 1:
@@ -96,8 +97,9 @@ def parse_config(args: argparse.Namespace) -> dict:
         raise MdcertError(f"--steps has {len(steps)} values but --p has {len(ps)}; give one step count per p (or one for all)")
     if any(k < 1 for k in steps):
         raise MdcertError(f"--steps must be >= 1, got {args.steps!r}")
+    lr_txt = _split(args.lr, "lr")
     try:
-        lrs = [float(s) for s in _split(args.lr, "lr")]
+        lrs = [float(s) for s in lr_txt]
     except ValueError:
         raise MdcertError(f"--lr must be numbers, got {args.lr!r}") from None
     if any(not np.isfinite(x) or x <= 0 for x in lrs):

@@ -122,3 +122,16 @@ def test_bad_input_is_one_line_exit_1(files, capsys, monkeypatch, extra, match):
 def test_missing_problem_file(tmp_path, capsys):
     assert main(["check", str(tmp_path / "nope.npz"), "--p", "2"]) == 1
     assert "problem file not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["1.1", "1.75", "2", "3"])
+def test_paper_size_2000_steps_no_undecided(tmp_path, p):
+    prob = synthetic_problem(seed=0)
+    prob.save(tmp_path / "prob.npz")
+    np.save(tmp_path / "W0.npy", np.random.default_rng(1).standard_normal((10, 10)) * 0.1)
+    out = tmp_path / "r.json"
+    assert main(["check", str(tmp_path / "prob.npz"), "--p", p, "--init", str(tmp_path / "W0.npy"), "--lr", "0.1",
+                 "--mu", "0.9", "--R", "0.1", "--json", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert [h["verdict"] for h in rep["hypotheses"]].count("undecided") == 0

@@ -19,7 +19,7 @@ from certify.errors import MdcertError
 from experiments import LpMirrorDescent
 from experiments.optim import PowPlan, _simple_update, mirror_step
 
-PS = ["1.1", "1.3", "1.75", "2", "2.5", "3", "4", "7/3"]
+PS = ["1.1", "1.3", "1.75", "2", "2.5", "3", "4", "7/3", "21/8", "1.8", "5/4"]
 PATHS = {"fast": dict(foreach=False), "foreach": dict(foreach=True)}
 
 
@@ -129,9 +129,10 @@ def test_bound_refreshed_after_inplace_change():
 
 
 def test_pow_plans():
-    kinds = {e: PowPlan(Fraction(e)).kind for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10"]}
-    assert kinds == {"1": "one", "2": "square", "1/2": "root2", "3/4": "root2", "10": "root2",
-                     "4/3": "generic", "1/10": "generic"}
+    kinds = {e: PowPlan(Fraction(e)).kind for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10", "13/8"]}
+    assert kinds == {"1": "one", "2": "square", "1/2": "dyadic", "3/4": "dyadic", "10": "dyadic",
+                     "4/3": "generic", "1/10": "generic", "13/8": "dyadic"}
+    assert PowPlan(Fraction(13, 8)).bits == (1, 3) and PowPlan(Fraction(13, 8)).whole == 1
 
 
 # ---------------------------------------------------------------- optimizer contract
@@ -336,3 +337,15 @@ def test_property_fast_equals_simple(p, lr, seed):
     fast = run_steps(W0, [G], p=p, lr=lr)
     ref = simple_steps(W0, [G], p=p, lr=lr)
     np.testing.assert_allclose(fast.numpy(), ref.numpy(), rtol=1e-11, atol=1e-300)
+
+
+@pytest.mark.parametrize("scale", [1e20, 1e-25])
+def test_huge_and_tiny_gradients_float32(scale):
+    """G.G overflows (exact max used) or underflows (sqrt(tiny) floor) without changing the result."""
+    W0 = torch.randn(64, generator=gen(20))
+    G = torch.randn(64, generator=gen(21)) * scale
+    lr = 1e-22 if scale > 1 else 1e20
+    for p in ["1.5", "2", "3"]:
+        fast = run_steps(W0, [G], p=p, lr=lr, dtype=torch.float32)
+        ref = simple_steps(W0.double(), [G.double()], p=p, lr=lr)
+        np.testing.assert_allclose(fast.double().numpy(), ref.numpy(), rtol=1e-5, atol=1e-30)

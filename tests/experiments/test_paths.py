@@ -189,6 +189,23 @@ def test_p2_equals_torch_sgd(problems, W0, normalize) -> None:
         assert np.max(np.abs(res.W[b][: len(steps)] - traj[steps])) <= 1e-12 * np.abs(traj).max()
 
 
+@pytest.mark.parametrize("p", ["1.75", "3"])
+def test_matches_the_project_mirror_descent_optimizer(problems, W0, p) -> None:
+    """The engine's dual-state step == `experiments.optim.LpMirrorDescent` (SPEC section 2) on autograd."""
+    optim = pytest.importorskip("experiments.optim")
+    K = 30
+    res = run_paths(problems[:1], data_index=[0], p=[p], lr=[0.1], steps=[K], W0=W0[:1], normalize=True, records=5)
+    pr = problems[0]
+    X, y, z, v = (torch.tensor(getattr(pr, k)) for k in ("X", "y", "z", "v"))
+    W = torch.nn.Parameter(torch.tensor(W0[0]))
+    opt = optim.LpMirrorDescent([W], lr=0.1, p=p, normalize_gradient=True)
+    for _ in range(K):
+        opt.zero_grad()
+        _autograd_loss(W, v, X, y, z).backward()
+        opt.step()
+    assert np.max(np.abs(res.W_final[0] - W.detach().numpy())) <= 1e-12 * np.abs(res.W_final[0]).max()
+
+
 def test_p2_mirror_step_is_the_sgd_update_bit_for_bit() -> None:
     from experiments.paths import _Group
 
@@ -204,7 +221,7 @@ def test_p2_mirror_step_is_the_sgd_update_bit_for_bit() -> None:
     W = torch.nn.Parameter(torch.tensor(W0))
     W.grad = G.clone()
     torch.optim.SGD([W], lr=0.25).step()
-    g.step(fw)
+    g.step(fw, 0)
     assert bool(ok.all()) and torch.equal(g.W, W.detach())
 
 
@@ -266,8 +283,8 @@ def test_p11_runs_its_whole_horizon_with_normalized_steps(problems, W0) -> None:
 
 
 def test_nonfinite_stops_that_trajectory_only(problems, W0) -> None:
-    """A step size that overflows float64 stops its trajectory with a flag; the others run on."""
-    res = run_paths(problems[:2], data_index=[0, 1], p=["2", "2"], lr=[1e306, 0.1], steps=[20, 20], W0=W0[:2],
+    """A step whose iterate overflows float64 stops its trajectory with a flag; the others run on."""
+    res = run_paths(problems[:2], data_index=[0, 1], p=["1.1", "2"], lr=[1e40, 0.1], steps=[20, 20], W0=W0[:2],
                     records=6, check_every=3)
     assert res.status[0] == TrajectoryStatus.NONFINITE.value and res.stop_step[0] < 20
     assert res.status[1] == "ok" and res.stop_step[1] == 20

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -55,6 +56,12 @@ def test_theorem31_needs_a_feasible_decoder_svm():
     rep = check_theorem("31", DECODER_INFEASIBLE, p="2", alpha=[0, 0], loss="exponential")
     assert rep.hypothesis("joint_svms_feasible").verdict is F
     assert rep.verdict is F
+    assert "decoder_svm" not in rep.quantities
+    ok = check_theorem("31", DECODER_INFEASIBLE, p="1.5", alpha=[0, 1])
+    assert ok.hypothesis("joint_svms_feasible").verdict is H
+    dec = ok.quantities["decoder_svm"]
+    assert dec["status"] == "optimal" and Fraction(dec["opt_lower"]) <= Fraction(dec["opt_upper"])
+    assert ok.quantities["attention_svm"]["status"] == "optimal"
 
 
 def test_theorem8_with_path_and_region():

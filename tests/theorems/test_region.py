@@ -118,3 +118,15 @@ def test_parse_nonnegative():
         parse_nonnegative(float("nan"), "x")
     with pytest.raises(MdcertError):
         parse_nonnegative(True, "x")
+
+
+def test_no_certified_wmm_never_holds(monkeypatch, W0):
+    import certify.svm
+
+    def boom(*a, **k):
+        raise ArithmeticError("solver failure")
+
+    monkeypatch.setattr(certify.svm, "certify_svm", boom)
+    ctx = CheckContext(synthetic_problem(n=4, T=4, d=4, seed=3))
+    rep = init_in_region(W0, mu="100", R="0", p="2", alpha="opt").check(ctx)
+    assert rep.verdict is U  # the norm part holds, the Bregman part cannot be enclosed

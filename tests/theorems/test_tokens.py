@@ -52,8 +52,9 @@ def test_locally_but_not_globally_optimal(p):
     assert tokens_globally_optimal("opt").check(ctx).verdict is H
 
 
-def test_weakly_active_row_is_undecided_not_holds():
-    rep = tokens_locally_optimal([0], "1.5").check(WEAKLY_ACTIVE)
+@pytest.mark.parametrize("p", ["1.5", "3"])
+def test_weakly_active_row_is_undecided_not_holds(p):
+    rep = tokens_locally_optimal([0], p).check(WEAKLY_ACTIVE)
     assert rep.verdict is U
     assert rep.evidence[0].data["undecided_violating"] == [[0, 3]]
     assert "[0, 3]" in rep.message
@@ -61,7 +62,7 @@ def test_weakly_active_row_is_undecided_not_holds():
     assert tokens_locally_optimal([0], "2").check(WEAKLY_ACTIVE).verdict is not H
 
 
-@pytest.mark.parametrize("p", ["1.5", "2"])
+@pytest.mark.parametrize("p", ["1.5", "2", "3"])
 def test_duplicated_token(p):
     # duplicate rows cannot be classified individually, but both score below alpha: harmless
     rep = tokens_locally_optimal([0], p).check(DUPLICATE_LOW)
@@ -123,6 +124,10 @@ def test_solver_claims_are_rechecked_exactly(monkeypatch):
     assert svm_feasible([0]).check(ctx).verdict is U
     monkeypatch.setattr(ctx, "feasibility", lambda **kw: _Fake(point=[Fraction(1), Fraction(0), Fraction(0), Fraction(0)]))
     assert svm_feasible([0]).check(ctx).verdict is H  # (1,1).w1 = 1 > 0 and (10,-5).w1 = 10 > 0
+    # joint: attention proved, decoder not proved -> the pair is not HOLDS
+    calls = iter([_Fake(point=[Fraction(1), Fraction(0), Fraction(0), Fraction(0)]), _Fake()])
+    monkeypatch.setattr(ctx, "feasibility", lambda **kw: next(calls))
+    assert joint_svms_feasible([0]).check(ctx).verdict is U
     with pytest.raises(TypeError):
         exact_vector([0.5, 1.0])
 

@@ -1,0 +1,151 @@
+"""Tests for certify.svm (`certify_svm`): targets of issue 3 at m = 100, the fast path, infeasible
+and near-degenerate inputs, bad input; m = 10^4 targets in slow tests."""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from certify import AttentionProblem, CertStatus, MdcertError, check_certificate, synthetic_problem
+from certify.svm import certify_svm, target_bits
+
+PROBLEM = synthetic_problem()
+
+
+@pytest.mark.parametrize("p", ["1.1", "1.5", "1.75", "2", "3"])
+def test_paper_size_targets(p):
+    t0 = time.perf_counter()
+    c = certify_svm(PROBLEM, p, digits=60)
+    res = check_certificate(PROBLEM, c)
+    elapsed = time.perf_counter() - t0
+    assert c.status is CertStatus.OPTIMAL and res.ok, res.first_failure
+    assert c.p == Fraction(p)
+    assert c.relative_width() <= Fraction(1, 10**60)
+    assert c.direction_error_upper <= Fraction(1, 10**25)
+    assert not c.support.undecided
+    assert len(c.support.tight) + len(c.support.inactive) == 42
+    assert elapsed < 6.0  # target 2 s on a quiet machine; generous under shared load
+
+
+def test_fast_path_digits_30():
+    certify_svm(PROBLEM, "1.5", digits=30)  # warm imports
+    times = []
+    for p in ("1.25", "1.5", "2.5"):
+        t0 = time.perf_counter()
+        c = certify_svm(PROBLEM, p, digits=30)
+        times.append(time.perf_counter() - t0)
+        assert c.direction_error_upper < Fraction(1, 10**12)
+    assert min(times) < 0.3
+
+
+def test_decoder_svm_and_explicit_alpha():
+    c = certify_svm(PROBLEM, "1.5", svm="decoder", alpha="0,1,2,3,4,5", digits=30)
+    assert c.status is CertStatus.OPTIMAL and c.alpha == (0, 1, 2, 3, 4, 5)
+    assert c.solution_float().shape == (10,)
+    assert check_certificate(PROBLEM, c).ok
+
+
+def test_p_is_exact_and_solution_is_feasible():
+    c = certify_svm(PROBLEM, 1.1, digits=20)  # a float p is read through its repr: 11/10
+    assert c.p == Fraction(11, 10)
+    Z, e = PROBLEM.attention_constraints("opt").exact_rows()
+    w = np.array(c.solution_exact(), dtype=object)
+    assert min(Z.dot(w)) * Fraction(2) ** e >= 1
+
+
+def test_precision_scales_with_digits():
+    assert target_bits(Fraction(3), 60) > target_bits(Fraction(3, 2), 60) > target_bits(Fraction(3, 2), 30)
+    lo = certify_svm(PROBLEM, "1.75", digits=20)
+    hi = certify_svm(PROBLEM, "1.75", digits=100)
+    assert hi.relative_width() <= Fraction(1, 10**100) < lo.relative_width()
+    assert hi.opt_lower >= lo.opt_lower and hi.opt_upper <= lo.opt_upper
+
+
+def test_infeasible_duplicated_alpha_token():
+    X = PROBLEM.X.copy()
+    a = PROBLEM.optimal_indices().indices
+    X[2, (a[2] + 1) % 8] = X[2, a[2]]  # the selected token duplicated: a zero constraint row
+    pr = AttentionProblem(X, PROBLEM.y, PROBLEM.z, PROBLEM.v)
+    c = certify_svm(pr, "1.5", alpha=a)
+    assert c.status is CertStatus.INFEASIBLE
+    assert c.gordan is not None and check_certificate(pr, c).ok
+
+
+def test_infeasible_decoder_gives_gordan_certificate():
+    X = np.zeros((3, 2, 2))
+    X[0, 0], X[1, 0], X[2, 0] = [1.0, 0.0], [0.0, 1.0], [-0.5, -0.25]
+    pr = AttentionProblem(X, np.ones(3), np.ones((3, 2)), np.ones(2), alpha=[0, 0, 0])
+    c = certify_svm(pr, "2", svm="decoder")
+    assert c.status is CertStatus.INFEASIBLE
+    g = c.gordan.fractions()
+    assert sum(g) == 1 and min(g) >= 0
+    assert check_certificate(pr, c).ok
+
+
+@pytest.mark.parametrize("p", ["1.5", "3"])
+def test_coinciding_constraints_never_wrong(p):
+    X = PROBLEM.X.copy()
+    a = PROBLEM.optimal_indices().indices
+    ts = [t for t in range(8) if t != a[0]]
+    X[0, ts[1]] = X[0, ts[0]]  # two tokens equal: two identical constraint rows
+    pr = AttentionProblem(X, PROBLEM.y, PROBLEM.z, PROBLEM.v)
+    c = certify_svm(pr, p, alpha=a, digits=40)
+    assert c.status is CertStatus.OPTIMAL and check_certificate(pr, c).ok
+    sup = c.support
+    for part in (sup.tight, sup.inactive):  # identical rows are classified alike (or left undecided)
+        assert ((0, ts[0]) in part) == ((0, ts[1]) in part) or (0, ts[0]) in sup.undecided or (0, ts[1]) in sup.undecided
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"p": "1"}, "p > 1"),
+    ({"p": "inf"}, "finite"),
+    ({"p": "abc"}, "invalid p"),
+    ({"p": "2", "svm": "mlp"}, "unknown svm"),
+    ({"p": "2", "digits": 0}, "invalid digits"),
+    ({"p": "2", "digits": 2.5}, "invalid digits"),
+    ({"p": "2", "alpha": "0,1"}, "one token index per example"),
+    ({"p": "2", "alpha": [9] * 6}, "not a token index"),
+])
+def test_bad_input(kwargs, match):
+    with pytest.raises(MdcertError, match=match):
+        certify_svm(PROBLEM, **kwargs)
+
+
+def test_not_a_problem():
+    with pytest.raises(MdcertError, match="AttentionProblem"):
+        certify_svm({"X": 1}, "2")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["1.1", "1.5", "1.75", "2", "3"])
+def test_large_targets(p):
+    pr = synthetic_problem(n=20, T=16, d=100, seed=1)
+    t0 = time.perf_counter()
+    c = certify_svm(pr, p, digits=60)
+    t1 = time.perf_counter()
+    res = check_certificate(pr, c)
+    t2 = time.perf_counter()
+    assert c.status is CertStatus.OPTIMAL and res.ok, res.first_failure
+    assert c.relative_width() <= Fraction(1, 10**50) and not c.support.undecided
+    assert t1 - t0 < 60 and t2 - t1 < 20
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1e-15, 1.0])
+def test_float_rounded_combination_never_wrong(scale):
+    # a3 = fl(-(a1 + a2)): infeasible in floats, but exactly the rows may be independent
+    rng = np.random.default_rng(11)
+    a1, a2 = rng.standard_normal(3), rng.standard_normal(3) * scale
+    X = np.zeros((3, 2, 3))
+    X[0, 0], X[1, 0], X[2, 0] = a1, a2, -(a1 + a2)
+    pr = AttentionProblem(X, np.ones(3), np.ones((3, 3)), np.ones(3), alpha=[0, 0, 0])
+    c = certify_svm(pr, "1.5", svm="decoder", digits=20)
+    exact_dependent = all(Fraction(float(x)) + Fraction(float(y)) + Fraction(float(z)) == 0
+                          for x, y, z in zip(a1, a2, -(a1 + a2)))
+    if exact_dependent:
+        assert c.status is not CertStatus.OPTIMAL
+    else:
+        assert c.status is not CertStatus.INFEASIBLE
+    assert check_certificate(pr, c).ok

@@ -1,0 +1,150 @@
+"""Joint (W, v) regularization paths and the joint mirror-descent path (experiments/joint.py, Theorem 31)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from certify import MdcertError, synthetic_problem
+from experiments.joint import (
+    JointObjective,
+    joint_example,
+    joint_md_path,
+    joint_regularization_path,
+    parse_radius_function,
+    theorem31_quantities,
+)
+from experiments.regpath import lp_norm_rows, reference_direction
+
+
+# ------------------------------------------------------------------------------ r = f(R)
+@pytest.mark.parametrize(
+    "text, R, expected",
+    [("R", 7.0, 7.0), ("sqrt(R)", 16.0, 4.0), ("2*log(R)+1", math.e, 3.0), ("R^2/10", 10.0, 10.0),
+     ("R**0.5 * pi", 4.0, 2 * math.pi), ("-(-R)", 3.0, 3.0), ("ln(R) + log10(R) + log2(R) + exp(0) + abs(-1)", 1.0, 2.0)],
+)
+def test_radius_function_evaluates_whitelisted_expressions(text, R, expected) -> None:
+    assert parse_radius_function(text)(R) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [("", "empty"), ("   ", "empty"), ("__import__('os')", "function call"), ("R.real", "Attribute"),
+     ("lambda: 1", "Lambda"), ("x + R", "name 'x'"), ("R if R else 1", "IfExp"), ("[R]", "List"),
+     ("sqrt(R, 2)", "function call"), ("open('f')", "function call"), ("R +", "not an arithmetic"),
+     ("'R'", "constant"), ("R // 2", "FloorDiv"), ("True", "constant"), ("R" * 201, "too long")],
+)
+def test_radius_function_rejects_anything_else(text, match) -> None:
+    with pytest.raises(MdcertError, match=match):
+        parse_radius_function(text)
+
+
+@pytest.mark.parametrize("text, R, match", [("-R", 2.0, "finite and positive"), ("log(R)", 1.0, "finite and positive"),
+                                            ("1/(R-2)", 2.0, "cannot be evaluated"), ("log(R-5)", 2.0, "cannot be evaluated"),
+                                            ("exp(R)", 1000.0, "cannot be evaluated|finite")])
+def test_radius_function_values_must_be_positive_and_finite(text, R, match) -> None:
+    with pytest.raises(MdcertError, match=match):
+        parse_radius_function(text)(R)
+
+
+# ------------------------------------------------------------------------------ gradients
+def test_scaled_gradients_are_positive_multiples_of_autograd() -> None:
+    torch = pytest.importorskip("torch")
+    from experiments.model import loss as model_loss
+
+    P = synthetic_problem(n=3, T=4, d=3, seed=5)
+    obj = JointObjective(P.X, P.y, P.z)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        W, v = rng.standard_normal((3, 3)) * 2, rng.standard_normal(3) * 2
+        Wt, vt = torch.tensor(W, requires_grad=True), torch.tensor(v, requires_grad=True)
+        L = model_loss(Wt, vt, torch.tensor(P.X), torch.tensor(P.y), torch.tensor(P.z))
+        L.backward()
+        GW, Gv = obj.scaled_gradients(W, v)
+        for mine, ref in ((GW, Wt.grad.numpy()), (Gv, vt.grad.numpy())):
+            assert np.allclose(mine / np.linalg.norm(mine), ref / np.linalg.norm(ref), atol=1e-13)
+        assert obj.log_loss(W, v) == pytest.approx(math.log(L.item()), rel=1e-13)
+
+
+def test_scaled_gradient_survives_saturation_and_is_exactly_zero_at_v_zero() -> None:
+    J = joint_example()
+    obj = JointObjective(J.X, J.y, J.z)
+    GW, Gv = obj.scaled_gradients(np.zeros((2, 2)), np.zeros(2))
+    assert not np.any(GW) and np.any(Gv)
+    big = np.array([[300.0, -50.0], [20.0, 400.0]])
+    GW, Gv = obj.scaled_gradients(big, np.array([40.0, 60.0]))
+    assert np.all(np.isfinite(GW)) and np.any(GW) and np.any(Gv)
+
+
+# ------------------------------------------------------------------------------ joint mirror descent
+@pytest.mark.parametrize("p", ["1.75", "2", "3"])
+def test_joint_md_path_on_the_paper_example(p) -> None:
+    J = joint_example()
+    md = joint_md_path(J, p, steps=120, lr=0.1, records=10)
+    # W(0)=v(0)=0: the W gradient is exactly zero at step 1, so only v moves; every later step moves both
+    assert md.skipped_W == (1,) and md.skipped_v == ()
+    first = md.records[0]
+    assert first["step"] == 1 and first["norm_W"] == 0.0 and first["norm_v"] > 0
+    norms = [r["norm_W"] for r in md.records]
+    assert norms[-1] > norms[1] > 0
+    assert md.records[-1]["log_loss"] < md.records[0]["log_loss"]
+    assert all(len(r["selected_tokens"]) == 2 for r in md.records)
+    js = md.to_json()
+    assert js["normalized"] is True and js["skipped_W_steps"] == [1]
+
+
+def test_joint_md_step_is_the_normalized_mirror_step() -> None:
+    """Two steps of the path equal the SPEC section 2 update computed by hand."""
+    J = joint_example()
+    p = Fraction(3)
+    q = float(p / (p - 1))
+    obj = JointObjective(J.X, J.y, J.z)
+    W, v = np.zeros((2, 2)), np.zeros(2)
+    thW, thv = np.zeros((2, 2)), np.zeros(2)
+    for _ in range(2):
+        GW, Gv = obj.scaled_gradients(W, v)
+        for G, name in ((GW, "W"), (Gv, "v")):
+            if np.any(G):
+                step = 0.1 * G / lp_norm_rows(G.ravel()[None, :], q)[0]
+                if name == "W":
+                    thW = thW - step
+                else:
+                    thv = thv - step
+        W = np.sign(thW) * np.abs(thW) ** (1 / float(p - 1))
+        v = np.sign(thv) * np.abs(thv) ** (1 / float(p - 1))
+    md = joint_md_path(J, "3", steps=2, records=2)
+    assert md.records[-1]["norm_W"] == pytest.approx(lp_norm_rows(W.ravel()[None, :], 3.0)[0], rel=1e-12)
+    assert md.records[-1]["norm_v"] == pytest.approx(lp_norm_rows(v[None, :], 3.0)[0], rel=1e-12)
+
+
+# ------------------------------------------------------------------------------ joint regularization path
+def test_joint_regularization_path_on_the_example_converges_to_both_svms() -> None:
+    J = joint_example()
+    path = joint_regularization_path(J, "2", radii=(1.0, 100.0, 3), r_of_R="R", starts=1)
+    for res in path.results:
+        assert lp_norm_rows(res.W.ravel()[None, :], 2.0)[0] <= res.R * (1 + 1e-15)
+        assert lp_norm_rows(res.v[None, :], 2.0)[0] <= res.r * (1 + 1e-15)
+        assert res.stationarity < 1e-8
+    bW = [r.bregman_to_svm for r in path.results]
+    bv = [r.bregman_v_to_svm for r in path.results]
+    assert bW[-1] < bW[0] / 10 and bv[-1] < bv[0] / 10
+    assert path.results[-1].selected == (0, 0)
+    js = path.to_json()
+    assert js["r_of_R"] == "R" and js["v_reference"]["svm"] == "decoder"
+    assert set(js["path"][0]) >= {"R", "r", "bregman_to_svm", "bregman_v_to_svm", "loss", "stationarity",
+                                  "selected_tokens"}
+
+
+def test_theorem31_quantities_are_exact_scores_of_the_certified_decoder() -> None:
+    J = joint_example()
+    vref = reference_direction(J, "2", alpha=(0, 0), svm="decoder")
+    qs = theorem31_quantities(J, vref, (0, 0))
+    # p = 2, two examples, both on the decoder margin: the alpha scores are exactly 1
+    assert [e["alpha_score"] for e in qs["per_example"]] == [1.0, 1.0]
+    assert all(e["on_decoder_margin"] for e in qs["per_example"])
+    assert sorted(set(qs["decoder_support_examples"])) == [0, 1]
+    assert qs["per_example"][0]["score_gap"] == pytest.approx(1 - qs["per_example"][0]["best_other_score"])
+    assert "not asserted" in qs["note"]

@@ -1,0 +1,209 @@
+"""Regularization paths with a fixed decoder (experiments/regpath.py, Theorem 6)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from certify import AttentionProblem, MdcertError, synthetic_problem
+from experiments.regpath import (
+    ExcessLoss,
+    Reference,
+    ball_gap,
+    bregman_directional,
+    geometric_radii,
+    lp_norm_rows,
+    parse_radii,
+    reference_direction,
+    regularization_path,
+    solve_on_sphere,
+)
+
+
+# ------------------------------------------------------------------------------ radii
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("0:10:3", "positive"),
+        ("-1:10:3", "positive"),
+        ("10:1:3", "START .* > STOP"),
+        ("1:10:0", "COUNT must be >= 1"),
+        ("1:10:-2", "COUNT must be >= 1"),
+        ("1:10", "START:STOP:COUNT"),
+        ("abc", "START:STOP:COUNT"),
+        ("1:10:2.5", "COUNT must be an integer"),
+        ("a:10:3", "must be numbers"),
+        ("1:inf:3", "finite and positive"),
+        ("1:nan:3", "finite and positive"),
+        ("5:6:1", "COUNT 1 needs START == STOP"),
+        ("", "START:STOP:COUNT"),
+    ],
+)
+def test_bad_radii_are_clear_errors(text, match) -> None:
+    with pytest.raises(MdcertError, match=match):
+        parse_radii(text)
+
+
+def test_radii_are_geometric_with_exact_ends() -> None:
+    r = parse_radii("10:1000:9")
+    assert r[0] == 10.0 and r[-1] == 1000.0 and r.size == 9
+    assert np.allclose(np.diff(np.log(r)), math.log(100) / 8)
+    assert parse_radii(" 7 : 7 : 1 ").tolist() == [7.0]
+
+
+def test_path_rejects_bad_radii_sequences() -> None:
+    P = _two_token_problem(np.array([1.0, 0.5]), np.array([-0.5, 1.0]), np.array([0.3, 1.0]))
+    ref = Reference.from_float(np.ones(4), "2", (0,))
+    for radii, match in (([], "no radii"), ([1.0, 1.0], "increasing"), ([2.0, -1.0], "positive"),
+                         ([1.0, float("nan")], "positive")):
+        with pytest.raises(MdcertError, match=match):
+            regularization_path(P, "2", radii=radii, reference=ref, starts=1)
+    with pytest.raises(MdcertError, match="starts"):
+        regularization_path(P, "2", radii=[1.0], reference=ref, starts=-1)
+
+
+# ------------------------------------------------------------------------------ objective
+def test_excess_loss_matches_the_model_and_its_gradient() -> None:
+    torch = pytest.importorskip("torch")
+    from experiments.model import loss as model_loss
+
+    P = synthetic_problem(n=4, T=5, d=3, seed=3)
+    obj = ExcessLoss(P.X, P.y, P.z, P.v)
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((3, 9)) * 4
+    ev = obj.evaluate(W)
+    for s in range(3):
+        Wt = torch.tensor(W[s].reshape(3, 3), requires_grad=True)
+        L = model_loss(Wt, torch.tensor(P.v), torch.tensor(P.X), torch.tensor(P.y), torch.tensor(P.z))
+        L.backward()
+        assert ev["loss"][s] == pytest.approx(L.item(), rel=1e-13)
+        E = L.item() - obj.base_loss
+        assert math.exp(ev["log_excess"][s]) == pytest.approx(E, rel=1e-8)
+        # grad of log E = grad L / E
+        assert np.allclose(ev["grad"][s] * E, Wt.grad.numpy().ravel(), rtol=1e-7, atol=1e-14)
+
+
+def test_log_excess_keeps_resolving_far_below_float_resolution_of_the_loss() -> None:
+    P = _two_token_problem(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 0.0]))
+    obj = ExcessLoss(P.X, P.y, P.z, P.v)
+    # logit gap s_1 - s_2 = W[0,0] - W[1,0]; excess ~ sigmoid(-g) * c * e^{-gap}
+    logs = [float(obj.evaluate(np.array([[t, 0.0, 0.0, 0.0]]))["log_excess"][0]) for t in (100.0, 400.0, 800.0)]
+    assert np.allclose(np.diff(logs), [-300.0, -400.0], rtol=1e-9)
+    assert all(np.isfinite(logs))
+
+
+def test_ball_gap_is_zero_at_the_linear_minimizer_and_one_at_the_centre() -> None:
+    rng = np.random.default_rng(1)
+    for p in (Fraction(3, 2), Fraction(2), Fraction(3)):
+        q = float(p / (p - 1))
+        G = rng.standard_normal(7)
+        W = -np.sign(G) * np.abs(G) ** (q - 1)
+        W *= 5.0 / lp_norm_rows(W[None, :], float(p))[0]
+        rel, ab = ball_gap(G, W, 5.0, p)
+        assert rel < 1e-14 and ab < 1e-12
+        assert ball_gap(G, np.zeros(7), 5.0, p)[0] == pytest.approx(1.0)
+        assert ball_gap(G, -W, 5.0, p)[0] == pytest.approx(2.0)
+        assert ball_gap(np.zeros(7), W, 5.0, p) == (0.0, 0.0)
+
+
+# ------------------------------------------------------------------------------ closed form
+def _two_token_problem(x1, x2, z, y=1.0) -> AttentionProblem:
+    """One example, two tokens; v chosen so token 0 is the optimal one (gamma_0 > gamma_1)."""
+    v = (x1 - x2) * y
+    return AttentionProblem(np.array([[x1, x2]]), np.array([y]), np.array([z]), v)
+
+
+def _closed_form_direction(x1, x2, z, p: Fraction) -> np.ndarray:
+    """The l_p SVM with one constraint a^T w >= 1 is w* = phi(a)/..., phi(a) = sign(a)|a|^{q-1}."""
+    a = np.outer(x1 - x2, z).ravel()
+    q = float(p / (p - 1))
+    w = np.sign(a) * np.abs(a) ** (q - 1)
+    return w / lp_norm_rows(w[None, :], float(p))[0]
+
+
+@pytest.mark.parametrize("p", ["1.5", "2", "3"])
+def test_two_token_path_converges_in_direction_to_the_closed_form_svm(p) -> None:
+    x1, x2, z = np.array([0.9, -0.4, 0.3]), np.array([-0.2, 0.7, 0.1]), np.array([0.5, 1.0, -0.6])
+    P = _two_token_problem(x1, x2, z)
+    pf = Fraction(p)
+    ref = Reference.from_float(_closed_form_direction(x1, x2, z, pf), p, (0,))
+    path = regularization_path(P, p, radii=[1.0, 10.0, 100.0, 1000.0], reference=ref, starts=2, seed=4)
+    for res in path.results:
+        # one constraint: W(R) = R * W_mm / ||W_mm||_p at every R (the loss is monotone in one logit gap)
+        assert res.bregman_to_svm < 1e-12
+        assert res.selected == (0,) and res.selects_alpha
+        assert res.stationarity < 1e-9
+        assert res.norm <= res.R and res.norm >= res.R * (1 - 1e-12)
+        assert {s.label for s in res.starts} >= {"random-0", "random-1", "svm"}
+        assert min(s.log_excess_gap for s in res.starts) == 0.0
+    assert path.decay()["bregman_last"] < 1e-12
+
+
+@settings(deadline=None, max_examples=5)
+@given(st.integers(0, 2**31 - 1), st.sampled_from(["1.25", "1.75", "2", "2.5", "4"]))
+@example(0, "1.25")
+@example(12345, "4")
+@example(2, "1.25")
+def test_solver_respects_the_constraint_and_finds_the_two_token_direction(seed, p) -> None:
+    rng = np.random.default_rng(seed)
+    x1, x2, z = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(3)
+    if np.linalg.norm(x1 - x2) < 0.1 or np.linalg.norm(z) < 0.1:
+        return
+    P = _two_token_problem(x1, x2, z)
+    pf = Fraction(p)
+    obj = ExcessLoss(P.X, P.y, P.z, P.v)
+    theta = rng.standard_normal(9)
+    for R in (3.0, 300.0):       # a random start at small R, then warm-started (large R from a random
+        sol = solve_on_sphere(obj, theta, R, pf)      # direction can sit on an exp(-R)-flat plateau)
+        theta = sol.theta
+        nrm = lp_norm_rows(sol.W[None, :], float(pf))[0]
+        assert nrm <= R and nrm >= R * (1 - 1e-12)
+        target = _closed_form_direction(x1, x2, z, pf)
+        assert bregman_directional(target, sol.W, pf) < 1e-10
+
+
+def test_bregman_directional_is_scale_free_and_zero_on_equal_directions() -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(6), rng.standard_normal(6)
+    p = Fraction(7, 4)
+    assert bregman_directional(a, 3.0 * a, p) == pytest.approx(0.0, abs=1e-30)
+    assert bregman_directional(a, b, p) == pytest.approx(bregman_directional(2 * a, 5 * b, p), rel=1e-12)
+    assert bregman_directional(a, b, p) > 0
+    with pytest.raises(MdcertError, match="zero"):
+        bregman_directional(a, np.zeros(6), p)
+
+
+# ------------------------------------------------------------------------------ certified reference
+def test_small_synthetic_path_decays_against_the_certified_svm() -> None:
+    P = synthetic_problem(n=3, T=4, d=4, seed=1)
+    ref = reference_direction(P, "1.75")
+    assert ref.certified and ref.exact is not None and ref.direction_error_upper < 1e-12
+    path = regularization_path(P, "1.75", radii=(10.0, 1000.0, 3), starts=1, reference=ref)
+    b = path.bregman
+    assert b[-1] < b[0] / 10
+    assert all(r.stationarity < 1e-8 for r in path.results)
+    assert path.results[-1].selects_alpha
+    js = path.to_json()
+    assert js["reference"]["certified"] is True and js["p"] == "7/4"
+    assert [set(e) >= {"R", "bregman_to_svm", "loss", "stationarity", "selected_tokens", "winner", "starts"}
+            for e in js["path"]] == [True] * 3
+
+
+def test_infeasible_alpha_is_a_clear_error() -> None:
+    # two examples with swapped tokens and the same query: a^T w >= 1 and -a^T w >= 1 cannot both hold
+    a, b, z = np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 0.5])
+    P = AttentionProblem(np.array([[a, b], [b, a]]), np.array([1.0, 1.0]), np.array([z, z]), np.array([1.0, -1.0]))
+    with pytest.raises(MdcertError, match="infeasible"):
+        regularization_path(P, "2", radii=[1.0, 10.0], alpha=[0, 0], starts=1)
+
+
+def test_tied_optimal_tokens_are_a_clear_error() -> None:
+    x = np.array([1.0, 0.0])
+    P = AttentionProblem(np.array([[x, x, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0]))
+    with pytest.raises(MdcertError, match="tied"):
+        regularization_path(P, "2", radii=[1.0, 10.0], starts=1)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 import torch
 
-__all__ = ["train_one", "train_many"]
+__all__ = ["train_one", "train_one_module", "train_many"]
 
 
 def _schedule(steps: int, records: int) -> set[int]:
@@ -37,7 +37,7 @@ def train_one(X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: boo
         dict with ``steps`` (recorded step list), ``W`` (len, d, d), ``losses`` (every step), ``seconds``.
     """
     t0 = time.perf_counter()
-    X, y, z, v = (torch.as_tensor(np.asarray(a), dtype=torch.float64) for a in (X, y, z, v))
+    X, y, z, v = (torch.as_tensor(np.array(a), dtype=torch.float64) for a in (X, y, z, v))
     W = torch.nn.Parameter(torch.as_tensor(np.asarray(W0), dtype=torch.float64).clone())
     q = p / (p - 1.0)
     rec = _schedule(steps, records)
@@ -64,8 +64,40 @@ def train_one(X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: boo
             "seconds": time.perf_counter() - t0}
 
 
-def train_many(problems, W0s, ps, lrs, steps, *, normalize: bool = False, records: int = 64) -> list[dict]:
-    """Loop `train_one` over trajectories (one at a time, as the paper's scripts do)."""
+def train_one_module(problem, W0, *, p, lr: float, steps: int, normalize: bool = False, records: int = 64) -> dict:
+    """The same loop built from the project's standard pieces, as a user would write it:
+    ``experiments.model.AttentionModel`` + ``experiments.optim.LpMirrorDescent`` (a torch optimizer,
+    like the paper's), ``loss.item()`` logged every step."""
+    from experiments.model import AttentionModel
+    from experiments.optim import LpMirrorDescent
+
+    t0 = time.perf_counter()
+    X, y, z = (torch.as_tensor(np.array(a), dtype=torch.float64) for a in (problem.X, problem.y, problem.z))
+    model = AttentionModel.from_problem(problem, W0=torch.as_tensor(np.asarray(W0)))
+    opt = LpMirrorDescent(model.parameters(), lr=lr, p=p, normalize_gradient=normalize)
+    rec = _schedule(steps, records)
+    out_steps, out_W, losses = [], [], []
+    for k in range(steps + 1):
+        if k in rec:
+            out_steps.append(k)
+            out_W.append(model.W.detach().clone().numpy())
+        if k == steps:
+            break
+        opt.zero_grad()
+        loss = model.loss(X, y, z)
+        loss.backward()
+        losses.append(loss.item())
+        opt.step()
+    return {"steps": out_steps, "W": np.stack(out_W), "losses": np.array(losses),
+            "seconds": time.perf_counter() - t0}
+
+
+def train_many(problems, W0s, ps, lrs, steps, *, normalize: bool = False, records: int = 64,
+               impl: str = "inline") -> list[dict]:
+    """Loop over trajectories one at a time, as the paper's scripts do (``impl``: "inline" or "module")."""
+    if impl == "module":
+        return [train_one_module(pr, W0, p=str(p), lr=float(lr), steps=int(K), normalize=normalize, records=records)
+                for pr, W0, p, lr, K in zip(problems, W0s, ps, lrs, steps)]
     return [train_one(pr.X, pr.y, pr.z, pr.v, W0, p=float(p), lr=float(lr), steps=int(K), normalize=normalize,
                       records=records)
             for pr, W0, p, lr, K in zip(problems, W0s, ps, lrs, steps)]

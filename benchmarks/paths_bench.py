@@ -6,6 +6,8 @@ p = 1.75 / 2 / 3 for 1,500 / 2,000 / 20,000 steps):
 1. the looped baseline (`benchmarks/looped_baseline.py`, autograd + a host sync per step) on a
    subset of ``--subset`` trials per p, at the full step counts; its time for all ``--trials`` trials
    is EXTRAPOLATED linearly from the subset (trajectories are independent and equally long);
+   ``--module-subset M`` also times the same loop written with the project's AttentionModel +
+   LpMirrorDescent optimizer (extrapolated the same way);
 2. the batched engine on the same subset (like for like) and on all trials (the real workload);
 3. optionally (``--study``) the whole ``mdcert paths`` study, with and without ``--cross``.
 
@@ -51,6 +53,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=100)
     ap.add_argument("--subset", type=int, default=3, help="baseline trials per p (default 3)")
+    ap.add_argument("--module-subset", type=int, default=0,
+                    help="also time the AttentionModel + LpMirrorDescent loop on this many trials per p")
     ap.add_argument("--study", action="store_true", help="also time the whole 'mdcert paths' study (+ --cross)")
     ap.add_argument("--json", default=None, help="write the numbers to this JSON file")
     args = ap.parse_args()
@@ -73,6 +77,19 @@ def main() -> None:
         base[p] = {"steps": K, "wall_s": wall, "cpu_s": cpu, "us_per_step_wall": wall / (K * args.subset) * 1e6}
         print(f"baseline p={p}: {args.subset} x {K} steps in {wall:.2f}s wall / {cpu:.2f}s CPU "
               f"({base[p]['us_per_step_wall']:.0f} us/step)")
+    if args.module_subset > 0:
+        mod = {}
+        for p, K in zip(PS, STEPS):
+            m = args.module_subset
+            _, wall, cpu = _timed(lambda: lb.train_many(problems[:m], W0[:m], [p] * m, [0.1] * m, [K] * m,
+                                                        normalize=True, impl="module"))
+            mod[p] = {"steps": K, "trials": m, "wall_s": wall, "cpu_s": cpu,
+                      "us_per_step_cpu": cpu / (K * m) * 1e6}
+            print(f"module baseline (AttentionModel + LpMirrorDescent) p={p}: {m} x {K} steps in {wall:.2f}s wall / "
+                  f"{cpu:.2f}s CPU ({mod[p]['us_per_step_cpu']:.0f} us/step CPU)")
+        res["module_baseline_extrapolated_all"] = {
+            "per_p": mod, "cpu_s": sum(v["cpu_s"] * args.trials / v["trials"] for v in mod.values()),
+            "wall_s": sum(v["wall_s"] * args.trials / v["trials"] for v in mod.values())}
     sub_wall = sum(b["wall_s"] for b in base.values())
     sub_cpu = sum(b["cpu_s"] for b in base.values())
     scale = args.trials / args.subset
@@ -99,6 +116,12 @@ def main() -> None:
     res["speedup_all_cpu"] = ex_c / cpu
     print(f"engine  all ({len(PS) * args.trials} trajectories): {wall:.2f}s wall / {cpu:.2f}s CPU; baseline "
           f"extrapolated {ex_w:.0f}s wall / {ex_c:.0f}s CPU -> {ex_w / wall:.0f}x (wall), {ex_c / cpu:.0f}x (CPU)")
+
+    if "module_baseline_extrapolated_all" in res:
+        mb = res["module_baseline_extrapolated_all"]
+        res["speedup_all_vs_module_cpu"] = mb["cpu_s"] / cpu
+        print(f"module baseline extrapolated {mb['wall_s']:.0f}s wall / {mb['cpu_s']:.0f}s CPU -> "
+              f"{mb['wall_s'] / wall:.0f}x (wall), {mb['cpu_s'] / cpu:.0f}x (CPU)")
 
     # 3. the whole study through the CLI (training + certified SVMs + analysis + files)
     if args.study:

@@ -3,7 +3,8 @@
 Run: ``python benchmarks/regpath_bench.py [--quick] [--p 1.1,1.75,2,3] [--no-baseline] [--no-joint]``
 
 1. Paper-size synthetic instance (``certify.synthetic_problem()``, n=6, T=8, d=10), radii 10..10^3
-   (9 geometric), 3 random starts + SVM start + warm start: the directional Bregman divergence
+   (9 geometric), 3 random starts + SVM start + uniform-dual start + warm start (and again without the
+   SVM start): the directional Bregman divergence
    ``D_psi(Wbar_mm(opt), W(R)/R)`` against the CERTIFIED SVM direction per R, time per p, the
    largest relative ball gap and the winning starts.
 2. Baseline: the same sphere parametrization and warm starts, but L-BFGS on the plain float64 loss
@@ -68,6 +69,10 @@ def plain_lbfgs_path(problem, p, radii, reference, *, max_iter: int = 300) -> li
     return out
 
 
+def _fmt(x) -> str:
+    return "-" if x is None else f"{float(x):.3e}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--p", default="1.1,1.75,2,3")
@@ -80,7 +85,7 @@ def main() -> int:
     radii = geometric_radii(10.0, 1000.0, count)
     print(f"synthetic_problem(): n={problem.n} T={problem.T} d={problem.d}, optimal tokens "
           f"{list(problem.optimal_indices().indices)}; radii {', '.join(f'{r:.4g}' for r in radii)}; "
-          f"{starts} random starts + svm + previous-best")
+          f"{starts} random starts + svm + uniform-dual + previous-best")
     for ps in args.p.split(","):
         p = parse_p(ps)
         t0 = time.perf_counter()
@@ -93,12 +98,17 @@ def main() -> int:
         print(f"\np = {ps}: certified reference in {t_ref:.2f} s (direction error <= {ref.direction_error_upper:.1e}); "
               f"path {t_path:.1f} s; D(10)/D(1000) = {d['ratio_first_over_last']:.3g}; "
               f"monotone: {d['monotone_nonincreasing']}")
+        t0 = time.perf_counter()
+        nosvm = regularization_path(problem, p, radii=radii, starts=starts, reference=ref, svm_start=False)
+        t_nosvm = time.perf_counter() - t0
+        print(f"  without the SVM start (random + uniform-dual + warm): {t_nosvm:.1f} s")
         base = None if args.no_baseline else plain_lbfgs_path(problem, p, radii, ref)
-        print("      R   D_psi(log-domain)   max rel. gap   winner          tokens == opt   D_psi(plain L-BFGS on L)")
+        print("      R   D_psi(log-domain)   max rel. gap   winner          tokens == opt   D_psi(no SVM start)   "
+              "D_psi(plain L-BFGS on L)")
         for k, r in enumerate(path.results):
             b = "" if base is None else f"{base[k]:.3e}"
             print(f"{r.R:7.1f}   {r.bregman_to_svm:.3e}           {r.stationarity:.1e}        {r.winner:<15} "
-                  f"{str(r.selects_alpha):<15} {b}")
+                  f"{str(r.selects_alpha):<15} {nosvm.results[k].bregman_to_svm:.3e} ({nosvm.results[k].winner:<13}) {b}")
     if not args.no_joint:
         from experiments.joint import joint_example, joint_md_path, joint_regularization_path
 
@@ -114,11 +124,15 @@ def main() -> int:
             print(f"  p = {ps}: joint path (r = R) {t_j:.1f} s")
             for r in jp.results:
                 print(f"     R = r = {r.R:7.1f}  D_W {r.bregman_to_svm:.3e}  D_v {r.bregman_v_to_svm:.3e}  "
-                      f"gap {r.stationarity:.1e}  tokens {list(r.selected)}  winner {r.winner}")
+                      f"gap {r.stationarity:.1e}  tokens {list(r.selected)}  winner {r.winner}  "
+                      f"[vs SVMs of the selected tokens: D_W {_fmt(r.bregman_to_selected_svm)}  "
+                      f"D_v {_fmt(r.bregman_v_to_selected_svm)}]")
             print(f"    joint MD ({md.steps} steps, {t_md:.1f} s): W step skipped at {list(md.skipped_W)[:5]}")
             for rec in md.records[::8] + (md.records[-1],):
                 print(f"     k={rec['step']:5d}  ||W||={rec['norm_W']:.4g}  ||v||={rec['norm_v']:.4g}  "
-                      f"D_W={rec['bregman_W']}  D_v={rec['bregman_v']}  tokens {rec['selected_tokens']}")
+                      f"D_W={_fmt(rec['bregman_W'])}  D_v={_fmt(rec['bregman_v'])}  tokens {rec['selected_tokens']}  "
+                      f"[selected-token SVMs: D_W {_fmt(rec['bregman_W_to_selected_svm'])}  "
+                      f"D_v {_fmt(rec['bregman_v_to_selected_svm'])}]")
     return 0
 
 

@@ -113,7 +113,7 @@ def row_q_norms(ops: ExactOps, q: Fraction) -> list:
 def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *, bits: int,
                 classify: bool = True) -> Bounds | None:
     """All bounds of SPEC section 4 for a feasible dyadic ``w`` and a dyadic ``lam >= 0``."""
-    from flint import arb, arb_mat, fmpz_mat
+    from flint import arb
 
     q = p / (p - 1)
     with working_precision(bits + 64):
@@ -221,14 +221,24 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> SupportClass:
                         tuple(index[i] for i in undecided))
 
 
-def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int) -> Bounds | None:
-    """p = 2: ``lam_S = (A_S A_S^T)^{-1} 1``, ``w* = A_S^T lam_S`` in exact rationals; None if not KKT."""
-    from flint import arb, fmpq_mat, fmpz_mat
+def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int, weights=None) -> Bounds | None:
+    """p = 2: ``lam_S = (A_S A_S^T)^{-1} 1``, ``w* = A_S^T lam_S`` in exact rationals; None if not KKT.
+
+    Dependent rows in S are thinned to an exactly independent subset (largest ``weights`` first,
+    e.g. the float multipliers); rows left out are then classified by their exact slack."""
+    from flint import fmpq_mat
 
     S = sorted(int(i) for i in support)
     if not S:
         return None
     sub = ops.subset(S)
+    if sub.gram().rank() < len(S):  # dependent active rows: keep an exactly independent subset
+        keep: list[int] = []
+        for i in sorted(S, key=lambda r: -weights[r] if weights is not None else r):
+            if ops.subset(keep + [i]).gram().rank() == len(keep) + 1:
+                keep.append(i)
+        S = sorted(keep)
+        sub = ops.subset(S)
     try:
         x = fmpq_mat(sub.gram()).solve(fmpq_mat(len(S), 1, [1] * len(S)))
     except ZeroDivisionError:

@@ -72,7 +72,7 @@ class ExactVector:
         return [Fraction(k) * scale for k in self.ints]
 
     def to_float(self) -> np.ndarray:
-        """Each entry correctly rounded to float64."""
+        """Each entry rounded to float64 (within one unit in the last place)."""
         if self.den == 1:
             out = np.empty(len(self.ints))
             for j, k in enumerate(self.ints):
@@ -195,7 +195,7 @@ class Certificate:
         return self.w.to_float().reshape(shape)
 
     def direction_float(self) -> np.ndarray:
-        """``w / ||w||_p`` rounded to float64 (computed in long double-free scaled floats)."""
+        """``w / ||w||_p`` rounded to float64 (computed in scaled float64)."""
         shape = self._shape()
         w = self.w.to_float()
         scale = np.max(np.abs(w))

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from certify.blas import single_thread_blas
 from certify.certificate import ExactVector
 from certify.exact import dyadic
 from certify.ops import ExactOps
@@ -187,6 +188,11 @@ def _exact_min_norm_point(ops: ExactOps, *, max_rows: int = 64) -> ExactVector |
 
 def feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
     """Certified feasibility of one constraint system (see module docstring)."""
+    with single_thread_blas():
+        return _feasibility_system(cs)
+
+
+def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
     from scipy.optimize import linprog
 
     ops = ExactOps(cs)

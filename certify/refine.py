@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from certify.ops import ExactOps, float_to_fixed, int_vector_to_float, ldexp_int
+from certify.ops import ExactOps, float_to_fixed, int_vector_to_float
 
 __all__ = ["Refined", "refine", "phi_fixed", "working_precision"]
 
@@ -97,6 +97,27 @@ def _jacobian(sub: ExactOps, u: np.ndarray, q: float, factors) -> np.ndarray:
     return (q - 1.0) * sub.hessian(_weights(u, q), Lf=Lf, Zf=Zf)
 
 
+def _factor(J: np.ndarray):
+    """A solver for ``J x = b``: LU when J is well conditioned, else the SVD pseudo-inverse
+    (dependent active rows: the reduced system is consistent but its multipliers are not unique)."""
+    import scipy.linalg as sla
+
+    if not np.all(np.isfinite(J)):
+        return None
+    s = np.linalg.svd(J, compute_uv=False)
+    if s.size and s[-1] > 1e-12 * s[0]:
+        lu = sla.lu_factor(J)
+        return lambda b: sla.lu_solve(lu, b)
+    pinv = np.linalg.pinv(J, rcond=1e-12, hermitian=True)
+    return lambda b: pinv @ b
+
+
+def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
+    from certify.warmstart import _weights
+
+    return (Af * _weights(u, q)) @ Af.T
+
+
 def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter: int = 80,
            max_active_changes: int = 20) -> Refined:
     """Newton refinement of a float dual estimate ``lam0`` (psi form) to about ``bits`` bits."""
@@ -112,7 +133,9 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
             lam0[r] = 0.0
     is_rep = rep == np.arange(N)
     top = float(lam0.max()) if lam0.size and lam0.max() > 0 else 1.0
-    S = [int(i) for i in np.flatnonzero(lam0 > 1e-9 * top)]
+    S = [int(i) for i in np.flatnonzero(lam0 > 1e-9 * top)] or [int(i) for i in np.flatnonzero(is_rep)]
+    if not lam0.any():
+        lam0 = np.where(is_rep, 1.0, 0.0)
     lam_exp = int(np.floor(np.log2(top))) - bits - 16
     Lam = {i: float_to_fixed(lam0[i], lam_exp) for i in S}
     it_total = 0
@@ -142,17 +165,12 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                     break
                 if J_lu is None or it in (1, 2, 4):
                     uf = int_vector_to_float(U, u_exp)
-                    J = _jacobian(sub, uf, qf, sub.float_factors())
-                    try:
-                        import scipy.linalg as sla
-
-                        J_lu = sla.lu_factor(J)
-                    except (ValueError, np.linalg.LinAlgError):
-                        J_lu = None
+                    J = _jacobian(sub, uf, qf, sub.float_factors()) if ops.m >= 2500 else \
+                        (qf - 1.0) * _dense_gram(sub.float_rows(), uf, qf)
+                    J_lu = _factor(J)
+                    if J_lu is None:
                         break
-                import scipy.linalg as sla
-
-                step = sla.lu_solve(J_lu, -r)
+                step = J_lu(-r)
                 if not np.all(np.isfinite(step)):
                     break
                 for i, s in zip(S, step):

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from certify.blas import single_thread_blas
 from certify.bounds import Bounds, ball_bounds, exact_kkt_p2, make_feasible
 from certify.certificate import Certificate, CertStatus, ExactVector
 from certify.errors import MdcertError
@@ -39,9 +40,12 @@ def target_bits(p: Fraction, digits: int) -> int:
     return int(math.ceil(gap_digits * 3.33)) + 24
 
 
+def _width_ok(b: Bounds, digits: int) -> bool:
+    return b.opt_upper - b.opt_lower <= b.opt_lower * Fraction(1, 10 ** digits)
+
+
 def _good(b: Bounds, digits: int) -> bool:
-    width_ok = b.opt_upper - b.opt_lower <= b.opt_lower * Fraction(1, 10 ** digits)
-    return width_ok and not b.support.undecided
+    return _width_ok(b, digits) and not b.support.undecided
 
 
 def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
@@ -60,6 +64,11 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         A `Certificate`: OPTIMAL (bounds proven), INFEASIBLE (Gordan certificate) or
         NO_VERIFIED_RESULT (nothing proven).
     """
+    with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
+        return _certify_svm(problem, p, svm=svm, alpha=alpha, digits=digits, time_limit=time_limit)
+
+
+def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
     t0 = time.perf_counter()
     if not isinstance(problem, AttentionProblem):
         raise MdcertError(f"certify_svm needs an AttentionProblem, got {type(problem).__name__}")
@@ -87,7 +96,7 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         return infeasible_or_unknown("zero constraint row")
     A = ops.float_rows()
     hess = None
-    if cs.kind == "attention":
+    if cs.kind == "attention" and cs.m >= 2500:  # structured Hessian pays off only for large m
         Lf, Zf = ops.float_factors()
 
         def hess(D, F):
@@ -100,7 +109,7 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
             if feas.feasible is False:
                 info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4))
                 return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
-            ws2 = warm_start(A, float(pf), hess=hess)
+            ws2 = warm_start(A, float(pf), hess=hess, previous=ws)
             ws = ws2 if ws2.kkt_residual < ws.kkt_residual else ws
     except (FloatingPointError, ValueError, np.linalg.LinAlgError, OverflowError):
         return infeasible_or_unknown("warm start failed")
@@ -109,12 +118,13 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         return infeasible_or_unknown(f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})")
     bits = target_bits(pf, digits)
     best: Bounds | None = None
+    prev: Bounds | None = None
     for attempt in range(4):
         ref = refine(ops, pf, ws.lam, bits=bits)
         b = None
         if pf == 2 and len(ref.support) <= 64 and cs.m <= 4096:
             # exact rational KKT: denominators grow like |S| * 220 bits, so small supports only
-            b = exact_kkt_p2(ops, ref.support, bits=bits)
+            b = exact_kkt_p2(ops, ref.support, bits=bits, weights=ref.lam_ints)
         if b is None:
             w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)
             lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
@@ -126,6 +136,10 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
                     active_set=len(ref.support))
         if best is not None and _good(best, digits):
             break
+        if b is not None and prev is not None and _width_ok(b, digits) and \
+                len(b.support.undecided) >= len(prev.support.undecided):
+            break  # more precision did not decide more rows: they are structurally undecided
+        prev = b
         if time_limit is not None and time.perf_counter() - t0 > time_limit / 3:
             break
         bits *= 2

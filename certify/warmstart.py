@@ -9,6 +9,7 @@ float; the certified p is the exact Fraction used later.
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -57,7 +58,7 @@ def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 3000) -> np.ndarray:
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 else 1.0
     res = minimize(_dual, np.full(N, c), args=(A, q), jac=True, method="L-BFGS-B",
                    bounds=[(0.0, None)] * N,
-                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 30})
+                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 10})
     return np.maximum(res.x, 0.0)
 
 
@@ -144,7 +145,9 @@ def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
         w = cp.Variable(m)
         cons = [A @ w >= 1]
         prob = cp.Problem(cp.Minimize(cp.pnorm(w, p, approx=False)), cons)
-        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        with warnings.catch_warnings():  # "solution may be inaccurate": fine for a warm start
+            warnings.simplefilter("ignore")
+            prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
         if prob.status not in ("optimal", "optimal_inaccurate") or cons[0].dual_value is None:
             return None
         mu = np.maximum(np.asarray(cons[0].dual_value, dtype=np.float64).ravel(), 0.0)
@@ -157,12 +160,14 @@ def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
     return mu * (mu.sum() / b) ** (1.0 / (q - 1.0))
 
 
-def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool = True, hess=None) -> WarmStart:
+def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool = True, hess=None,
+               previous: WarmStart | None = None) -> WarmStart:
     """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` (A float64, N x m).
 
     Active-set Newton from the best multiple of the all-ones vector; with ``fallbacks``, L-BFGS-B
     and then Clarabel when Newton does not reach the tolerance. ``hess(D, free_mask)`` may supply
-    ``A_F diag(D) A_F^T`` faster than the dense product (see `ExactOps.hessian`)."""
+    ``A_F diag(D) A_F^T`` faster than the dense product (see `ExactOps.hessian`). ``previous``: the
+    result of an earlier call without fallbacks (its Newton phase is not repeated)."""
     q = p / (p - 1.0)
     sigma = float(np.median(np.linalg.norm(A, axis=1)))
     sigma = sigma if sigma > 0 and np.isfinite(sigma) else 1.0
@@ -171,7 +176,10 @@ def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool =
     b = float(np.sum(np.abs(As.sum(axis=0)) ** q))
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and np.isfinite(b) else 1.0
     hs = None if hess is None else (lambda D, F: hess(D, F) / sigma ** 2)
-    lam, res = projected_newton(As, q, np.full(N, c), tol=tol, hess=hs)
+    if previous is not None:
+        lam, res = previous.lam * sigma ** p, previous.kkt_residual
+    else:
+        lam, res = projected_newton(As, q, np.full(N, c), tol=tol, hess=hs)
     method = "active-set Newton on the dual"
     if not res < 1e-10 and fallbacks:
         lam2, res2 = projected_newton(As, q, dual_lbfgs(As, q), tol=tol, hess=hs)

@@ -51,6 +51,7 @@ from experiments.regpath import (
     reference_direction,
     single_thread_blas,
     solve_on_sphere,
+    uniform_dual_direction,
 )
 
 __all__ = [
@@ -296,10 +297,14 @@ class JointRadiusResult:
     winner: str
     rounds: int
     starts: tuple[StartSummary, ...]
+    bregman_to_selected_svm: float | None = None
+    bregman_v_to_selected_svm: float | None = None
 
     def to_json(self) -> dict:
         return {"R": self.R, "r": self.r, "bregman_to_svm": _num(self.bregman_to_svm),
-                "bregman_v_to_svm": _num(self.bregman_v_to_svm), "loss": _num(self.loss),
+                "bregman_v_to_svm": _num(self.bregman_v_to_svm),
+                "bregman_to_selected_svm": _num(self.bregman_to_selected_svm),
+                "bregman_v_to_selected_svm": _num(self.bregman_v_to_selected_svm), "loss": _num(self.loss),
                 "log_loss": _num(self.log_loss), "stationarity": _num(self.stationarity),
                 "stationarity_W": _num(self.stationarity_W), "stationarity_v": _num(self.stationarity_v),
                 "selected_tokens": list(self.selected), "selects_alpha": self.selects_alpha, "winner": self.winner,
@@ -363,6 +368,32 @@ def _block_solve(obj: JointObjective, thW, thv, R, r, p, *, rounds: int, max_ite
             "selected": tuple(int(t) for t in gW["selected"][0]), "rounds": k}
 
 
+class _ReferenceCache:
+    """Certified references per (svm, tokens); None when that SVM is infeasible or not certified."""
+
+    def __init__(self, problem, p: Fraction, digits: int) -> None:
+        self.problem, self.p, self.digits = problem, p, digits
+        self.cache: dict[tuple, Reference | None] = {}
+
+    def add(self, ref: Reference) -> None:
+        self.cache[(ref.svm, tuple(ref.alpha))] = ref
+
+    def get(self, svm: str, tokens: Sequence[int]) -> Reference | None:
+        key = (svm, tuple(int(t) for t in tokens))
+        if key not in self.cache:
+            try:
+                self.cache[key] = reference_direction(self.problem, self.p, alpha=key[1], svm=svm, digits=self.digits)
+            except MdcertError:
+                self.cache[key] = None
+        return self.cache[key]
+
+    def bregman(self, svm: str, tokens: Sequence[int], w: np.ndarray) -> float | None:
+        ref = self.get(svm, tokens)
+        if ref is None or not np.any(w):
+            return None
+        return bregman_directional(ref, w, self.p)
+
+
 def _unpack(theta, R, p, param):
     from experiments.regpath import _theta_to_w
 
@@ -371,7 +402,8 @@ def _unpack(theta, R, p, param):
 
 def joint_regularization_path(problem, p, *, radii=(1.0, 100.0, 9), r_of_R: RadiusFunction | str = "R",
                               starts: int = 3, seed: int = 0, alpha=None, reference: Reference | None = None,
-                              v_reference: Reference | None = None, svm_start: bool = True, loss: str = "logistic",
+                              v_reference: Reference | None = None, svm_start: bool = True, dual_start: bool = True,
+                              loss: str = "logistic",
                               param: str = "power", rounds: int = 30, max_iter: int = 150, polish: int = 6,
                               digits: int = 30, progress=None) -> JointPath:
     """``min L(W, v) s.t. ||W||_p <= R, ||v||_p <= r(R)`` along a grid of R (Theorem 31).
@@ -385,17 +417,19 @@ def joint_regularization_path(problem, p, *, radii=(1.0, 100.0, 9), r_of_R: Radi
         alpha: reference tokens (default: problem.alpha, else the globally optimal ones).
         reference, v_reference: certified attention / decoder SVM references (default: certify_svm).
         svm_start: also start at every radius from (W_mm, v_mm).
+        dual_start: also start at every radius from the SVM-free uniform-dual directions of both SVMs.
         rounds: block-minimization rounds per solve.
     """
     with single_thread_blas():
         return _joint_regularization_path(problem, p, radii=radii, r_of_R=r_of_R, starts=starts, seed=seed,
                                           alpha=alpha, reference=reference, v_reference=v_reference,
-                                          svm_start=svm_start, loss=loss, param=param, rounds=rounds,
+                                          svm_start=svm_start, dual_start=dual_start, loss=loss, param=param,
+                                          rounds=rounds,
                                           max_iter=max_iter, polish=polish, digits=digits, progress=progress)
 
 
 def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha, reference, v_reference, svm_start,
-                               loss, param, rounds, max_iter, polish, digits, progress) -> JointPath:
+                               dual_start, loss, param, rounds, max_iter, polish, digits, progress) -> JointPath:
     from certify.problem import resolve_alpha
 
     t0 = time.perf_counter()
@@ -410,6 +444,9 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)
     if v_reference is None:
         v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=digits)
+    refs = _ReferenceCache(problem, p, digits)
+    refs.add(reference)
+    refs.add(v_reference)
     obj = JointObjective(problem.X, problem.y, problem.z, loss=loss)
     kappa = _kappa(p, param)
     m, d = problem.d * problem.d, problem.d
@@ -417,6 +454,12 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
     chains = {f"random-{k}": (_w_to_theta(rng.standard_normal(m), kappa), _w_to_theta(rng.standard_normal(d), kappa))
               for k in range(starts)}
     svm_theta = (_w_to_theta(reference.direction, kappa), _w_to_theta(v_reference.direction, kappa))
+    dual_theta = None
+    if dual_start:
+        uW = uniform_dual_direction(problem.attention_constraints(alpha).rows(), p)
+        uv = uniform_dual_direction(problem.decoder_constraints(alpha).rows(), p)
+        if np.any(uW) and np.any(uv):
+            dual_theta = (_w_to_theta(uW, kappa), _w_to_theta(uv, kappa))
     prev_best = None
     results = []
     for R, r in zip(radii, rs):
@@ -424,8 +467,12 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
         todo = list(chains.items())
         if svm_start:
             todo.append(("svm", svm_theta))
+        if dual_theta is not None:
+            todo.append(("uniform-dual", dual_theta))
         if prev_best is not None:
             todo.append(("previous-best", prev_best))
+        if not todo:
+            raise MdcertError("no starts: use at least one random start, the SVM start or the uniform-dual start")
         runs = {label: _block_solve(obj, th[0], th[1], R, r, p, rounds=rounds, max_iter=max_iter, polish=polish,
                                     param=param) for label, th in todo}
         for label in chains:
@@ -445,15 +492,16 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
             stationarity_v=best["sv"], bregman_to_svm=bregman_directional(reference, best["W"], p),
             bregman_v_to_svm=bregman_directional(v_reference, best["v"], p), selected=best["selected"],
             selects_alpha=tuple(best["selected"]) == tuple(alpha), winner=best_label, rounds=best["rounds"],
-            starts=tuple(summaries))
+            starts=tuple(summaries), bregman_to_selected_svm=refs.bregman("attention", best["selected"], best["W"]),
+            bregman_v_to_selected_svm=refs.bregman("decoder", best["selected"], best["v"]))
         results.append(res)
         if progress is not None:
             progress(res)
     quantities = theorem31_quantities(problem, v_reference, alpha)
     quantities["r_over_R"] = [float(r / R) for R, r in zip(radii, rs)]
     quantities["r_over_log_R"] = [float(r / math.log(R)) if R > 1 else None for R, r in zip(radii, rs)]
-    settings = {"starts": int(starts), "seed": int(seed), "svm_start": bool(svm_start), "param": param,
-                "rounds": int(rounds), "max_iter": int(max_iter), "polish": int(polish),
+    settings = {"starts": int(starts), "seed": int(seed), "svm_start": bool(svm_start),
+                "dual_start": dual_theta is not None, "param": param, "rounds": int(rounds), "max_iter": int(max_iter), "polish": int(polish),
                 "radii": [float(x) for x in radii], "r": [float(x) for x in rs]}
     return JointPath(p, tuple(alpha), rf.text, reference, v_reference, tuple(results), quantities,
                      time.perf_counter() - t0, settings)
@@ -538,6 +586,9 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)
     if v_reference is None:
         v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=digits)
+    refs = _ReferenceCache(problem, p, digits)
+    refs.add(reference)
+    refs.add(v_reference)
     obj = JointObjective(problem.X, problem.y, problem.z, loss=loss)
     d = problem.d
     W = torch.zeros(d, d, dtype=torch.float64, requires_grad=True)
@@ -564,6 +615,8 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
                    "bregman_v": _num(bregman_directional(v_reference, vn, p)) if np.any(vn) else None,
                    "log_loss": _num(obj.log_loss(Wn, vn)),
                    "selected_tokens": [int(t) for t in np.argmax(obj.log_softmax(Wn), axis=1)]}
+            rec["bregman_W_to_selected_svm"] = _num(refs.bregman("attention", rec["selected_tokens"], Wn))
+            rec["bregman_v_to_selected_svm"] = _num(refs.bregman("decoder", rec["selected_tokens"], vn))
             out.append(rec)
     return JointMDPath(p, float(lr), int(steps), tuple(out), tuple(skipped_W), tuple(skipped_v),
                        time.perf_counter() - t0)

@@ -39,7 +39,7 @@ from certify.exact import format_fraction, parse_p
 
 __all__ = ["LpMirrorDescent", "mirror_step", "PowPlan"]
 
-_CHUNK = 1 << 16
+_CHUNK = 1 << 18  # elements per in-cache chunk (1 MiB of float32)
 _TWO = Fraction(2)
 
 

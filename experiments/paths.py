@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -130,16 +130,22 @@ def stack_problems(problems: Sequence) -> StackedData:
 
 
 # ---------------------------------------------------------------------------------------------- kernels
-def _forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None):
+#: logit gap above which the gradient is formed from e^M-scaled weights (e^-300 is far from underflow)
+SCALE_ABOVE = 300.0
+
+
+def _forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True):
     """Analytic forward pass of a group (SPEC section 1, logistic loss).
 
     Args:
         W (B,d,d); Xt (B,n,d,T) tokens transposed; z (B,n,d); h (B,n,T) token values v^T x_it; y (B,n).
         ny, gscale, arange: optional precomputed ``-y``, ``-y/n`` and ``arange(T)``.
+        scaled: form ``c`` from the e^M-scaled weights (True), directly with ``M = None`` returned
+            (False), or decide on the host: scaled only when ``M > SCALE_ABOVE`` somewhere (None).
 
     Returns:
         ``a`` attention (B,n,T), ``f`` outputs (B,n), ``g = dL/df`` (B,n), ``c = e^M dL/ds`` (B,n,T)
-        and ``M`` (B,1,1): the logit derivatives scaled by ``e^M``, where ``M >= 0`` is the smallest
+        and ``M`` (B,1,1) (None when not scaled): the logit derivatives scaled by ``e^M``, where ``M >= 0`` is the smallest
         gap (over the examples) between the top logit and the runner-up. The gradient of every
         example is linear in its non-top attention weights, so the scaled weights
         ``a_t e^M <= 1`` keep the gradient's direction exact to rounding however saturated the
@@ -160,15 +166,19 @@ def _forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None):
     delta = (a * D).sum(dim=-1, keepdim=True)                       # f - h_m, accurate when saturated
     f = (hm + delta).squeeze(-1)
     g = torch.sigmoid(f * (-y if ny is None else ny)).mul_(-y / n if gscale is None else gscale)
+    if scaled is None:                                              # host decision (free on the CPU)
+        scaled = bool(M.max() > SCALE_ABOVE)
+    if not scaled:                                                  # no underflow risk: c = a (h - f) g
+        return a, f, g, (D - delta).mul_(a).mul_(g.unsqueeze(-1)), None
     a_s = torch.exp((r + M).clamp_max_(0.0)).div_(Z)                # a_t e^M for t != m (<= 1)
     delta_s = (a_s * D).sum(dim=-1, keepdim=True)                   # delta e^M
     c = torch.where(top, a * delta_s.neg_(), a_s.mul_(D - delta)).mul_(g.unsqueeze(-1))
     return a, f, g, c, M
 
 
-def _grad_W(c, X, z):
-    """``dL/dW = sum_i (sum_t c_it x_it) z_i^T`` (B,d,d) from X (B,n,T,d), z (B,n,d)."""
-    gi = (X * c.unsqueeze(-1)).sum(dim=-2)                          # (B,n,d)
+def _grad_W(c, Xt, z):
+    """``dL/dW = sum_i (sum_t c_it x_it) z_i^T`` (B,d,d) from Xt (B,n,d,T), z (B,n,d)."""
+    gi = (Xt * c.unsqueeze(2)).sum(dim=-1)                          # (B,n,d)
     return torch.bmm(gi.transpose(1, 2), z)
 
 
@@ -196,8 +206,9 @@ def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Te
     Returns:
         ``(loss (B,), dL/dW (B,d,d), dL/dv (B,d), attention (B,n,T))``.
     """
-    a, f, g, c, M = _forward(W, X.transpose(-1, -2), z, _values(X, v), y)
-    return _loss(f, y), _grad_W(c, X, z) * torch.exp(-M), _grad_v(a, g, X), a
+    Xt = X.transpose(-1, -2)
+    a, f, g, c, M = _forward(W, Xt, z, _values(X, v), y)
+    return _loss(f, y), _grad_W(c, Xt, z).mul_(torch.exp(-M)), _grad_v(a, g, X), a
 
 
 def _spow(x: torch.Tensor, e: float) -> torch.Tensor:
@@ -373,14 +384,15 @@ class _Group:
 
     def forward(self):
         """``(a, f, g, c, M)`` at the current iterate (see `_forward`)."""
-        return _forward(self.W, self.Xt, self.z, self.h, self.y, self.ny, self.gscale, self.arange)
+        return _forward(self.W, self.Xt, self.z, self.h, self.y, self.ny, self.gscale, self.arange,
+                        None if self.device.type == "cpu" else True)
 
     def gradients(self, fw):
         """``(G, Gv, ok)`` at the current iterate: normalized if asked; ``ok`` False where undefined."""
         a, _, g, c, M = fw
-        G = _grad_W(c, self.X, self.z)                  # e^M dL/dW: only its direction is needed
+        G = _grad_W(c, self.Xt, self.z)                  # e^M dL/dW: only its direction is needed
         Gv = _grad_v(a, g, self.X) if self.train_decoder else None
-        if not self.normalize:
+        if not self.normalize and M is not None:
             G = G * torch.exp(-M)                       # the true gradient (may underflow: a stall)
         if self.normalize:
             G, scale = _normalize(G, self.q, (1, 2))
@@ -401,7 +413,7 @@ class _Group:
         normalization) or ``nonfinite``. ``fw`` is the forward pass of those rows only."""
         a, _, g, c, _ = fw
         X, z = self.X.index_select(0, rows), self.z.index_select(0, rows)
-        G = _grad_W(c, X, z)
+        G = _grad_W(c, self.Xt.index_select(0, rows), z)
         fin = torch.isfinite(G).all(dim=(1, 2)) & torch.isfinite(self.W.index_select(0, rows)).all(dim=(1, 2))
         zero = (G == 0).all(dim=(1, 2))
         if self.train_decoder:
@@ -465,7 +477,8 @@ def _progress_printer(enabled: bool, total: int):
 class _Recorder:
     """Host-side arrays of the recorded quantities."""
 
-    def __init__(self, B, R, n, T, d, train_decoder):
+    def __init__(self, B, R, n, T, d, train_decoder, on_finish=None):
+        self.on_finish = on_finish
         self.rec_steps = np.full((B, R), -1, dtype=np.int64)
         self.W = np.full((B, R, d, d), np.nan)
         self.v = np.full((B, R, d), np.nan) if train_decoder else None
@@ -504,6 +517,8 @@ class _Recorder:
         self.att_final[gids] = a.index_select(0, rows).cpu().numpy()
         self.stop_step[gids] = steps_taken
         self.status[gids] = status
+        if self.on_finish is not None:
+            self.on_finish(gids.copy(), self.W_final[gids], self.att_final[gids])
 
 
 def _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr):
@@ -544,7 +559,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
               steps: Sequence[int], W0: np.ndarray, normalize: bool = False, train_decoder: bool = False,
               v0: np.ndarray | None = None, decoder_lr: float | Sequence[float] | None = None,
               device: str | torch.device = "cpu", dtype: str | torch.dtype = "float64", records: int = 64,
-              progress: bool | None = None, check_every: int = 64, threads: int | None = 1) -> PathResult:
+              progress: bool | None = None, check_every: int = 64, threads: int | None = 1,
+              on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> PathResult:
     """Run B mirror-descent trajectories at once (SPEC section 2) and record them at log-spaced steps.
 
     Args:
@@ -559,6 +575,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         progress: progress bar on stderr (default: only when stderr is a TTY).
         check_every: host check of the device-side stop flags every this many steps (results do not
             depend on it: stopped rows are frozen on the device until retired).
+        on_finish: called as ``on_finish(ids, W_final, attention_final)`` as soon as trajectories end
+            (e.g. to start their SVM certificates while longer trajectories still run).
         threads: torch intra-op threads on the CPU during the run (default 1: the tensors are small,
             and on a busy machine OpenMP threads waiting for each other cost 10x; None: leave as is).
 
@@ -581,7 +599,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
 
     scheds = {int(K): record_schedule(int(K), records) for K in np.unique(st_a)}
     R = max(len(s) for s in scheds.values()) + 1          # one spare slot for an early stop
-    rec = _Recorder(B, R, n, T, d, train_decoder)
+    rec = _Recorder(B, R, n, T, d, train_decoder, on_finish)
     rec_at: dict[int, list[tuple[int, int]]] = {}
     for b in range(B):
         for slot, k in enumerate(scheds[int(st_a[b])]):

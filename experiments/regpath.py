@@ -56,6 +56,7 @@ __all__ = [
     "solve_on_sphere",
     "regularization_path",
     "single_thread_blas",
+    "uniform_dual_direction",
 ]
 
 LOSSES = ("logistic", "exponential")
@@ -589,6 +590,7 @@ class StartSummary:
     Attributes:
         label: "random-k" (a chain started at a random direction at the first radius and warm-started
             along the grid), "svm" (restarted at every radius from the reference SVM direction),
+            "uniform-dual" (restarted at every radius from the SVM-free direction phi_q(A^T 1)),
             "previous-best" (warm-started from the previous radius' winner).
         log_excess: ``log(L - L_*)`` reached; log_excess_gap: its excess over the winner's (>= 0).
         loss_ratio: ``E / E_winner`` = exp(log_excess_gap) (inf if it overflows).
@@ -708,9 +710,9 @@ def _check_radii(radii) -> np.ndarray:
 
 
 def regularization_path(problem, p, *, radii=(10.0, 1000.0, 9), starts: int = 3, seed: int = 0, alpha="opt",
-                        reference: Reference | None = None, svm_start: bool = True, loss: str = "logistic",
-                        param: str = "power", max_iter: int = 150, polish: int = 6, digits: int = 30,
-                        progress=None) -> RegPath:
+                        reference: Reference | None = None, svm_start: bool = True, dual_start: bool = True,
+                        loss: str = "logistic", param: str = "power", max_iter: int = 150, polish: int = 6,
+                        digits: int = 30, progress=None) -> RegPath:
     """Solve ``min L(W) s.t. ||W||_p <= R`` along a grid of R with several starts (Theorem 6).
 
     Args:
@@ -723,6 +725,8 @@ def regularization_path(problem, p, *, radii=(10.0, 1000.0, 9), starts: int = 3,
         alpha: reference tokens ("opt" = globally optimal; ties are an error).
         reference: a precomputed `Reference` (default: certified by `certify.certify_svm`).
         svm_start: also start at every radius from the reference direction ("svm" chain).
+        dual_start: also start at every radius from the SVM-free direction ``phi_q(A^T 1)`` (the
+            mirror image of uniform multipliers on alpha's constraint rows; "uniform-dual" chain).
         loss: "logistic" or "exponential".
         param: sphere parametrization (see `solve_on_sphere`).
         max_iter: L-BFGS iteration cap per solve.
@@ -735,12 +739,22 @@ def regularization_path(problem, p, *, radii=(10.0, 1000.0, 9), starts: int = 3,
     """
     with single_thread_blas():
         return _regularization_path(problem, p, radii=radii, starts=starts, seed=seed, alpha=alpha,
-                                    reference=reference, svm_start=svm_start, loss=loss, param=param,
-                                    max_iter=max_iter, polish=polish, digits=digits, progress=progress)
+                                    reference=reference, svm_start=svm_start, dual_start=dual_start, loss=loss,
+                                    param=param, max_iter=max_iter, polish=polish, digits=digits, progress=progress)
 
 
-def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, svm_start, loss, param, max_iter,
-                         polish, digits, progress) -> RegPath:
+def uniform_dual_direction(rows: np.ndarray, p: Fraction) -> np.ndarray:
+    """``phi_q(A^T 1) = sign(u)|u|^{q-1}``, ``u = sum of the constraint rows``: an SVM-free start
+    (the primal point of uniform dual multipliers; float, only ever a start)."""
+    q = float(conjugate(p))
+    u = np.asarray(rows, dtype=np.float64).sum(axis=0)
+    if not np.any(u):
+        u = np.asarray(rows, dtype=np.float64)[0]
+    return np.sign(u) * np.abs(u) ** (q - 1.0)
+
+
+def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, svm_start, dual_start, loss, param,
+                         max_iter, polish, digits, progress) -> RegPath:
     from certify.problem import resolve_alpha
 
     t0 = time.perf_counter()
@@ -750,11 +764,14 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
     radii = _check_radii(radii)
     if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 0:
         raise MdcertError(f"invalid starts {starts!r}; give a number of random starts >= 0")
-    if starts == 0 and not svm_start:
-        raise MdcertError("no starts: use at least one random start or the SVM start")
+    if starts == 0 and not svm_start and not dual_start:
+        raise MdcertError("no starts: use at least one random start, the SVM start or the uniform-dual start")
     alpha = resolve_alpha(problem, alpha)
     if reference is None:
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)
+    if reference.p != p or reference.svm != "attention":
+        raise MdcertError(f"the reference is the {reference.svm} SVM at p = {format_fraction(reference.p)}, "
+                          f"but the path needs the attention SVM at p = {format_fraction(p)}")
     if reference.direction.size != problem.d * problem.d:
         raise MdcertError(f"reference has {reference.direction.size} entries, expected d*d = {problem.d * problem.d}")
     obj = ExcessLoss(problem.X, problem.y, problem.z, problem.v, loss=loss)
@@ -763,6 +780,10 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
     rng = np.random.default_rng(seed)
     chains: dict[str, np.ndarray] = {f"random-{k}": _w_to_theta(rng.standard_normal(obj.m), kappa) for k in range(starts)}
     svm_theta = _w_to_theta(reference.direction, kappa)
+    dual_theta = None
+    if dual_start:
+        u = uniform_dual_direction(problem.attention_constraints(alpha).rows(), p)
+        dual_theta = _w_to_theta(u, kappa) if np.any(u) else None
     prev_best: np.ndarray | None = None
     results = []
     for R in radii:
@@ -771,6 +792,8 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
         todo = list(chains.items())
         if svm_start:
             todo.append(("svm", svm_theta))
+        if dual_theta is not None:
+            todo.append(("uniform-dual", dual_theta))
         if prev_best is not None:
             todo.append(("previous-best", prev_best))
         for label, theta in todo:
@@ -794,6 +817,7 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
         results.append(res)
         if progress is not None:
             progress(res)
-    settings = {"starts": int(starts), "seed": int(seed), "svm_start": bool(svm_start), "param": param,
+    settings = {"starts": int(starts), "seed": int(seed), "svm_start": bool(svm_start),
+                "dual_start": dual_theta is not None, "param": param,
                 "max_iter": int(max_iter), "polish": int(polish), "radii": [float(r) for r in radii]}
     return RegPath(p, tuple(alpha), loss, obj.base_loss, reference, tuple(results), time.perf_counter() - t0, settings)

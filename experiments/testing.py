@@ -26,6 +26,11 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+
+try:
+    import hypothesis  # noqa: F401
+except ImportError as exc:  # pragma: no cover - hypothesis ships with the test extra
+    raise ImportError("experiments.testing needs hypothesis; install it with: pip install 'mdcert[test]'") from exc
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp

@@ -103,7 +103,7 @@ def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: b
 
 
 def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: str = "logistic",
-                      max_depth: int = 6) -> SegmentCheck:
+                      max_depth: int = 5) -> SegmentCheck:
     """Prove or refute ``(psi - eta L)'' >= 0`` on every recorded segment (interval bisection in tau)."""
     Ws = _check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
@@ -122,41 +122,33 @@ def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: 
         # work items: (step, lo, hi) with tau in [lo, hi] (dyadic end points)
         items = [(k, Fraction(0), Fraction(1)) for k in range(K)]
         evals = 0
+
+        def run(pieces, *, centre: bool):
+            ks = np.array([k for k, _, _ in pieces])
+            taus = np.empty(len(pieces), dtype=object)
+            taus[:] = [arb_fraction((lo + hi) / 2) + (arb(0) if centre else arb(0, float(hi - lo) / 2))
+                       for _, lo, hi in pieces]
+            return _g2(S0[ks], dS[ks], W0[ks], dW[ks], H, Y, taus, p, eta_b, loss, lower=not centre)
+
         for depth in range(max_depth + 1):
             if not items:
                 break
-            ks = np.array([k for k, _, _ in items])
-            taus = np.empty(len(items), dtype=object)
-            taus[:] = [arb_fraction((lo + hi) / 2) + arb(0, float(hi - lo) / 2) if hi > lo else arb_fraction(lo)
-                       for _, lo, hi in items]
-            g = _g2(S0[ks], dS[ks], W0[ks], dW[ks], H, Y, taus, p, eta_b, loss)
+            g = run(items, centre=False)
             evals += len(items)
-            nxt = []
-            for (k, lo, hi), gk in zip(items, g):
-                if status[k] == -1:
-                    continue
-                if gk >= 0:
-                    continue
-                if depth == max_depth:
-                    nxt.append((k, lo, hi))
-                else:
-                    mid = (lo + hi) / 2
-                    nxt.extend([(k, lo, mid), (k, mid, hi)])
+            failing = [it for it, gk in zip(items, g) if status[it[0]] != -1 and not gk >= 0]
+            if failing:
+                # try to refute at the centres of the pieces not yet proved (enclosure, not a bound)
+                gc = run(failing, centre=True)
+                evals += len(failing)
+                for (k, _, _), gk in zip(failing, gc):
+                    if gk < 0:
+                        status[k] = -1
+                failing = [it for it in failing if status[it[0]] != -1]
             if depth == max_depth:
-                items = nxt
+                items = failing
                 break
-            items = nxt
+            items = [half for k, lo, hi in failing for half in ((k, lo, (lo + hi) / 2), (k, (lo + hi) / 2, hi))]
         undecided = {k for k, _, _ in items}
-        # refutation attempts: evaluate g'' at the centres of the unresolved pieces (point balls)
-        if items:
-            ks = np.array([k for k, _, _ in items])
-            taus = np.empty(len(items), dtype=object)
-            taus[:] = [arb_fraction((lo + hi) / 2) for _, lo, hi in items]
-            g = _g2(S0[ks], dS[ks], W0[ks], dW[ks], H, Y, taus, p, eta_b, loss, lower=False)
-            evals += len(items)
-            for (k, _, _), gk in zip(items, g):
-                if gk < 0:
-                    status[k] = -1
         for k in range(K):
             if status[k] == 0 and k not in undecided:
                 status[k] = 1

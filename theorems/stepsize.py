@@ -6,15 +6,17 @@ the relative-smoothness inequality
     D_L(W_{k+1}, W_k) <= (1/eta) D_psi(W_{k+1}, W_k),
 
 the weakest checkable form of "psi - eta L is convex along the path" (descent lemma, SPEC 2).
+
 Rigour: the logits ``s_it = x_it^T W z_i`` are computed EXACTLY as integer products (float64 entries
-of W, X, z are dyadic) with one python-flint ``fmpz_mat`` product for the whole path; softmax, the
-loss and ``|W|^{p-1}`` are evaluated in arb balls. ``L`` depends on W only through the logits, so
-``D_L(W', W) = (1/n) sum_i [l(u_i') - l(u_i) - l'(u_i) y_i sum_t sigma_it (h_it - f_i)(s'_it - s_it)]``
-with ``h_it = v^T x_it``. The catastrophic cancellation in both Bregman divergences (differences of
-O(1) numbers that are O(step^2)) is absorbed by working precision: a cheap first pass at 96 bits over
-the whole path (numpy object arrays of balls, no Python loop per number), then only the steps whose
-balls straddle the threshold are recomputed at 320 and 1280 bits. Exactly repeated logits give
-``D_L = 0`` exactly. Anything still straddling is UNDECIDED.
+of W, X, z are dyadic) with one python-flint ``fmpz_mat`` product for the whole path. A cheap rigorous
+pre-filter (`theorems.prefilter`: exact integer bounds, no exp, no per-entry powers) proves the steps
+that hold with margin. The rest are evaluated in arb balls: ``L`` depends on W only through the
+logits, so ``D_L(W', W) = (1/n) sum_i [l(u_i') - l(u_i) - l'(u_i) y_i sum_t sigma_it (h_it - f_i)
+(s'_it - s_it)]`` with ``h_it = v^T x_it``; softmax, the loss and ``|W|^{p-1}`` are balls. The
+catastrophic cancellation in both Bregman divergences (differences of O(1) numbers that are
+O(step^2)) is absorbed by working precision: 96 bits first (numpy object arrays of balls, no Python
+loop per number), then only the steps whose balls straddle the threshold at 320 and 1280 bits.
+Exactly repeated logits give ``D_L = 0`` exactly. Anything still straddling is UNDECIDED.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from theorems.region import parse_nonnegative
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
 __all__ = ["StepSizeConvexAlongPath", "step_size_convex_along_path", "StepCheck", "check_steps",
-           "exact_logits", "RIGOROUS_LOSSES"]
+           "exact_logits", "logit_ints", "logit_balls", "RIGOROUS_LOSSES"]
 
 #: losses whose l and l' are evaluated in balls here
 RIGOROUS_LOSSES = ("logistic", "exponential", "linear")
@@ -73,22 +75,37 @@ def _dyadic_rows(Ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ints, emin
 
 
-def exact_logits(problem, Ws: np.ndarray) -> np.ndarray:
-    """Exact logits ``x_it^T W_k z_i`` as exact arb balls, shape (K1, n, T)."""
+def logit_ints(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact logits as integers: ``x_it^T W_k z_i = S[k, i, t] * 2**E[k]``.
+
+    One python-flint ``fmpz_mat`` product for the whole path. Returns (S object array of Python ints
+    (K1, n, T), E int64 array (K1,)).
+    """
     n, T, d = problem.n, problem.T, problem.d
     X, z = problem.exact("X"), problem.exact("z")
     M = (X.as_object()[:, :, :, None] * z.as_object()[:, None, None, :]).reshape(n * T, d * d)
     Mmat = fmpz_mat(n * T, d * d, [int(c) for c in M.ravel()])
-    ints, emin = _dyadic_rows(Ws)
+    ints, emin = rows if rows is not None else _dyadic_rows(Ws)
     K1 = Ws.shape[0]
     Wmat = fmpz_mat(d * d, K1, [int(c) for c in ints.T.ravel()])
-    S = (Mmat * Wmat).entries()  # row-major (nT, K1)
-    base = X.exp + z.exp
-    out = np.empty((n * T, K1), dtype=object)
-    for r in range(n * T):
-        row = S[r * K1:(r + 1) * K1]
-        out[r, :] = [arb((s, base + int(e))) for s, e in zip(row, emin)]
-    return out.T.reshape(K1, n, T)
+    S = np.array([int(s) for s in (Mmat * Wmat).entries()], dtype=object).reshape(n * T, K1)
+    return S.T.reshape(K1, n, T), emin + (X.exp + z.exp)
+
+
+def exact_logits(problem, Ws: np.ndarray) -> np.ndarray:
+    """Exact logits ``x_it^T W_k z_i`` as exact arb balls, shape (K1, n, T)."""
+    S, E = logit_ints(problem, Ws)
+    return logit_balls(S, E)
+
+
+def logit_balls(S: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """Exact arb balls of integer logits ``S * 2**E`` (E per iterate)."""
+    out = np.empty(S.shape, dtype=object)
+    for k in range(S.shape[0]):
+        e = int(E[k])
+        out[k] = np.frompyfunc(lambda s: arb((s, e)), 1, 1)(S[k])
+    return out
 
 
 def _loss_terms(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
@@ -104,9 +121,8 @@ def _loss_terms(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
     raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
 
 
-def _bregman_pairs(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str,
-                   prec: int) -> tuple[np.ndarray, np.ndarray]:
-    """D_L and D_psi for consecutive iterates of the given stacks, in balls at ``prec`` bits.
+def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str):
+    """Per-iterate balls at the current precision: L, dL/ds (n, T), psi, sign(W)|W|^{p-1}.
 
     Args:
         S: exact logits (K1, n, T) of arb.
@@ -114,30 +130,39 @@ def _bregman_pairs(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, 
         H: exact ``v^T x_it`` (n, T) of arb.
         Y: labels (n,) as ints.
     """
+    n = S.shape[1]
+    E = _EXP(S)
+    sig = E / E.sum(axis=2)[:, :, None]
+    f = (sig * H[None]).sum(axis=2)
+    lval, lder = _loss_terms(f * Y[None], loss)
+    L = lval.sum(axis=1) / n
+    G = (lder * Y[None])[:, :, None] * sig * (H[None] - f[:, :, None]) / n
+    pm1 = p - 1
+    if pm1.denominator == 1:
+        e = int(pm1)
+        P = np.frompyfunc(lambda x: abs(x) ** e, 1, 1)(Wb)
+    else:
+        ea, zero = arb_fraction(pm1), arb(0)
+        # entries are exact dyadic balls: |x| > 0 exactly unless x == 0
+        P = np.frompyfunc(lambda x: abs(x) ** ea if x != 0 else zero, 1, 1)(Wb)
+    psi = (np.frompyfunc(abs, 1, 1)(Wb) * P).sum(axis=1) / arb_fraction(p)
+    SP = np.frompyfunc(lambda x: -1 if x < 0 else 1, 1, 1)(Wb) * P
+    return L, G, psi, SP
+
+
+def _evaluate(steps: np.ndarray, S_int: np.ndarray, E: np.ndarray, Ws: np.ndarray, H: np.ndarray, Y: np.ndarray,
+              p: Fraction, loss: str, prec: int) -> tuple[np.ndarray, np.ndarray]:
+    """Balls of D_L(W_{k+1}, W_k) and D_psi(W_{k+1}, W_k) for the given steps at ``prec`` bits."""
     with working_precision(prec):
-        n = S.shape[1]
-        E = _EXP(S)
-        sig = E / E.sum(axis=2)[:, :, None]
-        f = (sig * H[None]).sum(axis=2)
-        u = f * Y[None]
-        lval, lder = _loss_terms(u, loss)
-        Lk = lval.sum(axis=1) / n
-        G = (lder * Y[None])[:, :, None] * sig * (H[None] - f[:, :, None])
-        grad_dot = (G[:-1] * (S[1:] - S[:-1])).sum(axis=(1, 2)) / n
-        DL = Lk[1:] - Lk[:-1] - grad_dot
-        pm1 = p - 1
-        if pm1.denominator == 1:
-            e = int(pm1)
-            P = np.frompyfunc(lambda x: abs(x) ** e, 1, 1)(Wb)
-        else:
-            ea, zero = arb_fraction(pm1), arb(0)
-            # entries are exact dyadic balls: |x| > 0 exactly unless x == 0
-            P = np.frompyfunc(lambda x: abs(x) ** ea if x != 0 else zero, 1, 1)(Wb)
-        absW = np.frompyfunc(abs, 1, 1)(Wb)
-        psi = (absW * P).sum(axis=1) / arb_fraction(p)
-        sgn = np.frompyfunc(lambda x: -1 if x < 0 else 1, 1, 1)(Wb)
-        inner = (sgn[:-1] * P[:-1] * (Wb[1:] - Wb[:-1])).sum(axis=1)
-        Dpsi = psi[1:] - psi[:-1] - inner
+        idx = np.array(sorted(set(steps.tolist()) | {int(k) + 1 for k in steps}), dtype=np.int64)
+        pos = {int(k): i for i, k in enumerate(idx)}
+        S = logit_balls(S_int[idx], E[idx])
+        Wb = np.frompyfunc(arb, 1, 1)(Ws[idx].reshape(len(idx), -1))  # arb(float64) is exact
+        L, G, psi, SP = _iterate_terms(S, Wb, H, Y, p, loss)
+        ia = np.array([pos[int(k)] for k in steps], dtype=np.int64)
+        ib = np.array([pos[int(k) + 1] for k in steps], dtype=np.int64)
+        DL = L[ib] - L[ia] - (G[ia] * (S[ib] - S[ia])).sum(axis=(1, 2))
+        Dpsi = psi[ib] - psi[ia] - (SP[ia] * (Wb[ib] - Wb[ia])).sum(axis=1)
     return DL, Dpsi
 
 
@@ -149,7 +174,8 @@ class StepCheck:
         status: per step, +1 proved, -1 refuted, 0 undecided (int8 array of length K).
         ratio_lo, ratio_hi: exact enclosure end points of ``eta D_L / D_psi`` per step (None where
             D_psi is not proved positive; 0 where D_L = 0 exactly).
-        precision: bits used for the deciding evaluation of each step.
+        precision: bits used for the deciding evaluation of each step (-1: proved by the pre-filter,
+            0: unchanged logits).
     """
 
     status: np.ndarray
@@ -159,7 +185,7 @@ class StepCheck:
 
 
 def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: str = "logistic",
-                precisions: tuple[int, ...] = _PRECISIONS) -> StepCheck:
+                precisions: tuple[int, ...] = _PRECISIONS, prefilter: bool = True) -> StepCheck:
     """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta`` on each recorded step.
 
     Args:
@@ -168,15 +194,20 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
         eta: exact step size.
         p: exact exponent.
         loss: one of `RIGOROUS_LOSSES`.
-        precisions: working precisions (bits): the whole path at the first, then only the steps still
-            undecided at each next one.
+        precisions: working precisions (bits) of the full ball evaluation: the steps the pre-filter
+            did not prove at the first, then only the steps still undecided at each next one.
+        prefilter: first try the cheap rigorous bounds of `theorems.prefilter` (no exp, no powers).
     """
     Ws = _check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
         raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+    from theorems.prefilter import prefilter_steps
+
     K = Ws.shape[0] - 1
-    S = exact_logits(problem, Ws)
-    Wb = np.frompyfunc(arb, 1, 1)(Ws.reshape(Ws.shape[0], -1))  # arb(float64) is exact (arb_set_d)
+    rows = _dyadic_rows(Ws)
+    S_int, E = logit_ints(problem, Ws, rows)
+    proved, pre_ratio, unchanged = prefilter_steps(problem, Ws, rows, S_int, E, eta, p,
+                                                   loss if prefilter else "none")
     gamma_h, hexp = _token_values(problem)
     H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(gamma_h)
     Y = np.where(problem.y > 0, 1, -1).astype(object)
@@ -184,26 +215,21 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
     prec_used = np.zeros(K, dtype=np.int64)
     ratio_lo: list = [None] * K
     ratio_hi: list = [None] * K
-    # exactly repeated logits: D_L = 0 exactly, and D_psi >= 0 always
-    same = np.array([bool(np.all(S[k + 1] == S[k])) for k in range(K)])
-    for k in np.flatnonzero(same):
-        status[k], ratio_lo[k], ratio_hi[k], prec_used[k] = 1, Fraction(0), Fraction(0), 0
-    todo = np.flatnonzero(~same)
+    # unchanged logits: D_L = 0 exactly (and D_psi >= 0 always)
+    for k in np.flatnonzero(unchanged):
+        status[k], ratio_lo[k], ratio_hi[k] = 1, Fraction(0), Fraction(0)
+    # proved by the cheap bounds: only an upper bound of the ratio is known
+    for k in np.flatnonzero(proved & ~unchanged):
+        status[k], ratio_hi[k], prec_used[k] = 1, pre_ratio[k], -1
+    todo = np.flatnonzero(~(unchanged | proved))
     for prec in precisions:
         if todo.size == 0:
             break
-        if prec == precisions[0]:  # the whole path at once (vectorized)
-            DL, Dpsi = _bregman_pairs(S, Wb, H, Y, p, loss, prec)
-            pairs = [(k, DL[k], Dpsi[k]) for k in todo]
-        else:
-            pairs = []
-            for k in todo:
-                DL1, Dp1 = _bregman_pairs(S[k:k + 2], Wb[k:k + 2], H, Y, p, loss, prec)
-                pairs.append((k, DL1[0], Dp1[0]))
+        DL, Dpsi = _evaluate(todo, S_int, E, Ws, H, Y, p, loss, prec)
         with working_precision(prec):
             eta_b = arb_fraction(eta)
             left = []
-            for k, dl, dp in pairs:
+            for k, dl, dp in zip(todo, DL, Dpsi):
                 slack = dp / eta_b - dl
                 if slack >= 0:
                     status[k] = 1
@@ -214,8 +240,7 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
                     continue
                 prec_used[k] = prec
                 if dp > 0:
-                    lo, hi = enclosure(eta_b * dl / dp)
-                    ratio_lo[k], ratio_hi[k] = lo, hi
+                    ratio_lo[k], ratio_hi[k] = enclosure(eta_b * dl / dp)
         todo = np.array(left, dtype=np.int64)
     return StepCheck(status, ratio_lo, ratio_hi, prec_used)
 
@@ -237,6 +262,7 @@ class StepSizeConvexAlongPath(Predicate):
         loss: "logistic" (default), "exponential" or "linear".
         precisions: working precisions (bits) of the adaptive evaluation.
         segment: also prove convexity of ``psi - eta L`` on every whole segment (`theorems.segment`).
+        prefilter: try the cheap rigorous bounds of `theorems.prefilter` first.
     """
 
     eta: Any
@@ -245,6 +271,7 @@ class StepSizeConvexAlongPath(Predicate):
     loss: str = "logistic"
     precisions: tuple[int, ...] = _PRECISIONS
     segment: bool = False
+    prefilter: bool = True
     name = "step_size_convex_along_path"
 
     def check(self, problem) -> HypothesisReport:
@@ -258,7 +285,8 @@ class StepSizeConvexAlongPath(Predicate):
                           detail="no ball evaluation of this loss")
             return HypothesisReport(self.name, Verdict.UNDECIDED, (ev,),
                                     f"the step check is implemented in balls for {', '.join(RIGOROUS_LOSSES)} only")
-        res = check_steps(ctx.problem, self.trajectory, eta, p, loss=self.loss, precisions=tuple(self.precisions))
+        res = check_steps(ctx.problem, self.trajectory, eta, p, loss=self.loss, precisions=tuple(self.precisions),
+                          prefilter=self.prefilter)
         K = res.status.size
         n_ok, n_bad = int((res.status == 1).sum()), int((res.status == -1).sum())
         n_und = K - n_ok - n_bad
@@ -271,17 +299,20 @@ class StepSizeConvexAlongPath(Predicate):
         bad = [int(k) for k in np.flatnonzero(res.status == -1)]
         und = [int(k) for k in np.flatnonzero(res.status == 0)]
         data = {"steps": K, "proved": n_ok, "refuted": n_bad, "undecided": n_und,
+                "proved_by_prefilter": int((res.precision == -1).sum()),
                 "first_refuted": bad[:5], "first_undecided": und[:5],
                 "max_precision_bits": int(res.precision.max()) if K else 0}
-        detail = (f"exact logits (fmpz_mat), arb balls for softmax, loss and |W|^(p-1); {n_ok} proved, "
+        detail = (f"exact logits (fmpz_mat); cheap exact bounds, then arb balls for softmax, loss and |W|^(p-1); "
+                  f"{n_ok} proved ({data['proved_by_prefilter']} by the pre-filter), "
                   f"{n_bad} refuted, {n_und} undecided of {K} steps")
         steps_ev = Evidence("number of recorded steps violating D_L(W_{k+1},W_k) <= D_psi(W_{k+1},W_k)/eta",
                             Fraction(n_bad), Fraction(n_bad + n_und), Method.INTERVAL, "==", Fraction(0),
                             detail=detail, data=data)
         evidence = [steps_ev]
-        if lo is not None:
+        if lo is not None or hi is not None:
             evidence.append(Evidence("max_k eta D_L(W_{k+1},W_k) / D_psi(W_{k+1},W_k)", lo, hi, Method.INTERVAL,
-                                     detail="1 or less means the step passes"))
+                                     detail="1 or less means the step passes; pre-filtered steps give upper "
+                                            "bounds only"))
         if hi is not None and hi > 0:
             evidence.append(Evidence("largest eta with every recorded step passing (eta / max ratio)",
                                      eta / hi, None if lo is None or lo <= 0 else eta / lo, Method.INTERVAL,
@@ -321,8 +352,8 @@ class StepSizeConvexAlongPath(Predicate):
 
 def step_size_convex_along_path(eta: Any, trajectory: Any, *, p: Any = 2, loss: str = "logistic",
                                 precisions: tuple[int, ...] = _PRECISIONS,
-                                segment: bool = False) -> StepSizeConvexAlongPath:
+                                segment: bool = False, prefilter: bool = True) -> StepSizeConvexAlongPath:
     """Predicate: the relative-smoothness inequality holds on every recorded step of ``trajectory``
     (and, with ``segment=True``, ``psi - eta L`` is convex on every whole segment)."""
     return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss, precisions=tuple(precisions),
-                                   segment=segment)
+                                   segment=segment, prefilter=prefilter)

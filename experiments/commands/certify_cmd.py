@@ -33,10 +33,9 @@ def _dec(x, digits: int = 25) -> str:
 
 
 def _sci(x) -> str:
+    """Short display of an exact bound (the exact value is in the JSON)."""
     if x == 0:
         return "0"
-    from certify.exact import format_fraction  # noqa: F401 (exact value is in the JSON)
-
     return f"{float(x):.2e}" if float(x) != 0 else _dec(x, 3)
 
 

@@ -13,7 +13,8 @@ optimal alpha. ``D_psi(Wbar_mm, Wbar(k))`` is then evaluated on the recorded ite
 adds the paper's cross grid: the SVM of exponent q against the path of exponent p, measured in the
 path's potential psi_p with both directions normalized in the p-norm. SVMs are cached by
 (data hash, alpha, p); certification runs in a pool of worker processes that import no torch,
-started before training so the globally optimal SVMs are solved while the paths run.
+started before training: the globally optimal SVMs, and the SVMs of trajectories that finish early
+(shorter step counts), are solved while the remaining paths still run.
 
 Writes ``RUN/summary.json`` (``kind: "paths"``), ``RUN/arrays.npz`` and
 ``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end.
@@ -58,6 +59,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-decoder", action="store_true", help="train v jointly (default: fixed unit decoder)")
     parser.add_argument("--decoder-lr", type=float, default=None, help="decoder step size (default: --lr)")
     parser.add_argument("--records", type=int, default=64, help="log-spaced records per trajectory (default 64)")
+    parser.add_argument("--tail", type=float, default=0.1,
+                        help="rate fits use steps k >= TAIL * max k (default 0.1: the last decade; "
+                             "rate_fit_two_decades uses 0.01)")
     parser.add_argument("--digits", type=int, default=30, help="initial digits of the SVM certificates (default 30)")
     parser.add_argument("--workers", type=int, default=None,
                         help="certification processes (default: 2 when 2+ CPUs; 0 = in-process)")
@@ -107,6 +111,8 @@ def parse_config(args: argparse.Namespace) -> dict:
     for name in ("trials", "inits", "n", "T", "d"):
         if getattr(args, name) < (2 if name == "T" else 1):
             raise MdcertError(f"--{name} must be >= {2 if name == 'T' else 1}, got {getattr(args, name)}")
+    if not 0 <= args.tail < 1:
+        raise MdcertError(f"--tail must be in [0, 1), got {args.tail}")
     if args.records < 2:
         raise MdcertError(f"--records must be >= 2, got {args.records}")
     if not 1 <= args.digits <= 2000:
@@ -183,8 +189,8 @@ class Certifier:
     def key(self, trial: int, alpha, p: Fraction) -> tuple:
         return (self.hashes[trial], tuple(int(a) for a in alpha), p)
 
-    def submit(self, trial: int, alpha, p: Fraction) -> tuple:
-        self.requests += 1
+    def submit(self, trial: int, alpha, p: Fraction, *, count: bool = True) -> tuple:
+        self.requests += int(count)
         key = self.key(trial, alpha, p)
         if key not in self.jobs:
             pr = self.problems[trial]
@@ -294,11 +300,20 @@ def run(args: argparse.Namespace) -> int:
             if tk.unique:
                 opt_keys[b] = certifier.submit(int(trial[b]), tk.indices, ps[p_idx[b]])
     try:
+        def early(ids, _W, att) -> None:                  # certify finished trajectories while others run
+            if certifier is None:
+                return
+            for b, alpha in zip(ids, np.argmax(att, axis=-1)):
+                certifier.submit(int(trial[b]), alpha, ps[p_idx[b]], count=False)
+                if args.cross:
+                    for q in ps:
+                        certifier.submit(int(trial[b]), alpha, q, count=False)
+
         res = run_paths(problems, data_index=trial, p=[ps[j] for j in p_idx], lr=[lrs[j] for j in lr_idx],
                         steps=[steps_p[j] for j in p_idx], W0=W0_all[trial, init], normalize=args.normalize,
                         train_decoder=args.train_decoder, decoder_lr=args.decoder_lr, device=device,
                         dtype=args.dtype, records=args.records,
-                        progress={"auto": None, "on": True, "off": False}[args.progress])
+                        progress={"auto": None, "on": True, "off": False}[args.progress], on_finish=early)
         t_train = res.elapsed_s
         alpha_final = res.final_alpha()
         t_cert0 = time.perf_counter()
@@ -340,6 +355,13 @@ def run(args: argparse.Namespace) -> int:
                 "wait_after_training_s": t_cert,
             }
         t_an0 = time.perf_counter()
+
+        def tail_fit(k, c):
+            return fit_rates(k, c, tail_fraction=args.tail)
+
+        def norm_fit(k, c):
+            return fit_norm_growth(k, c, tail_fraction=args.tail)
+
         alpha_opt = np.full((B, args.n), -1)
         for b in range(B):
             tk = problems[trial[b]].optimal_indices()
@@ -356,7 +378,7 @@ def run(args: argparse.Namespace) -> int:
                          "alpha_final_is_opt": int(np.sum(np.all(alpha_final[sel] == alpha_opt[sel], axis=1))),
                          "loss_final_mean": _stats(_final_values(res.loss[sel]))[0],
                          "norm_final_mean": _stats(_final_values(res.norm_p[sel]))[0],
-                         "norm_fit": _rate_json(steps_row, res.norm_p[sel], fit_norm_growth)}
+                         "norm_fit": _rate_json(steps_row, res.norm_p[sel], norm_fit)}
                 if "bregman" in arrays:
                     m, s, c = _stats(_final_values(arrays["bregman"][sel]))
                     mo, so, co = _stats(_final_values(arrays["bregman_opt"][sel]))
@@ -366,8 +388,9 @@ def run(args: argparse.Namespace) -> int:
                                  svm_status_counts={k: int(np.sum(st == k)) for k in sorted(set(st))},
                                  direction_error_upper_max=(float(np.nanmax(arrays["direction_error_upper"][sel]))
                                                             if np.any(np.isfinite(arrays["direction_error_upper"][sel])) else None),
-                                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], fit_rates),
-                                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel], fit_rates))
+                                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], tail_fit),
+                                 rate_fit_two_decades=_rate_json(steps_row, arrays["bregman"][sel], fit_rates),
+                                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel], tail_fit))
                     if "cross" in arrays:
                         cm = [_stats(_final_values(arrays["cross"][sel, qi])) for qi in range(len(ps))]
                         entry["cross"] = {"q": [float(q) for q in ps], "bregman_final_mean": [x[0] for x in cm],
@@ -397,6 +420,7 @@ def run(args: argparse.Namespace) -> int:
                    "lr": lrs, "normalize": bool(args.normalize), "inits": args.inits, "seed": args.seed,
                    "train_decoder": bool(args.train_decoder), "decoder_lr": args.decoder_lr, "records": args.records,
                    "n": args.n, "T": args.T, "d": args.d, "cross": bool(args.cross), "certify": not args.no_certify,
+                   "tail": args.tail,
                    "data_seed": "1000000*seed + trial", "init": "torch.Generator().manual_seed(seed), N(0,1) float64"},
         "device": res.device, "dtype": res.dtype, "trajectories": B,
         "elapsed_s": None,

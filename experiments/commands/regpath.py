@@ -27,6 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", default=None,
                         help="reference tokens: 'opt' (globally optimal; default) or comma-separated indices")
     parser.add_argument("--no-svm-start", action="store_true", help="do not start from the reference SVM direction")
+    parser.add_argument("--no-dual-start", action="store_true",
+                        help="do not start from the SVM-free direction phi_q(A^T 1) (uniform dual multipliers)")
     parser.add_argument("--loss", default="logistic", choices=["logistic", "exponential"], help="loss (default logistic)")
     parser.add_argument("--digits", type=int, default=30, help="precision requested from the certified SVM solve (default 30)")
     parser.add_argument("--joint", action="store_true", help="joint path over (W, v) with ||v||_p <= r(R)")
@@ -65,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     radii = parse_radii(args.radii)
     if args.starts < 0:
         raise MdcertError(f"invalid --starts {args.starts}; give a number >= 0")
-    if args.starts == 0 and args.no_svm_start:
-        raise MdcertError("no starts: use --starts >= 1 or drop --no-svm-start")
+    if args.starts == 0 and args.no_svm_start and args.no_dual_start:
+        raise MdcertError("no starts: use --starts >= 1 or drop --no-svm-start / --no-dual-start")
     if args.digits < 5:
         raise MdcertError(f"invalid --digits {args.digits}; use at least 5")
     if args.md_steps < 0 or (args.md_steps and not args.joint):
@@ -104,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=args.digits)
         path = joint_regularization_path(problem, p, radii=radii, r_of_R=r_fun, starts=args.starts, seed=args.seed,
                                          alpha=alpha, reference=reference, v_reference=v_reference,
-                                         svm_start=not args.no_svm_start, loss=args.loss, progress=show)
+                                         svm_start=not args.no_svm_start, dual_start=not args.no_dual_start,
+                                         loss=args.loss, progress=show)
         summary_body = path.to_json()
         arrays["W"] = np.stack([r.W for r in path.results])
         arrays["v"] = np.stack([r.v for r in path.results])
@@ -117,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
                   f"D_v={md.records[-1]['bregman_v']:.3e} tokens={md.records[-1]['selected_tokens']}")
     else:
         path = regularization_path(problem, p, radii=radii, starts=args.starts, seed=args.seed, alpha=alpha,
-                                   reference=reference, svm_start=not args.no_svm_start, loss=args.loss,
+                                   reference=reference, svm_start=not args.no_svm_start,
+                                   dual_start=not args.no_dual_start, loss=args.loss,
                                    digits=args.digits, progress=show)
         summary_body = path.to_json()
         arrays["W"] = np.stack([r.W for r in path.results])

@@ -149,3 +149,21 @@ def test_float_rounded_combination_never_wrong(scale):
     else:
         assert c.status is not CertStatus.INFEASIBLE
     assert check_certificate(pr, c).ok
+
+
+@pytest.mark.parametrize("p", ["1.5", "2", "3"])
+def test_weakly_active_and_dependent_rows(p):
+    # rows (1, 0), (0, 1), (1/2, 1/2): w* = (1, 1) for every p and the third row is active too,
+    # with non-unique multipliers. Nothing may be called inactive; the ball path may leave rows
+    # undecided, the p = 2 exact path decides all of them.
+    X = np.zeros((3, 2, 2))
+    X[0, 0], X[1, 0], X[2, 0] = [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]
+    pr = AttentionProblem(X, np.ones(3), np.ones((3, 2)), np.ones(2), alpha=[0, 0, 0])
+    c = certify_svm(pr, p, svm="decoder", digits=30)
+    assert c.status is CertStatus.OPTIMAL and check_certificate(pr, c).ok
+    assert not c.support.inactive
+    if p == "2":
+        assert c.exact_kkt and len(c.support.tight) == 3
+        assert c.solution_exact() == [1, 1]
+    w = c.solution_exact()
+    assert abs(w[0] - 1) <= c.distance_upper and abs(w[1] - 1) <= c.distance_upper

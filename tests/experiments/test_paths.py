@@ -406,3 +406,11 @@ def test_cpu_equals_cuda(problems, W0) -> None:
     assert gpu.device.startswith("cuda")
     assert np.array_equal(cpu.record_steps, gpu.record_steps)
     assert np.allclose(cpu.W, gpu.W, rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+def test_progress_bar_goes_to_stderr(problems, W0, capsys) -> None:
+    run_paths(problems[:1], data_index=[0], p=["2"], lr=[0.1], steps=[5], W0=W0[:1], progress=True)
+    err = capsys.readouterr().err
+    assert "paths [" in err and "step 5/5" in err
+    run_paths(problems[:1], data_index=[0], p=["2"], lr=[0.1], steps=[5], W0=W0[:1])   # not a TTY: silent
+    assert capsys.readouterr().err == ""

@@ -194,6 +194,19 @@ def test_small_synthetic_path_decays_against_the_certified_svm() -> None:
             for e in js["path"]] == [True] * 3
 
 
+def test_path_without_the_svm_start_reaches_the_same_winner() -> None:
+    """The SVM direction is only one start: random chains plus the SVM-free uniform-dual start find the
+    same solutions (the reference is used for measuring only)."""
+    P = synthetic_problem(n=3, T=4, d=4, seed=1)
+    ref = reference_direction(P, "2")
+    with_svm = regularization_path(P, "2", radii=(10.0, 1000.0, 3), starts=1, reference=ref)
+    without = regularization_path(P, "2", radii=(10.0, 1000.0, 3), starts=1, reference=ref, svm_start=False)
+    assert all("svm" not in {s.label for s in r.starts} for r in without.results)
+    assert np.allclose(without.bregman, with_svm.bregman, rtol=1e-6, atol=1e-12)
+    with pytest.raises(MdcertError, match="no starts"):
+        regularization_path(P, "2", radii=[1.0], starts=0, reference=ref, svm_start=False, dual_start=False)
+
+
 def test_infeasible_alpha_is_a_clear_error() -> None:
     # two examples with swapped tokens and the same query: a^T w >= 1 and -a^T w >= 1 cannot both hold
     a, b, z = np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 0.5])

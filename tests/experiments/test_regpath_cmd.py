@@ -69,7 +69,7 @@ def test_infeasible_alpha_and_ties_fail_clearly(tmp_path, capsys) -> None:
 @pytest.mark.parametrize("extra, match", [(["--joint"], "--r-of-R"), (["--joint", "--r-of-R", "os.system('x')"], "not allowed"),
                                          (["--r-of-R", "R"], "only used with --joint"), (["--md-steps", "5"], "--joint"),
                                          (["--joint", "--r-of-R", "log(R)"], "finite and positive"),
-                                         (["--starts", "0", "--no-svm-start"], "no starts"), (["--p", "1"], "p > 1")])
+                                         (["--starts", "0", "--no-svm-start", "--no-dual-start"], "no starts"), (["--p", "1"], "p > 1")])
 def test_bad_options_fail_clearly(small_problem, tmp_path, capsys, extra, match) -> None:
     argv = ["regpath", str(small_problem), "--p", "2", "--radii", "1:10:2", "-o", str(tmp_path / "r")] + extra
     rc = main(argv)

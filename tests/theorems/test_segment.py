@@ -99,3 +99,14 @@ def test_predicate_with_segment(small):
     assert rep.evidence[-1].quantity.startswith("number of segments")
     rep = step_size_convex_along_path("100", Ws, p="1.5", segment=True).check(small)
     assert rep.verdict is Verdict.FAILS and "segment convexity" in rep.message
+
+
+def test_bisection_turns_undecided_into_proofs(small):
+    rng = np.random.default_rng(5)
+    Ws = np.cumsum(rng.standard_normal((6, 3, 3)) * 0.5, axis=0)  # large steps: wide tau-enclosures
+    shallow = segment_convexity(small, Ws, Fraction(10), Fraction(2), max_depth=0)
+    deep = segment_convexity(small, Ws, Fraction(10), Fraction(2), max_depth=5)
+    assert (shallow.status == 0).any() and not (shallow.status == -1).any()
+    assert (deep.status == 1).all() and deep.evaluations > shallow.evaluations
+    refuted = segment_convexity(small, Ws, Fraction(100), Fraction(2), max_depth=5)
+    assert refuted.status[0] == -1

@@ -98,7 +98,7 @@ def test_exact_logits_match_float(small):
 def test_holds_and_agrees_with_independent_mpmath(small, p):
     W0 = np.random.default_rng(1).standard_normal((3, 3)) * 0.3
     Ws = md_path(small, W0, p, 0.1, 12)
-    res = check_steps(small, Ws, Fraction(1, 10), Fraction(p))
+    res = check_steps(small, Ws, Fraction(1, 10), Fraction(p), prefilter=False)
     assert (res.status == 1).all()
     for k in (0, 5, 11):
         DL, Dpsi = mp_bregmans(small, Ws[k + 1], Ws[k], p)
@@ -131,7 +131,7 @@ def test_repeated_iterate_passes_exactly(small):
 def test_undecided_when_precision_cannot_separate(small):
     W0 = np.random.default_rng(4).standard_normal((3, 3)) * 0.3
     Ws = md_path(small, W0, "2", 0.1, 3)
-    rep = step_size_convex_along_path("0.1", Ws, p="2", precisions=(3,)).check(small)
+    rep = step_size_convex_along_path("0.1", Ws, p="2", precisions=(3,), prefilter=False).check(small)
     assert rep.verdict is U and "too close to separate" in rep.message
     ev = rep.evidence[0]
     assert ev.lo == 0 and ev.hi == 3

@@ -31,6 +31,7 @@ class Bounds(NamedTuple):
     w: ExactVector
     lam: ExactVector
     exact_kkt: bool
+    singular: bool = False  # A_S' A_S'^T not provably invertible: more precision will not help
 
 
 def _fr(man_exp) -> Fraction:
@@ -144,17 +145,17 @@ def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *,
             breg = (two ** (2 - pa) / pa) * direction ** pa if direction > 0 else arb(0)
         else:
             breg = ((pa - 1) / 2) * two ** ((pa - 2) / pa) * direction * direction
-        support = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows))
+        support, singular = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows)), False
         if classify:
-            support = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
+            support, singular = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
         res = Bounds(arb_lower(lb), arb_upper(ub), arb_upper(dist), arb_upper(direction), arb_upper(_up(breg)),
-                     support, w, lam, False)
+                     support, w, lam, False, singular)
     if any(v is None for v in res[:5]):
         return None
     return res
 
 
-def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> SupportClass:
+def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportClass, bool]:
     """Certainly inactive / certainly tight rows (SPEC section 4, "Support classification")."""
     from flint import arb
 
@@ -172,7 +173,7 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> SupportClass:
         return _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t)
 
 
-def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> SupportClass:
+def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:
     from flint import arb, arb_mat
 
     pa = _ab(p)
@@ -194,10 +195,10 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> SupportClass:
     for i in rest:
         groups.setdefault(int(rep[i]), []).append(i)
     heads = [g[0] for g in groups.values()]
+    Minv = None
     if heads:
         sub = ops.subset(heads)
         G = sub.gram()
-        Minv = None
         for prec in (128, 256, 512):
             with working_precision(prec):
                 try:
@@ -217,8 +218,9 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> SupportClass:
                 if mult.lower() > 0:
                     tight.update(rows)
     undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
+    singular = bool(heads) and Minv is None
     return SupportClass(tuple(index[i] for i in sorted(tight)), tuple(index[i] for i in sorted(inactive)),
-                        tuple(index[i] for i in undecided))
+                        tuple(index[i] for i in undecided)), singular
 
 
 def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int, weights=None) -> Bounds | None:

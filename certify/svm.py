@@ -118,7 +118,6 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
         return infeasible_or_unknown(f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})")
     bits = target_bits(pf, digits)
     best: Bounds | None = None
-    prev: Bounds | None = None
     for attempt in range(4):
         ref = refine(ops, pf, ws.lam, bits=bits)
         b = None
@@ -136,16 +135,15 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
                     active_set=len(ref.support))
         if best is not None and _good(best, digits):
             break
-        if b is not None and prev is not None and _width_ok(b, digits) and \
-                len(b.support.undecided) >= len(prev.support.undecided):
-            break  # more precision did not decide more rows: they are structurally undecided
-        prev = b
+        if b is not None and b.singular and _width_ok(b, digits):
+            break  # A_S' A_S'^T is singular (dependent rows): more precision decides nothing
         if time_limit is not None and time.perf_counter() - t0 > time_limit / 3:
             break
         bits *= 2
     if best is None:
         return infeasible_or_unknown("refinement did not yield a rigorous enclosure")
     info["seconds"] = round(time.perf_counter() - t0, 4)
+    info["requested_width_reached"] = _width_ok(best, digits)
     return Certificate(status=CertStatus.OPTIMAL, opt_lower=best.opt_lower, opt_upper=best.opt_upper,
                        distance_upper=best.distance_upper, direction_error_upper=best.direction_error_upper,
                        bregman_upper=best.bregman_upper, support=best.support, w=best.w, lam=best.lam,

@@ -49,6 +49,7 @@ def _kkt(lam: np.ndarray, A: np.ndarray, q: float) -> float:
     return max(r1, r2)
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 3000) -> np.ndarray:
     """L-BFGS-B on the smooth dual from the best multiple of the all-ones vector."""
     from scipy.optimize import minimize
@@ -136,6 +137,7 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
     return lam, _kkt(lam, A, q)
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
     """cvxpy + Clarabel primal solve; returns a psi-form dual estimate (or None on failure)."""
     try:
@@ -160,6 +162,7 @@ def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
     return mu * (mu.sum() / b) ** (1.0 / (q - 1.0))
 
 
+@np.errstate(over="ignore", invalid="ignore")
 def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool = True, hess=None,
                previous: WarmStart | None = None) -> WarmStart:
     """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` (A float64, N x m).

@@ -64,8 +64,8 @@ class PowPlan:
     """How to evaluate ``sign(x)|x|^e`` for an exact exponent ``e`` with cheap operations.
 
     Kinds: ``one``; ``square`` (``|x| * x``); ``dyadic`` for ``e = m + k/2^j`` (``j <= 4``,
-    ``m <= 16``): square roots of ``|x|`` multiplied together for the set bits of ``k/2^j``, times
-    ``|x|^m`` (square-and-multiply when there is no fractional part); ``generic``:
+    ``m <= 16``): nested square roots ``sqrt(|x|^{b1} sqrt(|x|^{b2} ...))`` over the bits of ``k/2^j``,
+    times ``|x|^m`` (square-and-multiply when there is no fractional part); ``generic``:
     ``exp2(e * log2|x|)``.
     """
 
@@ -125,19 +125,13 @@ def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: tor
     elif not plan.bits:  # integer exponent
         torch.abs(x, out=out)
         _ipow_(out, plan.whole, tmp)
-    else:
+    else:  # |x|^{0.b1b2..bj} = sqrt(|x|^{b1} sqrt(|x|^{b2} ... sqrt(|x|^{bj})))
         torch.abs(x, out=tmp)
-        first = True
-        for i in range(1, plan.bits[-1] + 1):
-            if first and i in plan.bits:
-                torch.sqrt(tmp, out=out)  # first set bit: the root goes straight to out
-                first = False
-                if i < plan.bits[-1]:
-                    tmp.copy_(out)
-                continue
-            tmp.sqrt_()
+        torch.sqrt(tmp, out=out)  # the last set bit
+        for i in range(plan.bits[-1] - 1, 0, -1):
             if i in plan.bits:
                 out.mul_(tmp)
+            out.sqrt_()
         for _ in range(plan.whole):  # |x|^m (signs are fixed by copysign below)
             out.mul_(x)
     out.copysign_(x)
@@ -307,7 +301,13 @@ class LpMirrorDescent(Optimizer):
                 news.append(new)
             for (gi, pi, group, param, lr, exact), new in zip(jobs, news):
                 param.copy_(new)
+        self._count_steps(jobs)
         return loss
+
+    def _count_steps(self, jobs) -> None:
+        for job in jobs:
+            state = self.state[job[3]]
+            state["step"] = int(state.get("step", 0)) + 1
 
     def _use_foreach(self, group, params) -> bool:
         flag = group["foreach"]
@@ -332,9 +332,7 @@ class LpMirrorDescent(Optimizer):
         # phase 2: write (every check has passed)
         for commit in commits:
             commit()
-        for job in jobs:
-            state = self.state[job[3]]
-            state["step"] = int(state.get("step", 0)) + 1
+        self._count_steps(jobs)
 
     # ------------------------------------------------------------------ checks
     @staticmethod

@@ -249,7 +249,7 @@ def _lpnorm(W: torch.Tensor, p: float, dims) -> torch.Tensor:
 
 
 def _sel(fw: tuple, idx: torch.Tensor) -> tuple:
-    return tuple(t.index_select(0, idx) for t in fw)
+    return tuple(None if t is None else t.index_select(0, idx) for t in fw)
 
 
 def _normalize(G: torch.Tensor, q: float, dims) -> tuple[torch.Tensor, torch.Tensor]:

@@ -349,3 +349,27 @@ def test_huge_and_tiny_gradients_float32(scale):
         fast = run_steps(W0, [G], p=p, lr=lr, dtype=torch.float32)
         ref = simple_steps(W0.double(), [G.double()], p=p, lr=lr)
         np.testing.assert_allclose(fast.double().numpy(), ref.numpy(), rtol=1e-5, atol=1e-30)
+
+
+def test_hooks_and_lr_scheduler():
+    w = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+    opt = LpMirrorDescent([w], lr=0.5, p="3")
+    seen = []
+    opt.register_step_post_hook(lambda o, args, kwargs: seen.append(o.state[w]["step"]))
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    for k in range(3):
+        w.grad = torch.ones(3, dtype=torch.float64)
+        opt.step()
+        sched.step()
+    assert seen == [1, 2, 3]
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.0625)
+    Q = 1.0 - 0.5 - 0.25 - 0.125  # grad psi(1) = 1, then three steps with lr 0.5, 0.25, 0.125
+    torch.testing.assert_close(w.detach(), torch.full((3,), Q ** 0.5, dtype=torch.float64), rtol=1e-14, atol=0)
+
+
+def test_differentiable_counts_steps():
+    param = torch.tensor([1.0], dtype=torch.float64, requires_grad=True).clone()
+    param.grad = torch.tensor([0.1], dtype=torch.float64)
+    opt = LpMirrorDescent([param], lr=0.1, p="3", differentiable=True)
+    opt.step()
+    assert opt.state[param]["step"] == 1

@@ -34,11 +34,11 @@ W0 = torch.randn((trials, 10, 10), generator=torch.Generator().manual_seed(0), d
 di = np.tile(np.arange(trials), 3)
 ps = ["1.75"] * trials + ["2"] * trials + ["3"] * trials
 
-def run(K, dtype="float64"):
+def run(K, dtype="float64", group_by_p=None):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     r = run_paths(problems, data_index=di, p=ps, lr=[0.1] * 300, steps=[K] * 300, W0=W0[di], normalize=True,
-                  device="cuda", dtype=dtype, records=64, progress=False)
+                  device="cuda", dtype=dtype, records=64, progress=False, group_by_p=group_by_p)
     torch.cuda.synchronize()
     return r, time.perf_counter() - t0
 
@@ -47,6 +47,8 @@ for K in (2000, 20000):
     r, t = run(K)
     print(f"300 trajectories x {K} steps: {t:.2f}s -> {K / t:.0f} steps/s, projected 10^6 steps: {1e6 / K * t:.0f}s"
           f" (status {dict(zip(*np.unique(r.status, return_counts=True)))})")
+rg, tg = run(2000, group_by_p=True)
+print(f"one group per p (3 programs): 300 x 2000 steps {tg:.2f}s (vs one program with per-row exponents above)")
 r32, t32 = run(20000, "float32")
 print(f"float32: 300 x 20000 steps {t32:.2f}s -> projected 10^6: {1e6 / 20000 * t32:.0f}s")
 proj = 1e6 / 20000 * t

@@ -128,7 +128,8 @@ def main() -> int:
                       f"[vs SVMs of the selected tokens: D_W {_fmt(r.bregman_to_selected_svm)}  "
                       f"D_v {_fmt(r.bregman_v_to_selected_svm)}]")
             print(f"    joint MD ({md.steps} steps, {t_md:.1f} s): W step skipped at {list(md.skipped_W)[:5]}")
-            for rec in md.records[::8] + (md.records[-1],):
+            shown = md.records[::8] + (() if (len(md.records) - 1) % 8 == 0 else (md.records[-1],))
+            for rec in shown:
                 print(f"     k={rec['step']:5d}  ||W||={rec['norm_W']:.4g}  ||v||={rec['norm_v']:.4g}  "
                       f"D_W={_fmt(rec['bregman_W'])}  D_v={_fmt(rec['bregman_v'])}  tokens {rec['selected_tokens']}  "
                       f"[selected-token SVMs: D_W {_fmt(rec['bregman_W_to_selected_svm'])}  "

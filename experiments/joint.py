@@ -106,9 +106,12 @@ class RadiusFunction:
 
     def __call__(self, R: float) -> float:
         try:
-            value = float(_eval(self.tree.body, float(R)))
+            value = _eval(self.tree.body, float(R))
         except (ArithmeticError, ValueError) as exc:
             raise MdcertError(f"r(R) = {self.text!r} cannot be evaluated at R = {R:g} ({exc})") from None
+        if not isinstance(value, float):
+            raise MdcertError(f"r(R) = {self.text!r} is not real at R = {R:g} (e.g. a negative number to a "
+                              f"fractional power)")
         if not math.isfinite(value) or value <= 0:
             raise MdcertError(f"r(R) = {self.text!r} gives {value!r} at R = {R:g}; the decoder radius must be finite and positive")
         return value
@@ -128,11 +131,16 @@ def _eval(node: ast.AST, R: float):
         a, b = _eval(node.left, R), _eval(node.right, R)
         if isinstance(node.op, ast.Pow) and abs(b) > 1e3:
             raise OverflowError("exponent too large")
+        if not (isinstance(a, float) and isinstance(b, float)):
+            return complex("nan")  # propagate "not real"
         return _BINOPS[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, R))
     if isinstance(node, ast.Call):
-        return _FUNCS[node.func.id](_eval(node.args[0], R))
+        arg = _eval(node.args[0], R)
+        if not isinstance(arg, float):
+            return complex("nan")
+        return float(_FUNCS[node.func.id](arg))
     raise ValueError("unsupported expression")  # pragma: no cover - rejected by _check
 
 
@@ -215,8 +223,10 @@ class JointObjective:
         return float(np.logaddexp(obj.log_base_loss, logE))
 
     def scaled_gradients(self, W: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positive multiples of ``grad_W L`` and ``grad_v L`` (each scaled by its own power of two-free
-        factor, computed in log domain); an exactly zero gradient is returned as zeros."""
+        """Positive multiples of ``grad_W L`` and ``grad_v L``, each block scaled by its own positive
+        factor (its largest term is 1; computed in log domain, so nothing underflows at saturation).
+        Only directions are meaningful (normalized steps). A block whose gradient is exactly zero
+        (e.g. ``grad_W`` at ``v = 0``) is returned as zeros."""
         W = np.asarray(W, dtype=np.float64)
         v = np.asarray(v, dtype=np.float64)
         lsm = self.log_softmax(W)

@@ -2,7 +2,8 @@
 
 Trajectories are the grid datasets x p values x initializations x step sizes. Each has its own p, step
 size and step count; trajectories sharing ``(p, lr)`` form a group that runs with scalar exponents
-(fast paths for p = 2 and p = 3) and is compacted when some of its members finish or stop.
+(fast paths for p = 2 and p = 3) and is compacted when some of its members finish or stop. On CUDA
+(launch-bound) the p values share one group with per-row exponent tensors (``group_by_p``).
 
 The loss gradient is analytic (no autograd), one program for the whole group:
 ``s_it = x_it^T W z_i``, ``a = softmax_t(s)`` (max-subtracted), ``f_i = sum_t a_it h_it`` with
@@ -31,7 +32,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from fractions import Fraction
 from typing import Callable, Sequence
 
 import numpy as np
@@ -211,8 +211,15 @@ def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Te
     return _loss(f, y), _grad_W(c, Xt, z).mul_(torch.exp(-M)), _grad_v(a, g, X), a
 
 
-def _spow(x: torch.Tensor, e: float) -> torch.Tensor:
-    """``sign(x)|x|^e`` with fast paths (1: identity, 2: square, 1/2: sqrt)."""
+def _flat(e):
+    """A (B,1,1) exponent tensor as (B,1) for decoder vectors (floats pass through)."""
+    return e.view(-1, 1) if isinstance(e, torch.Tensor) else e
+
+
+def _spow(x: torch.Tensor, e) -> torch.Tensor:
+    """``sign(x)|x|^e`` with fast paths (1: identity, 2: square, 1/2: sqrt); ``e`` may be a tensor."""
+    if isinstance(e, torch.Tensor):
+        return x.abs().pow(e).copysign_(x)
     if e == 1.0:
         return x
     ax = x.abs()
@@ -225,8 +232,10 @@ def _spow(x: torch.Tensor, e: float) -> torch.Tensor:
     return mag.copysign_(x)
 
 
-def _apow(ax: torch.Tensor, e: float) -> torch.Tensor:
-    """``ax**e`` for ``ax >= 0`` with fast paths (2, 1/2, 3/2, 3)."""
+def _apow(ax: torch.Tensor, e) -> torch.Tensor:
+    """``ax**e`` for ``ax >= 0`` with fast paths (2, 1/2, 3/2, 3); ``e`` may be a tensor."""
+    if isinstance(e, torch.Tensor):
+        return ax.pow(e)
     if e == 2.0:
         return ax * ax
     if e == 1.5:
@@ -330,7 +339,8 @@ class PathResult:
 
 # ---------------------------------------------------------------------------------------------- engine
 class _Group:
-    """Trajectories sharing (p, lr, decoder lr): scalar exponents; compacted when members leave.
+    """Trajectories sharing (lr, decoder lr) and, by default, p: one tensor program, compacted when
+    members leave. One p: scalar exponents (fast paths); several: per-row exponent tensors.
 
     A row whose step is not well defined (non-finite gradient, or a zero gradient under
     normalization) is frozen on the device (its ``alive`` flag drops, its update becomes 0) and
@@ -339,24 +349,23 @@ class _Group:
 
     def __init__(self, gids, p, lr, data, W0, v0, normalize, train_decoder, v_lr, device, dtype):
         self.gids = np.asarray(gids, dtype=np.int64)
-        self.e = exponents_of(p)
-        self.q = float(p / (p - 1))
+        self.device, self.dtype = device, dtype
+        self._set_exponents(list(p) if isinstance(p, (list, tuple)) else [p] * len(self.gids))
         self.lr = float(lr)
         self.v_lr = float(v_lr)
         self.normalize = bool(normalize)
         self.train_decoder = bool(train_decoder)
-        self.device = device
         t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=device)  # noqa: E731
         self.X, self.z, self.y = t(data["X"]), t(data["z"]), t(data["y"])
         self.Xt = self.X.transpose(-1, -2).contiguous()
         self.ny = -self.y
         self.gscale = -self.y / self.y.shape[-1]
         self.arange = torch.arange(self.X.shape[2], device=device)
-        self.Q = _spow(t(W0), self.e.pm1).clone()
+        self.Q = _spow(t(W0), self.pm1).clone()
         self.W = self._primal(self.Q)
         self.v = t(v0)
         if self.train_decoder:
-            self.Qv = _spow(self.v, self.e.pm1).clone()
+            self.Qv = _spow(self.v, _flat(self.pm1)).clone()
             self.v = self._primal(self.Qv)
         B = len(self.gids)
         self.alive = torch.ones(B, dtype=torch.bool, device=device)
@@ -366,8 +375,26 @@ class _Group:
 
     _STATE = ("X", "Xt", "z", "y", "ny", "gscale", "Q", "W", "v", "alive", "count")
 
+    def _set_exponents(self, p_rows: list) -> None:
+        self.p_list = list(p_rows)
+        self.mixed = len(set(p_rows)) > 1
+        E = [exponents_of(x) for x in p_rows]
+        if self.mixed:                                   # one exponent per row: (B,1,1) tensors
+            def col(vals):
+                return torch.tensor(vals, dtype=self.dtype, device=self.device).view(-1, 1, 1)
+
+            self.pm1, self.inv_pm1 = col([e.pm1 for e in E]), col([e.inv_pm1 for e in E])
+            self.q, self.pp = col([float(x / (x - 1)) for x in p_rows]), col([e.p for e in E])
+        else:                                            # scalar exponents: fast paths for 2, 1/2, 3/2
+            self.pm1, self.inv_pm1, self.q, self.pp = E[0].pm1, E[0].inv_pm1, float(p_rows[0] / (p_rows[0] - 1)), E[0].p
+
     def _primal(self, Q):
-        return Q if self.e.inv_pm1 == 1.0 else _spow(Q, self.e.inv_pm1)
+        e = self.inv_pm1 if Q.dim() == 3 else _flat(self.inv_pm1)
+        return Q if (not self.mixed and e == 1.0) else _spow(Q, e)
+
+    def p_rows(self, rows: torch.Tensor):
+        """The exponent p of ``rows`` (a float, or a (k,1,1) tensor for a mixed group)."""
+        return self.pp.index_select(0, rows) if self.mixed else self.pp
 
     def _refresh_decoder(self):
         self.h = _values(self.X, self.v)
@@ -378,6 +405,7 @@ class _Group:
         self.gids = self.gids[mask]
         for name in self._STATE + (("Qv",) if self.train_decoder else ()):
             setattr(self, name, getattr(self, name).index_select(0, idx))
+        self._set_exponents([x for x, k in zip(self.p_list, mask) if k])
         self.frozen = self.device.type != "cpu" or not bool(self.alive.all())
         self._refresh_decoder()
         return idx
@@ -399,7 +427,7 @@ class _Group:
             h = scale.view(-1)
             ok = torch.isfinite(h) & (h > 0)
             if Gv is not None:
-                Gv, sv = _normalize(Gv, self.q, (1,))
+                Gv, sv = _normalize(Gv, _flat(self.q), (1,))
                 hv = sv.view(-1)
                 ok &= torch.isfinite(hv) & (hv > 0)
         else:
@@ -495,7 +523,7 @@ class _Recorder:
     def take(self, g: _Group, rows: torch.Tensor, gids: np.ndarray, slots: np.ndarray, fw, k) -> None:
         a, f = fw[0], fw[1]
         Wk = g.W.index_select(0, rows)
-        norm = _lpnorm(Wk, g.e.p, (1, 2))
+        norm = _lpnorm(Wk, g.p_rows(rows), (1, 2))
         ls = _loss(f.index_select(0, rows), g.y.index_select(0, rows))
         top = a.index_select(0, rows).amax(dim=-1)
         Wn, nn_, ln, tn = (x.detach().cpu().numpy().astype(np.float64) for x in (Wk, norm, ls, top))
@@ -560,7 +588,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
               v0: np.ndarray | None = None, decoder_lr: float | Sequence[float] | None = None,
               device: str | torch.device = "cpu", dtype: str | torch.dtype = "float64", records: int = 64,
               progress: bool | None = None, check_every: int = 64, threads: int | None = 1,
-              on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None) -> PathResult:
+              on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+              group_by_p: bool | None = None) -> PathResult:
     """Run B mirror-descent trajectories at once (SPEC section 2) and record them at log-spaced steps.
 
     Args:
@@ -577,6 +606,9 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
             depend on it: stopped rows are frozen on the device until retired).
         on_finish: called as ``on_finish(ids, W_final, attention_final)`` as soon as trajectories end
             (e.g. to start their SVM certificates while longer trajectories still run).
+        group_by_p: one group (one tensor program) per distinct (p, lr) with scalar exponents (fast
+            paths for p = 2, 3), or per lr only with per-row exponent tensors (fewer kernel launches:
+            the default on CUDA, where a step is launch-bound). Results agree to rounding.
         threads: torch intra-op threads on the CPU during the run (default 1: the tensors are small,
             and on a busy machine OpenMP threads waiting for each other cost 10x; None: leave as is).
 
@@ -605,14 +637,18 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         for slot, k in enumerate(scheds[int(st_a[b])]):
             rec_at.setdefault(int(k), []).append((b, slot))
 
+    if group_by_p is None:
+        group_by_p = dev.type == "cpu"
     keys: dict[tuple, list[int]] = {}
     for b in range(B):
-        keys.setdefault((ps[b], float(lr_a[b]), float(vlr[b])), []).append(b)
+        keys.setdefault(((ps[b],) if group_by_p else ()) + (float(lr_a[b]), float(vlr[b])), []).append(b)
     groups = []
-    for (pk, lk, vk), members in keys.items():
+    for key, members in keys.items():
         mem = np.asarray(members)
+        lk, vk = key[-2], key[-1]
         gdata = {"X": data.X[di[mem]], "z": data.z[di[mem]], "y": data.y[di[mem]]}
-        groups.append(_Group(mem, pk, lk, gdata, W0[mem], v0[mem], normalize, train_decoder, vk, dev, dt))
+        groups.append(_Group(mem, [ps[b] for b in mem], lk, gdata, W0[mem], v0[mem], normalize, train_decoder, vk,
+                             dev, dt))
 
     saved_threads = torch.get_num_threads()
     if threads is not None and dev.type == "cpu":

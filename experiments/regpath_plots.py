@@ -71,6 +71,11 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax.loglog(R, _floats(r["bregman_to_svm"] for r in path), "o-", label=r"$D_\psi(\bar W_{mm}, W(R)/\|W(R)\|_p)$")
     if joint:
         ax.loglog(R, _floats(r.get("bregman_v_to_svm") for r in path), "s--", label=r"$D_\psi(\bar v_{mm}, v(r)/\|v(r)\|_p)$")
+        sel_W = _floats(r.get("bregman_to_selected_svm") for r in path)
+        sel_v = _floats(r.get("bregman_v_to_selected_svm") for r in path)
+        if any(a != b for a, b in zip(sel_W, _floats(r["bregman_to_svm"] for r in path)) if not math.isnan(a)):
+            ax.loglog(R, sel_W, "o:", label="W vs SVM of the selected tokens")
+            ax.loglog(R, sel_v, "s:", label="v vs SVM of the selected tokens")
     ax.set_xlabel("R")
     ax.set_ylabel("directional Bregman divergence")
     ax.set_title(f"regularization path, p = {p}" + (f", r = {summary.get('r_of_R')}" if joint else ""))

@@ -157,6 +157,7 @@ def _cert_job(job: tuple) -> dict:
             break
         d *= 2
     out = {"key": key, "status": cert.status.value, "digits": d, "seconds": time.perf_counter() - t0,
+           "torch_loaded": "torch" in sys.modules,
            "direction": None, "direction_error_upper": None, "certificate": cert.to_json()}
     if cert.status is CertStatus.OPTIMAL:
         out["direction"] = cert.direction_float()
@@ -179,6 +180,7 @@ class Certifier:
         self.futures: dict[tuple, object] = {}
         self.done: dict[tuple, dict] = {}
         self.requests = 0
+        self.opt_keys: list = []
         self.pool = None
         if workers > 0:
             import multiprocessing
@@ -258,6 +260,85 @@ def _rate_json(steps_row: np.ndarray, curves: np.ndarray, fn) -> dict | None:
         return {"error": str(exc)}
 
 
+def _measure_against_svms(certifier: Certifier, res, trial: np.ndarray, p_rows: list, ps: list, *, cross: bool,
+                          d: int) -> tuple[dict, dict]:
+    """Certify every trajectory's final-attention alpha (own p; all q with ``cross``) and measure
+    ``D_psi(Wbar_mm, Wbar(k))`` on the recorded iterates; returns (arrays, certificate summary)."""
+    from experiments.paths import directional_bregman
+
+    B = len(p_rows)
+    alpha_final = res.final_alpha()
+    fin_keys = [certifier.submit(int(trial[b]), alpha_final[b], p_rows[b]) for b in range(B)]
+    cross_keys = [[certifier.submit(int(trial[b]), alpha_final[b], q) for q in ps] for b in range(B)] if cross else []
+    opt_keys = certifier.opt_keys
+    certs = certifier.results()
+    ref, svm_status, dir_err = _references(certifier, fin_keys, (d, d))
+    ref_opt, opt_status, opt_err = _references(certifier, opt_keys, (d, d))
+    arrays = {"bregman": directional_bregman(res.W, res.record_steps, ref, p_rows),
+              "bregman_opt": directional_bregman(res.W, res.record_steps, ref_opt, p_rows),
+              "W_mm": ref, "svm_status": svm_status, "direction_error_upper": dir_err, "W_mm_opt": ref_opt,
+              "svm_opt_status": opt_status, "direction_error_upper_opt": opt_err}
+    if cross:
+        grid = np.full((B, len(ps), res.W.shape[1]), np.nan)
+        status = np.empty((B, len(ps)), dtype=object)
+        for qi in range(len(ps)):
+            refq, stq, _ = _references(certifier, [ck[qi] for ck in cross_keys], (d, d))
+            grid[:, qi] = directional_bregman(res.W, res.record_steps, refq, p_rows)
+            status[:, qi] = stq
+        arrays.update(cross=grid, cross_status=status.astype(str), cross_q=np.array([float(q) for q in ps]))
+    errs = [r["direction_error_upper"] for r in certs.values() if r["direction_error_upper"] is not None]
+    summary = {
+        "requests": certifier.requests, "unique": len(certs),
+        "status_counts": {s: sum(r["status"] == s for r in certs.values()) for s in sorted({r["status"] for r in certs.values()})},
+        "direction_error_upper_max": max(errs) if errs else None,
+        "direction_error_required": DIRECTION_TOL,
+        "digits_max": max(r["digits"] for r in certs.values()) if certs else None,
+        "solve_seconds_total": sum(r["seconds"] for r in certs.values()),
+    }
+    return arrays, summary
+
+
+def _per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str, lr: float, steps: int, args,
+                 ps: list, alpha_final: np.ndarray, alpha_opt: np.ndarray) -> dict:
+    """The summary of one (p, lr): final Bregman statistics, rate fits, norm growth, cross grid."""
+    from experiments.rates import fit_norm_growth, fit_rates
+
+    def tail_fit(k, c):
+        return fit_rates(k, c, tail_fraction=args.tail)
+
+    def norm_fit(k, c):
+        return fit_norm_growth(k, c, tail_fraction=args.tail)
+
+    steps_row = res.record_steps[sel[0]]
+    entry = {"p": float(p), "p_exact": f"{p.numerator}/{p.denominator}", "p_text": p_text,
+             "lr": lr, "steps": int(steps), "trials": int(args.trials), "inits": int(args.inits),
+             "trajectories": int(sel.size),
+             "status_counts": {s: int(np.sum(res.status[sel] == s)) for s in sorted(set(res.status[sel]))},
+             "alpha_final_is_opt": int(np.sum(np.all(alpha_final[sel] == alpha_opt[sel], axis=1))),
+             "loss_final_mean": _stats(_final_values(res.loss[sel]))[0],
+             "norm_final_mean": _stats(_final_values(res.norm_p[sel]))[0],
+             "norm_fit": _rate_json(steps_row, res.norm_p[sel], norm_fit)}
+    if "bregman" not in arrays:
+        entry.update(bregman_final_mean=None, bregman_final_std=None, rate_fit=None)
+        return entry
+    m, s, c = _stats(_final_values(arrays["bregman"][sel]))
+    mo, so, co = _stats(_final_values(arrays["bregman_opt"][sel]))
+    st = arrays["svm_status"][sel]
+    err = arrays["direction_error_upper"][sel]
+    entry.update(bregman_final_mean=m, bregman_final_std=s, bregman_trajectories=c,
+                 bregman_final_opt_mean=mo, bregman_final_opt_std=so, bregman_opt_trajectories=co,
+                 svm_status_counts={k: int(np.sum(st == k)) for k in sorted(set(st))},
+                 direction_error_upper_max=float(np.nanmax(err)) if np.any(np.isfinite(err)) else None,
+                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], tail_fit),
+                 rate_fit_two_decades=_rate_json(steps_row, arrays["bregman"][sel], fit_rates),
+                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel], tail_fit))
+    if "cross" in arrays:
+        cm = [_stats(_final_values(arrays["cross"][sel, qi])) for qi in range(len(ps))]
+        entry["cross"] = {"q": [float(q) for q in ps], "bregman_final_mean": [x[0] for x in cm],
+                          "bregman_final_std": [x[1] for x in cm], "trajectories": [x[2] for x in cm]}
+    return entry
+
+
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace) -> int:
     cfg = parse_config(args)
@@ -268,8 +349,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from certify import synthetic_problem
-    from experiments.paths import directional_bregman, resolve_device, run_paths
-    from experiments.rates import fit_norm_growth, fit_rates
+    from experiments.paths import resolve_device, run_paths
 
     device = resolve_device(cfg["device"])
     ps, steps_p, lrs = cfg["p"], cfg["steps"], cfg["lr"]
@@ -291,7 +371,6 @@ def run(args: argparse.Namespace) -> int:
 
     certifier = None
     opt_keys: list = [None] * B
-    cross_opt = None
     if not args.no_certify:
         certifier = Certifier(problems, hashes, workers=cfg["workers"], digits=args.digits)
         tokens = [pr.optimal_indices() for pr in problems]
@@ -299,6 +378,7 @@ def run(args: argparse.Namespace) -> int:
             tk = tokens[trial[b]]
             if tk.unique:
                 opt_keys[b] = certifier.submit(int(trial[b]), tk.indices, ps[p_idx[b]])
+        certifier.opt_keys = opt_keys
     try:
         def early(ids, _W, att) -> None:                  # certify finished trajectories while others run
             if certifier is None:
@@ -320,84 +400,18 @@ def run(args: argparse.Namespace) -> int:
         arrays: dict[str, np.ndarray] = {}
         cert_summary = None
         if certifier is not None:
-            fin_keys = [certifier.submit(int(trial[b]), alpha_final[b], ps[p_idx[b]]) for b in range(B)]
-            cross_keys = []
-            if args.cross:
-                cross_keys = [[certifier.submit(int(trial[b]), alpha_final[b], q) for q in ps] for b in range(B)]
-            certs = certifier.results()
-            t_cert = time.perf_counter() - t_cert0
-            ref, svm_status, dir_err = _references(certifier, fin_keys, (d, d))
-            ref_opt, opt_status, opt_err = _references(certifier, opt_keys, (d, d))
-            p_rows = [ps[j] for j in p_idx]
-            arrays["bregman"] = directional_bregman(res.W, res.record_steps, ref, p_rows)
-            arrays["bregman_opt"] = directional_bregman(res.W, res.record_steps, ref_opt, p_rows)
-            arrays.update(W_mm=ref, svm_status=svm_status, direction_error_upper=dir_err, W_mm_opt=ref_opt,
-                          svm_opt_status=opt_status, direction_error_upper_opt=opt_err)
-            if args.cross:
-                cross = np.full((B, len(ps), res.W.shape[1]), np.nan)
-                cross_status = np.empty((B, len(ps)), dtype=object)
-                for qi in range(len(ps)):
-                    refq, stq, _ = _references(certifier, [ck[qi] for ck in cross_keys], (d, d))
-                    cross[:, qi] = directional_bregman(res.W, res.record_steps, refq, p_rows)
-                    cross_status[:, qi] = stq
-                arrays["cross"] = cross
-                arrays["cross_status"] = cross_status.astype(str)
-                arrays["cross_q"] = np.array([float(q) for q in ps])
-            errs = [r["direction_error_upper"] for r in certs.values() if r["direction_error_upper"] is not None]
-            cert_summary = {
-                "requests": certifier.requests, "unique": len(certs), "workers": cfg["workers"],
-                "status_counts": {s: sum(r["status"] == s for r in certs.values())
-                                  for s in sorted({r["status"] for r in certs.values()})},
-                "direction_error_upper_max": max(errs) if errs else None,
-                "direction_error_required": DIRECTION_TOL,
-                "digits_max": max(r["digits"] for r in certs.values()) if certs else None,
-                "solve_seconds_total": sum(r["seconds"] for r in certs.values()),
-                "wait_after_training_s": t_cert,
-            }
+            arrays, cert_summary = _measure_against_svms(certifier, res, trial, [ps[j] for j in p_idx], ps,
+                                                         cross=args.cross, d=d)
+            cert_summary.update(workers=cfg["workers"], wait_after_training_s=time.perf_counter() - t_cert0)
         t_an0 = time.perf_counter()
-
-        def tail_fit(k, c):
-            return fit_rates(k, c, tail_fraction=args.tail)
-
-        def norm_fit(k, c):
-            return fit_norm_growth(k, c, tail_fraction=args.tail)
-
         alpha_opt = np.full((B, args.n), -1)
         for b in range(B):
             tk = problems[trial[b]].optimal_indices()
             alpha_opt[b] = tk.indices
-        per_p = []
-        for pi, p in enumerate(ps):
-            for li, lr in enumerate(lrs):
-                sel = np.flatnonzero((p_idx == pi) & (lr_idx == li))
-                steps_row = res.record_steps[sel[0]]
-                entry = {"p": float(p), "p_exact": f"{p.numerator}/{p.denominator}", "p_text": cfg["p_text"][pi],
-                         "lr": lr, "steps": int(steps_p[pi]), "trials": int(args.trials), "inits": int(args.inits),
-                         "trajectories": int(sel.size),
-                         "status_counts": {s: int(np.sum(res.status[sel] == s)) for s in sorted(set(res.status[sel]))},
-                         "alpha_final_is_opt": int(np.sum(np.all(alpha_final[sel] == alpha_opt[sel], axis=1))),
-                         "loss_final_mean": _stats(_final_values(res.loss[sel]))[0],
-                         "norm_final_mean": _stats(_final_values(res.norm_p[sel]))[0],
-                         "norm_fit": _rate_json(steps_row, res.norm_p[sel], norm_fit)}
-                if "bregman" in arrays:
-                    m, s, c = _stats(_final_values(arrays["bregman"][sel]))
-                    mo, so, co = _stats(_final_values(arrays["bregman_opt"][sel]))
-                    st = arrays["svm_status"][sel]
-                    entry.update(bregman_final_mean=m, bregman_final_std=s, bregman_trajectories=c,
-                                 bregman_final_opt_mean=mo, bregman_final_opt_std=so, bregman_opt_trajectories=co,
-                                 svm_status_counts={k: int(np.sum(st == k)) for k in sorted(set(st))},
-                                 direction_error_upper_max=(float(np.nanmax(arrays["direction_error_upper"][sel]))
-                                                            if np.any(np.isfinite(arrays["direction_error_upper"][sel])) else None),
-                                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], tail_fit),
-                                 rate_fit_two_decades=_rate_json(steps_row, arrays["bregman"][sel], fit_rates),
-                                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel], tail_fit))
-                    if "cross" in arrays:
-                        cm = [_stats(_final_values(arrays["cross"][sel, qi])) for qi in range(len(ps))]
-                        entry["cross"] = {"q": [float(q) for q in ps], "bregman_final_mean": [x[0] for x in cm],
-                                          "bregman_final_std": [x[1] for x in cm], "trajectories": [x[2] for x in cm]}
-                else:
-                    entry.update(bregman_final_mean=None, bregman_final_std=None, rate_fit=None)
-                per_p.append(entry)
+        per_p = [_per_p_entry(res, arrays, sel=np.flatnonzero((p_idx == pi) & (lr_idx == li)), p=p,
+                              p_text=cfg["p_text"][pi], lr=lr, steps=steps_p[pi], args=args, ps=ps,
+                              alpha_final=alpha_final, alpha_opt=alpha_opt)
+                 for pi, p in enumerate(ps) for li, lr in enumerate(lrs)]
         t_an = time.perf_counter() - t_an0
     finally:
         if certifier is not None:

@@ -22,10 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--p", required=True, help="l_p exponent, exact decimal or num/den (e.g. 1.75 or 7/4)")
     parser.add_argument("--radii", default="10:1000:9", metavar="START:STOP:COUNT",
                         help="geometric grid of radii R (default 10:1000:9)")
-    parser.add_argument("--starts", type=int, default=3, help="random starts (chains) besides the SVM and warm starts (default 3)")
+    parser.add_argument("--starts", type=int, default=3, help="random starts (chains) besides the SVM, uniform-dual and warm starts (default 3)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random starts (default 0)")
     parser.add_argument("--alpha", default=None,
-                        help="reference tokens: 'opt' (globally optimal; default) or comma-separated indices")
+                        help="reference tokens: 'opt' (globally optimal) or comma-separated indices "
+                             "(default: the problem's stored alpha, else 'opt')")
     parser.add_argument("--no-svm-start", action="store_true", help="do not start from the reference SVM direction")
     parser.add_argument("--no-dual-start", action="store_true",
                         help="do not start from the SVM-free direction phi_q(A^T 1) (uniform dual multipliers)")
@@ -93,10 +94,11 @@ def run(args: argparse.Namespace) -> int:
         raise MdcertError(f"output {str(out)!r} exists and is not a directory")
 
     def show(res) -> None:
-        extra = ""
+        extra, loss = "", f"loss={res.loss:.6g}"
         if hasattr(res, "r"):
             extra = f" r={res.r:<9.4g} D_v={res.bregman_v_to_svm:.3e}"
-        print(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} loss={res.loss:.6g} "
+            loss = f"log L={res.log_loss:.6g}"
+        print(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} {loss} "
               f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} winner={res.winner}", flush=True)
 
     arrays: dict[str, np.ndarray] = {"radii": radii}
@@ -133,15 +135,26 @@ def run(args: argparse.Namespace) -> int:
                            "alpha": args.alpha, "loss": args.loss, "digits": args.digits},
                **summary_body}
     summary["p"] = format_fraction(p)
+    summary["definitions"] = {
+        "bregman_to_svm": "D_psi(Wbar_mm, W(R)/||W(R)||_p), reference first, vs the certified attention SVM of alpha "
+                          "(40-digit evaluation; a measurement, not a certified bound)",
+        "bregman_v_to_svm": "D_psi(vbar_mm, v/||v||_p) vs the certified decoder SVM of alpha (joint runs)",
+        "stationarity": "(R||g||_q + <g, W>) / (R||g||_q): relative first-order gap on the l_p ball (joint: max over "
+                        "the W and v blocks); 0 at a KKT point",
+        "log_excess_loss": "log(L(W) - L_*), L_* = mean_i l(gamma_i,opt), computed in log domain",
+        "selected_tokens": "softmax argmax per example",
+        "starts": "random-k chains (seeded, warm-started along R), svm and uniform-dual restarts at every R, "
+                  "previous-best warm start; log_excess_gap = gap to the winner in log E (joint: log L)",
+    }
     text = json.dumps(summary, indent=1, allow_nan=False)
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "summary.json.tmp"
-    tmp.write_text(text)
-    tmp.replace(out / "summary.json")
     tmp_npz = out / "path.tmp.npz"
     with open(tmp_npz, "wb") as fh:
         np.savez(fh, **arrays)
     tmp_npz.replace(out / "path.npz")
+    tmp = out / "summary.json.tmp"          # the summary last: its presence marks a complete run
+    tmp.write_text(text)
+    tmp.replace(out / "summary.json")
     d = summary["decay"]
     print(f"wrote {out / 'summary.json'}: D(R={radii[0]:g}) = {d['bregman_first']:.3e}, "
           f"D(R={radii[-1]:g}) = {d['bregman_last']:.3e}, ratio {d['ratio_first_over_last']:.3g}")

@@ -7,6 +7,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from certify import MdcertError, synthetic_problem
 from experiments.joint import (
@@ -44,7 +46,9 @@ def test_radius_function_rejects_anything_else(text, match) -> None:
 
 @pytest.mark.parametrize("text, R, match", [("-R", 2.0, "finite and positive"), ("log(R)", 1.0, "finite and positive"),
                                             ("1/(R-2)", 2.0, "cannot be evaluated"), ("log(R-5)", 2.0, "cannot be evaluated"),
-                                            ("exp(R)", 1000.0, "cannot be evaluated|finite")])
+                                            ("exp(R)", 1000.0, "cannot be evaluated|finite"),
+                                            ("(-R)**0.5", 4.0, "not real"), ("sqrt((-R)**0.5)", 4.0, "not real"),
+                                            ("-(-R)**0.5", 4.0, "not real")])
 def test_radius_function_values_must_be_positive_and_finite(text, R, match) -> None:
     with pytest.raises(MdcertError, match=match):
         parse_radius_function(text)(R)
@@ -218,3 +222,23 @@ def test_scaled_gradients_match_high_precision_at_saturation() -> None:
         gw, gv = _mp_gradients(J, W, v)
         assert np.allclose(GW.ravel() / np.linalg.norm(GW), gw, atol=1e-13)
         assert np.allclose(Gv / np.linalg.norm(Gv), gv, atol=1e-13)
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.text(alphabet="R0123456789.+-*/^() sqrtlogexpabie_[]'\",:", max_size=30))
+@example("R**R**R**R")
+@example("exp(exp(exp(R)))")
+@example("(" * 50 + "R" + ")" * 50)
+@example("(-R)**0.5")
+def test_radius_function_never_fails_otherwise(text) -> None:
+    """Any text either parses into a function whose values are finite positive floats, or gives MdcertError."""
+    try:
+        f = parse_radius_function(text)
+    except MdcertError:
+        return
+    for R in (1.0, 10.0, 1000.0):
+        try:
+            value = f(R)
+        except MdcertError:
+            continue
+        assert math.isfinite(value) and value > 0

@@ -414,3 +414,26 @@ def test_progress_bar_goes_to_stderr(problems, W0, capsys) -> None:
     assert "paths [" in err and "step 5/5" in err
     run_paths(problems[:1], data_index=[0], p=["2"], lr=[0.1], steps=[5], W0=W0[:1])   # not a TTY: silent
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("normalize, train_decoder", [(True, False), (False, False), (True, True)])
+def test_one_group_with_per_row_exponents_equals_groups_by_p(problems, W0, normalize, train_decoder) -> None:
+    """group_by_p=False (the CUDA default: one program, exponent tensors) == one group per p."""
+    kw = dict(data_index=[0, 1, 2, 3], p=["1.75", "2", "3", "1.1"], lr=[0.1] * 4, steps=[40, 25, 40, 10], W0=W0,
+              normalize=normalize, train_decoder=train_decoder, decoder_lr=0.05, records=8)
+    a = run_paths(problems, group_by_p=True, **kw)
+    b = run_paths(problems, group_by_p=False, **kw)
+    assert np.array_equal(a.record_steps, b.record_steps) and list(a.status) == list(b.status)
+    assert np.allclose(a.W, b.W, rtol=1e-12, atol=1e-14, equal_nan=True)
+    assert np.allclose(a.norm_p, b.norm_p, rtol=1e-12, equal_nan=True)
+    if train_decoder:
+        assert np.allclose(a.v_final, b.v_final, rtol=1e-12, atol=1e-14)
+
+
+def test_mixed_group_falls_back_to_scalar_exponents_after_compaction(problems, W0) -> None:
+    kw = dict(data_index=[0, 1, 2], p=["2", "3", "3"], lr=[0.1] * 3, steps=[5, 30, 30], W0=W0[:3], normalize=True,
+              records=6)
+    a = run_paths(problems, group_by_p=True, **kw)
+    b = run_paths(problems, group_by_p=False, **kw)
+    assert np.allclose(a.W_final, b.W_final, rtol=1e-12, atol=1e-14)
+    assert list(b.stop_step) == [5, 30, 30]

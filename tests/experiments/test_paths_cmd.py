@@ -179,3 +179,16 @@ def test_grid_of_inits_and_step_sizes(tmp_path) -> None:
     a = np.load(out / "arrays.npz")
     assert a["W"].shape[0] == 16 and set(a["init"]) == {0, 1}
     assert not np.array_equal(a["W0"][0], a["W0"][1])           # two initializations of trial 0
+
+
+def test_certify_workers_do_not_import_torch() -> None:
+    from experiments.commands.paths import Certifier
+
+    pr = synthetic_problem(seed=2)
+    cert = Certifier([pr], [pr.data_hash()], workers=1, digits=30)
+    try:
+        key = cert.submit(0, pr.optimal_indices().indices, Fraction(2))
+        r = cert.results()[key]
+    finally:
+        cert.close()
+    assert r["status"] == "optimal" and r["torch_loaded"] is False

@@ -50,6 +50,9 @@ def test_bad_radii_are_clear_errors(text, match) -> None:
 
 
 def test_radii_are_geometric_with_exact_ends() -> None:
+    assert geometric_radii(1, 100, 3).tolist() == pytest.approx([1.0, 10.0, 100.0])
+    with pytest.raises(MdcertError, match="COUNT must be an integer"):
+        geometric_radii(1, 10, 2.0)
     r = parse_radii("10:1000:9")
     assert r[0] == 10.0 and r[-1] == 1000.0 and r.size == 9
     assert np.allclose(np.diff(np.log(r)), math.log(100) / 8)
@@ -65,6 +68,10 @@ def test_path_rejects_bad_radii_sequences() -> None:
             regularization_path(P, "2", radii=radii, reference=ref, starts=1)
     with pytest.raises(MdcertError, match="starts"):
         regularization_path(P, "2", radii=[1.0], reference=ref, starts=-1)
+    with pytest.raises(MdcertError, match="p = 3/1"):
+        regularization_path(P, "3", radii=[1.0], reference=ref, starts=1)
+    with pytest.raises(MdcertError, match="expected d\\*d = 4"):
+        regularization_path(P, "2", radii=[1.0], reference=Reference.from_float(np.ones(3), "2", (0,)), starts=1)
 
 
 # ------------------------------------------------------------------------------ objective
@@ -220,3 +227,22 @@ def test_tied_optimal_tokens_are_a_clear_error() -> None:
     P = AttentionProblem(np.array([[x, x, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0]))
     with pytest.raises(MdcertError, match="tied"):
         regularization_path(P, "2", radii=[1.0, 10.0], starts=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["1.1", "1.75", "2", "3"])
+def test_must_reach_paper_size_instance(p) -> None:
+    """Issue 5 "Must reach": on synthetic_problem() the divergence to the certified SVM direction of the
+    optimal tokens falls along 10..1000 and is >= 10x smaller at 1000 than at 10 (grid <= 60 s)."""
+    import time
+
+    P = synthetic_problem()
+    t0 = time.perf_counter()
+    path = regularization_path(P, p, radii=(10.0, 1000.0, 9), starts=3)
+    elapsed = time.perf_counter() - t0
+    b = path.bregman
+    assert path.reference.certified
+    assert np.all(np.diff(b) <= 0)
+    assert b[-1] * 10 <= b[0]
+    assert path.results[-1].selects_alpha and path.results[-1].stationarity < 1e-10
+    assert elapsed < 60

@@ -31,7 +31,6 @@ measurement, not a certificate); the reference direction comes from `certify.cer
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import time
@@ -41,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+from certify.blas import single_thread_blas
 from certify.errors import MdcertError
 from certify.exact import conjugate, format_fraction, parse_p
 
@@ -120,50 +120,6 @@ def parse_radii(text: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------- helpers
-_BLAS_API = (("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
-             ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
-             ("openblas_get_num_threads", "openblas_set_num_threads"))
-
-
-@contextlib.contextmanager
-def single_thread_blas():
-    """Run with every loaded OpenBLAS limited to one thread, then restore (as threadpoolctl does).
-
-    The solver's dense operations are tiny (100 x 100); multithreaded OpenBLAS made them 5-50x
-    slower on a loaded 2-core machine (measured: L-BFGS-B 7 ms -> 0.1 ms per iteration). Does
-    nothing where the libraries cannot be found (non-Linux, other BLAS).
-    """
-    restore = []
-    try:
-        import ctypes
-
-        import scipy.optimize  # noqa: F401 - load scipy's own OpenBLAS before scanning the mapped libraries
-
-        with open("/proc/self/maps") as fh:
-            libs = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and ".so" in line})
-        for lib in libs:
-            try:
-                handle = ctypes.CDLL(lib)
-            except OSError:
-                continue
-            for get_name, set_name in _BLAS_API:
-                getter, setter = getattr(handle, get_name, None), getattr(handle, set_name, None)
-                if getter is not None and setter is not None:
-                    getter.restype = ctypes.c_int
-                    setter.argtypes = [ctypes.c_int]
-                    old = int(getter())
-                    setter(1)
-                    restore.append((setter, old))
-                    break
-    except (OSError, ValueError, AttributeError):  # pragma: no cover - platform dependent
-        pass
-    try:
-        yield
-    finally:
-        for setter, old in restore:
-            setter(old)
-
-
 def _p_floats(p: Fraction) -> tuple[float, float]:
     q = conjugate(p)
     return float(p), float(q)

@@ -130,8 +130,7 @@ def mirror_map(W: Any, p: Any) -> np.ndarray:
     e = exponents_of(p)
     a = _finite("W", W)
     with np.errstate(over="ignore"):
-        out = np.copysign(np.abs(a) ** e.pm1, a)
-    out[a == 0] = 0.0
+        out = np.asarray(np.copysign(np.abs(a) ** e.pm1, a))
     return _checked("mirror_map", out)
 
 
@@ -144,8 +143,7 @@ def inverse_mirror_map(Q: Any, p: Any) -> np.ndarray:
     e = exponents_of(p)
     a = _finite("Q", Q)
     with np.errstate(over="ignore"):
-        out = np.copysign(np.abs(a) ** e.inv_pm1, a)
-    out[a == 0] = 0.0
+        out = np.asarray(np.copysign(np.abs(a) ** e.inv_pm1, a))
     return _checked("inverse_mirror_map", out)
 
 

@@ -130,8 +130,9 @@ def stack_problems(problems: Sequence) -> StackedData:
 
 
 # ---------------------------------------------------------------------------------------------- kernels
-#: logit gap above which the gradient is formed from e^M-scaled weights (e^-300 is far from underflow)
-SCALE_ABOVE = 300.0
+#: logit gap above which the gradient is formed from e^M-scaled weights, per dtype (far from underflow:
+#: e^-300 ~ 1e-130 in float64, e^-40 ~ 4e-18 in float32)
+SCALE_ABOVE = {torch.float64: 300.0, torch.float32: 40.0}
 
 
 def _forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True):
@@ -167,7 +168,7 @@ def _forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | N
     f = (hm + delta).squeeze(-1)
     g = torch.sigmoid(f * (-y if ny is None else ny)).mul_(-y / n if gscale is None else gscale)
     if scaled is None:                                              # host decision (free on the CPU)
-        scaled = bool(M.max() > SCALE_ABOVE)
+        scaled = bool(M.max() > SCALE_ABOVE.get(s.dtype, 40.0))
     if not scaled:                                                  # no underflow risk: c = a (h - f) g
         return a, f, g, (D - delta).mul_(a).mul_(g.unsqueeze(-1)), None
     a_s = torch.exp((r + M).clamp_max_(0.0)).div_(Z)                # a_t e^M for t != m (<= 1)

@@ -437,3 +437,10 @@ def test_mixed_group_falls_back_to_scalar_exponents_after_compaction(problems, W
     b = run_paths(problems, group_by_p=False, **kw)
     assert np.allclose(a.W_final, b.W_final, rtol=1e-12, atol=1e-14)
     assert list(b.stop_step) == [5, 30, 30]
+
+
+def test_float32_saturated_p11_keeps_a_gradient(problems, W0) -> None:
+    """float32 underflows at e^-103: the e^M scaling switches on earlier there (no false zero_gradient stop)."""
+    res = run_paths(problems[:2], data_index=[0, 1], p=["1.1", "1.1"], lr=[0.1] * 2, steps=[200] * 2, W0=W0[:2],
+                    normalize=True, dtype="float32", records=5)
+    assert list(res.status) == ["ok", "ok"] and np.all(np.isfinite(res.W_final))

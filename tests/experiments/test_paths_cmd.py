@@ -192,3 +192,24 @@ def test_certify_workers_do_not_import_torch() -> None:
     finally:
         cert.close()
     assert r["status"] == "optimal" and r["torch_loaded"] is False
+
+
+@pytest.mark.slow
+def test_paper_setup_subset_converges_to_its_own_svm(tmp_path) -> None:
+    """20 trials of the paper's study at full length: every SVM certified, D decays, and each path is
+    closest to the SVM of its own exponent in the cross grid (slow: ~15-30 s)."""
+    out = tmp_path / "paper"
+    assert main(["paths", "--trials", "20", "--p", "1.75,2,3", "--steps", "1500,2000,20000", "--lr", "0.1",
+                 "--normalize", "--cross", "--progress", "off", "-o", str(out)]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["certificates"]["status_counts"] == {"optimal": s["certificates"]["unique"]}
+    a = np.load(out / "arrays.npz")
+    for i, e in enumerate(s["per_p"]):
+        assert e["svm_status_counts"] == {"optimal": 20}
+        assert e["bregman_final_mean"] < 0.05
+        assert int(np.argmin(e["cross"]["bregman_final_mean"])) == i
+        rows = np.flatnonzero(a["p_exact"] == e["p_exact"])
+        D = a["bregman"][rows]
+        first = D[:, 1]
+        last = np.array([d[np.isfinite(d)][-1] for d in D])
+        assert np.median(last / first) < 0.1

@@ -28,9 +28,9 @@ Paths (all compute the same update; the float64 agreement is tested):
   in-cache check still raises (p != 2; the parameter is then partially updated, as the message says);
   for p = 2 such a step behaves like SGD's ``add_``.
 
-Speed (benchmarks/optimizer_step.py, 10M float32 parameters): p = 2 costs one gradient read more than
-SGD; p = 3 about 2.7x a fused Adam step on a quiet 2-core machine; exponents that need the generic
-power (p = 1.75, p = 1.1) about 6x. Chunked ops synchronise the intra-op threads once per chunk, so
+Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
+p = 2 costs one gradient read more than SGD (1.6x); p = 3 about 2.5x a fused Adam step; exponents that
+need the generic power (p = 1.75, p = 1.1) about 5x. Chunked ops synchronise the intra-op threads once per chunk, so
 on an oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
 """
 
@@ -114,23 +114,6 @@ class PowPlan:
         return f"PowPlan({self.exact}, {self.kind})"
 
 
-def _ipow_(out: torch.Tensor, k: int, tmp: torch.Tensor) -> None:
-    """``out <- out**k`` for ``out >= 0`` by square-and-multiply (``tmp`` same shape)."""
-    if k == 1:
-        return
-    if k == 2:
-        out.mul_(out)
-        return
-    tmp.copy_(out)
-    k -= 1
-    while k:
-        if k & 1:
-            out.mul_(tmp)
-        k >>= 1
-        if k:
-            tmp.mul_(tmp)
-
-
 def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: torch.Tensor) -> None:
     """``out <- sign(x)|x|^e`` in place (``out`` must not alias ``x``; ``tmp`` a scratch of the same size)."""
     kind = plan.kind
@@ -144,9 +127,16 @@ def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: tor
     if kind == "generic":
         torch.abs(x, out=out)
         out.log2_().mul_(plan.value).exp2_()
-    elif not plan.bits:  # integer exponent
-        torch.abs(x, out=out)
-        _ipow_(out, plan.whole, tmp)
+    elif not plan.bits:  # integer exponent: left-to-right binary powering of |x| (kept in tmp)
+        torch.abs(x, out=tmp)
+        bits = bin(plan.whole)[3:]
+        torch.mul(tmp, tmp, out=out)
+        if bits[0] == "1":
+            out.mul_(tmp)
+        for bit in bits[1:]:
+            out.mul_(out)
+            if bit == "1":
+                out.mul_(tmp)
     else:  # |x|^{0.b1b2..bj} = sqrt(|x|^{b1} sqrt(|x|^{b2} ... sqrt(|x|^{bj})))
         torch.abs(x, out=tmp)
         torch.sqrt(tmp, out=out)  # the last set bit

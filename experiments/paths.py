@@ -356,7 +356,9 @@ class _Group:
         self.v_lr = float(v_lr)
         self.normalize = bool(normalize)
         self.train_decoder = bool(train_decoder)
-        t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=device)  # noqa: E731
+        def t(a):  # a copy: the problem arrays are read-only and torch must not alias them
+            return torch.tensor(np.asarray(a), dtype=dtype, device=device)
+
         self.X, self.z, self.y = t(data["X"]), t(data["z"]), t(data["y"])
         self.Xt = self.X.transpose(-1, -2).contiguous()
         self.ny = -self.y

@@ -405,3 +405,31 @@ def test_benchmark_script_smoke(capsys):
     assert main(["--size", "5000", "--repeats", "1", "--simple"]) == 0
     out = capsys.readouterr().out
     assert "Adam fused" in out and "LpMD p=1.75 simple" in out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("p", ["1.1", "1.75", "2", "3"])
+def test_cuda_foreach_path(p):
+    """On CUDA the default (foreach) path matches the CPU reference and p = 2 matches SGD bit for bit."""
+    dev = torch.device("cuda")
+    W0 = torch.randn(257, generator=gen(30), dtype=torch.float64)
+    G = torch.randn(257, generator=gen(31), dtype=torch.float64)
+    param = torch.nn.Parameter(W0.to(dev))
+    param.grad = G.to(dev)
+    opt = LpMirrorDescent([param], lr=0.1, p=p)
+    assert opt._use_foreach(opt.param_groups[0], [param])
+    opt.step()
+    ref = simple_steps(W0, [G], p=p, lr=0.1)
+    np.testing.assert_allclose(param.detach().cpu().numpy(), ref.numpy(), rtol=1e-11, atol=1e-300)
+    if p == "2":
+        a = torch.nn.Parameter(W0.to(dev).float())
+        b = torch.nn.Parameter(W0.to(dev).float())
+        a.grad, b.grad = G.to(dev).float(), G.to(dev).float()
+        torch.optim.SGD([a], lr=0.1).step()
+        LpMirrorDescent([b], lr=0.1, p=2).step()
+        assert torch.equal(a, b)
+    bad = torch.nn.Parameter(torch.ones(4, device=dev))
+    bad.grad = torch.tensor([1.0, float("nan"), 0.0, 0.0], device=dev)
+    with pytest.raises(FloatingPointError, match="non-finite gradient"):
+        LpMirrorDescent([bad], lr=0.1, p=p).step()
+    assert torch.equal(bad.detach().cpu(), torch.ones(4))

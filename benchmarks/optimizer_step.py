@@ -3,6 +3,7 @@
 Usage:
     python benchmarks/optimizer_step.py            # 10M float32 parameters
     python benchmarks/optimizer_step.py --quick    # 1M parameters, fewer repeats
+    python benchmarks/optimizer_step.py --nocache  # also the fast path without the dual cache
 
 Each optimizer gets its own parameter (same size, same random gradient), a warm-up of a few steps,
 then the median wall time of ``--repeats`` steps (interleaved rounds, so background load hits every
@@ -36,7 +37,7 @@ def _make(kind: str, param: torch.nn.Parameter):
         opt = LpMirrorDescent([param], lr=lr, p=p, differentiable=False, foreach=False)
         opt._single = _simple_only(opt)  # force the reference path
         return opt
-    return LpMirrorDescent([param], lr=lr, p=p, foreach=(path == "foreach"))
+    return LpMirrorDescent([param], lr=lr, p=p, foreach=(path == "foreach"), cache_dual=(path != "nocache"))
 
 
 def _simple_only(opt: LpMirrorDescent):
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=None, help="number of float32 parameters (default 10M)")
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--simple", action="store_true", help="also time the simple (reference) path")
+    ap.add_argument("--nocache", action="store_true", help="also time the fast path with cache_dual=False")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
     args = ap.parse_args(argv)
     if args.threads:
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
     for p in ("1.1", "1.75", "2", "3"):
         kinds.append(f"LpMD p={p} fast")
+        if args.nocache and p != "2":
+            kinds.append(f"LpMD p={p} nocache")
         if args.simple:
             kinds.append(f"LpMD p={p} simple")
     gen = torch.Generator().manual_seed(0)

@@ -62,10 +62,13 @@ def _up(x):
 
 
 def _nonneg_up(x):
+    """Upper end of x clipped at 0; +inf when x has no finite upper end (nan), never a silent 0."""
     from flint import arb
 
-    u = x.upper()
-    return arb(u) if u > 0 else arb(0)
+    u = arb(x.upper())
+    if not u.is_finite():
+        return arb("inf")
+    return u if u > 0 else arb(0)
 
 
 def norm_pow(ints: Sequence[int], e: int, a):
@@ -134,17 +137,19 @@ def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *,
         a = arb(sum(lam.ints)) * arb(2) ** lam.exp
         lb = a / uq ** (1 / qa)
         two = arb(2)
-        if p <= 2:
-            dist = (_nonneg_up(ub * ub - lb * lb) / (pa - 1)).sqrt()
+        if p <= 2:  # constants from exact rationals (pa - 1 may straddle 0 for p near 1)
+            dist = (_nonneg_up(ub * ub - lb * lb) / _ab(p - 1)).sqrt()
         else:
-            dist = (_nonneg_up(ub ** pa - lb ** pa) * (two ** (pa - 1) - 1)) ** (1 / pa)
-        dist = _up(dist)
+            dist = (_nonneg_up(ub ** pa - lb ** pa) * (two ** _ab(p - 1) - 1)) ** (1 / pa)
+        dist = _nonneg_up(dist)
         lb_low = arb(lb.lower())
-        direction = _up(2 * dist / lb_low)
+        if not lb_low > 0:  # no positive lower bound of OPT: nothing to certify
+            return None
+        direction = _nonneg_up(2 * dist / lb_low)
         if p <= 2:
-            breg = (two ** (2 - pa) / pa) * direction ** pa if direction > 0 else arb(0)
+            breg = (two ** _ab(2 - p) / pa) * direction ** pa if direction > 0 else arb(0)
         else:
-            breg = ((pa - 1) / 2) * two ** ((pa - 2) / pa) * direction * direction
+            breg = _ab((p - 1) / 2) * two ** _ab((p - 2) / p) * direction * direction
         support, singular = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows)), False
         if classify:
             support, singular = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
@@ -163,11 +168,11 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
     two = arb(2)
     # dual error eps and psi/F2 scaling t at full precision (UB and LB nearly cancel)
     if p <= 2:
-        gap = _nonneg_up(ub ** pa - lb ** pa) / pa
-        eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
-        t = (a / uq) ** (pa - 1)
+        gap = _nonneg_up(_nonneg_up(ub ** pa - lb ** pa) / pa)
+        eps = (qa * gap * (two ** _ab(q - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
+        t = (a / uq) ** _ab(p - 1)
     else:
-        eps = (_nonneg_up(ub * ub - lb * lb) / (qa - 1)).sqrt()
+        eps = _nonneg_up((_nonneg_up(ub * ub - lb * lb) / _ab(q - 1)).sqrt())
         t = a / uq ** (2 / qa)
     with working_precision(128):
         return _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t)
@@ -207,7 +212,7 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
                 except ZeroDivisionError:
                     continue
         if Minv is not None:
-            mfac = arb(ops.m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
+            mfac = arb(ops.m) ** _ab(1 / p - Fraction(1, 2)) if p < 2 else arb(1)
             scale = two ** (-ops.exp)
             for k, rows in enumerate(groups.values()):
                 dii = Minv[k, k]

@@ -93,11 +93,17 @@ class ExactVector:
         exp, den = data.get("exp", 0), data.get("den", 1)
         if not isinstance(exp, int) or not isinstance(den, int) or isinstance(exp, bool) or den <= 0:
             raise MdcertError(f"certificate field {name!r}: 'exp' must be an integer and 'den' a positive integer")
+        if abs(exp) > _MAX_EXP:  # 2**exp is formed exactly: a hostile exponent would hang the checker
+            raise MdcertError(f"certificate field {name!r}: 'exp' = {exp} is out of range (|exp| <= {_MAX_EXP})")
         return cls(tuple(ints), exp, den)
 
     @classmethod
     def from_dyadic(cls, ints: Sequence[int], exp: int) -> "ExactVector":
         return cls(tuple(int(k) for k in ints), int(exp), 1)
+
+
+#: largest binary exponent of an exact vector read from JSON (real certificates stay far below)
+_MAX_EXP = 10**7
 
 
 def _ldexp_int(k: int, e: int) -> float:
@@ -112,6 +118,13 @@ def _ldexp_int(k: int, e: int) -> float:
         return sign * math.ldexp(float(k >> shift), e + shift)
     except OverflowError:
         return sign * math.inf
+
+
+def _index(x: Any) -> int:
+    """A row index component: an integer, never a float truncated to one."""
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"index {x!r} is not an integer")
+    return int(x)
 
 
 def _frac(x: Fraction | None) -> str | None:
@@ -260,12 +273,17 @@ class Certificate:
             if not isinstance(sup, dict):
                 raise MdcertError("certificate 'support' must be an object with tight, inactive, undecided")
             try:
-                support = SupportClass(*(tuple(tuple(int(x) for x in r) for r in sup.get(k, []))
+                support = SupportClass(*(tuple(tuple(_index(x) for x in r) for r in sup.get(k, []))
                                          for k in ("tight", "inactive", "undecided")))
             except (TypeError, ValueError):
                 raise MdcertError("certificate 'support' lists must hold integer index lists like [i, t]") from None
         vecs = {k: None if data.get(k) is None else ExactVector.from_json(data[k], name=k)
                 for k in ("w", "lam", "gordan")}
+        for key in ("d", "digits"):
+            if not isinstance(data.get(key, 0), int) or isinstance(data.get(key, 0), bool):
+                raise MdcertError(f"certificate field {key!r} must be an integer, got {data.get(key)!r}")
+        if not isinstance(data.get("info") or {}, dict) or not isinstance(data.get("exact_kkt", False), bool):
+            raise MdcertError("certificate 'info' must be an object and 'exact_kkt' true or false")
         return cls(status=status, svm=svm, p=p, alpha=tuple(alpha), data_hash=str(data.get("data_hash", "")),
                    opt_lower=_unfrac(data, "opt_lower"), opt_upper=_unfrac(data, "opt_upper"),
                    distance_upper=_unfrac(data, "distance_upper"),

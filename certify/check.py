@@ -130,10 +130,13 @@ def _powsum(ints, e: int, a):
 
 
 def _top(x):
-    """Exact ball at the upper endpoint of x, clipped at 0 (for monotone upper bounds)."""
+    """Exact ball at the upper endpoint of x, clipped at 0 (for monotone upper bounds); +inf when
+    x has no finite upper end (nan, e.g. a power of a ball straddling 0): never a silent 0."""
     from flint import arb
 
     u = arb(x.upper())
+    if not u.is_finite():
+        return arb("inf")
     return u if u > 0 else arb(0)
 
 
@@ -173,22 +176,23 @@ def _check_optimal(rows: _Rows, c: Certificate, add) -> None:
             add("opt_lower", False, "A^T lam = 0")
             return
         lb = a / uq ** (1 / qa)
-        if p <= 2:
-            dist = (_top(ub * ub - lb * lb) / (pa - 1)).sqrt()
+        if p <= 2:  # constants from exact rationals: pa - 1 may straddle 0 for p near 1
+            dist = (_top(ub * ub - lb * lb) / _q(p - 1)).sqrt()
         else:
-            dist = (_top(ub ** pa - lb ** pa) * (two ** (pa - 1) - 1)) ** (1 / pa)
+            dist = (_top(ub ** pa - lb ** pa) * (two ** _q(p - 1) - 1)) ** (1 / pa)
         dist = _top(dist)
     add("opt_upper", _q(c.opt_upper) >= ub, "claimed upper bound >= ||w||_p")
     add("opt_lower", _q(c.opt_lower) <= lb, "claimed lower bound <= 1^T lam / ||A^T lam||_q")
     add("distance_upper", _q(c.distance_upper) >= dist, "claimed >= recomputed ||w - w*||_p bound")
-    direction = _top(2 * dist / arb(lb.lower())) if dist > 0 else arb(0)
+    lb_low = arb(lb.lower())  # a lower end <= 0 (or nan) proves nothing about the direction
+    direction = arb(0) if dist == 0 else _top(2 * dist / lb_low) if lb_low > 0 else arb("inf")
     add("direction_error_upper", _q(c.direction_error_upper) >= direction, "claimed >= 2 dist / LB")
     if direction == 0:
         breg = arb(0)
     elif p <= 2:
-        breg = two ** (2 - pa) / pa * direction ** pa
+        breg = two ** _q(2 - p) / pa * direction ** pa
     else:
-        breg = (pa - 1) / 2 * two ** ((pa - 2) / pa) * direction * direction
+        breg = _q((p - 1) / 2) * two ** _q((p - 2) / p) * direction * direction
     add("bregman_upper", _q(c.bregman_upper) >= breg, "claimed >= Bregman bound of the direction error")
     _check_support(rows, c, Aw, scale_w, lam, dist, ub, lb, a, uq, add)
 
@@ -234,13 +238,13 @@ def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, 
         add("support", not bad, f"rows misclassified: {bad[:3]}" if bad else "exact a_i^T w* = 1 / > 1")
         return
     # dual error eps of the multipliers (needs the full precision: UB and LB nearly cancel)
-    mfac = arb(rows.m) ** (1 / pa - arb(1) / 2) if p < 2 else arb(1)
+    mfac = arb(rows.m) ** _q(1 / p - Fraction(1, 2)) if p < 2 else arb(1)
     if p <= 2:
-        gap = _top(ub ** pa - lb ** pa) / pa
-        eps = (qa * gap * (two ** (qa - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
-        t = (a / uq) ** (pa - 1)
+        gap = _top(_top(ub ** pa - lb ** pa) / pa)
+        eps = (qa * gap * (two ** _q(q - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
+        t = (a / uq) ** _q(p - 1)
     else:
-        eps = (_top(ub * ub - lb * lb) / (qa - 1)).sqrt()
+        eps = _top((_top(ub * ub - lb * lb) / _q(q - 1)).sqrt())
         t = a / uq ** (2 / qa)
     saved, flint.ctx.prec = flint.ctx.prec, 128  # the per-row tests need no more than this
     try:
@@ -298,6 +302,10 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         f"{len(tight)} rows with a provably positive unique (group) multiplier")
 
 
+_OPTIMAL_ONLY = ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper", "support",
+                 "w", "lam", "exact_kkt")
+
+
 def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=None, svm: str | None = None,
                       alpha=None, bits: int | None = None) -> CheckResult:
     """Recompute every claim of ``cert`` from ``problem`` (see module docstring).
@@ -326,6 +334,8 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
         add("p", parse_p(p) == cert.p, f"certificate p = {cert.p}, expected {parse_p(p)}")
     if svm is not None:
         add("svm", svm == cert.svm, f"certificate svm = {cert.svm}, expected {svm}")
+    if cert.d != problem.d:  # consumers reshape w with it
+        add("d", False, f"certificate d = {cert.d}, the data has d = {problem.d}")
     try:
         a = resolve_alpha(problem, list(cert.alpha))
         if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
@@ -350,6 +360,10 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
                     else "not a Gordan certificate (need g >= 0, g != 0, A^T g = 0 exactly)")
             else:
                 add("status", True, "no_verified_result: nothing is claimed")
+            if cert.status is not CertStatus.OPTIMAL:  # claims that only an optimal certificate proves
+                extra = [k for k in _OPTIMAL_ONLY if getattr(cert, k) not in (None, False)]
+                add("unverified_fields", not extra, f"status {cert.status.value} cannot carry {extra}" if extra
+                    else "no claim beyond the status")
         finally:
             flint.ctx.prec = old
     first = next((f"{cl.name}: {cl.detail}" for cl in claims if not cl.ok), None)

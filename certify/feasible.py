@@ -79,12 +79,12 @@ def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarr
 
     sub = ops.subset(support)
     k = len(support)
-    ZT = sub.float_rows().T  # m x k (float, for choosing equations)
+    m = sub.m  # equations of Z_S^T lam = 0
     rng = np.random.default_rng(0)
     eq_sets = []
-    if ZT.shape[0] > 3 * k + 10:
-        eq_sets.append(np.sort(rng.choice(ZT.shape[0], size=3 * k + 10, replace=False)))
-    eq_sets.append(np.arange(ZT.shape[0]))
+    if m > 3 * k + 10:
+        eq_sets.append(np.sort(rng.choice(m, size=3 * k + 10, replace=False)))
+    eq_sets.append(np.arange(m))
     Lobj, Robj = sub.L, sub.R
     for eqs in eq_sets:
         # exact integer rows of Z_S^T restricted to equations eqs: entry (j, r) = Z[r, j]
@@ -186,6 +186,24 @@ def _exact_min_norm_point(ops: ExactOps, *, max_rows: int = 64) -> ExactVector |
     return ExactVector(tuple(W), 0, 1)
 
 
+def _normalized_rows(ops: ExactOps) -> tuple[np.ndarray, np.ndarray]:
+    """Float rows ``Z_r / 2**s_r`` (largest entry of each factor in [1/2, 1)): float64 overflow and
+    underflow of the data's own scale (1e300, subnormals) cannot reach the LP. Solver use only.
+    Returns the rows and the shifts ``s_r``."""
+    from certify.ops import int_matrix_to_float
+
+    def scaled(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        shift = np.array([max(abs(int(k)).bit_length() for k in row) for row in M], dtype=np.int64)
+        return np.stack([int_matrix_to_float(np.asarray(row, dtype=object)[None, :], -int(s))[0]
+                         for row, s in zip(M, shift)]), shift
+
+    L, sL = scaled(ops.L)
+    if ops.R is None:
+        return L, sL
+    R, sR = scaled(ops.R)
+    return (L[:, :, None] * R[:, None, :]).reshape(ops.N, ops.m), sL + sR
+
+
 def feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
     """Certified feasibility of one constraint system (see module docstring)."""
     with single_thread_blas():
@@ -204,8 +222,10 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
         g = [0] * ops.N
         g[zero_rows[0]] = 1
         return FeasibilityResult(False, None, ExactVector(tuple(g), 0, 1), "zero row", index)
-    A = cs.rows()
+    A, shifts = _normalized_rows(ops)  # row r scaled by a positive power of two: same feasibility, no overflow
     norms = np.linalg.norm(A, axis=1)
+    if not np.all(np.isfinite(A)) or not np.all(norms > 0):
+        norms = np.ones(ops.N)  # cannot happen: every row has an entry of magnitude in [1/2, 1)
     An = A / norms[:, None]
     N, m = A.shape
     c = np.zeros(m + 1)
@@ -220,6 +240,7 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
         if pt is not None:
             return FeasibilityResult(True, pt, None, "LP point, exact check", index)
         lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0) / norms
+        lam = np.ldexp(lam, -(shifts - shifts.min()))  # multipliers of the integer rows Z_r (guidance only)
         # also try the LP point nudged towards the analytic centre of the constraint normals
         pt = check_point(ops, w + 1e-3 * An.mean(axis=0))
         if pt is not None:

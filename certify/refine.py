@@ -180,7 +180,8 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
             full_W = W
             Rall = ops.matvec(full_W)
             e = ops.exp + w_exp
-            slack = int_vector_to_float([k - (1 << (-e)) for k in Rall], e)
+            slack = int_vector_to_float([k - (1 << (-e)) for k in Rall], e) if e < 0 else \
+                int_vector_to_float([(k << e) - 1 for k in Rall], 0)  # coarse w (data of extreme scale)
             tol = max(2.0 ** (-bits // 2), 1e-30)
             viol = [i for i in range(N) if i not in Lam and is_rep[i] and slack[i] < -tol]
             if not neg and not viol:

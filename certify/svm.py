@@ -30,6 +30,10 @@ from certify.warmstart import warm_start
 __all__ = ["certify_svm", "target_bits"]
 
 
+#: float failures of the solver side (never of a proof): they end in NO_VERIFIED_RESULT, not a traceback
+_NUMERIC = (FloatingPointError, ValueError, ZeroDivisionError, np.linalg.LinAlgError, OverflowError)
+
+
 def target_bits(p: Fraction, digits: int) -> int:
     """Working bits so that width ~1e-digits and direction error ~1e-(digits/2) or better.
 
@@ -65,7 +69,44 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         NO_VERIFIED_RESULT (nothing proven).
     """
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
-        return _certify_svm(problem, p, svm=svm, alpha=alpha, digits=digits, time_limit=time_limit)
+        scaled = _rescaled(problem) if isinstance(problem, AttentionProblem) else None
+        if scaled is None:
+            return _certify_svm(problem, p, svm=svm, alpha=alpha, digits=digits, time_limit=time_limit)
+        other, kx, kz = scaled
+        a = resolve_alpha(problem, alpha)
+        cert = _certify_svm(other, p, svm=svm, alpha=list(a), digits=digits, time_limit=time_limit)
+        return _unscale(cert, problem, kx + (kz if svm == "attention" else 0), kx, kz)
+
+
+def _rescaled(problem: AttentionProblem) -> tuple[AttentionProblem, int, int] | None:
+    """``(problem with X * 2**kx and z * 2**kz, kx, kz)`` when the data's scale is extreme (1e150,
+    subnormals) and the power-of-two scaling is exact; else None. A w >= 1 scales by 2**(kx + kz)."""
+    def shift(a: np.ndarray) -> int:
+        top = float(np.max(np.abs(a))) if a.size else 0.0
+        return 0 if top == 0 else -math.frexp(top)[1]
+
+    kx, kz = shift(problem.X), shift(problem.z)
+    if abs(kx) <= 16 and abs(kz) <= 16:  # ordinary scales are solved as given
+        return None
+    X, z = np.ldexp(problem.X, kx), np.ldexp(problem.z, kz)
+    if not (np.array_equal(np.ldexp(X, -kx), problem.X) and np.array_equal(np.ldexp(z, -kz), problem.z)):
+        return None  # scaling would round some entry: solve the data as given
+    return AttentionProblem(X, problem.y, z, problem.v), kx, kz
+
+
+def _unscale(cert: Certificate, problem: AttentionProblem, k: int, kx: int, kz: int) -> Certificate:
+    """The certificate of the scaled rows ``A' = 2**k A`` as one about ``A``: ``w = 2**k w'``,
+    ``OPT = 2**k OPT'``, the same ``lam`` (``2**(2k) lam'`` for the exact p = 2 KKT), the same
+    Gordan vector, direction and Bregman bounds."""
+    from dataclasses import replace
+
+    c = Fraction(2) ** k
+    mul = {f: getattr(cert, f) * c for f in ("opt_lower", "opt_upper", "distance_upper")
+           if getattr(cert, f) is not None}
+    w = None if cert.w is None else replace(cert.w, exp=cert.w.exp + k)
+    lam = None if cert.lam is None else replace(cert.lam, exp=cert.lam.exp + (2 * k if cert.exact_kkt else 0))
+    return replace(cert, data_hash=problem.data_hash(), w=w, lam=lam, info={**cert.info, "rescaled": [kx, kz]},
+                   **mul)
 
 
 def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
@@ -83,7 +124,11 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
     info: dict = {}
 
     def infeasible_or_unknown(reason: str) -> Certificate:
-        feas = feasibility_system(cs)
+        try:
+            feas = feasibility_system(cs)
+        except _NUMERIC as exc:  # a float step failed (extreme data scale): nothing is claimed
+            info.update(seconds=round(time.perf_counter() - t0, 4), reason=f"{reason}; feasibility: {exc}")
+            return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
         info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4), reason=reason)
         if feas.feasible is False:
             return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
@@ -111,7 +156,7 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
                 return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
             ws2 = warm_start(A, float(pf), hess=hess, previous=ws)
             ws = ws2 if ws2.kkt_residual < ws.kkt_residual else ws
-    except (FloatingPointError, ValueError, np.linalg.LinAlgError, OverflowError):
+    except _NUMERIC:
         return infeasible_or_unknown("warm start failed")
     info["warm_start"] = ws.method
     if not np.all(np.isfinite(ws.lam)) or not ws.kkt_residual < 1e-3:
@@ -119,16 +164,20 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
     bits = target_bits(pf, digits)
     best: Bounds | None = None
     for attempt in range(4):
-        ref = refine(ops, pf, ws.lam, bits=bits)
-        b = None
-        if pf == 2 and len(ref.support) <= 64 and cs.m <= 4096:
-            # exact rational KKT: denominators grow like |S| * 220 bits, so small supports only
-            b = exact_kkt_p2(ops, ref.support, bits=bits, weights=ref.lam_ints)
-        if b is None:
-            w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)
-            lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
-            if w is not None and any(ref.lam_ints) and min(ref.lam_ints) >= 0:
-                b = ball_bounds(ops, pf, w, lam, bits=bits)
+        try:
+            ref = refine(ops, pf, ws.lam, bits=bits)
+            b = None
+            if pf == 2 and len(ref.support) <= 64 and cs.m <= 4096:
+                # exact rational KKT: denominators grow like |S| * 220 bits, so small supports only
+                b = exact_kkt_p2(ops, ref.support, bits=bits, weights=ref.lam_ints)
+            if b is None:
+                w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)
+                lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
+                if w is not None and any(ref.lam_ints) and min(ref.lam_ints) >= 0:
+                    b = ball_bounds(ops, pf, w, lam, bits=bits)
+        except _NUMERIC as exc:  # a float step of the refinement failed: keep what is proven so far
+            info["refine_error"] = str(exc)
+            break
         if b is not None and (best is None or _score(b) > _score(best)):
             best = b
         info.update(bits=bits, refine_iterations=ref.iterations, refine_residual=float(ref.residual),

@@ -98,6 +98,9 @@ class JointRadiusResult:
 
 @dataclass(frozen=True)
 class JointPath:
+    """A joint regularization path (W, v)(R) over a grid (Theorem 31): winners per radius, the
+    certified attention and decoder references, and the measured Theorem 31 quantities."""
+
     p: Fraction
     alpha: tuple[int, ...]
     r_of_R: str

@@ -17,21 +17,32 @@ Paths (all compute the same update; the float64 agreement is tested):
 - simple: out-of-place reference (also used for ``differentiable=True`` and non-contiguous tensors);
 - foreach: ``torch._foreach_*`` over each group (default on CUDA, or ``foreach=True``);
 - CPU fast path (default on CPU for contiguous float32/float64 tensors): in-place ops on persistent
-  chunk-sized scratch buffers (cache resident), exponents 2, 1/2, integers and ``k/2^j`` by
-  multiplications and square roots, other exponents as ``exp2(e * log2|x|)`` (float32: a few ulps
-  from ``pow``). The gradient is read once (``G.G``: finite iff every entry is, and its square root
-  bounds ``max|G|``); overflow is excluded *in advance* from that bound and a running upper bound on
-  ``max|W|`` kept per parameter (the exact max of the last result, taken in cache; recomputed from
-  the tensor whenever its version counter or storage changed). When the bounds cannot exclude
-  overflow the step is computed into a scratch tensor, checked, and only then copied. Writes through
-  ``.data`` bypass the version counter: if one makes the bound stale and the step then overflows, the
-  in-cache check still raises (p != 2; the parameter is then partially updated, as the message says);
-  for p = 2 such a step behaves like SGD's ``add_``.
+  chunk-sized scratch buffers (cache resident); the power plans of `experiments.optim_kernels`
+  (integers by binary powering, ``k/2^j`` by square roots, others ``exp2(f log2|x|)``). The gradient
+  is read once before anything is written (``G.G``: finite iff every entry is, and its square root
+  bounds ``max|G|``); overflow is excluded *in advance* from bounds on ``max|G|`` and ``max|Q|``
+  (or ``max|W|``); when they cannot exclude it, the step is computed into scratch tensors, checked,
+  and only then copied.
+
+Dual cache (``cache_dual=True``, the default; CPU fast path, p != 2): ``state["dual"]`` holds
+``Q = grad psi(W)`` as produced by the last step, so a step is ``Q <- Q - lr G; W <- (grad psi)^{-1}(Q)``
+with one power instead of two. ``Q`` equals ``grad psi(W)`` up to the rounding of ``W`` (entries whose
+inverse underflows keep their dual value, as exact arithmetic would). The cache is trusted only if the
+parameter's version counter and storage pointer are those recorded after the optimizer's own write,
+``p`` is unchanged and 64 evenly spaced entries are unchanged; otherwise ``Q`` is recomputed from the
+parameter. Detected: in-place ops on the parameter or ``.detach()`` views (version counter), rebinding
+``param.data = ...`` (storage), whole-tensor writes through ``.data`` (sampled entries), a new ``p``.
+NOT detected: a write through ``.data`` (or a numpy view) that leaves the 64 sampled entries unchanged;
+the next step then continues from the cached dual. Use ``cache_dual=False`` (``grad psi(W)`` from the
+parameter at every step) when the parameter is edited that way. ``state_dict()`` contains the dual;
+on load it is accepted only if its inverse map rounds to the parameter exactly, entry for entry (so a
+resumed run continues bit for bit), else recomputed; a state without ``"dual"`` loads too.
+Writes through ``.data`` with ``cache_dual=False``: if one makes the ``max|W|`` bound stale and the step
+then overflows, the in-cache check still raises (the parameter is then partially updated, as the
+message says); for p = 2 such a step behaves like SGD's ``add_``.
 
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
-p = 2 costs one gradient read more than SGD (1.6x); p = 3 about 2.5x a fused Adam step; exponents that
-need the generic power (p = 1.75, p = 1.1) about 5x. Chunked ops synchronise the intra-op threads once per chunk, so
-on an oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
+SPEED_PLACEHOLDER
 """
 
 from __future__ import annotations
@@ -44,172 +55,14 @@ import torch
 from torch.optim import Optimizer
 from torch.utils.weak import WeakIdKeyDictionary
 
-from certify.errors import MdcertError
-from certify.exact import format_fraction, parse_p
+from certify.exact import format_fraction
+from experiments import optim_kernels as _kernels
+from experiments.optim_kernels import (PowPlan, _absmax, _dual_norm, _simple_update, _validate_lr,
+                                       _validate_p, chunked_dual, chunked_inverse, chunked_step_cached,
+                                       chunked_step_direct, foreach_update, inverse_reproduces,
+                                       mirror_step)
 
 __all__ = ["LpMirrorDescent", "mirror_step", "PowPlan"]
-
-_CHUNK = 1 << 18  # elements per in-cache chunk (1 MiB of float32)
-
-
-def _validate_lr(lr: Any) -> float:
-    try:
-        value = float(lr)
-    except (TypeError, ValueError):
-        raise MdcertError(f"Invalid learning rate: {lr}; lr must be a finite number > 0") from None
-    if not (math.isfinite(value) and value > 0):
-        raise MdcertError(f"Invalid learning rate: {lr}; lr must be a finite number > 0")
-    return value
-
-
-_P_CACHE: dict[tuple[type, Any], Fraction] = {}
-
-
-def _validate_p(p: Any) -> Fraction:
-    key = (type(p), p)
-    try:
-        hit = _P_CACHE.get(key)
-    except TypeError:  # unhashable
-        key, hit = None, None
-    if hit is not None:
-        return hit
-    try:
-        exact = parse_p(p)
-    except MdcertError:
-        raise MdcertError(f"Invalid p: {p}; p must be a finite rational > 1, e.g. 1.75 or '7/4'") from None
-    if key is not None and len(_P_CACHE) < 1024:
-        _P_CACHE[key] = exact
-    return exact
-
-
-class PowPlan:
-    """How to evaluate ``sign(x)|x|^e`` for an exact exponent ``e`` with cheap operations.
-
-    Kinds: ``one``; ``square`` (``|x| * x``); ``dyadic`` for ``e = m + k/2^j`` (``j <= 4``,
-    ``m <= 16``): nested square roots ``sqrt(|x|^{b1} sqrt(|x|^{b2} ...))`` over the bits of ``k/2^j``,
-    times ``|x|^m`` (square-and-multiply when there is no fractional part); ``generic``:
-    ``exp2(e * log2|x|)``.
-    """
-
-    __slots__ = ("exact", "value", "kind", "whole", "bits", "roots")
-
-    def __init__(self, exponent: Fraction) -> None:
-        self.exact = exponent
-        self.value = float(exponent)
-        den = exponent.denominator
-        self.whole = exponent.numerator // den
-        frac = exponent - self.whole
-        self.roots = den.bit_length() - 1
-        self.bits = tuple(i for i in range(1, self.roots + 1) if (frac * 2**i).numerator // (frac * 2**i).denominator % 2)
-        if exponent == 1:
-            self.kind = "one"
-        elif exponent == 2:
-            self.kind = "square"
-        elif den & (den - 1) == 0 and den <= 16 and self.whole <= 16:
-            self.kind = "dyadic"
-        else:
-            self.kind = "generic"
-
-    def __repr__(self) -> str:
-        return f"PowPlan({self.exact}, {self.kind})"
-
-
-def _signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: torch.Tensor) -> None:
-    """``out <- sign(x)|x|^e`` in place (``out`` must not alias ``x``; ``tmp`` a scratch of the same size)."""
-    kind = plan.kind
-    if kind == "one":
-        out.copy_(x)
-        return
-    if kind == "square":
-        torch.abs(x, out=out)
-        out.mul_(x)
-        return
-    if kind == "generic":
-        torch.abs(x, out=out)
-        out.log2_().mul_(plan.value).exp2_()
-    elif not plan.bits:  # integer exponent: left-to-right binary powering of |x| (kept in tmp)
-        torch.abs(x, out=tmp)
-        bits = bin(plan.whole)[3:]
-        torch.mul(tmp, tmp, out=out)
-        if bits[0] == "1":
-            out.mul_(tmp)
-        for bit in bits[1:]:
-            out.mul_(out)
-            if bit == "1":
-                out.mul_(tmp)
-    else:  # |x|^{0.b1b2..bj} = sqrt(|x|^{b1} sqrt(|x|^{b2} ... sqrt(|x|^{bj})))
-        torch.abs(x, out=tmp)
-        torch.sqrt(tmp, out=out)  # the last set bit
-        for i in range(plan.bits[-1] - 1, 0, -1):
-            if i in plan.bits:
-                out.mul_(tmp)
-            out.sqrt_()
-        for _ in range(plan.whole):  # |x|^m (signs are fixed by copysign below)
-            out.mul_(x)
-    out.copysign_(x)
-
-
-def _absmax(t: torch.Tensor) -> float:
-    """``max|t|`` in one pass without temporaries (NaN propagates; 0 for an empty tensor)."""
-    if t.numel() == 0:
-        return 0.0
-    lo, hi = torch.aminmax(t)
-    lo, hi = float(lo), float(hi)
-    if math.isnan(lo) or math.isnan(hi):
-        return math.nan
-    return max(-lo, hi)
-
-
-def _dual_norm(g: torch.Tensor, q: float) -> float:
-    """Scaled entrywise ``||g||_q`` (no overflow for finite g)."""
-    a = g.detach().abs()
-    m = float(a.max()) if a.numel() else 0.0
-    if m == 0.0:
-        return 0.0
-    return m * float(((a / m).pow(q)).sum().double().pow(1.0 / q))
-
-
-def mirror_step(W: torch.Tensor, G: torch.Tensor, lr: float, p: Any, *, maximize: bool = False,
-                normalize_gradient: bool = False) -> torch.Tensor:
-    """Reference (out-of-place) l_p mirror step ``W+ = (grad psi)^{-1}(grad psi(W) -+ lr G)``.
-
-    Args:
-        W: current point; G: gradient (same shape); lr: step size > 0; p: exponent (exact).
-        maximize: ascend instead of descend.
-        normalize_gradient: use ``G / ||G||_q``.
-
-    Returns:
-        The new point (a new tensor); ``W`` is untouched.
-
-    Raises:
-        FloatingPointError: non-finite input or a result that overflows.
-    """
-    lr = _validate_lr(lr)
-    exact = _validate_p(p)
-    if not bool(torch.isfinite(G).all()):
-        raise FloatingPointError("mirror_step: non-finite gradient; check the loss or use a smaller lr")
-    if not bool(torch.isfinite(W).all()):
-        raise FloatingPointError("mirror_step: the point contains NaN or Inf")
-    new = _simple_update(W, G, lr, exact, maximize, normalize_gradient)
-    if not bool(torch.isfinite(new).all()):
-        raise FloatingPointError(f"mirror_step: the step overflowed {W.dtype}; use a smaller lr")
-    return new
-
-
-def _simple_update(W: torch.Tensor, G: torch.Tensor, lr: float, exact: Fraction, maximize: bool,
-                   normalize: bool) -> torch.Tensor:
-    g = -G if maximize else G
-    if normalize:
-        norm = _dual_norm(g, float(exact / (exact - 1)))
-        if norm == 0.0:
-            return W.clone()
-        g = g / norm
-    if exact == 2:
-        return W.clone().add_(g, alpha=-lr)
-    pm1, inv = float(exact - 1), float(1 / (exact - 1))
-    Q = W.abs().pow(pm1) * W.sign()
-    Q = Q - lr * g
-    return Q.abs().pow(inv) * Q.sign()
 
 
 class LpMirrorDescent(Optimizer):
@@ -222,6 +75,10 @@ class LpMirrorDescent(Optimizer):
             Each group also stores ``p_exact`` (``"7/4"``).
         normalize_gradient: divide each parameter's gradient by its dual norm ``||G||_q``.
         maximize: maximize the objective.
+        cache_dual: keep the dual variable ``Q = grad psi(W)`` in ``state["dual"]`` (CPU fast path, p != 2)
+            so that a step needs only the inverse map; ``Q`` is recomputed from the parameter whenever
+            the parameter may have changed outside the optimizer (see the module docstring for what is
+            detected). ``False``: recompute ``grad psi(W)`` from the parameter at every step.
         foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
         differentiable: keep the step differentiable (out-of-place reference path).
 
@@ -233,14 +90,17 @@ class LpMirrorDescent(Optimizer):
     """
 
     def __init__(self, params: Iterable, lr: float = 1e-3, p: Any = 2, *, normalize_gradient: bool = False,
-                 maximize: bool = False, foreach: bool | None = None, differentiable: bool = False) -> None:
+                 maximize: bool = False, foreach: bool | None = None, differentiable: bool = False,
+                 cache_dual: bool = True) -> None:
         lr = _validate_lr(lr)
         exact = _validate_p(p)
         defaults = dict(lr=lr, p=p, p_exact=format_fraction(exact), normalize_gradient=normalize_gradient,
-                        maximize=maximize, foreach=foreach, differentiable=differentiable)
+                        maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        cache_dual=bool(cache_dual))
         self._plans: dict[Fraction, tuple[PowPlan, PowPlan]] = {}
         self._scratch: dict[tuple, torch.Tensor] = {}
         self._bounds = WeakIdKeyDictionary()
+        self._stamps = WeakIdKeyDictionary()
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
@@ -255,7 +115,9 @@ class LpMirrorDescent(Optimizer):
         self.__dict__.setdefault("_plans", {})
         self.__dict__.setdefault("_scratch", {})
         self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
         for group in self.param_groups:
+            group.setdefault("cache_dual", True)
             group.setdefault("normalize_gradient", False)
             group.setdefault("maximize", False)
             group.setdefault("foreach", None)
@@ -456,18 +318,13 @@ class LpMirrorDescent(Optimizer):
             self._check_result(gi, pi, param, T, exact, lr)
             return lambda: W.copy_(T)
         fwd, inv = self._plan(exact)
-        q = self._buffer("q", min(n, _CHUNK), W)
-        tmp = self._buffer("tmp", min(n, _CHUNK), W)
+        q = self._buffer("q", min(n, _kernels.CHUNK), W)
+        tmp = self._buffer("tmp", min(n, _kernels.CHUNK), W)
+        if group["cache_dual"]:
+            return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp)
 
         def compute(target: torch.Tensor, extremes: list | None = None) -> None:
-            for s in range(0, n, _CHUNK):
-                e = min(s + _CHUNK, n)
-                qc, tc = q[: e - s], tmp[: e - s]
-                _signed_pow_into(qc, W[s:e], fwd, tc)
-                qc.add_(G[s:e], alpha=sign * alpha)
-                _signed_pow_into(target[s:e], qc, inv, tc)
-                if extremes is not None:  # in-cache, so nearly free
-                    extremes.extend(torch.aminmax(target[s:e]))
+            chunked_step_direct(target, W, G, sign * alpha, fwd, inv, q, tmp, extremes)
 
         if safe:
             def commit() -> None:
@@ -488,6 +345,84 @@ class LpMirrorDescent(Optimizer):
         self._check_result(gi, pi, param, T, exact, lr)
         return lambda: W.copy_(T)
 
+    # ------------------------------------------------------------------ cached dual (CPU fast path)
+    def _fingerprint(self, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A few evenly spaced entries of ``W`` (flat) and their positions: a cheap sampled check
+        that catches whole-tensor writes through ``.data`` (it can refute, never prove, "unchanged")."""
+        n = W.numel()
+        idx = torch.linspace(0, n - 1, steps=min(n, 64)).round().long()
+        return idx, W.index_select(0, idx)
+
+    def _stamp(self, param: torch.Tensor, Q: torch.Tensor, W: torch.Tensor, exact: Fraction, qmax: float) -> None:
+        idx, sample = self._fingerprint(W)
+        self._stamps[param] = (param._version, param.data_ptr(), Q, exact, qmax, idx, sample)
+
+    def _dual(self, param: torch.Tensor, W: torch.Tensor, exact: Fraction, q: torch.Tensor,
+              tmp: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """The cached dual ``Q = grad psi(W)`` (flat) and the exact ``max|Q|``; nothing is written to ``W``.
+
+        The cache is used when the parameter's version counter and storage are those recorded after
+        the optimizer's own last write, ``p`` is the same, and a sample of entries is unchanged.
+        Otherwise a ``state["dual"]`` of the right shape (e.g. from `load_state_dict`) is accepted
+        only if its inverse map rounds to the parameter exactly, entry for entry; failing that,
+        ``Q`` is recomputed from the parameter.
+        """
+        state = self.state[param]
+        fwd, inv = self._plan(exact)
+        Q = state.get("dual")
+        usable = (isinstance(Q, torch.Tensor) and Q.shape == param.shape and Q.dtype == param.dtype
+                  and Q.device == param.device and Q.is_contiguous() and Q.data_ptr() != param.data_ptr())
+        if not usable:
+            Q = state["dual"] = torch.empty_like(param, memory_format=torch.contiguous_format)
+        Qf = Q.detach().view(-1)
+        stamp = self._stamps.get(param)
+        if (usable and stamp is not None and stamp[2] is Q and stamp[0] == param._version
+                and stamp[1] == param.data_ptr() and stamp[3] == exact
+                and torch.equal(W.index_select(0, stamp[5]), stamp[6])):
+            return Qf, stamp[4]
+        foreign = stamp is None or stamp[2] is not Q  # e.g. loaded by load_state_dict
+        if usable and foreign and inverse_reproduces(W, Qf, inv, q, tmp):
+            qmax = _absmax(Qf)  # loaded dual consistent with the parameter: keep it
+        else:
+            qmax = chunked_dual(Qf, W, fwd, tmp)
+        self._stamp(param, Q, W, exact, qmax)
+        return Qf, qmax
+
+    def _fast_cached(self, gi, pi, param, W, G, lr, exact, coef, gmax, q, tmp) -> Callable[[], None]:
+        Q, qmax = self._dual(param, W, exact, q, tmp)
+        _, inv = self._plan(exact)
+        limit = torch.finfo(param.dtype).max / 8
+
+        eps = torch.finfo(param.dtype).eps
+
+        def bounds(qm: float, gm: float) -> tuple[float, float]:
+            """``|Q+| <= (max|Q| + |coef| max|G|)(1 + 4 eps)``; ``|W+| = |Q+|^{1/(p-1)}``."""
+            try:
+                qb = (qm + abs(coef) * gm) * (1 + 4 * eps)
+                return qb, max(qb, qb ** inv.value)
+            except OverflowError:
+                return math.inf, math.inf
+
+        qb, bound = bounds(qmax, gmax)
+        if not bound <= limit:  # the running bounds are too loose: take the exact maxima
+            qmax = _absmax(Q)
+            qb, bound = bounds(qmax, _absmax(G))
+        if bound <= limit:  # overflow excluded in advance: update Q and W in place, chunk by chunk
+            def commit() -> None:
+                chunked_step_cached(W, Q, G, coef, inv, tmp)
+                self._stamp(param, self.state[param]["dual"], W, exact, qb)  # qb bounds the new max|Q|
+            return commit
+        Qn = torch.add(Q, G, alpha=coef)  # own buffers: commits run after every check
+        T = torch.empty_like(W)
+        chunked_inverse(T, Qn, inv, tmp)
+        self._check_result(gi, pi, param, T, exact, lr)
+
+        def commit_checked() -> None:
+            W.copy_(T)
+            Q.copy_(Qn)
+            self._stamp(param, self.state[param]["dual"], W, exact, _absmax(Qn))
+        return commit_checked
+
     # ------------------------------------------------------------------ foreach
     def _foreach_group(self, group_jobs) -> Callable[[], None]:
         _, _, group, _, lr, exact = group_jobs[0]
@@ -497,26 +432,8 @@ class LpMirrorDescent(Optimizer):
         if not bool(torch.isfinite(norms).all()):
             for gi, pi, _, param, _, _ in group_jobs:
                 self._check_grad(gi, pi, param.grad, exact, lr)
-        if group["maximize"]:
-            grads = torch._foreach_neg(grads)
-        if group["normalize_gradient"]:
-            q = float(exact / (exact - 1))
-            scales = []
-            for g in grads:
-                norm = _dual_norm(g, q)
-                scales.append(0.0 if norm == 0.0 else 1.0 / norm)
-            grads = torch._foreach_mul(grads, scales)
-        if exact == 2:
-            news = torch._foreach_add(params, grads, alpha=-lr)
-        else:
-            pm1, inv = float(exact - 1), float(1 / (exact - 1))
-            Q = torch._foreach_abs(params)
-            Q = torch._foreach_pow(Q, pm1) if pm1 != 2.0 else torch._foreach_mul(Q, Q)
-            torch._foreach_mul_(Q, torch._foreach_sign(params))
-            torch._foreach_add_(Q, grads, alpha=-lr)
-            news = torch._foreach_abs(Q)
-            news = torch._foreach_sqrt(news) if inv == 0.5 else torch._foreach_pow(news, inv)
-            torch._foreach_mul_(news, torch._foreach_sign(Q))
+        news = foreach_update(params, grads, lr, exact, maximize=group["maximize"],
+                              normalize=group["normalize_gradient"])
         finite = torch.stack([n.float() for n in torch._foreach_norm(news, float("inf"))])
         if not bool(torch.isfinite(finite).all()):
             for (gi, pi, _, param, lr_, _), new in zip(group_jobs, news):

@@ -13,37 +13,20 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from certify.errors import MdcertError
+from experiments.figures import pyplot, read_summary, save_png
 
 __all__ = ["load_run", "plot_paths_run"]
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def load_run(run_dir: str | Path) -> tuple[dict, dict]:
     """``(summary, arrays)`` of a run directory; MdcertError if it is missing or unreadable."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise MdcertError(f"run directory not found: {str(run_dir)!r}; create one with 'mdcert paths -o DIR'")
-    sfile = run_dir / "summary.json"
-    if not sfile.is_file():
-        raise MdcertError(f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?")
-    try:
-        summary = json.loads(sfile.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise MdcertError(f"cannot read {str(sfile)!r}: {exc}") from None
+    summary = read_summary(run_dir)
     afile = run_dir / "arrays.npz"
     arrays = {}
     if afile.is_file():
@@ -93,7 +76,7 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
         raise MdcertError(f"{str(run_dir)!r} is a {summary.get('kind')!r} run, not a paths run")
     if "record_steps" not in arrays:
         raise MdcertError(f"{str(run_dir)!r} has no arrays.npz with recorded paths")
-    plt = _plt()
+    plt = pyplot()
     out: list[Path] = []
     groups = list(_groups(summary, arrays))
     rs = arrays["record_steps"]
@@ -114,7 +97,7 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
                 ax.set_ylabel(r"$D_\psi(\bar W_{mm}, \bar W(k))$")
                 ax.legend(fontsize=7)
             fig.tight_layout()
-            out.append(_save(fig, run_dir / "bregman.png", plt))
+            out.append(save_png(fig, run_dir / "bregman.png"))
 
             fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
             for ax, (label, e, rows) in zip(axes[0], groups):
@@ -134,7 +117,7 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
                 ax.set_xlabel("step k")
                 ax.legend(fontsize=7)
             fig.tight_layout()
-            out.append(_save(fig, run_dir / "rate_fit.png", plt))
+            out.append(save_png(fig, run_dir / "rate_fit.png"))
 
         if "cross" in arrays:
             qs = arrays["cross_q"]
@@ -149,7 +132,7 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
                     ax.set_yscale("log")
                     ax.set_title(f"path {label}, SVM q={q:g}", fontsize=8)
             fig.tight_layout()
-            out.append(_save(fig, run_dir / "cross.png", plt))
+            out.append(save_png(fig, run_dir / "cross.png"))
 
         if "W_mm" in arrays:
             fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.8), squeeze=False)
@@ -157,7 +140,7 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
                 _projections(ax, arrays, rows, float(e["p"]))
                 ax.set_title(label)
             fig.tight_layout()
-            out.append(_save(fig, run_dir / "projections.png", plt))
+            out.append(save_png(fig, run_dir / "projections.png"))
 
         fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
         for ax, (label, e, rows) in zip(axes[0], groups):
@@ -175,7 +158,7 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             ax.set_title(label)
             ax.legend(fontsize=7)
         fig.tight_layout()
-        out.append(_save(fig, run_dir / "norm_growth.png", plt))
+        out.append(save_png(fig, run_dir / "norm_growth.png"))
     return out
 
 
@@ -203,11 +186,3 @@ def _projections(ax, arrays: dict, rows: np.ndarray, p: float, max_paths: int = 
         shown += 1
     ax.set_xlabel("along SVM direction")
     ax.set_ylabel("along W(0) residual")
-
-
-def _save(fig, path: Path, plt) -> Path:
-    tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.replace(path)
-    return path

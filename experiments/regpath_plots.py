@@ -6,11 +6,11 @@ next to it; ``mdcert plot RUN`` dispatches here for regpath runs.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 from certify.errors import MdcertError
+from experiments.figures import pyplot, read_summary, save_png
 
 __all__ = ["plot_regpath_run"]
 
@@ -27,13 +27,6 @@ def _floats(values) -> list[float]:
     return out
 
 
-def _save(fig, path: Path) -> Path:
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    tmp.replace(path)
-    return path
-
-
 def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     """Write the regpath figures of a run directory and return their paths.
 
@@ -46,19 +39,10 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     Raises:
         MdcertError: the directory has no readable regpath summary.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     run = Path(run_dir)
     summary_path = run / "summary.json"
-    if not summary_path.is_file():
-        raise MdcertError(f"no summary.json in {str(run)!r}; run 'mdcert regpath ... -o {run}' first")
-    try:
-        summary = json.loads(summary_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise MdcertError(f"cannot read {str(summary_path)!r}: {exc}") from None
+    summary = read_summary(run, create=f"mdcert regpath ... -o {run}")
     if summary.get("kind") != "regpath" or not isinstance(summary.get("path"), list) or not summary["path"]:
         raise MdcertError(f"{str(summary_path)!r} is not a regpath summary (kind {summary.get('kind')!r})")
     path = summary["path"]
@@ -81,8 +65,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax.set_title(f"regularization path, p = {p}" + (f", r = {summary.get('r_of_R')}" if joint else ""))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    outputs.append(_save(fig, run / "regpath_bregman.png"))
-    plt.close(fig)
+    outputs.append(save_png(fig, run / "regpath_bregman.png", tight=True))
 
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
     stat = [max(s, 1e-17) for s in _floats(r["stationarity"] for r in path)]
@@ -97,8 +80,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax[1].set_ylabel("log L" if joint else r"$\log(L - L_*)$")
     ax[1].set_title("loss (log domain)")
     ax[1].grid(True, which="both", alpha=0.3)
-    outputs.append(_save(fig, run / "regpath_stationarity.png"))
-    plt.close(fig)
+    outputs.append(save_png(fig, run / "regpath_stationarity.png", tight=True))
 
     alpha = summary.get("alpha") or []
     fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -112,8 +94,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax.set_ylabel("fraction of examples selecting alpha")
     ax.set_title("selected tokens (softmax argmax); winner start")
     ax.grid(True, which="both", alpha=0.3)
-    outputs.append(_save(fig, run / "regpath_tokens.png"))
-    plt.close(fig)
+    outputs.append(save_png(fig, run / "regpath_tokens.png", tight=True))
 
     md = summary.get("joint_md")
     if md and md.get("records"):
@@ -127,6 +108,5 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
         ax.set_title(f"joint mirror descent, p = {md.get('p_float')}, lr = {md.get('lr')}")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-        outputs.append(_save(fig, run / "regpath_joint_md.png"))
-        plt.close(fig)
+        outputs.append(save_png(fig, run / "regpath_joint_md.png", tight=True))
     return outputs

@@ -30,6 +30,7 @@ from certify.errors import MdcertError
 from certify.exact import conjugate, parse_fraction, parse_p
 from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure, working_precision
 from theorems.context import CheckContext, Predicate, as_context
+from theorems.tokens import _independent_check
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
 __all__ = ["InitInRegion", "init_in_region", "parse_nonnegative", "data_quantities", "check_matrix"]
@@ -159,16 +160,20 @@ class InitInRegion(Predicate):
         p = parse_p(self.p)
         prob = ctx.problem
         W0 = check_matrix(self.W0, prob.d)
-        if not np.any(W0):
-            raise MdcertError("W0 is the zero matrix; its direction W0/||W0||_p is undefined - give a nonzero W0")
         alpha = ctx.alpha(self.alpha)
         cert = ctx.certificate(p, svm="attention", alpha=alpha)
+        if not np.any(W0):  # ||W(0)||_p = 0 exactly; the direction W(0)/||W(0)||_p does not exist
+            return (Evidence("D_psi(Wbar_mm, Wbar(0))", None, None, Method.EXACT,
+                             detail="W(0) = 0: its direction W(0)/||W(0)||_p is undefined"),
+                    Evidence.point("||W(0)||_p", 0, method=Method.EXACT, detail="W(0) = 0"), cert)
         with working_precision(_PREC):
             pa = arb_fraction(p)
             b = [arb_of_float(float(x)) for x in W0.ravel()]
             n0, powers = _ball_norm_p(b, pa)
             norm_ev = Evidence("||W(0)||_p", *enclosure(n0), Method.INTERVAL, detail="arb on the exact float64 entries")
             status = getattr(cert.status, "value", cert.status)
+            if status == "optimal" and not _independent_check(ctx, cert, p=p, svm="attention", alpha=alpha):
+                status = "optimal, but rejected by the independent checker"
             if status != "optimal" or cert.w is None or cert.direction_error_upper is None:
                 d_ev = Evidence("D_psi(Wbar_mm, Wbar(0))", None, None, Method.SOLVER,
                                 detail=f"no certified W_mm (status {status})")
@@ -205,8 +210,10 @@ class InitInRegion(Predicate):
         else:
             R = parse_nonnegative(self.R, "R")
             evidence.append(Evidence(norm_ev.quantity, norm_ev.lo, norm_ev.hi, norm_ev.method, ">=", R, norm_ev.detail))
-        if getattr(cert.status, "value", cert.status) == "optimal":
-            evidence.extend(data_quantities(ctx, cert, ctx.alpha(self.alpha)))
+        alpha = ctx.alpha(self.alpha)
+        if getattr(cert.status, "value", cert.status) == "optimal" and \
+                _independent_check(ctx, cert, p=parse_p(self.p), svm="attention", alpha=alpha):
+            evidence.extend(data_quantities(ctx, cert, alpha))
         if missing:
             if any(e.implies() is Verdict.FAILS for e in evidence):
                 return HypothesisReport(self.name, Verdict.FAILS, tuple(evidence), "||W(0)||_p < R: scale W0 up")
@@ -220,7 +227,8 @@ class InitInRegion(Predicate):
             fails="W(0) is outside the region: " + "; ".join(
                 f"{e.quantity} {'> mu: start closer to the W_mm direction' if e.relation == '<=' else '< R: scale W0 up'}"
                 for e in evidence if e.implies() is Verdict.FAILS),
-            undecided="an enclosure straddles its threshold; certify W_mm with more digits")
+            undecided="W(0) = 0 has no direction: start from a nonzero W0" if norm_ev.hi == 0 else
+                      "an enclosure straddles its threshold; certify W_mm with more digits")
 
 
 def init_in_region(W0: Any, mu: Any = None, R: Any = None, p: Any = 2, *, alpha: Any = None) -> InitInRegion:

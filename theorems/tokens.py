@@ -240,9 +240,9 @@ class TokensLocallyOptimal(Predicate):
                                     f"certificate), so alpha is not locally optimal; choose other tokens")
         cert = ctx.certificate(p, svm="attention", alpha=alpha)
         status = getattr(cert.status, "value", cert.status)
-        checked = _independent_check(ctx, cert) if status == "optimal" else None
-        if status != "optimal" or cert.support is None or checked is False:
-            why = "the certificate failed the independent checker" if checked is False else \
+        checked = _independent_check(ctx, cert, p=p, svm="attention", alpha=alpha) if status == "optimal" else None
+        if status != "optimal" or cert.support is None or checked is not True:
+            why = "the certificate failed the independent checker" if status == "optimal" else \
                 f"no verified SVM solution (status {status})"
             return HypothesisReport(self.name, Verdict.UNDECIDED,
                                     (Evidence(f"support set of the l_p SVM, p={format_fraction(p)}", None, None,
@@ -286,18 +286,20 @@ class TokensLocallyOptimal(Predicate):
                       f"certify with more digits or perturb the data")
 
 
-def _independent_check(ctx: CheckContext, cert) -> bool | None:
-    """Run certify's independent checker once per certificate (None when it is not available)."""
-    key = ("checked", id(cert))
+def _independent_check(ctx: CheckContext, cert, *, p: Fraction, svm: str, alpha: tuple[int, ...]) -> bool | None:
+    """Run certify's independent checker once per certificate and request (None when it is not
+    available). The expected p, svm and alpha are checked too: a certificate about another
+    problem (e.g. from a substituted or mis-keyed solver) is never used."""
+    key = ("checked", id(cert), p, svm, tuple(alpha))
     if key in ctx._cache:
-        return ctx._cache[key]
+        return ctx._cache[key][1]
     try:
         from certify import check_certificate
     except ImportError:
         return None
-    res = check_certificate(ctx.problem, cert)
-    ctx._cache[key] = bool(res.ok)
-    return ctx._cache[key]
+    res = check_certificate(ctx.problem, cert, p=p, svm=svm, alpha=list(alpha))
+    ctx._cache[key] = (cert, bool(res.ok))  # keeps cert alive so that its id is not reused
+    return ctx._cache[key][1]
 
 
 # ---------------------------------------------------------------------- factory functions

@@ -34,14 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-from certify.errors import MdcertError
+from experiments.paths_config import parse_config, prepare_out
+from experiments.svm_cache import DIRECTION_TOL, Certifier  # noqa: F401  (DIRECTION_TOL re-exported)
 
 HELP = "batched mirror-descent training paths, certified directional Bregman rates (paper's synthetic study)"
 
 __all__ = ["HELP", "configure", "run", "parse_config", "DIRECTION_TOL"]
-
-#: certified direction error required of every reference SVM
-DIRECTION_TOL = 1e-12
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -75,281 +73,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--out", required=True, help="run directory to write")
 
 
-# ---------------------------------------------------------------------------------------------- config
-def _split(text: str, name: str) -> list[str]:
-    items = [s.strip() for s in str(text).split(",")]
-    if not items or any(s == "" for s in items):
-        raise MdcertError(f"--{name} must be a comma-separated list without empty items, got {text!r}")
-    return items
-
-
-def parse_config(args: argparse.Namespace) -> dict:
-    """Validate the arguments (before torch is imported); MdcertError with one line on bad input."""
-    from certify.exact import parse_p
-
-    ps = [parse_p(s, name="--p") for s in _split(args.p, "p")]
-    if len(set(ps)) != len(ps):
-        raise MdcertError(f"--p lists a value twice: {args.p!r}")
-    steps_txt = _split(args.steps, "steps")
-    try:
-        steps = [int(s) for s in steps_txt]
-    except ValueError:
-        raise MdcertError(f"--steps must be integers, got {args.steps!r}") from None
-    if len(steps) == 1:
-        steps = steps * len(ps)
-    if len(steps) != len(ps):
-        raise MdcertError(f"--steps has {len(steps)} values but --p has {len(ps)}; give one step count per p (or one for all)")
-    if any(k < 1 for k in steps):
-        raise MdcertError(f"--steps must be >= 1, got {args.steps!r}")
-    lr_txt = _split(args.lr, "lr")
-    try:
-        lrs = [float(s) for s in lr_txt]
-    except ValueError:
-        raise MdcertError(f"--lr must be numbers, got {args.lr!r}") from None
-    if any(not np.isfinite(x) or x <= 0 for x in lrs):
-        raise MdcertError(f"--lr values must be finite and > 0, got {args.lr!r}")
-    for name in ("trials", "inits", "n", "T", "d"):
-        if getattr(args, name) < (2 if name == "T" else 1):
-            raise MdcertError(f"--{name} must be >= {2 if name == 'T' else 1}, got {getattr(args, name)}")
-    if not 0 <= args.tail < 1:
-        raise MdcertError(f"--tail must be in [0, 1), got {args.tail}")
-    if args.records < 2:
-        raise MdcertError(f"--records must be >= 2, got {args.records}")
-    if not 1 <= args.digits <= 2000:
-        raise MdcertError(f"--digits must be in 1..2000, got {args.digits}")
-    if args.decoder_lr is not None and (not np.isfinite(args.decoder_lr) or args.decoder_lr <= 0):
-        raise MdcertError(f"--decoder-lr must be finite and > 0, got {args.decoder_lr}")
-    if args.seed < 0:
-        raise MdcertError(f"--seed must be >= 0, got {args.seed}")
-    dev = str(args.device).strip().lower()
-    if dev not in ("auto", "cpu", "cuda") and not dev.startswith("cuda:"):
-        raise MdcertError(f"unknown device {args.device!r}; use auto, cpu or cuda")
-    workers = args.workers
-    if workers is None:
-        workers = 2 if (os.cpu_count() or 1) >= 2 else 0
-    if workers < 0:
-        raise MdcertError(f"--workers must be >= 0, got {workers}")
-    return {"p": ps, "p_text": _split(args.p, "p"), "steps": steps, "lr": lrs, "workers": workers, "device": dev}
-
-
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise MdcertError(f"output {str(out)!r} exists and is not a directory; choose another -o")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another -o")
-    if not out.parent.exists():
-        raise MdcertError(f"parent directory of {str(out)!r} does not exist; create it first")
-
-
-# ---------------------------------------------------------------------------------------------- certificates
-def _cert_job(job: tuple) -> dict:
-    """Certify one SVM (runs in a worker process: imports certify only, never torch)."""
-    key, X, y, z, v, alpha, p_text, digits = job
-    from certify import AttentionProblem, CertStatus, certify_svm
-
-    problem = AttentionProblem(X, y, z, v)
-    t0 = time.perf_counter()
-    d = digits
-    while True:
-        cert = certify_svm(problem, p_text, alpha=list(alpha), digits=d)
-        err = cert.direction_error_upper
-        if cert.status is not CertStatus.OPTIMAL or (err is not None and err < Fraction(DIRECTION_TOL)) or d >= 480:
-            break
-        d *= 2
-    out = {"key": key, "status": cert.status.value, "digits": d, "seconds": time.perf_counter() - t0,
-           "torch_loaded": "torch" in sys.modules,
-           "direction": None, "direction_error_upper": None, "certificate": cert.to_json()}
-    if cert.status is CertStatus.OPTIMAL:
-        out["direction"] = cert.direction_float()
-        out["direction_error_upper"] = float(err) if err is not None else None
-    return out
-
-
-class Certifier:
-    """Certified reference SVMs, cached by (data hash, alpha, p), solved in a process pool.
-
-    Args:
-        problems: the datasets; hashes: their data hashes.
-        workers: processes (0: solve in this process when results are asked for).
-        digits: initial digits (raised until the direction error is below `DIRECTION_TOL`).
-    """
-
-    def __init__(self, problems, hashes, *, workers: int, digits: int) -> None:
-        self.problems, self.hashes, self.digits = problems, hashes, digits
-        self.jobs: dict[tuple, tuple] = {}
-        self.futures: dict[tuple, object] = {}
-        self.done: dict[tuple, dict] = {}
-        self.requests = 0
-        self.opt_keys: list = []
-        self.pool = None
-        if workers > 0:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-
-    def key(self, trial: int, alpha, p: Fraction) -> tuple:
-        return (self.hashes[trial], tuple(int(a) for a in alpha), p)
-
-    def submit(self, trial: int, alpha, p: Fraction, *, count: bool = True) -> tuple:
-        self.requests += int(count)
-        key = self.key(trial, alpha, p)
-        if key not in self.jobs:
-            pr = self.problems[trial]
-            job = (key, pr.X, pr.y, pr.z, pr.v, key[1], f"{p.numerator}/{p.denominator}", self.digits)
-            self.jobs[key] = job
-            if self.pool is not None:
-                self.futures[key] = self.pool.submit(_cert_job, job)
-        return key
-
-    def results(self) -> dict[tuple, dict]:
-        for key, job in self.jobs.items():
-            if key not in self.done:
-                self.done[key] = self.futures[key].result() if key in self.futures else _cert_job(job)
-        return self.done
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
-
-
-# ---------------------------------------------------------------------------------------------- analysis
-def _references(cert: Certifier, keys: list, shape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    res = cert.results()
-    ref = np.full((len(keys),) + shape, np.nan)
-    status = np.empty(len(keys), dtype=object)
-    err = np.full(len(keys), np.nan)
-    for i, k in enumerate(keys):
-        if k is None:
-            status[i] = "tie"
-            continue
-        r = res[k]
-        status[i] = r["status"]
-        if r["direction"] is not None:
-            e = r["direction_error_upper"]
-            err[i] = np.nan if e is None else e
-            if e is not None and e < DIRECTION_TOL:
-                ref[i] = r["direction"]
-            else:
-                status[i] = "direction_error_too_large"
-    return ref, status.astype(str), err
-
-
-def _stats(x: np.ndarray) -> tuple[float | None, float | None, int]:
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return None, None, 0
-    return float(x.mean()), float(x.std()), int(x.size)
-
-
-def _final_values(curves: np.ndarray) -> np.ndarray:
-    out = np.full(curves.shape[0], np.nan)
-    for b in range(curves.shape[0]):
-        f = np.flatnonzero(np.isfinite(curves[b]))
-        if f.size:
-            out[b] = curves[b, f[-1]]
-    return out
-
-
-def _rate_json(steps_row: np.ndarray, curves: np.ndarray, fn) -> dict | None:
-    valid = steps_row >= 0
-    try:
-        return fn(steps_row[valid], curves[:, valid]).to_json()
-    except MdcertError as exc:
-        return {"error": str(exc)}
-
-
-def _measure_against_svms(certifier: Certifier, res, trial: np.ndarray, p_rows: list, ps: list, *, cross: bool,
-                          d: int) -> tuple[dict, dict]:
-    """Certify every trajectory's final-attention alpha (own p; all q with ``cross``) and measure
-    ``D_psi(Wbar_mm, Wbar(k))`` on the recorded iterates; returns (arrays, certificate summary)."""
-    from experiments.paths import directional_bregman
-
-    B = len(p_rows)
-    alpha_final = res.final_alpha()
-    fin_keys = [certifier.submit(int(trial[b]), alpha_final[b], p_rows[b]) for b in range(B)]
-    cross_keys = [[certifier.submit(int(trial[b]), alpha_final[b], q) for q in ps] for b in range(B)] if cross else []
-    opt_keys = certifier.opt_keys
-    certs = certifier.results()
-    ref, svm_status, dir_err = _references(certifier, fin_keys, (d, d))
-    ref_opt, opt_status, opt_err = _references(certifier, opt_keys, (d, d))
-    arrays = {"bregman": directional_bregman(res.W, res.record_steps, ref, p_rows),
-              "bregman_opt": directional_bregman(res.W, res.record_steps, ref_opt, p_rows),
-              "W_mm": ref, "svm_status": svm_status, "direction_error_upper": dir_err, "W_mm_opt": ref_opt,
-              "svm_opt_status": opt_status, "direction_error_upper_opt": opt_err}
-    if cross:
-        grid = np.full((B, len(ps), res.W.shape[1]), np.nan)
-        status = np.empty((B, len(ps)), dtype=object)
-        for qi in range(len(ps)):
-            refq, stq, _ = _references(certifier, [ck[qi] for ck in cross_keys], (d, d))
-            grid[:, qi] = directional_bregman(res.W, res.record_steps, refq, p_rows)
-            status[:, qi] = stq
-        arrays.update(cross=grid, cross_status=status.astype(str), cross_q=np.array([float(q) for q in ps]))
-    errs = [r["direction_error_upper"] for r in certs.values() if r["direction_error_upper"] is not None]
-    summary = {
-        "requests": certifier.requests, "unique": len(certs),
-        "status_counts": {s: sum(r["status"] == s for r in certs.values()) for s in sorted({r["status"] for r in certs.values()})},
-        "direction_error_upper_max": max(errs) if errs else None,
-        "direction_error_required": DIRECTION_TOL,
-        "digits_max": max(r["digits"] for r in certs.values()) if certs else None,
-        "solve_seconds_total": sum(r["seconds"] for r in certs.values()),
-    }
-    return arrays, summary
-
-
-def _per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str, lr: float, steps: int, args,
-                 ps: list, alpha_final: np.ndarray, alpha_opt: np.ndarray) -> dict:
-    """The summary of one (p, lr): final Bregman statistics, rate fits, norm growth, cross grid."""
-    from experiments.rates import fit_norm_growth, fit_rates
-
-    def tail_fit(k, c):
-        return fit_rates(k, c, tail_fraction=args.tail)
-
-    def norm_fit(k, c):
-        return fit_norm_growth(k, c, tail_fraction=args.tail)
-
-    steps_row = res.record_steps[sel[0]]
-    entry = {"p": float(p), "p_exact": f"{p.numerator}/{p.denominator}", "p_text": p_text,
-             "lr": lr, "steps": int(steps), "trials": int(args.trials), "inits": int(args.inits),
-             "trajectories": int(sel.size),
-             "status_counts": {s: int(np.sum(res.status[sel] == s)) for s in sorted(set(res.status[sel]))},
-             "alpha_final_is_opt": int(np.sum(np.all(alpha_final[sel] == alpha_opt[sel], axis=1))),
-             "loss_final_mean": _stats(_final_values(res.loss[sel]))[0],
-             "norm_final_mean": _stats(_final_values(res.norm_p[sel]))[0],
-             "norm_fit": _rate_json(steps_row, res.norm_p[sel], norm_fit)}
-    if "bregman" not in arrays:
-        entry.update(bregman_final_mean=None, bregman_final_std=None, rate_fit=None)
-        return entry
-    m, s, c = _stats(_final_values(arrays["bregman"][sel]))
-    mo, so, co = _stats(_final_values(arrays["bregman_opt"][sel]))
-    st = arrays["svm_status"][sel]
-    err = arrays["direction_error_upper"][sel]
-    entry.update(bregman_final_mean=m, bregman_final_std=s, bregman_trajectories=c,
-                 bregman_final_opt_mean=mo, bregman_final_opt_std=so, bregman_opt_trajectories=co,
-                 svm_status_counts={k: int(np.sum(st == k)) for k in sorted(set(st))},
-                 direction_error_upper_max=float(np.nanmax(err)) if np.any(np.isfinite(err)) else None,
-                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], tail_fit),
-                 rate_fit_two_decades=_rate_json(steps_row, arrays["bregman"][sel], fit_rates),
-                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel], tail_fit))
-    if "cross" in arrays:
-        cm = [_stats(_final_values(arrays["cross"][sel, qi])) for qi in range(len(ps))]
-        entry["cross"] = {"q": [float(q) for q in ps], "bregman_final_mean": [x[0] for x in cm],
-                          "bregman_final_std": [x[1] for x in cm], "trajectories": [x[2] for x in cm]}
-    return entry
-
-
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace) -> int:
     cfg = parse_config(args)
     out = Path(args.out)
-    _prepare_out(out, args.overwrite)
+    prepare_out(out, args.overwrite)
     t_start = time.perf_counter()
 
     import torch
 
     from certify import synthetic_problem
     from experiments.paths import resolve_device, run_paths
+    from experiments.paths_summary import measure_against_svms, per_p_entry
 
     device = resolve_device(cfg["device"])
     ps, steps_p, lrs = cfg["p"], cfg["steps"], cfg["lr"]
@@ -400,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         arrays: dict[str, np.ndarray] = {}
         cert_summary = None
         if certifier is not None:
-            arrays, cert_summary = _measure_against_svms(certifier, res, trial, [ps[j] for j in p_idx], ps,
+            arrays, cert_summary = measure_against_svms(certifier, res, trial, [ps[j] for j in p_idx], ps,
                                                          cross=args.cross, d=d)
             cert_summary.update(workers=cfg["workers"], wait_after_training_s=time.perf_counter() - t_cert0)
         t_an0 = time.perf_counter()
@@ -408,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         for b in range(B):
             tk = problems[trial[b]].optimal_indices()
             alpha_opt[b] = tk.indices
-        per_p = [_per_p_entry(res, arrays, sel=np.flatnonzero((p_idx == pi) & (lr_idx == li)), p=p,
+        per_p = [per_p_entry(res, arrays, sel=np.flatnonzero((p_idx == pi) & (lr_idx == li)), p=p,
                               p_text=cfg["p_text"][pi], lr=lr, steps=steps_p[pi], args=args, ps=ps,
                               alpha_final=alpha_final, alpha_opt=alpha_opt)
                  for pi, p in enumerate(ps) for li, lr in enumerate(lrs)]
@@ -471,7 +206,7 @@ def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float
         summary["elapsed_s"] = time.perf_counter() - t_start
         (tmp / "summary.json").write_text(json.dumps(_finite_json(summary), indent=1, default=_json_default,
                                                      allow_nan=False))
-        _prepare_out(out, overwrite)
+        prepare_out(out, overwrite)
         if out.exists():
             old = out.parent / f".{out.name}.old-{os.getpid()}"
             out.rename(old)

@@ -7,7 +7,6 @@ Dispatches on ``summary.json``'s ``kind``: "paths" -> `experiments.plots.plot_pa
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from certify.errors import MdcertError
@@ -25,16 +24,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def plot_run(run_dir: str | Path) -> list[Path]:
     """Write the figures of ``run_dir``; returns the PNG paths."""
+    from experiments.figures import read_summary
+
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise MdcertError(f"run directory not found: {str(run_dir)!r}; create one with 'mdcert paths -o DIR'")
     sfile = run_dir / "summary.json"
-    if not sfile.is_file():
-        raise MdcertError(f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?")
-    try:
-        kind = json.loads(sfile.read_text()).get("kind")
-    except (OSError, json.JSONDecodeError, AttributeError) as exc:
-        raise MdcertError(f"cannot read {str(sfile)!r}: {exc}") from None
+    kind = read_summary(run_dir).get("kind")
     if kind == "paths":
         from experiments.plots import plot_paths_run
 

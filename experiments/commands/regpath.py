@@ -12,6 +12,8 @@ import argparse
 
 HELP = "regularization paths W(R) = argmin_{||W||_p <= R} L(W) vs the certified SVM (Theorems 6 and 31)"
 
+__all__ = ["HELP", "configure", "run"]
+
 #: the built-in name of the paper's joint-training example (n=2, T=3, d=2)
 JOINT_EXAMPLE = "joint-example"
 
@@ -61,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
     from certify.exact import format_fraction
     from certify.problem import resolve_alpha
-    from experiments.regpath import parse_radii, reference_direction, regularization_path
+    from experiments.regpath import regularization_path
+    from experiments.regpath_grid import parse_radii
+    from experiments.svm_reference import reference_direction
 
     # ---- validate everything before writing anything
     p = parse_p(args.p)
@@ -80,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.joint:
         if not args.r_of_R:
             raise MdcertError("--joint needs --r-of-R EXPR (the decoder radius as a function of R, e.g. 'R' or 'sqrt(R)')")
-        from experiments.joint import parse_radius_function
+        from experiments.radius_function import parse_radius_function
 
         r_fun = parse_radius_function(args.r_of_R)
         r_values = r_fun.values(radii)
@@ -103,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
 
     arrays: dict[str, np.ndarray] = {"radii": radii}
     if args.joint:
-        from experiments.joint import joint_md_path, joint_regularization_path
+        from experiments.joint import joint_regularization_path
+        from experiments.joint_md import joint_md_path
 
         v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=args.digits)
         path = joint_regularization_path(problem, p, radii=radii, r_of_R=r_fun, starts=args.starts, seed=args.seed,

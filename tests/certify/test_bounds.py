@@ -114,3 +114,15 @@ def test_lb_le_ub_for_any_feasible_point_and_multiplier(noise, lam, p):
     # support claims made from poor vectors must still be right
     assert set(b.support.tight) <= set(_REF.support.tight) | set(_REF.support.undecided)
     assert set(b.support.inactive) <= set(_REF.support.inactive) | set(_REF.support.undecided)
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+def test_nan_upper_end_is_never_zero():
+    """Finding: ``_nonneg_up(nan)`` returned 0, so a nan gap (e.g. ``pa - 1`` straddling 0 when p is
+    within the working precision of 1) would have produced a distance / dual error of 0."""
+    from flint import arb
+
+    from certify.bounds import _nonneg_up
+
+    assert not _nonneg_up(arb("nan")).is_finite()
+    assert _nonneg_up(arb(-2)) == 0 and _nonneg_up(arb(3)) == 3

@@ -92,3 +92,16 @@ def test_status_enum_and_support_counts():
     with pytest.raises(MdcertError, match="no solution"):
         c.solution_float()
     assert Certificate.from_json(c.to_json()) == c
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+@pytest.mark.parametrize("patch, match", [
+    ({"w": {"ints": [1], "exp": 10**9, "den": 1}}, "out of range"),
+    ({"support": {"tight": [[0.5, 1]], "inactive": [], "undecided": []}}, "integer index"),
+    ({"support": {"tight": [[True, 1]], "inactive": [], "undecided": []}}, "integer index"),
+])
+def test_hostile_fields_rejected(patch, match):
+    """Findings: a float index was truncated to a different row; a huge exponent hung the checker."""
+    data = {"status": "optimal", "svm": "attention", "p": "3/2", "alpha": [0], "data_hash": "h", **patch}
+    with pytest.raises(MdcertError, match=match):
+        Certificate.from_json(data)

@@ -100,9 +100,8 @@ def test_rejects_different_data(cert_json):
     other = AttentionProblem(X, PROBLEM.y, PROBLEM.z, PROBLEM.v)
     _fails(cert_json, "data_hash", problem=other)
     d = copy.deepcopy(cert_json)
-    d["data_hash"] = other.data_hash()  # a forged hash does not help
-    assert not check_certificate(other, d).ok or True  # claims may still hold on nearby data...
-    # ...but the certificate is never accepted for the data it does not name
+    d["data_hash"] = other.data_hash()  # a forged hash does not help: claims may hold on nearby data,
+    # but the certificate is never accepted for the data it does not name
     _fails(d, "data_hash")
 
 
@@ -154,3 +153,104 @@ def test_checker_accepts_whatever_the_solver_proves(seed, n, T, d, p, svm):
     assert res.ok, res.first_failure
     if c.status is CertStatus.OPTIMAL:
         assert c.opt_lower <= c.opt_upper
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+def test_nan_ball_is_never_a_zero_upper_bound():
+    """Finding: ``_top(nan)`` returned 0, so a nan distance (e.g. ``pa - 1`` straddling 0 for p
+    near 1) would have accepted distance/direction/Bregman claims of 0 and every inactive claim."""
+    from flint import arb
+
+    from certify.check import _top
+
+    assert not _top(arb("nan")) <= 1000
+    assert not _top(arb("nan")).is_finite()
+    assert _top(arb(-3)) == 0 and _top(arb(5)) == 5
+
+
+def test_p_near_one_distance_zero_is_rejected():
+    """A non-optimal feasible point with a claimed distance 0 at p = 1 + 2**-190 (where the ball
+    ``pa - 1`` is not far from 0) is rejected."""
+    pr = AttentionProblem(np.array([[[1.0], [0.0]]]), np.array([1.0]), np.array([[1.0]]), np.array([1.0]))
+    p = 1 + Fraction(1, 2**189)
+    cert = {"status": "optimal", "svm": "attention", "p": f"{p.numerator}/{p.denominator}", "alpha": [0],
+            "data_hash": pr.data_hash(), "d": 1, "opt_lower": "1/2", "opt_upper": "3/1", "distance_upper": "0/1",
+            "direction_error_upper": "0/1", "bregman_upper": "0/1", "support": None,
+            "w": {"ints": [2], "exp": 0, "den": 1}, "lam": {"ints": [1], "exp": 0, "den": 1}}
+    assert not check_certificate(pr, cert).ok
+
+
+def test_non_optimal_status_cannot_carry_claims(cert_json):
+    """Finding: a no_verified_result / infeasible certificate was accepted with unchecked bounds,
+    support lists and vectors, which scripts reading ``opt_lower`` or ``support`` would trust."""
+    d = copy.deepcopy(cert_json)
+    d["status"] = "no_verified_result"
+    _fails(d, "unverified_fields")
+    bare = {k: d[k] for k in ("status", "svm", "p", "alpha", "data_hash", "d")}
+    assert check_certificate(PROBLEM, bare).ok
+
+
+def test_rejects_wrong_d(cert_json):
+    d = copy.deepcopy(cert_json)
+    d["d"] = 5
+    _fails(d, "d")
+
+
+@pytest.mark.parametrize("field, value", [("d", [10]), ("digits", "many"), ("info", [1]), ("exact_kkt", "no")])
+def test_malformed_fields_are_one_line_errors(cert_json, field, value):
+    from certify import MdcertError
+
+    d = copy.deepcopy(cert_json)
+    d[field] = value
+    with pytest.raises(MdcertError, match=field):
+        check_certificate(PROBLEM, d)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), eps=st.sampled_from([Fraction(1, 10**6), Fraction(1, 10**30)]))
+@example(seed=3, eps=Fraction(1, 10**30))
+def test_accepted_ball_claims_are_true_at_p2(seed, eps):
+    """Ground truth: at p = 2 the exact optimum w* is known (rational KKT). A ball-path certificate
+    for a feasible non-optimal point (1 + eps) w* that the checker accepts must be true: OPT in
+    [opt_lower, opt_upper], ||w - w*|| <= distance_upper, tight rows have a_i^T w* = 1 and
+    inactive rows a_i^T w* > 1 (all compared in exact rationals)."""
+    from dataclasses import replace
+
+    from certify.bounds import ball_bounds
+    from certify.certificate import ExactVector
+    from certify.feasible import constraint_system
+    from certify.ops import ExactOps
+
+    rng = np.random.default_rng(seed)
+    n, T, d = 2, 3, 2
+    pr = AttentionProblem(np.round(rng.standard_normal((n, T, d)) * 4) / 4, np.ones(n),
+                          np.round(rng.standard_normal((n, d)) * 4) / 4, np.ones(d), alpha=[0] * n)
+    exact = certify_svm(pr, "2", digits=20)
+    if exact.status is not CertStatus.OPTIMAL or not exact.exact_kkt:
+        return
+    wstar = exact.w.fractions()
+    ops = ExactOps(constraint_system(pr, "attention", [0] * n))
+    w = replace(exact.w, ints=tuple(k * (eps.denominator + eps.numerator) for k in exact.w.ints),
+                den=exact.w.den * eps.denominator)
+    # ball_bounds wants dyadic vectors: round w up to a dyadic feasible point and lam to a dyadic
+    scale = 2 ** 400
+    wd = ExactVector(tuple(-(-k * scale // w.den) if k > 0 else k * scale // w.den for k in w.ints), w.exp - 400, 1)
+    lamd = ExactVector(tuple(k * scale // exact.lam.den for k in exact.lam.ints), exact.lam.exp - 400, 1)
+    b = ball_bounds(ops, Fraction(2), wd, lamd, bits=300)
+    if b is None:
+        return
+    cert = replace(exact, exact_kkt=False, w=wd, lam=lamd, opt_lower=b.opt_lower, opt_upper=b.opt_upper,
+                   distance_upper=b.distance_upper, direction_error_upper=b.direction_error_upper,
+                   bregman_upper=b.bregman_upper, support=b.support)
+    res = check_certificate(pr, cert)
+    assert res.ok, res.first_failure
+    opt2 = sum(x * x for x in wstar)
+    assert cert.opt_lower ** 2 <= opt2 <= cert.opt_upper ** 2
+    assert sum((a - b_) ** 2 for a, b_ in zip(wd.fractions(), wstar)) <= cert.distance_upper ** 2
+    Z, e = constraint_system(pr, "attention", [0] * n).exact_rows()
+    Aw = [sum(Fraction(int(z)) * x for z, x in zip(row, wstar)) * Fraction(2) ** e for row in Z]
+    index = list(constraint_system(pr, "attention", [0] * n).index)
+    for r in cert.support.tight:
+        assert Aw[index.index(tuple(r))] == 1
+    for r in cert.support.inactive:
+        assert Aw[index.index(tuple(r))] > 1

@@ -110,3 +110,31 @@ def test_esolver_missing_degrades_to_not_proven(monkeypatch):
     pr = AttentionProblem(X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0])
     res = feasibility(pr, svm="decoder")
     assert res.feasible is None and "not proven" in res.method
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+@pytest.mark.parametrize("sx, sz", [(1e-150, 1e-150), (1e150, 1e150), (1e-300, 1e300), (1.0, 1.0)])
+@pytest.mark.parametrize("svm", ["attention", "decoder"])
+def test_extreme_scales_give_a_proven_verdict(sx, sz, svm):
+    """Finding: the float LP was built from ``cs.rows()`` at the data's own scale, so 1e-150 data
+    underflowed to zero rows and 1e150 overflowed (ValueError / OverflowError tracebacks). Rows are
+    now scaled per row by powers of two; the verdict is still proven exactly on the given data."""
+    rng = np.random.default_rng(1)
+    pr = AttentionProblem(rng.standard_normal((2, 3, 2)) * sx, np.ones(2), rng.standard_normal((2, 2)) * sz,
+                          np.ones(2), alpha=[0, 0])
+    res = feasibility(pr, svm=svm)
+    assert res.feasible is True
+    Z, _ = constraint_system(pr, svm, [0, 0]).exact_rows()
+    w = np.array([int(k) for k in res.point_exact.ints], dtype=object)
+    assert min(Z.dot(w)) > 0
+
+
+def test_subnormal_tokens_feasible_and_infeasible():
+    X = np.array([[[5e-324, 0.0], [0.0, 0.0], [0.0, 5e-324]]])
+    pr = AttentionProblem(X, np.ones(1), np.array([[1.0, 1.0]]), np.ones(2), alpha=[0])
+    assert feasibility(pr).feasible is True
+    X2 = np.array([[[5e-324, 0.0], [1e-323, 0.0], [0.0, 0.0]]])  # rows l and -l: infeasible
+    pr2 = AttentionProblem(X2, np.ones(1), np.array([[1.0, 1.0]]), np.ones(2), alpha=[0])
+    res = feasibility(pr2)
+    assert res.feasible is False
+    _verify_gordan(pr2, "attention", res)

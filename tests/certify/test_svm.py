@@ -167,3 +167,47 @@ def test_weakly_active_and_dependent_rows(p):
         assert c.solution_exact() == [1, 1]
     w = c.solution_exact()
     assert abs(w[0] - 1) <= c.distance_upper and abs(w[1] - 1) <= c.distance_upper
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+@pytest.mark.parametrize("sx, sz", [(1e-150, 1e-150), (1e150, 1e150), (1e150, 1e-150), (1e-300, 1.0), (1e20, 1e20),
+                                    (1e-40, 1e-40)])
+@pytest.mark.parametrize("svm", ["attention", "decoder"])
+@pytest.mark.parametrize("p", ["1.01", "2", "20"])
+def test_extreme_scales_certified_or_honest_never_a_crash(sx, sz, svm, p):
+    """Findings: 1e-150 / 1e150 data crashed (linprog ValueError on inf rows, OverflowError in the
+    float rows, 'negative shift count' in refine); 1e20 / 1e-40 data gave no_verified_result at some
+    p. Now an exact power-of-two rescaling is solved and mapped back; the certificate names the
+    original data and the checker accepts it."""
+    rng = np.random.default_rng(1)
+    pr = AttentionProblem(rng.standard_normal((2, 3, 2)) * sx, np.ones(2), rng.standard_normal((2, 2)) * sz,
+                          np.ones(2), alpha=[0, 0])
+    c = certify_svm(pr, p, svm=svm, digits=20)
+    res = check_certificate(pr, c)
+    assert res.ok, res.first_failure
+    assert c.status is CertStatus.OPTIMAL and c.data_hash == pr.data_hash()
+    assert c.opt_lower <= c.opt_upper
+
+
+def test_subnormal_and_max_float_tokens_never_crash():
+    cases = [AttentionProblem(np.array([[[5e-324, 0.0], [0.0, 0.0], [0.0, 5e-324]]]), np.ones(1),
+                              np.array([[1.0, 1.0]]), np.ones(2), alpha=[0]),
+             AttentionProblem(np.array([[[1.7e308, 0.0], [-1.7e308, 0.0]]]), np.ones(1),
+                              np.array([[1.7e308, 1.0]]), np.ones(2), alpha=[0])]
+    for pr in cases:
+        for svm in ("attention", "decoder"):
+            c = certify_svm(pr, "1.5", svm=svm, digits=20)
+            assert check_certificate(pr, c).ok
+            assert c.status is not CertStatus.INFEASIBLE
+
+
+def test_token_one_ulp_from_alpha_is_never_wrong():
+    """A token 1 ulp from x_alpha makes a row of size 2**-52: OPT ~ 1e16. Proven or honest."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((2, 3, 2))
+    X[0, 1] = np.nextafter(X[0, 0], np.inf)
+    pr = AttentionProblem(X, np.ones(2), rng.standard_normal((2, 2)), np.ones(2), alpha=[0, 0])
+    for p in ("1.5", "3"):
+        c = certify_svm(pr, p, digits=20)
+        assert check_certificate(pr, c).ok
+        assert c.status is not CertStatus.INFEASIBLE

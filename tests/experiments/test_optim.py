@@ -13,7 +13,7 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import experiments.optim as optim_mod
+import experiments.optim_kernels as kernels_mod
 from certify import lp
 from certify.errors import MdcertError
 from experiments import LpMirrorDescent
@@ -83,7 +83,7 @@ def test_stationarity(p, path):
 @pytest.mark.parametrize("path", ["fast", "foreach"])
 @pytest.mark.parametrize("flags", [{}, {"maximize": True}, {"normalize_gradient": True}])
 def test_fast_equals_simple_float64(p, path, flags, monkeypatch):
-    monkeypatch.setattr(optim_mod, "_CHUNK", 16)  # several chunks and a ragged tail
+    monkeypatch.setattr(kernels_mod, "CHUNK", 16)  # several chunks and a ragged tail
     W0 = torch.randn(53, generator=gen(4), dtype=torch.float64)
     W0[3] = 0.0
     grads = [torch.randn(53, generator=gen(5 + k), dtype=torch.float64) for k in range(3)]
@@ -129,10 +129,36 @@ def test_bound_refreshed_after_inplace_change():
 
 
 def test_pow_plans():
-    kinds = {e: PowPlan(Fraction(e)).kind for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10", "13/8"]}
+    kinds = {e: PowPlan(Fraction(e)).kind for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10", "13/8", "17"]}
     assert kinds == {"1": "one", "2": "square", "1/2": "dyadic", "3/4": "dyadic", "10": "dyadic",
-                     "4/3": "generic", "1/10": "generic", "13/8": "dyadic"}
+                     "4/3": "generic", "1/10": "generic", "13/8": "dyadic", "17": "dyadic"}
     assert PowPlan(Fraction(13, 8)).bits == (1, 3) and PowPlan(Fraction(13, 8)).whole == 1
+    assert PowPlan(Fraction(4, 3)).whole == 1 and PowPlan(Fraction(4, 3)).frac == pytest.approx(1 / 3)
+
+
+# measured maxima (relative error in float32 eps over |x| in [1e-26, 1e26]): 15.4, 5.9, 11.8, 4.1, 6.6,
+# 2.2, 0.7, 2.2, 2.4, 1.2; generic exponents lose digits to exp2's argument e*log2|x| (up to ~30 here)
+@pytest.mark.parametrize("e, tol", [("4/3", 20), ("1/10", 8), ("7/3", 16), ("10", 6), ("17", 8), ("3/4", 3),
+                                    ("1/2", 1), ("13/8", 3), ("5/16", 3), ("3/2", 2)])
+def test_signed_pow_float32_against_float64(e, tol):
+    """Every plan stays within a few float32 eps of the float64 power over 52 binades (no intermediate
+    overflow/underflow: 3/4 as sqrt|x| * sqrt(sqrt|x|), not sqrt(|x| sqrt|x|))."""
+    g = gen(40)
+    x = (torch.empty(20000, dtype=torch.float64).uniform_(-60, 60, generator=g).exp()
+         * torch.randn(20000, generator=g, dtype=torch.float64).sign()).float()
+    x[:4] = torch.tensor([0.0, -0.0, 1.0, -1.0])
+    ev = float(Fraction(e))
+    if ev > 1:  # keep the result inside float32
+        x = x.clamp(-(1e30 ** (1 / ev)), 1e30 ** (1 / ev))
+    out, tmp = torch.empty_like(x), torch.empty_like(x)
+    kernels_mod.signed_pow_into(out, x, PowPlan(Fraction(e)), tmp)
+    ref = x.double().abs().pow(ev) * x.double().sign()
+    assert torch.equal(out[:4].double(), ref[:4])
+    fi = torch.finfo(torch.float32)
+    big = ref.abs() >= fi.tiny  # normal float32 results: relative error; subnormal ones: absolute
+    rel = ((out.double() - ref).abs() / ref.abs())[big] / fi.eps
+    assert float(rel.max()) <= tol
+    assert float((out.double() - ref).abs()[~big].max()) <= tol * fi.eps * fi.tiny + 2.0**-149
 
 
 # ---------------------------------------------------------------- optimizer contract
@@ -375,16 +401,24 @@ def test_differentiable_counts_steps():
     assert opt.state[param]["step"] == 1
 
 
-def test_write_through_data_is_never_silently_overflowed():
-    """``.data`` writes bypass the version counter; the in-cache post-check still refuses to return inf."""
+@pytest.mark.parametrize("cache_dual", [True, False])
+def test_write_through_data_is_never_silently_overflowed(cache_dual):
+    """``.data`` writes bypass the version counter. With the dual cache the sampled fingerprint sees a
+    whole-tensor write, recomputes the dual and refuses the step with the parameter unchanged; without
+    it the in-cache post-check still refuses to return inf."""
     param = torch.nn.Parameter(torch.ones(8))
-    opt = LpMirrorDescent([param], lr=1.0, p="1.5")
+    opt = LpMirrorDescent([param], lr=1.0, p="1.5", cache_dual=cache_dual)
     param.grad = torch.full((8,), 1e-3)
     opt.step()
     param.data.fill_(3e38)  # invisible to param._version; the stale bound (about 1) predicts no overflow
     param.grad = -torch.full((8,), 2e18)  # Q = sqrt(3e38) + 2e18, W+ = Q^2 > float32 max
-    with pytest.raises(FloatingPointError, match=r"outside autograd \(e.g. through .data\)"):
-        opt.step()
+    if cache_dual:
+        with pytest.raises(FloatingPointError, match=r"overflowed torch.float32 .*left unchanged"):
+            opt.step()
+        assert torch.all(param.detach() == 3e38)
+    else:
+        with pytest.raises(FloatingPointError, match=r"outside autograd \(e.g. through .data\)"):
+            opt.step()
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -433,3 +467,157 @@ def test_cuda_foreach_path(p):
     with pytest.raises(FloatingPointError, match="non-finite gradient"):
         LpMirrorDescent([bad], lr=0.1, p=p).step()
     assert torch.equal(bad.detach().cpu(), torch.ones(4))
+
+
+# ---------------------------------------------------------------- the dual cache (state["dual"])
+def _opt(param, p="1.75", **kw):
+    return LpMirrorDescent([param], lr=0.05, p=p, **kw)
+
+
+@pytest.mark.parametrize("p", ["1.1", "1.75", "3", "7/3", "1.5"])
+@pytest.mark.parametrize("flags", [{}, {"normalize_gradient": True, "maximize": True}])
+def test_cache_and_no_cache_agree_float64(p, flags, monkeypatch):
+    monkeypatch.setattr(kernels_mod, "CHUNK", 16)
+    W0 = torch.randn(37, generator=gen(30), dtype=torch.float64)
+    grads = [torch.randn(37, generator=gen(31 + k), dtype=torch.float64) for k in range(6)]
+    cached = run_steps(W0, grads, p=p, lr=0.05, cache_dual=True, **flags)
+    direct = run_steps(W0, grads, p=p, lr=0.05, cache_dual=False, **flags)
+    ref = simple_steps(W0, grads, p=p, lr=0.05, **flags)
+    np.testing.assert_allclose(cached.numpy(), direct.numpy(), rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(cached.numpy(), ref.numpy(), rtol=1e-13, atol=1e-300)
+
+
+def test_cache_holds_the_dual_of_the_parameter():
+    param = torch.nn.Parameter(torch.randn(20, generator=gen(32), dtype=torch.float64))
+    opt = _opt(param)
+    for k in range(3):
+        param.grad = torch.randn(20, generator=gen(33 + k), dtype=torch.float64)
+        opt.step()
+    np.testing.assert_allclose(opt.state[param]["dual"].numpy(), lp.mirror_map(param.detach().numpy(), "1.75"),
+                               rtol=1e-14)
+    assert "dual" not in LpMirrorDescent([torch.nn.Parameter(torch.ones(2))], p=2).state  # p = 2: no cache
+
+
+def _modify_no_grad(param):
+    with torch.no_grad():
+        param.mul_(-1.5)
+
+
+def _modify_data_whole(param):
+    param.data.copy_(param.data * -1.5)  # invisible to the version counter; the sampled fingerprint sees it
+
+
+def _modify_data_rebind(param):
+    param.data = param.data * -1.5  # new storage
+
+
+def _modify_detach(param):
+    param.detach().mul_(-1.5)  # shares the version counter
+
+
+@pytest.mark.parametrize("modify", [_modify_no_grad, _modify_data_whole, _modify_data_rebind, _modify_detach])
+def test_cache_detects_outside_modification(modify):
+    """After any of these writes the step equals a fresh optimizer's step from the modified parameter."""
+    W0 = torch.randn(50, generator=gen(34), dtype=torch.float64)
+    G1, G2 = (torch.randn(50, generator=gen(35 + k), dtype=torch.float64) for k in range(2))
+    param = torch.nn.Parameter(W0.clone())
+    opt = _opt(param)
+    param.grad = G1.clone()
+    opt.step()
+    modify(param)
+    fresh = torch.nn.Parameter(param.detach().clone())
+    param.grad, fresh.grad = G2.clone(), G2.clone()
+    opt.step()
+    _opt(fresh).step()
+    assert torch.equal(param.detach(), fresh.detach())
+
+
+def test_cache_recomputed_when_p_changes():
+    param = torch.nn.Parameter(torch.randn(10, generator=gen(36), dtype=torch.float64))
+    opt = _opt(param)
+    param.grad = torch.randn(10, generator=gen(37), dtype=torch.float64)
+    opt.step()
+    opt.param_groups[0]["p"] = "3"
+    fresh = torch.nn.Parameter(param.detach().clone())
+    fresh.grad = param.grad.clone()
+    opt.step()
+    _opt(fresh, p="3").step()
+    assert torch.equal(param.detach(), fresh.detach())
+
+
+def test_partial_data_write_is_not_detected_without_cache_dual_false():
+    """Documented limit: a write through ``.data`` to entries outside the sampled fingerprint keeps the
+    stale dual (the step continues from the optimizer's own iterate); ``cache_dual=False`` follows it."""
+    W0 = torch.randn(1000, generator=gen(38), dtype=torch.float64)
+    G = torch.randn(1000, generator=gen(39), dtype=torch.float64) * 1e-3
+    results = {}
+    for cache in (True, False):
+        param = torch.nn.Parameter(W0.clone())
+        opt = _opt(param, cache_dual=cache)
+        param.grad = G.clone()
+        opt.step()
+        param.data[1] = 7.0  # entry 1 is not among the 64 sampled positions of 1000
+        opt.step()
+        results[cache] = float(param.detach()[1])
+    assert results[False] == pytest.approx(7.0, abs=0.01)
+    assert abs(results[True] - 7.0) > 1.0
+
+
+def test_state_dict_keeps_the_dual_and_load_checks_it():
+    g = gen(40)
+    W0 = torch.randn(30, generator=g, dtype=torch.float64)
+    grads = [torch.randn(30, generator=g, dtype=torch.float64) for _ in range(4)]
+    a = torch.nn.Parameter(W0.clone())
+    opt = _opt(a)
+    for grad in grads[:2]:
+        a.grad = grad.clone()
+        opt.step()
+    sd = opt.state_dict()
+    assert torch.equal(sd["state"][0]["dual"], opt.state[a]["dual"])
+    # 1) loaded as is: accepted (its inverse map rounds to the parameter), continuation is bitwise
+    # 2) dropped: recomputed from the parameter; 3) stale (parameter changed): rejected and recomputed
+    dropped = copy.deepcopy(sd)
+    del dropped["state"][0]["dual"]
+    stale = copy.deepcopy(sd)
+    stale["state"][0]["dual"] = stale["state"][0]["dual"] * 2
+    outs = []
+    for state in (copy.deepcopy(sd), dropped, stale):
+        b = torch.nn.Parameter(a.detach().clone())
+        opt2 = _opt(b)
+        opt2.load_state_dict(state)
+        for grad in grads[2:]:
+            b.grad = grad.clone()
+            opt2.step()
+        outs.append(b.detach())
+    for grad in grads[2:]:
+        a.grad = grad.clone()
+        opt.step()
+    assert torch.equal(outs[0], a.detach())
+    np.testing.assert_allclose(outs[1].numpy(), a.detach().numpy(), rtol=1e-13)
+    assert torch.equal(outs[2], outs[1])
+
+
+@pytest.mark.parametrize("cache_dual", [True, False])
+def test_check_mirror_update_kit_passes(cache_dual):
+    from experiments.testing import check_mirror_update
+
+    check_mirror_update(lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, cache_dual=cache_dual),
+                        max_examples=8)
+
+
+def test_failed_step_leaves_parameter_and_usable_cache():
+    """Overflow refused with the parameter unchanged; the next (small) step still equals a fresh one."""
+    param = torch.nn.Parameter(torch.tensor([1.0, -2.0, 3.0]))
+    opt = LpMirrorDescent([param], lr=1.0, p="1.75")
+    param.grad = torch.tensor([0.1, 0.1, 0.1])
+    opt.step()
+    before = param.detach().clone()
+    param.grad = torch.tensor([-3e38, 0.0, 0.0])
+    with pytest.raises(FloatingPointError, match="overflowed"):
+        opt.step()
+    assert torch.equal(param.detach(), before)
+    fresh = torch.nn.Parameter(before.clone())
+    param.grad = fresh.grad = torch.tensor([0.1, -0.2, 0.3])
+    opt.step()
+    ref = _simple_update(before, fresh.grad, 1.0, Fraction(7, 4), False, False)
+    np.testing.assert_allclose(param.detach().numpy(), ref.numpy(), rtol=2e-6)

@@ -149,26 +149,6 @@ def test_no_traceback_from_the_console_script(tmp_path) -> None:
     assert out.stderr.strip().count("\n") == 0
 
 
-def test_infeasible_alpha_is_recorded_not_a_crash() -> None:
-    """A duplicated token makes the SVM of that alpha infeasible: status 'infeasible', NaN reference."""
-    from experiments.commands.paths import Certifier, _references
-
-    pr = synthetic_problem(seed=0)
-    X = pr.X.copy()
-    X[0, 1] = X[0, 0]                                             # token 1 duplicates token 0 in example 0
-    bad = AttentionProblem(X, pr.y, pr.z, pr.v)
-    cert = Certifier([bad], [bad.data_hash()], workers=0, digits=30)
-    k_bad = cert.submit(0, [0, 0, 0, 0, 0, 0], Fraction(3))
-    k_ok = cert.submit(0, [2, 0, 0, 0, 0, 0], Fraction(3))
-    assert cert.submit(0, [0, 0, 0, 0, 0, 0], Fraction(3)) == k_bad and cert.requests == 3   # cached
-    ref, status, err = _references(cert, [k_bad, k_ok, None], (10, 10))
-    assert status[0] == "infeasible" and np.all(np.isnan(ref[0]))
-    assert status[2] == "tie"
-    assert status[1] in ("optimal", "infeasible")
-    if status[1] == "optimal":
-        assert err[1] < 1e-12 and np.all(np.isfinite(ref[1]))
-
-
 def test_grid_of_inits_and_step_sizes(tmp_path) -> None:
     out = tmp_path / "grid"
     assert main(["paths", "--trials", "2", "--inits", "2", "--p", "1.5,3", "--steps", "10", "--lr", "0.1,0.05",
@@ -179,19 +159,6 @@ def test_grid_of_inits_and_step_sizes(tmp_path) -> None:
     a = np.load(out / "arrays.npz")
     assert a["W"].shape[0] == 16 and set(a["init"]) == {0, 1}
     assert not np.array_equal(a["W0"][0], a["W0"][1])           # two initializations of trial 0
-
-
-def test_certify_workers_do_not_import_torch() -> None:
-    from experiments.commands.paths import Certifier
-
-    pr = synthetic_problem(seed=2)
-    cert = Certifier([pr], [pr.data_hash()], workers=1, digits=30)
-    try:
-        key = cert.submit(0, pr.optimal_indices().indices, Fraction(2))
-        r = cert.results()[key]
-    finally:
-        cert.close()
-    assert r["status"] == "optimal" and r["torch_loaded"] is False
 
 
 @pytest.mark.slow

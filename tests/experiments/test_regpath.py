@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -11,52 +10,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from certify import AttentionProblem, MdcertError, synthetic_problem
-from experiments.regpath import (
-    ExcessLoss,
-    Reference,
-    ball_gap,
-    bregman_directional,
-    geometric_radii,
-    lp_norm_rows,
-    parse_radii,
-    reference_direction,
-    regularization_path,
-    solve_on_sphere,
-)
-
-
-# ------------------------------------------------------------------------------ radii
-@pytest.mark.parametrize(
-    "text, match",
-    [
-        ("0:10:3", "positive"),
-        ("-1:10:3", "positive"),
-        ("10:1:3", "START .* > STOP"),
-        ("1:10:0", "COUNT must be >= 1"),
-        ("1:10:-2", "COUNT must be >= 1"),
-        ("1:10", "START:STOP:COUNT"),
-        ("abc", "START:STOP:COUNT"),
-        ("1:10:2.5", "COUNT must be an integer"),
-        ("a:10:3", "must be numbers"),
-        ("1:inf:3", "finite and positive"),
-        ("1:nan:3", "finite and positive"),
-        ("5:6:1", "COUNT 1 needs START == STOP"),
-        ("", "START:STOP:COUNT"),
-    ],
-)
-def test_bad_radii_are_clear_errors(text, match) -> None:
-    with pytest.raises(MdcertError, match=match):
-        parse_radii(text)
-
-
-def test_radii_are_geometric_with_exact_ends() -> None:
-    assert geometric_radii(1, 100, 3).tolist() == pytest.approx([1.0, 10.0, 100.0])
-    with pytest.raises(MdcertError, match="COUNT must be an integer"):
-        geometric_radii(1, 10, 2.0)
-    r = parse_radii("10:1000:9")
-    assert r[0] == 10.0 and r[-1] == 1000.0 and r.size == 9
-    assert np.allclose(np.diff(np.log(r)), math.log(100) / 8)
-    assert parse_radii(" 7 : 7 : 1 ").tolist() == [7.0]
+from experiments.excess_loss import ExcessLoss
+from experiments.regpath import regularization_path
+from experiments.sphere import lp_norm_rows, solve_on_sphere
+from experiments.svm_reference import Reference, bregman_directional, reference_direction
 
 
 def test_path_rejects_bad_radii_sequences() -> None:
@@ -72,50 +29,6 @@ def test_path_rejects_bad_radii_sequences() -> None:
         regularization_path(P, "3", radii=[1.0], reference=ref, starts=1)
     with pytest.raises(MdcertError, match="expected d\\*d = 4"):
         regularization_path(P, "2", radii=[1.0], reference=Reference.from_float(np.ones(3), "2", (0,)), starts=1)
-
-
-# ------------------------------------------------------------------------------ objective
-def test_excess_loss_matches_the_model_and_its_gradient() -> None:
-    torch = pytest.importorskip("torch")
-    from experiments.model import loss as model_loss
-
-    P = synthetic_problem(n=4, T=5, d=3, seed=3)
-    obj = ExcessLoss(P.X, P.y, P.z, P.v)
-    rng = np.random.default_rng(0)
-    W = rng.standard_normal((3, 9)) * 4
-    ev = obj.evaluate(W)
-    for s in range(3):
-        Wt = torch.tensor(W[s].reshape(3, 3), requires_grad=True)
-        L = model_loss(Wt, torch.tensor(P.v), torch.tensor(P.X), torch.tensor(P.y), torch.tensor(P.z))
-        L.backward()
-        assert ev["loss"][s] == pytest.approx(L.item(), rel=1e-13)
-        E = L.item() - obj.base_loss
-        assert math.exp(ev["log_excess"][s]) == pytest.approx(E, rel=1e-8)
-        # grad of log E = grad L / E
-        assert np.allclose(ev["grad"][s] * E, Wt.grad.numpy().ravel(), rtol=1e-7, atol=1e-14)
-
-
-def test_log_excess_keeps_resolving_far_below_float_resolution_of_the_loss() -> None:
-    P = _two_token_problem(np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 0.0]))
-    obj = ExcessLoss(P.X, P.y, P.z, P.v)
-    # logit gap s_1 - s_2 = W[0,0] - W[1,0]; excess ~ sigmoid(-g) * c * e^{-gap}
-    logs = [float(obj.evaluate(np.array([[t, 0.0, 0.0, 0.0]]))["log_excess"][0]) for t in (100.0, 400.0, 800.0)]
-    assert np.allclose(np.diff(logs), [-300.0, -400.0], rtol=1e-9)
-    assert all(np.isfinite(logs))
-
-
-def test_ball_gap_is_zero_at_the_linear_minimizer_and_one_at_the_centre() -> None:
-    rng = np.random.default_rng(1)
-    for p in (Fraction(3, 2), Fraction(2), Fraction(3)):
-        q = float(p / (p - 1))
-        G = rng.standard_normal(7)
-        W = -np.sign(G) * np.abs(G) ** (q - 1)
-        W *= 5.0 / lp_norm_rows(W[None, :], float(p))[0]
-        rel, ab = ball_gap(G, W, 5.0, p)
-        assert rel < 1e-14 and ab < 1e-12
-        assert ball_gap(G, np.zeros(7), 5.0, p)[0] == pytest.approx(1.0)
-        assert ball_gap(G, -W, 5.0, p)[0] == pytest.approx(2.0)
-        assert ball_gap(np.zeros(7), W, 5.0, p) == (0.0, 0.0)
 
 
 # ------------------------------------------------------------------------------ closed form
@@ -172,18 +85,6 @@ def test_solver_respects_the_constraint_and_finds_the_two_token_direction(seed, 
         assert nrm <= R and nrm >= R * (1 - 1e-12)
         target = _closed_form_direction(x1, x2, z, pf)
         assert bregman_directional(target, sol.W, pf) < 1e-10
-
-
-def test_bregman_directional_is_scale_free_and_zero_on_equal_directions() -> None:
-    rng = np.random.default_rng(2)
-    a, b = rng.standard_normal(6), rng.standard_normal(6)
-    p = Fraction(7, 4)
-    assert bregman_directional(a, 3.0 * a, p) == pytest.approx(0.0, abs=1e-30)
-    assert bregman_directional(a, b, p) == pytest.approx(bregman_directional(2 * a, 5 * b, p), rel=1e-12)
-    assert bregman_directional(a, b, p) > 0
-    with pytest.raises(MdcertError, match="zero"):
-        bregman_directional(a, np.zeros(6), p)
-
 
 # ------------------------------------------------------------------------------ certified reference
 def test_small_synthetic_path_decays_against_the_certified_svm() -> None:

@@ -72,3 +72,23 @@ def test_theorem8_with_path_and_region():
     assert rep.hypothesis("init_in_region").verdict is H  # W0 taken from trajectory[0]
     assert rep.hypothesis("step_size_convex_along_path").verdict in (H, F)
     assert rep.quantities["steps"] == 2
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+def test_reported_svm_bounds_come_only_from_checked_certificates(monkeypatch):
+    """Finding: the theorem report copied OPT bounds of the SVM certificates into its quantities
+    without the independent checker; a forged (too strong) lower bound was reported as optimal."""
+    import dataclasses
+
+    import certify.svm
+
+    real = certify.svm.certify_svm
+
+    def forged(*a, **k):
+        c = real(*a, **k)
+        return dataclasses.replace(c, opt_lower=c.opt_upper * 2) if c.opt_upper is not None else c
+
+    monkeypatch.setattr(certify.svm, "certify_svm", forged)
+    rep = check_theorem("6", LOCAL_NOT_GLOBAL, p="2")
+    assert rep.quantities["attention_svm"]["status"] == "rejected by the independent checker"
+    assert "opt_lower" not in rep.quantities["attention_svm"]

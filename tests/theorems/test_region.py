@@ -99,7 +99,6 @@ def test_scale_invariance_and_data_quantities(ctx, W0):
 
 
 @pytest.mark.parametrize("W,mu,R,match", [
-    (np.zeros((4, 4)), "1", "1", "zero matrix"),
     (np.ones((3, 4)), "1", "1", r"shape \(4, 4\)"),
     (np.full((4, 4), np.inf), "1", "1", "NaN or Inf"),
     (np.ones((4, 4)), "-1", "1", "must be >= 0"),
@@ -130,3 +129,42 @@ def test_no_certified_wmm_never_holds(monkeypatch, W0):
     ctx = CheckContext(synthetic_problem(n=4, T=4, d=4, seed=3))
     rep = init_in_region(W0, mu="100", R="0", p="2", alpha="opt").check(ctx)
     assert rep.verdict is U  # the norm part holds, the Bregman part cannot be enclosed
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+def test_zero_init_fails_the_norm_or_is_undecided(ctx):
+    """W(0) = 0 has no direction: a report (FAILS when R > 0, UNDECIDED otherwise), never a crash."""
+    W = np.zeros((4, 4))
+    rep = init_in_region(W, mu="1", R="1", p="2", alpha="opt").check(ctx)
+    assert rep.verdict is Verdict.FAILS and "R" in rep.message
+    rep = init_in_region(W, mu="1", R="0", p="2", alpha="opt").check(ctx)
+    assert rep.verdict is U and "no direction" in rep.message
+    rep = init_in_region(-0.0 * np.ones((4, 4)), mu="1", R=None, p="1.5", alpha="opt").check(ctx)
+    assert rep.verdict is U
+
+
+@pytest.mark.parametrize("W", [np.full((4, 4), np.nan), np.eye(4) * np.array([1, 1, np.nan, 1])])
+def test_nan_init_is_bad_input(ctx, W):
+    with pytest.raises(MdcertError, match="NaN"):
+        init_in_region(W, mu="1", R="1", p="2", alpha="opt").check(ctx)
+
+
+def test_certificate_rejected_by_the_checker_is_not_used(monkeypatch, W0):
+    """A certificate the independent checker rejects (here: a corrupted direction error of 0) gives
+    an unbounded Bregman enclosure, never a HOLDS built on it."""
+    import dataclasses
+
+    import certify.svm
+
+    real = certify.svm.certify_svm
+
+    def forged(*a, **k):
+        c = real(*a, **k)
+        return dataclasses.replace(c, direction_error_upper=Fraction(0), distance_upper=Fraction(0))
+
+    monkeypatch.setattr(certify.svm, "certify_svm", forged)
+    ctx2 = CheckContext(synthetic_problem(n=4, T=4, d=4, seed=3))
+    d_ev, _, _ = init_in_region(W0, mu="100", R="0", p="1.5", alpha="opt").enclose(ctx2)
+    assert d_ev.hi is None and not d_ev.method.rigorous
+    rep = init_in_region(W0, mu="100", R="0", p="1.5", alpha="opt").check(ctx2)
+    assert rep.verdict is U

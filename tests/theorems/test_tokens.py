@@ -201,3 +201,18 @@ def test_p2_verdicts_agree_with_exact_rational_computation(seed):
     assert rep_l.verdict is (H if want_local else F), (alpha, support, rep_l.message)
     want_global = all(gamma[i, alpha[i]] > gamma[i, t] for i in range(n) for t in range(T) if t != alpha[i])
     assert tokens_globally_optimal(alpha).check(ctx).verdict is (H if want_global else F)
+
+
+# ---------------------------------------------------------------- adversarial review (round 2)
+def test_certificate_for_another_p_or_alpha_is_never_used(monkeypatch):
+    """Finding: the independent check ran without the expected p / svm / alpha, so a valid
+    certificate about another p (a substituted or mis-keyed solve) decided local optimality."""
+    import certify.svm
+    from certify.synth import synthetic_problem
+
+    real = certify.svm.certify_svm
+    monkeypatch.setattr(certify.svm, "certify_svm", lambda pr, p, **kw: real(pr, "3", **kw))
+    prob = synthetic_problem(n=3, T=4, d=3, seed=2)
+    rep = tokens_locally_optimal("opt", p="1.5").check(CheckContext(prob))
+    assert rep.verdict is U and "independent checker" in rep.message
+    assert tokens_locally_optimal("opt", p="3").check(CheckContext(prob)).verdict is H

@@ -1,0 +1,55 @@
+"""Shared plumbing of the run-directory figures (``mdcert plot``): reading a run's ``summary.json``,
+a matplotlib pyplot on the non-interactive Agg backend, and writing a PNG atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from certify.errors import MdcertError
+
+__all__ = ["read_summary", "pyplot", "save_png"]
+
+
+def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") -> dict:
+    """The parsed ``summary.json`` of a run directory.
+
+    Args:
+        run_dir: the run directory.
+        create: the command that writes such a directory (named in the error for a missing one).
+
+    Raises:
+        MdcertError: the directory or its summary is missing, unreadable or not a JSON object.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise MdcertError(f"run directory not found: {str(run_dir)!r}; create one with '{create}'")
+    sfile = run_dir / "summary.json"
+    if not sfile.is_file():
+        raise MdcertError(f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?")
+    try:
+        summary = json.loads(sfile.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise MdcertError(f"cannot read {str(sfile)!r}: {exc}") from None
+    if not isinstance(summary, dict):
+        raise MdcertError(f"cannot read {str(sfile)!r}: not a JSON object")
+    return summary
+
+
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_png(fig, path: Path, *, tight: bool = False) -> Path:
+    """Write ``fig`` to ``path`` (dpi 110) through a temporary file renamed into place, close it."""
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=110, bbox_inches="tight" if tight else None)
+    pyplot().close(fig)
+    tmp.replace(path)
+    return path

@@ -1,0 +1,81 @@
+"""Configuration of ``mdcert paths``: validation of the command-line arguments (before torch is
+imported) and of the output directory; one-line MdcertError on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from certify.errors import MdcertError
+
+__all__ = ["parse_config", "prepare_out"]
+
+
+def _split(text: str, name: str) -> list[str]:
+    items = [s.strip() for s in str(text).split(",")]
+    if not items or any(s == "" for s in items):
+        raise MdcertError(f"--{name} must be a comma-separated list without empty items, got {text!r}")
+    return items
+
+
+def _numbers(text: str, name: str, convert: Callable[[str], float], what: str) -> list:
+    """The comma-separated values of ``--name`` converted one by one; MdcertError naming ``what``."""
+    items = _split(text, name)
+    try:
+        return [convert(s) for s in items]
+    except ValueError:
+        raise MdcertError(f"--{name} must be {what}, got {text!r}") from None
+
+
+def parse_config(args: argparse.Namespace) -> dict:
+    """Validate the arguments (before torch is imported); MdcertError with one line on bad input."""
+    from certify.exact import parse_p
+
+    ps = [parse_p(s, name="--p") for s in _split(args.p, "p")]
+    if len(set(ps)) != len(ps):
+        raise MdcertError(f"--p lists a value twice: {args.p!r}")
+    steps = _numbers(args.steps, "steps", int, "integers")
+    if len(steps) == 1:
+        steps = steps * len(ps)
+    if len(steps) != len(ps):
+        raise MdcertError(f"--steps has {len(steps)} values but --p has {len(ps)}; give one step count per p (or one for all)")
+    if any(k < 1 for k in steps):
+        raise MdcertError(f"--steps must be >= 1, got {args.steps!r}")
+    lrs = _numbers(args.lr, "lr", float, "numbers")
+    if any(not np.isfinite(x) or x <= 0 for x in lrs):
+        raise MdcertError(f"--lr values must be finite and > 0, got {args.lr!r}")
+    for name in ("trials", "inits", "n", "T", "d"):
+        if getattr(args, name) < (2 if name == "T" else 1):
+            raise MdcertError(f"--{name} must be >= {2 if name == 'T' else 1}, got {getattr(args, name)}")
+    if not 0 <= args.tail < 1:
+        raise MdcertError(f"--tail must be in [0, 1), got {args.tail}")
+    if args.records < 2:
+        raise MdcertError(f"--records must be >= 2, got {args.records}")
+    if not 1 <= args.digits <= 2000:
+        raise MdcertError(f"--digits must be in 1..2000, got {args.digits}")
+    if args.decoder_lr is not None and (not np.isfinite(args.decoder_lr) or args.decoder_lr <= 0):
+        raise MdcertError(f"--decoder-lr must be finite and > 0, got {args.decoder_lr}")
+    if args.seed < 0:
+        raise MdcertError(f"--seed must be >= 0, got {args.seed}")
+    dev = str(args.device).strip().lower()
+    if dev not in ("auto", "cpu", "cuda") and not dev.startswith("cuda:"):
+        raise MdcertError(f"unknown device {args.device!r}; use auto, cpu or cuda")
+    workers = args.workers
+    if workers is None:
+        workers = 2 if (os.cpu_count() or 1) >= 2 else 0
+    if workers < 0:
+        raise MdcertError(f"--workers must be >= 0, got {workers}")
+    return {"p": ps, "p_text": _split(args.p, "p"), "steps": steps, "lr": lrs, "workers": workers, "device": dev}
+
+
+def prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise MdcertError(f"output {str(out)!r} exists and is not a directory; choose another -o")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another -o")
+    if not out.parent.exists():
+        raise MdcertError(f"parent directory of {str(out)!r} does not exist; create it first")

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from certify.errors import MdcertError
-from certify.exact import format_fraction, parse_fraction
+from certify.exact import decimal_int, decimal_str, format_fraction, parse_fraction
 
 __all__ = ["CertStatus", "SupportClass", "ExactVector", "Certificate", "CERT_FORMAT"]
 
@@ -81,16 +81,22 @@ class ExactVector:
         return np.array([float(f) for f in self.fractions()], dtype=np.float64)
 
     def to_json(self) -> dict:
-        return {"ints": [int(k) for k in self.ints], "exp": int(self.exp), "den": int(self.den)}
+        """Integers as JSON numbers; one beyond Python's 4300-digit str limit as a decimal string
+        (``json`` could neither write nor read it as a number)."""
+        return {"ints": [_int_json(k) for k in self.ints], "exp": int(self.exp), "den": _int_json(self.den)}
 
     @classmethod
     def from_json(cls, data: Any, *, name: str = "vector") -> "ExactVector":
         if not isinstance(data, dict) or "ints" not in data:
             raise MdcertError(f"certificate field {name!r} must be an object with 'ints', 'exp', 'den'")
         ints = data["ints"]
-        if not isinstance(ints, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in ints):
-            raise MdcertError(f"certificate field {name!r}: 'ints' must be a list of integers (no floats)")
-        exp, den = data.get("exp", 0), data.get("den", 1)
+        try:
+            if not isinstance(ints, list):
+                raise TypeError
+            ints = [_int_from_json(k) for k in ints]
+            exp, den = data.get("exp", 0), _int_from_json(data.get("den", 1))
+        except (TypeError, ValueError):
+            raise MdcertError(f"certificate field {name!r}: 'ints' and 'den' must be integers (no floats)") from None
         if not isinstance(exp, int) or not isinstance(den, int) or isinstance(exp, bool) or den <= 0:
             raise MdcertError(f"certificate field {name!r}: 'exp' must be an integer and 'den' a positive integer")
         if abs(exp) > _MAX_EXP:  # 2**exp is formed exactly: a hostile exponent would hang the checker
@@ -118,6 +124,17 @@ def _ldexp_int(k: int, e: int) -> float:
         return sign * math.ldexp(float(k >> shift), e + shift)
     except OverflowError:
         return sign * math.inf
+
+
+def _int_json(k: int) -> int | str:
+    k = int(k)
+    return k if k.bit_length() < 14000 else decimal_str(k)
+
+
+def _int_from_json(x: Any) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, str)):
+        raise TypeError(f"{x!r} is not an integer")
+    return x if isinstance(x, int) else decimal_int(x)
 
 
 def _index(x: Any) -> int:

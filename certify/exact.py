@@ -16,7 +16,8 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["DyadicArray", "dyadic", "parse_p", "conjugate", "format_fraction", "parse_fraction"]
+__all__ = ["DyadicArray", "dyadic", "parse_p", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
+           "decimal_int"]
 
 
 def parse_p(p: Any, *, name: str = "p") -> Fraction:
@@ -50,7 +51,7 @@ def parse_p(p: Any, *, name: str = "p") -> Fraction:
             if text.lower() in {"inf", "+inf", "infinity", "nan", "-inf"}:
                 raise MdcertError(f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
                                   f"(p = inf is not supported)")
-            value = Fraction(text)
+            value = Fraction(_small_exponent(text))
         else:
             raise TypeError
     except (ValueError, TypeError, ZeroDivisionError) as exc:
@@ -67,18 +68,54 @@ def conjugate(p: Fraction) -> Fraction:
     return p / (p - 1)
 
 
+def decimal_str(k: int) -> str:
+    """Decimal string of any integer: Python's ``str`` refuses more than 4300 digits (a
+    high-precision certificate has tens of thousands); python-flint's conversion has no limit."""
+    k = int(k)
+    if k.bit_length() < 14000:
+        return str(k)
+    import flint
+
+    return str(flint.fmpz(k))
+
+
+def decimal_int(text: str) -> int:
+    """Inverse of `decimal_str` for a string of decimal digits with an optional sign."""
+    t = str(text).strip()
+    if not t or not t.lstrip("+-").isdigit() or not t.lstrip("+-").isascii() or t.count("-") + t.count("+") > 1:
+        raise ValueError(f"not a decimal integer: {text!r}")
+    if len(t) < 4000:
+        return int(t)
+    import flint
+
+    return int(flint.fmpz(t.lstrip("+")))
+
+
 def format_fraction(x: Fraction | int) -> str:
     """Exact ``"num/den"`` string (``"3/1"`` for integers, so the format never varies)."""
     x = Fraction(x)
-    return f"{x.numerator}/{x.denominator}"
+    return f"{decimal_str(x.numerator)}/{decimal_str(x.denominator)}"
 
 
 def parse_fraction(text: str) -> Fraction:
     """Inverse of `format_fraction` (also accepts plain integers and decimals)."""
+    t = str(text).strip()
     try:
-        return Fraction(str(text).strip())
+        if len(t) >= 4000:  # only "num/den" with long integers (no huge decimal exponents)
+            num, _, den = t.partition("/")
+            return Fraction(decimal_int(num), decimal_int(den) if den else 1)
+        return Fraction(_small_exponent(t))
     except (ValueError, ZeroDivisionError):
-        raise MdcertError(f"not an exact rational: {text!r}; expected 'num/den'") from None
+        raise MdcertError(f"not an exact rational: {text!r:.80}; expected 'num/den'") from None
+
+
+def _small_exponent(text: str) -> str:
+    """``text`` unless it has a decimal exponent beyond 10**4 ("1e1000000000" would take minutes
+    and gigabytes to expand exactly); ValueError then."""
+    mant, sep, ex = text.lower().partition("e")
+    if sep and ex.strip().lstrip("+-").isdigit() and len(ex.strip().lstrip("+-")) > 4:
+        raise ValueError(f"decimal exponent out of range in {text!r}")
+    return text
 
 
 @dataclass(frozen=True, eq=False)

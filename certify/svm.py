@@ -180,8 +180,9 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
             break
         if b is not None and (best is None or _score(b) > _score(best)):
             best = b
-        info.update(bits=bits, refine_iterations=ref.iterations, refine_residual=float(ref.residual),
-                    active_set=len(ref.support))
+        resid = float(ref.residual)
+        info.update(bits=bits, refine_iterations=ref.iterations, active_set=len(ref.support),
+                    refine_residual=resid if math.isfinite(resid) else None)  # strict JSON: no Infinity
         if best is not None and _good(best, digits):
             break
         if b is not None and b.singular and _width_ok(b, digits):

@@ -2,12 +2,20 @@
 out-of-place reference update and the chunked in-place CPU loops used by `experiments.optim`.
 
 Power plans evaluate ``sign(x)|x|^e`` for an exact rational ``e`` with the cheapest formula that is
-exact to rounding: ``e = 1`` a copy, ``e = 2`` ``|x| * x``, integers by binary powering (``10``: four
-multiplications), ``k/2^j`` by nested square roots (``3/4``: ``sqrt(|x| sqrt|x|)``), anything else
-(``4/3``, ``1/10``) as ``exp2(e * log2|x|)``. Measured on the 2-core AVX2 machine (10M float32, one
-thread, in-cache chunks): a multiplication or ``abs`` pass ~3.6 ms, ``sqrt`` ~5.6, ``exp2`` ~8.5,
-``log2`` ~13, ``torch.pow`` ~73; a Newton cube root (``x^{4/3} = x cbrt(x)``) needs an integer-trick
-start plus three iterations of four passes (~55 ms) and loses to ``exp2/log2``, so it is not used.
+exact to rounding: ``e = 1`` a copy, ``e = 2`` ``|x| * x``, integers by binary powering of ``x`` or
+``x^2`` (``10``: ``(x^2)^5``, four multiplications), ``k/2^j`` as a product of repeated square roots
+(``3/4``: ``sqrt|x| * sqrt(sqrt|x|)``: no intermediate leaves ``[|x|, 1]``, so nothing over- or
+underflows early), anything else ``e = m + f`` as ``exp2(f * log2|x|) * x * |x|^{m-1}`` (``4/3``:
+``x * |x|^{1/3}``; the smaller exp2 argument also loses fewer digits). Float32 error against the
+float64 power over ``|x|`` in ``[1e-26, 1e26]`` (tested): at most 2.2 eps for square roots, 6.6 for
+integers up to 17, 15.4 for ``4/3`` (exp2 amplifies the rounding of ``f log2|x|``).
+
+Cost on the 2-core AVX2 machine (10M float32, 2 threads, 4 MiB chunks): a multiplication, ``abs``
+or ``add`` pass 2-3 ms (about one SGD step: L3 is not much faster than DRAM here), ``log2`` ~8,
+``exp2`` ~4, ``sqrt`` ~5, ``torch.pow(x, 4/3)`` ~30. A Newton cube root (bit-trick start, three
+iterations of four passes) costs more than ``log2 + exp2``, and ``torch.compile`` of the fused
+``|Q|^{4/3}`` step measured 16.9 ms against 17-21 ms eager (fused Adam 7.2 ms) after an 8 s compile,
+so neither is used.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from certify.exact import parse_p
 __all__ = ["PowPlan", "mirror_step", "CHUNK", "chunked_dual", "chunked_step_cached", "chunked_step_direct",
            "chunked_inverse", "inverse_reproduces", "signed_pow_into", "foreach_update"]
 
-CHUNK = 1 << 18  # elements per in-cache chunk (1 MiB of float32)
+CHUNK = 1 << 20  # elements per chunk (4 MiB of float32: L3-resident; fewer thread barriers than 1 MiB)
 
 
 def _validate_lr(lr: Any) -> float:

@@ -105,3 +105,28 @@ def test_hostile_fields_rejected(patch, match):
     data = {"status": "optimal", "svm": "attention", "p": "3/2", "alpha": [0], "data_hash": "h", **patch}
     with pytest.raises(MdcertError, match=match):
         Certificate.from_json(data)
+
+
+@pytest.mark.parametrize("p, digits", [("3", 1500), ("1.5", 1400)])
+def test_high_precision_certificate_round_trips_through_json(p, digits):
+    """Finding: Python refuses int <-> str conversions beyond 4300 digits, so a certificate whose
+    bounds or vectors have more digits (p = 3 at 1500 digits uses ~60000 bits) could not be
+    written (ValueError in json.dumps / format_fraction) nor read back."""
+    from certify import check_certificate
+
+    pr = synthetic_problem(n=2, T=3, d=2)
+    c = certify_svm(pr, p, digits=digits)
+    assert c.status is CertStatus.OPTIMAL
+    text = json.dumps(c.to_json())
+    back = Certificate.from_json(json.loads(text))
+    assert back == c
+    assert check_certificate(pr, json.loads(text)).ok
+
+
+def test_huge_decimal_exponent_is_refused_quickly():
+    from certify.exact import parse_fraction, parse_p
+
+    with pytest.raises(MdcertError):
+        parse_p("1e100000000")
+    with pytest.raises(MdcertError):
+        parse_fraction("1e-100000000")

@@ -254,3 +254,16 @@ def test_accepted_ball_claims_are_true_at_p2(seed, eps):
         assert Aw[index.index(tuple(r))] == 1
     for r in cert.support.inactive:
         assert Aw[index.index(tuple(r))] > 1
+
+
+def test_rejects_point_violating_a_constraint_by_a_hair(cert_json):
+    """w rescaled so that min A w = 1 - 2**-300 exactly: infeasible by a hair (exact check)."""
+    d = copy.deepcopy(cert_json)
+    Z, e = PROBLEM.attention_constraints(d["alpha"]).exact_rows()
+    w = d["w"]
+    amin = Fraction(int(min(Z.dot(np.array(w["ints"], dtype=object))))) * Fraction(2) ** (e + w["exp"]) / w["den"]
+    w["ints"] = [k * (2**300 - 1) * amin.denominator for k in w["ints"]]
+    w["den"] = w["den"] * amin.numerator
+    w["exp"] -= 300
+    res = _fails(d, "w_feasible")
+    assert "min A w" in res.first_failure

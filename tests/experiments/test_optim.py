@@ -621,3 +621,38 @@ def test_failed_step_leaves_parameter_and_usable_cache():
     opt.step()
     ref = _simple_update(before, fresh.grad, 1.0, Fraction(7, 4), False, False)
     np.testing.assert_allclose(param.detach().numpy(), ref.numpy(), rtol=2e-6)
+
+
+# ---------------------------------------------------------------- the finiteness-only gradient check
+@pytest.mark.parametrize("p", ["2", "3", "1.75", "1.1"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+@pytest.mark.parametrize("lr", [1e-6, 0.5])  # small lr: G.sum() suffices (p = 2, 3); large: G.G and max|G|
+def test_nonfinite_gradient_refused_on_every_check_path(p, bad, lr):
+    param = torch.nn.Parameter(torch.linspace(-2, 2, 300))
+    opt = LpMirrorDescent([param], lr=lr, p=p)
+    param.grad = torch.full((300,), 1e-3)
+    opt.step()
+    before = param.detach().clone()
+    g = torch.full((300,), 1e-3)
+    g[123] = bad
+    param.grad = g
+    with pytest.raises(FloatingPointError, match="non-finite gradient"):
+        opt.step()
+    assert torch.equal(param.detach(), before)
+
+
+@pytest.mark.parametrize("p", ["2", "3"])
+def test_huge_cancelling_gradient_with_finite_sum(p):
+    """``G.sum()`` is 0 here although entries are near float32 max: the finiteness-only check must still
+    bound the step by ``lr * finfo.max`` (no overflow at lr = 1e-3), and p = 2 still equals SGD."""
+    g = torch.tensor([3e38, -3e38, 1.0, -1.0] * 4)
+    a = torch.nn.Parameter(torch.linspace(-1, 1, 16))
+    b = torch.nn.Parameter(a.detach().clone())
+    a.grad, b.grad = g.clone(), g.clone()
+    LpMirrorDescent([a], lr=1e-3, p=p).step()
+    ref = _simple_update(b.detach(), g, 1e-3, Fraction(p), False, False)
+    assert bool(torch.isfinite(a).all())
+    np.testing.assert_allclose(a.detach().numpy(), ref.numpy(), rtol=1e-5)
+    if p == "2":
+        torch.optim.SGD([b], lr=1e-3).step()
+        assert torch.equal(a, b)

@@ -48,9 +48,11 @@ def parse_p(p: Any, *, name: str = "p") -> Fraction:
             value = Fraction(repr(float(p)))
         elif isinstance(p, str):
             text = p.strip()
-            if text.lower() in {"inf", "+inf", "infinity", "nan", "-inf"}:
+            if text.lower() in {"inf", "+inf", "infinity", "+infinity", "-inf", "-infinity", "nan", "+nan", "-nan"}:
                 raise MdcertError(f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
-                                  f"(p = inf is not supported)")
+                                  f"({'p = inf is not supported' if 'inf' in text.lower() else 'not a number'})")
+            if not text.isascii() or "_" in text:
+                raise ValueError("only ASCII digits, '.', 'e', '/' and a sign")
             value = Fraction(_small_exponent(text))
         else:
             raise TypeError

@@ -26,9 +26,18 @@ __all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "resolve_alp
 
 def _array(name: str, value, ndim: int) -> np.ndarray:
     try:
-        arr = np.array(value, dtype=np.float64, copy=True)
-    except (TypeError, ValueError):
-        raise MdcertError(f"{name} must be a numeric array; got {type(value).__name__}") from None
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nested lists
+        raw = None
+    if raw is None or raw.dtype.kind not in "biuf":
+        what = ("ragged or non-numeric nested lists" if raw is None or raw.dtype.kind == "O"
+                else f"dtype {raw.dtype}")
+        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got {what}; "
+                          f"store plain float64 values") from None
+    try:
+        arr = np.array(raw, dtype=np.float64, copy=True)
+    except (TypeError, ValueError, OverflowError):
+        raise MdcertError(f"{name} must be a real numeric array; got {type(value).__name__}") from None
     if arr.ndim != ndim:
         raise MdcertError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -119,15 +128,26 @@ def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
                                   f"pass --alpha explicitly to choose one")
             return tokens.indices
         try:
-            alpha = [int(s) for s in text.split(",") if s.strip() != ""]
+            items = [s.strip() for s in text.split(",")] if text else []
+            if any(s == "" for s in items):
+                raise ValueError
+            alpha = [int(s) for s in items]
         except ValueError:
             raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices like 0,3,1") from None
-    vals = np.asarray(alpha)
-    if vals.ndim != 1 or vals.shape[0] != problem.n:
-        raise MdcertError(f"alpha must list one token index per example ({problem.n}), got {list(np.ravel(vals))}")
+    try:
+        vals = np.asarray(alpha)
+    except (TypeError, ValueError):
+        vals = np.asarray(None)
+    if vals.dtype.kind not in "iuf" or vals.ndim != 1:
+        shown = (f"shape {vals.shape}" if vals.dtype.kind in "iuf" else
+                 "booleans" if vals.dtype.kind == "b" else
+                 repr(alpha.tolist() if isinstance(alpha, np.ndarray) else alpha)[:80])
+        raise MdcertError(f"alpha must be 'opt' or a list of {problem.n} integer token indices, got {shown}")
+    if vals.shape[0] != problem.n:
+        raise MdcertError(f"alpha must list one token index per example ({problem.n}), got {len(vals)}: {str(vals.tolist())[:80]}")
     out = []
     for i, a in enumerate(vals.tolist()):
-        if not float(a).is_integer() or not 0 <= int(a) < problem.T:
+        if not math.isfinite(a) or not float(a).is_integer() or not 0 <= int(a) < problem.T:
             raise MdcertError(f"alpha[{i}] = {a} is not a token index in 0..{problem.T - 1}")
         out.append(int(a))
     return tuple(out)
@@ -168,7 +188,7 @@ class AttentionProblem:
             raise MdcertError(f"v must have shape ({d},) to match X, got {v.shape}")
         bad = np.flatnonzero((y != 1.0) & (y != -1.0))
         if bad.size:
-            raise MdcertError(f"labels must be -1 or +1; y[{bad[0]}] = {y[bad[0]]!r}")
+            raise MdcertError(f"labels must be -1 or +1; y[{bad[0]}] = {float(y[bad[0]])!r}")
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "z", z)
@@ -277,16 +297,24 @@ class AttentionProblem:
         suffix = path.suffix.lower()
         if suffix not in {".npz", ".json"}:
             raise MdcertError(f"cannot save to {str(path)!r}: use a .npz or .json file name")
+        if path.is_dir():
+            raise MdcertError(f"cannot save to {str(path)!r}: it is a directory; give a file name")
+        if not path.parent.is_dir():
+            raise MdcertError(f"cannot save to {str(path)!r}: directory {str(path.parent)!r} does not exist")
         tmp = path.with_name(path.name + ".tmp" + suffix)
-        if suffix == ".json":
-            tmp.write_text(json.dumps(self.to_dict()))
-        else:
-            arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
-            if self.alpha is not None:
-                arrays["alpha"] = self.alpha
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
-        tmp.replace(path)
+        try:
+            if suffix == ".json":
+                tmp.write_text(json.dumps(self.to_dict()))
+            else:
+                arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
+                if self.alpha is not None:
+                    arrays["alpha"] = self.alpha
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, **arrays)
+            tmp.replace(path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
         return path
 
     @classmethod
@@ -300,6 +328,8 @@ class AttentionProblem:
     def load(cls, path: str | Path) -> "AttentionProblem":
         """Read and validate a problem saved by `save` (``.npz`` or ``.json``)."""
         path = Path(path)
+        if path.is_dir():
+            raise MdcertError(f"problem {str(path)!r} is a directory; give a .npz or .json problem file")
         if not path.is_file():
             raise MdcertError(f"problem file not found: {str(path)!r}; create one with 'mdcert synth -o problem.npz'")
         suffix = path.suffix.lower()
@@ -309,16 +339,26 @@ class AttentionProblem:
                 if not isinstance(data, dict):
                     raise MdcertError(f"{str(path)!r} must hold a JSON object with keys X, y, z, v")
             elif suffix == ".npz":
+                with open(path, "rb") as fh:
+                    if fh.read(4) != b"PK\x03\x04":
+                        raise MdcertError(f"cannot read problem {str(path)!r}: not a .npz archive; "
+                                          f"write problems with 'mdcert synth' or numpy.savez")
                 with np.load(path, allow_pickle=False) as f:
                     data = {k: f[k] for k in f.files}
             else:
                 raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
         except MdcertError:
             raise
-        except (OSError, ValueError, json.JSONDecodeError) as exc:
-            raise MdcertError(f"cannot read problem {str(path)!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        if "alpha" in data and np.ndim(data["alpha"]) == 0:
+        except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, JSON/Unicode errors
+            msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+                msg = f"not valid JSON ({msg})"
+            raise MdcertError(f"cannot read problem {str(path)!r}: {msg}") from None
+        if "alpha" in data and (data["alpha"] is None or (isinstance(data["alpha"], np.ndarray)
+                                                          and data["alpha"].dtype.kind == "O")):
             data.pop("alpha")
+        elif isinstance(data.get("alpha"), np.ndarray) and data["alpha"].ndim == 0:
+            data["alpha"] = data["alpha"].item()
         return cls.from_dict(data)
 
     def __repr__(self) -> str:

@@ -281,8 +281,9 @@ class LpMirrorDescent(Optimizer):
     def _gmax(self, gi, pi, grad, G, exact, lr, cheap: bool) -> float:
         """Upper bound on ``max|G|``; raises on a non-finite gradient (nothing written yet).
 
-        With ``cheap`` (the caller's bounds exclude overflow even for ``max|G| = finfo.max``) only
-        finiteness is needed: ``G.sum()`` is finite only if every entry is (NaN and Inf propagate), so
+        With ``cheap`` (the caller's bounds exclude overflow even for ``max|G| = finfo.max``, with a
+        factor 16 to spare so that the running bounds stay usable for several steps) only finiteness
+        is needed: ``G.sum()`` is finite only if every entry is (NaN and Inf propagate), so
         ``finfo.max`` is then a bound; a sum that overflows falls back to `_grad_bound`.
         """
         if cheap and math.isfinite(float(G.sum())):
@@ -317,7 +318,7 @@ class LpMirrorDescent(Optimizer):
             return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp)
         wmax = self._abs_bound(param)
         if gmax is None:
-            cheap = max(self._bounds_of(wmax, alpha, torch.finfo(G.dtype).max, pm1)) <= limit
+            cheap = max(self._bounds_of(wmax, alpha, torch.finfo(G.dtype).max, pm1)) <= limit / 16
             gmax = self._gmax(gi, pi, grad, G, exact, lr, cheap)
         qb, wb = self._bounds_of(wmax, alpha, gmax, pm1)
         if not max(qb, wb) <= limit:  # the cheap bounds cannot exclude overflow: tighten them
@@ -380,7 +381,7 @@ class LpMirrorDescent(Optimizer):
 
     def _dual(self, param: torch.Tensor, W: torch.Tensor, exact: Fraction, q: torch.Tensor,
               tmp: torch.Tensor) -> tuple[torch.Tensor, float]:
-        """The cached dual ``Q = grad psi(W)`` (flat) and the exact ``max|Q|``; nothing is written to ``W``.
+        """The cached dual ``Q = grad psi(W)`` (flat) and an upper bound on ``max|Q|``; ``W`` is not written.
 
         The cache is used when the parameter's version counter and storage are those recorded after
         the optimizer's own last write, ``p`` is the same, and a sample of entries is unchanged.
@@ -425,7 +426,8 @@ class LpMirrorDescent(Optimizer):
                 return math.inf, math.inf
 
         if gmax is None:
-            gmax = self._gmax(gi, pi, param.grad, G, exact, lr, bounds(qmax, torch.finfo(G.dtype).max)[1] <= limit)
+            cheap = bounds(qmax, torch.finfo(G.dtype).max)[1] <= limit / 16
+            gmax = self._gmax(gi, pi, param.grad, G, exact, lr, cheap)
         qb, bound = bounds(qmax, gmax)
         if not bound <= limit:  # the running bounds are too loose: take the exact maxima
             qmax = _absmax(Q)

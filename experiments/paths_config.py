@@ -12,7 +12,10 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["parse_config", "prepare_out"]
+__all__ = ["parse_config", "prepare_out", "MAX_STEPS"]
+
+#: the largest step count accepted (larger ones overflow index arithmetic and would run for days)
+MAX_STEPS = 10 ** 9
 
 
 def _split(text: str, name: str) -> list[str]:
@@ -45,6 +48,8 @@ def parse_config(args: argparse.Namespace) -> dict:
         raise MdcertError(f"--steps has {len(steps)} values but --p has {len(ps)}; give one step count per p (or one for all)")
     if any(k < 1 for k in steps):
         raise MdcertError(f"--steps must be >= 1, got {args.steps!r}")
+    if any(k > MAX_STEPS for k in steps):
+        raise MdcertError(f"--steps must be at most {MAX_STEPS:.0e}, got {args.steps!r}")
     lrs = _numbers(args.lr, "lr", float, "numbers")
     if any(not np.isfinite(x) or x <= 0 for x in lrs):
         raise MdcertError(f"--lr values must be finite and > 0, got {args.lr!r}")
@@ -62,8 +67,8 @@ def parse_config(args: argparse.Namespace) -> dict:
     if args.seed < 0:
         raise MdcertError(f"--seed must be >= 0, got {args.seed}")
     dev = str(args.device).strip().lower()
-    if dev not in ("auto", "cpu", "cuda") and not dev.startswith("cuda:"):
-        raise MdcertError(f"unknown device {args.device!r}; use auto, cpu or cuda")
+    if dev not in ("auto", "cpu", "cuda") and not (dev.startswith("cuda:") and dev[5:].isdigit()):
+        raise MdcertError(f"unknown device {args.device!r}; use auto, cpu, cuda or cuda:N")
     workers = args.workers
     if workers is None:
         workers = 2 if (os.cpu_count() or 1) >= 2 else 0
@@ -77,5 +82,11 @@ def prepare_out(out: Path, overwrite: bool) -> None:
         raise MdcertError(f"output {str(out)!r} exists and is not a directory; choose another -o")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another -o")
+    if str(out).strip() in ("", "."):
+        raise MdcertError(f"invalid -o {str(out)!r}; give a new run directory name")
     if not out.parent.exists():
         raise MdcertError(f"parent directory of {str(out)!r} does not exist; create it first")
+    if not out.parent.is_dir():
+        raise MdcertError(f"parent {str(out.parent)!r} of {str(out)!r} is a file, not a directory; choose another -o")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise MdcertError(f"parent directory {str(out.parent)!r} of {str(out)!r} is not writable; choose another -o")

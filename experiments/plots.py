@@ -31,10 +31,14 @@ def load_run(run_dir: str | Path) -> tuple[dict, dict]:
     arrays = {}
     if afile.is_file():
         try:
+            with open(afile, "rb") as fh:
+                if fh.read(4) != b"PK\x03\x04":
+                    raise ValueError("not a .npz archive")
             with np.load(afile, allow_pickle=False) as f:
                 arrays = {k: f[k] for k in f.files}
-        except (OSError, ValueError) as exc:
-            raise MdcertError(f"cannot read {str(afile)!r}: {exc}") from None
+        except Exception as exc:  # OSError, ValueError, EOFError, zipfile.BadZipFile
+            msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise MdcertError(f"cannot read {str(afile)!r} ({msg}); rerun 'mdcert paths' to rewrite the run") from None
     return summary, arrays
 
 

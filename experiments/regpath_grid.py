@@ -10,7 +10,10 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["geometric_radii", "parse_radii", "check_radii", "as_radii"]
+__all__ = ["geometric_radii", "parse_radii", "check_radii", "as_radii", "MAX_RADII"]
+
+#: the most radii one grid may hold (each radius is a full constrained solve)
+MAX_RADII = 100_000
 
 
 def geometric_radii(start: float, stop: float, count: int) -> np.ndarray:
@@ -32,6 +35,8 @@ def geometric_radii(start: float, stop: float, count: int) -> np.ndarray:
         raise MdcertError(f"invalid radii: START {start!r} > STOP {stop!r}; give an increasing range like 10:1000:9")
     if count < 1:
         raise MdcertError(f"invalid radii count {count}; COUNT must be >= 1")
+    if count > MAX_RADII:
+        raise MdcertError(f"invalid radii count {count}; COUNT must be at most {MAX_RADII} (one path solve per radius)")
     if count == 1:
         if start != stop:
             raise MdcertError(f"invalid radii: COUNT 1 needs START == STOP (got {start!r}:{stop!r})")

@@ -37,6 +37,67 @@ NAMED_LOSSES: dict[str, str] = {
 }
 
 
+#: functions a loss expression may call (sympy names); anything else is refused before sympy sees it
+_LOSS_FUNCS = frozenset({"exp", "log", "ln", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos",
+                         "atan", "asinh", "acosh", "atanh", "erf", "erfc", "floor", "ceiling", "frac", "sign", "Abs",
+                         "abs", "Max", "Min", "Heaviside", "Piecewise"})
+_LOSS_MAX_CHARS = 500
+
+
+def _check_loss_text(text: str, loss: Any) -> None:
+    """Refuse anything but arithmetic in names, numbers and whitelisted calls *before* sympy's
+    ``parse_expr`` (which evaluates Python code): no attributes, subscripts, lambdas, keywords,
+    dunder names, or power towers of constants that would take forever to expand."""
+    import ast
+
+    if len(text) > _LOSS_MAX_CHARS:
+        raise MdcertError(f"loss expression is too long ({len(text)} characters, at most {_LOSS_MAX_CHARS})")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise MdcertError(f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'") from None
+    allowed_ops = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd,
+                   ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+    def refuse(what: str) -> None:
+        raise MdcertError(f"loss {str(loss)[:80]!r}: {what} is not allowed; use arithmetic in u and functions "
+                          f"such as exp, log, sqrt, Max, Abs, Piecewise (e.g. 'log(1 + exp(-u))')")
+
+    def constant_only(node: ast.AST) -> bool:
+        return not any(isinstance(n, ast.Name) and n.id == "u" for n in ast.walk(node))
+
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.Load, ast.Tuple)) or isinstance(node, allowed_ops):
+            continue
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                if node.value is not True:  # Piecewise((expr, True)) needs True
+                    refuse(f"constant {node.value!r}")
+        elif isinstance(node, ast.Name):
+            if node.id.startswith("_"):
+                refuse(f"name {node.id!r}")
+        elif isinstance(node, ast.BinOp):
+            if not isinstance(node.op, allowed_ops):
+                refuse(f"operator {type(node.op).__name__}" + (" (write powers as **)" if isinstance(node.op, ast.BitXor) else ""))
+            if isinstance(node.op, ast.Pow) and constant_only(node.right):
+                consts = [n.value for n in ast.walk(node.right) if isinstance(n, ast.Constant)]
+                towers = [n for side in (node.right, node.left if constant_only(node.left) else node.right)
+                          for n in ast.walk(side) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow)]
+                if towers or any(abs(c) > 1000 for c in consts if isinstance(c, (int, float))):
+                    refuse("a constant exponent above 1000 or a tower of powers")
+        elif isinstance(node, ast.UnaryOp):
+            if not isinstance(node.op, allowed_ops):
+                refuse(f"operator {type(node.op).__name__}")
+        elif isinstance(node, ast.Compare):
+            if not all(isinstance(op, allowed_ops) for op in node.ops):
+                refuse("this comparison")
+        elif isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _LOSS_FUNCS or node.keywords:
+                refuse("function call " + repr(ast.unparse(node.func)))
+        else:
+            refuse(type(node).__name__)
+
+
 def parse_loss(loss: Any):
     """A sympy expression in the real symbol ``u`` from a name, a string or a sympy expression."""
     import sympy as sp
@@ -48,6 +109,7 @@ def parse_loss(loss: Any):
         if not isinstance(loss, str) or not loss.strip():
             raise MdcertError(f"invalid loss {loss!r}; give a name ({', '.join(NAMED_LOSSES)}) or an expression in u")
         text = NAMED_LOSSES.get(loss.strip().lower(), loss)
+        _check_loss_text(text, loss)
         try:
             from sympy.parsing.sympy_parser import parse_expr, standard_transformations
 

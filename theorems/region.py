@@ -58,9 +58,13 @@ def parse_nonnegative(value: Any, name: str) -> Fraction:
 def check_matrix(W: Any, d: int, name: str = "W0") -> np.ndarray:
     """Validate a (d, d) finite float64 matrix (MdcertError otherwise)."""
     try:
-        arr = np.array(W, dtype=np.float64)
+        arr = np.asarray(W)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError
+        arr = np.array(arr, dtype=np.float64)
     except (TypeError, ValueError):
-        raise MdcertError(f"{name} must be a numeric (d, d) array") from None
+        got = f"dtype {W.dtype}" if hasattr(W, "dtype") else type(W).__name__
+        raise MdcertError(f"{name} must be a real numeric (d, d) array, got {got}; save float64 values") from None
     if arr.shape != (d, d):
         raise MdcertError(f"{name} must have shape ({d}, {d}) to match the problem, got {arr.shape}")
     if not np.all(np.isfinite(arr)):

@@ -48,9 +48,15 @@ def run(args: argparse.Namespace) -> int:
     from certify import AttentionProblem, CertStatus, certify_svm
     from certify.errors import MdcertError
 
+    from experiments.commands._outputs import check_output_file, write_text_atomic
+
+    if args.output is not None:
+        if Path(args.output).suffix.lower() != ".json":
+            raise MdcertError(f"certificate output {args.output!r} must be a .json file")
+        check_output_file(args.output, option="-o", suffixes=(".json",))
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit >= 0):
+        raise MdcertError(f"invalid --time-limit {args.time_limit}; give a finite number of seconds >= 0")
     problem = AttentionProblem.load(args.problem)
-    if args.output is not None and Path(args.output).suffix.lower() != ".json":
-        raise MdcertError(f"certificate output {args.output!r} must be a .json file")
     t0 = time.perf_counter()
     cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
                        time_limit=args.time_limit)
@@ -70,10 +76,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"nothing proven: {cert.info.get('reason', 'no rigorous enclosure')}")
     if args.output is not None:
-        out = Path(args.output)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(json.dumps(cert.to_json()))
-        tmp.replace(out)
+        out = write_text_atomic(args.output, json.dumps(cert.to_json()))
         print(f"time {elapsed:.2f} s; wrote {out}")
     else:
         print(f"time {elapsed:.2f} s")

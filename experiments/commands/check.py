@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -49,18 +48,28 @@ def _load_init(path: str, d: int):
     from theorems.region import check_matrix
 
     file = Path(path)
+    if file.is_dir():
+        raise MdcertError(f"--init {path!r} is a directory; give a .npy file holding one (d, d) array")
     if not file.is_file():
         raise MdcertError(f"initialization file not found: {path!r}; save a (d, d) array with numpy.save")
+    with open(file, "rb") as fh:
+        magic = fh.read(6)
+    if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
+        raise MdcertError(f"--init {path!r} is not a NumPy .npy file; save W0 with numpy.save('W0.npy', W0)")
     try:
-        arr = np.load(file, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise MdcertError(f"cannot read {path!r} as a .npy array: {str(exc).splitlines()[0] if str(exc) else exc}") from None
-    if isinstance(arr, np.lib.npyio.NpzFile):
-        keys = list(arr.files)
-        if len(keys) != 1:
-            raise MdcertError(f"{path!r} holds {len(keys)} arrays; give a .npy file with one (d, d) array")
-        arr = arr[keys[0]]
-    return check_matrix(arr, d, name=f"--init {path}")
+        loaded = np.load(file, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                keys = list(loaded.files)
+                if len(keys) != 1:
+                    raise MdcertError(f"{path!r} holds {len(keys)} arrays; give a .npy file with one (d, d) array")
+                loaded = loaded[keys[0]]
+    except MdcertError:
+        raise
+    except Exception as exc:  # OSError, ValueError (object arrays), EOFError, zipfile.BadZipFile
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MdcertError(f"cannot read --init {path!r} as a .npy array: {msg}") from None
+    return check_matrix(loaded, d, name=f"--init {path}")
 
 
 def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
@@ -119,14 +128,9 @@ def format_table(report) -> str:
 
 
 def _write_json(path: str, payload: dict) -> None:
-    target = Path(path)
-    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(payload, indent=2, default=str))
-        tmp.replace(target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from experiments.commands._outputs import write_text_atomic
+
+    write_text_atomic(path, json.dumps(payload, indent=2, default=str))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -141,8 +145,12 @@ def run(args: argparse.Namespace) -> int:
     from theorems.context import CheckContext
     from theorems.region import parse_nonnegative
 
+    from experiments.commands._outputs import check_output_file
+
     t0 = time.perf_counter()
     theorem = get_theorem(args.theorem)
+    if args.json is not None:
+        check_output_file(args.json, option="--json")
     p = parse_p(args.p, name="--p")
     if args.steps < 1:
         raise MdcertError(f"invalid --steps {args.steps}; give a positive number of steps")
@@ -159,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
         eta = parse_nonnegative(args.lr, "--lr")
         if eta <= 0:
             raise MdcertError(f"invalid --lr {args.lr!r}; the step size must be > 0")
+        if not Fraction(1, 10 ** 300) <= eta <= 10 ** 300:
+            raise MdcertError(f"invalid --lr {args.lr!r}; the step size must be a float64 in (1e-300, 1e300)")
     problem = AttentionProblem.load(args.problem)
     W0 = trajectory = None
     timings = {}

@@ -50,9 +50,18 @@ def _near_svm_init(cert_path: str, out: Path, *, seed: int) -> str:
 def run(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
 
+    import shutil
+
+    from certify.exact import parse_p
+    from experiments.commands._outputs import check_output_dir, check_seed
+
     start = time.perf_counter()
-    if args.out is not None and Path(args.out).exists():
-        raise MdcertError(f"output directory {args.out!r} already exists; choose a new one")
+    parse_p(args.p, name="--p")
+    check_seed(args.seed)
+    if args.out is not None:
+        if Path(args.out).exists():
+            raise MdcertError(f"output directory {args.out!r} already exists; choose a new one")
+        check_output_dir(args.out, option="-o", overwrite=False)
     tmp = None
     if args.out is None:
         tmp = tempfile.TemporaryDirectory(prefix="mdcert-demo-")
@@ -60,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = Path(args.out)
         out.mkdir(parents=True)
+    completed = False
     try:
         problem = str(out / "problem.npz")
         cert = str(out / "cert.json")
@@ -82,11 +92,14 @@ def run(args: argparse.Namespace) -> int:
                     "-o", str(out / "paths")])
             _stage("6. figures", ["plot", str(out / "paths")])
         except RuntimeError as exc:
-            print(f"mdcert demo: {exc}")
+            print(f"mdcert demo: {exc}" + ("" if tmp is not None else f"; removed the partial {str(out)!r}"))
             return 1
         print(f"\ndemo finished in {time.perf_counter() - start:.1f} s"
               + (f"; outputs in {out}" if tmp is None else " (outputs were temporary; use -o DIR to keep them)"))
+        completed = True
         return 0
     finally:
         if tmp is not None:
             tmp.cleanup()
+        elif not completed:  # a failed or interrupted demo leaves no half-filled -o directory
+            shutil.rmtree(out, ignore_errors=True)

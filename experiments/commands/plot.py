@@ -30,8 +30,9 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     sfile = run_dir / "summary.json"
     kind = read_summary(run_dir).get("kind")
     if kind == "paths":
-        from experiments.plots import plot_paths_run
+        from experiments.plots import load_run, plot_paths_run
 
+        _check_paths_plottable(run_dir, *load_run(run_dir))
         return plot_paths_run(run_dir)
     if kind == "regpath":
         try:
@@ -40,6 +41,30 @@ def plot_run(run_dir: str | Path) -> list[Path]:
             raise MdcertError("regpath figures are not available in this installation (experiments.regpath_plots)") from None
         return plot_regpath_run(run_dir)
     raise MdcertError(f"{str(sfile)!r} has kind {kind!r}; 'mdcert plot' knows {', '.join(KINDS)}")
+
+
+def _check_paths_plottable(run_dir: Path, summary: dict, arrays: dict) -> None:
+    """Refuse, with one line, a paths run whose (p, lr) groups have no finite recorded trajectory
+    (every one stopped at a float limit): there is no curve to draw."""
+    import numpy as np
+
+    needed = ("record_steps", "status", "p_exact", "lr", "norm_p")
+    if not all(k in arrays for k in needed) or not isinstance(summary.get("per_p"), list):
+        return  # plot_paths_run names what is missing
+    try:
+        status = np.asarray(arrays["status"]).astype(str)
+        bad = []
+        for e in summary["per_p"]:
+            rows = np.flatnonzero((arrays["p_exact"] == e["p_exact"]) & np.isclose(arrays["lr"], e["lr"]))
+            finite = [b for b in rows if status[b] != "nonfinite"
+                      and np.any(np.isfinite(arrays["norm_p"][b][arrays["record_steps"][b] > 0]))]
+            if rows.size and not finite:
+                bad.append(f"p={e.get('p_text', e.get('p'))} lr={e['lr']}")
+    except (KeyError, TypeError, ValueError, IndexError):
+        raise MdcertError(f"{str(run_dir)!r} has an inconsistent summary.json / arrays.npz; rerun 'mdcert paths'") from None
+    if bad:
+        raise MdcertError(f"nothing to plot for {', '.join(bad)} in {str(run_dir)!r}: every trajectory stopped at a "
+                          f"float limit (status 'nonfinite'); rerun 'mdcert paths' with a smaller --lr")
 
 
 def run(args: argparse.Namespace) -> int:

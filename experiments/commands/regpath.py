@@ -16,6 +16,10 @@ __all__ = ["HELP", "configure", "run"]
 
 #: the built-in name of the paper's joint-training example (n=2, T=3, d=2)
 JOINT_EXAMPLE = "joint-example"
+#: the most random starts (chains) per radius
+MAX_STARTS = 1000
+#: the most joint mirror-descent steps
+MAX_MD_STEPS = 10 ** 9
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +44,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--md-steps", type=int, default=0,
                         help="with --joint: also run the joint mirror-descent path (W(0)=v(0)=0, normalized steps) for this many steps")
     parser.add_argument("--md-lr", type=float, default=0.1, help="step size of the joint mirror-descent path (default 0.1)")
-    parser.add_argument("-o", "--output", required=True, metavar="RUN", help="run directory to write")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty run directory")
+    parser.add_argument("-o", "--output", required=True, metavar="RUN",
+                        help="run directory to write (written to a temporary directory, renamed when complete)")
 
 
 def _load(name: str):
@@ -55,7 +61,6 @@ def _load(name: str):
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     import numpy as np
 
@@ -65,19 +70,24 @@ def run(args: argparse.Namespace) -> int:
     from certify.problem import resolve_alpha
     from experiments.regpath import regularization_path
     from experiments.regpath_grid import parse_radii
+    from experiments.commands._outputs import atomic_dir, check_output_dir, check_seed
     from experiments.svm_reference import reference_direction
 
     # ---- validate everything before writing anything
-    p = parse_p(args.p)
+    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite)
+    p = parse_p(args.p, name="--p")
     radii = parse_radii(args.radii)
-    if args.starts < 0:
-        raise MdcertError(f"invalid --starts {args.starts}; give a number >= 0")
+    check_seed(args.seed)
+    if not 0 <= args.starts <= MAX_STARTS:
+        raise MdcertError(f"invalid --starts {args.starts}; give a number in 0..{MAX_STARTS}")
     if args.starts == 0 and args.no_svm_start and args.no_dual_start:
         raise MdcertError("no starts: use --starts >= 1 or drop --no-svm-start / --no-dual-start")
     if args.digits < 5:
         raise MdcertError(f"invalid --digits {args.digits}; use at least 5")
     if args.md_steps < 0 or (args.md_steps and not args.joint):
         raise MdcertError("--md-steps needs --joint and a number >= 0")
+    if args.md_steps > MAX_MD_STEPS:
+        raise MdcertError(f"invalid --md-steps {args.md_steps}; give at most {MAX_MD_STEPS:.0e} steps")
     if not (args.md_lr > 0 and np.isfinite(args.md_lr)):
         raise MdcertError(f"invalid --md-lr {args.md_lr}; give a positive step size")
     r_fun = None
@@ -93,9 +103,6 @@ def run(args: argparse.Namespace) -> int:
     problem = _load(args.problem)
     alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
     reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)
-    out = Path(args.output)
-    if out.exists() and not out.is_dir():
-        raise MdcertError(f"output {str(out)!r} exists and is not a directory")
 
     def show(res) -> None:
         extra, loss = "", f"loss={res.loss:.6g}"
@@ -105,33 +112,41 @@ def run(args: argparse.Namespace) -> int:
         print(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} {loss} "
               f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} winner={res.winner}", flush=True)
 
-    arrays: dict[str, np.ndarray] = {"radii": radii}
-    if args.joint:
-        from experiments.joint import joint_regularization_path
-        from experiments.joint_md import joint_md_path
+    import warnings
 
-        v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=args.digits)
-        path = joint_regularization_path(problem, p, radii=radii, r_of_R=r_fun, starts=args.starts, seed=args.seed,
-                                         alpha=alpha, reference=reference, v_reference=v_reference,
-                                         svm_start=not args.no_svm_start, dual_start=not args.no_dual_start,
-                                         loss=args.loss, progress=show)
-        summary_body = path.to_json()
-        arrays["W"] = np.stack([r.W for r in path.results])
-        arrays["v"] = np.stack([r.v for r in path.results])
-        arrays["r"] = np.array(r_values)
-        if args.md_steps:
-            md = joint_md_path(problem, p, steps=args.md_steps, lr=args.md_lr, alpha=alpha, reference=reference,
-                               v_reference=v_reference, loss=args.loss)
-            summary_body["joint_md"] = md.to_json()
-            print(f"joint mirror descent: {args.md_steps} steps, final D_W={md.records[-1]['bregman_W']:.3e} "
-                  f"D_v={md.records[-1]['bregman_v']:.3e} tokens={md.records[-1]['selected_tokens']}")
-    else:
-        path = regularization_path(problem, p, radii=radii, starts=args.starts, seed=args.seed, alpha=alpha,
-                                   reference=reference, svm_start=not args.no_svm_start,
-                                   dual_start=not args.no_dual_start, loss=args.loss,
-                                   digits=args.digits, progress=show)
-        summary_body = path.to_json()
-        arrays["W"] = np.stack([r.W for r in path.results])
+    # float64 overflow warnings (extreme radii) are collected into summary["float_limits"] and one note each
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        arrays: dict[str, np.ndarray] = {"radii": radii}
+        if args.joint:
+            from experiments.joint import joint_regularization_path
+            from experiments.joint_md import joint_md_path
+
+            v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder", digits=args.digits)
+            path = joint_regularization_path(problem, p, radii=radii, r_of_R=r_fun, starts=args.starts, seed=args.seed,
+                                             alpha=alpha, reference=reference, v_reference=v_reference,
+                                             svm_start=not args.no_svm_start, dual_start=not args.no_dual_start,
+                                             loss=args.loss, progress=show)
+            summary_body = path.to_json()
+            arrays["W"] = np.stack([r.W for r in path.results])
+            arrays["v"] = np.stack([r.v for r in path.results])
+            arrays["r"] = np.array(r_values)
+            if args.md_steps:
+                md = joint_md_path(problem, p, steps=args.md_steps, lr=args.md_lr, alpha=alpha, reference=reference,
+                                   v_reference=v_reference, loss=args.loss)
+                summary_body["joint_md"] = md.to_json()
+                print(f"joint mirror descent: {args.md_steps} steps, final D_W={md.records[-1]['bregman_W']:.3e} "
+                      f"D_v={md.records[-1]['bregman_v']:.3e} tokens={md.records[-1]['selected_tokens']}")
+        else:
+            path = regularization_path(problem, p, radii=radii, starts=args.starts, seed=args.seed, alpha=alpha,
+                                       reference=reference, svm_start=not args.no_svm_start,
+                                       dual_start=not args.no_dual_start, loss=args.loss,
+                                       digits=args.digits, progress=show)
+            summary_body = path.to_json()
+            arrays["W"] = np.stack([r.W for r in path.results])
+    for w in caught:
+        if not issubclass(w.category, RuntimeWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     summary = {"kind": "regpath", "format": "mdcert-regpath/1", "joint": bool(args.joint),
                "r_of_R": r_fun.text if r_fun is not None else None,
                "problem": {"source": args.problem, "n": problem.n, "T": problem.T, "d": problem.d,
@@ -151,15 +166,17 @@ def run(args: argparse.Namespace) -> int:
         "starts": "random-k chains (seeded, warm-started along R), svm and uniform-dual restarts at every R, "
                   "previous-best warm start; log_excess_gap = gap to the winner in log E (joint: log L)",
     }
+    limits = sorted({f"{w.category.__name__}: {w.message}" for w in caught
+                     if issubclass(w.category, RuntimeWarning)})
+    if limits:
+        summary["float_limits"] = limits
     text = json.dumps(summary, indent=1, allow_nan=False)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp_npz = out / "path.tmp.npz"
-    with open(tmp_npz, "wb") as fh:
-        np.savez(fh, **arrays)
-    tmp_npz.replace(out / "path.npz")
-    tmp = out / "summary.json.tmp"          # the summary last: its presence marks a complete run
-    tmp.write_text(text)
-    tmp.replace(out / "summary.json")
+    with atomic_dir(out, overwrite=args.overwrite) as tmp:   # complete run directory or nothing
+        with open(tmp / "path.npz", "wb") as fh:
+            np.savez(fh, **arrays)
+        (tmp / "summary.json").write_text(text)
+    for note in limits:
+        print(f"note: float64 limits reached during the path ({note}); values at extreme radii may be inaccurate")
     d = summary["decay"]
     print(f"wrote {out / 'summary.json'}: D(R={radii[0]:g}) = {d['bregman_first']:.3e}, "
           f"D(R={radii[-1]:g}) = {d['bregman_last']:.3e}, ratio {d['ratio_first_over_last']:.3g}")

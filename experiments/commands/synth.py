@@ -17,7 +17,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from certify import synthetic_problem
+    from experiments.commands._outputs import check_output_file, check_seed
 
+    check_seed(args.seed, bounded=False)
+    check_output_file(args.output, option="-o", suffixes=(".npz", ".json"))
     problem = synthetic_problem(n=args.n, T=args.T, d=args.d, seed=args.seed)
     path = problem.save(args.output)
     tokens = problem.optimal_indices()

@@ -1,0 +1,114 @@
+"""Output-path checks and atomic writes shared by the ``mdcert`` commands.
+
+Every command validates its output paths *before* the work starts (so a typo in ``-o`` does not
+waste a long run) and writes through a temporary name that is renamed into place, removing the
+temporary on any failure or interrupt: an output either appears complete or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from certify.errors import MdcertError
+
+__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed"]
+
+
+def _check_parent(path: Path, option: str) -> None:
+    parent = path.parent
+    for anc in [parent, *parent.parents]:
+        if anc.exists():
+            if not anc.is_dir():
+                raise MdcertError(f"{option} {str(path)!r}: {str(anc)!r} is a file, not a directory; choose another path")
+            if not os.access(anc, os.W_OK | os.X_OK):
+                raise MdcertError(f"{option} {str(path)!r}: directory {str(anc)!r} is not writable; choose another path")
+            return
+
+
+def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[str, ...] = (),
+                      must_have_parent: bool = True) -> Path:
+    """Validate an output file path before any work: suffix, parent directory, not a directory.
+
+    Raises:
+        MdcertError: with one line naming the option, the path and the fix.
+    """
+    out = Path(path)
+    if str(path).strip() == "":
+        raise MdcertError(f"{option} is empty; give a file name")
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise MdcertError(f"{option} {str(out)!r} must end in {' or '.join(suffixes)}")
+    if out.is_dir():
+        raise MdcertError(f"{option} {str(out)!r} is a directory; give a file name")
+    if must_have_parent and not out.parent.is_dir():
+        if out.parent.exists():
+            raise MdcertError(f"{option} {str(out)!r}: {str(out.parent)!r} is not a directory")
+        raise MdcertError(f"{option} {str(out)!r}: directory {str(out.parent)!r} does not exist; create it first")
+    _check_parent(out, option)
+    return out
+
+
+def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool) -> Path:
+    """Validate a run directory before any work: not a file, empty unless ``overwrite``, writable parent.
+
+    Raises:
+        MdcertError: with one line naming the option, the path and the fix.
+    """
+    out = Path(path)
+    if str(path).strip() == "":
+        raise MdcertError(f"{option} is empty; give a directory name")
+    if out.exists() and not out.is_dir():
+        raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}")
+    _check_parent(out, option)
+    return out
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` to a temporary file next to ``path`` and rename it into place."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        tmp.replace(target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return target
+
+
+@contextmanager
+def atomic_dir(out: str | os.PathLike, *, overwrite: bool) -> Iterator[Path]:
+    """Yield a fresh temporary directory next to ``out``; on success it replaces ``out``
+    (``overwrite`` needed for a non-empty one), on any failure or interrupt it is removed."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    try:
+        yield tmp
+        check_output_dir(out, option="-o", overwrite=overwrite)
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_seed(seed: int, option: str = "--seed", *, bounded: bool = True) -> int:
+    """A seed numpy (and, when ``bounded``, torch) accepts: an integer >= 0 (and < 2**63)."""
+    if seed < 0 or (bounded and seed >= 2 ** 63):
+        raise MdcertError(f"invalid {option} {seed}; give an integer in 0..2**63-1"
+                          if bounded else f"invalid {option} {seed}; give an integer >= 0")
+    return seed

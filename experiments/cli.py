@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _one_line(exc: BaseException) -> str:
     """The first line of an exception's message, with an actionable form for OS and memory errors."""
-    if isinstance(exc, OSError) and not isinstance(exc, MdcertError) and exc.strerror:
+    if isinstance(exc, OSError) and exc.strerror:
         where = f" {exc.filename!r}" if exc.filename is not None else ""
         return f"{exc.strerror}:{where}; check the path and its permissions"
     text = str(exc).strip()

@@ -29,8 +29,10 @@ def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") ->
         raise MdcertError(f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?")
     try:
         summary = json.loads(sfile.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise MdcertError(f"cannot read {str(sfile)!r}: {exc}") from None
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        why = "not valid JSON" if not isinstance(exc, OSError) else "unreadable"
+        raise MdcertError(f"cannot read {str(sfile)!r} ({why}: {str(exc).splitlines()[0] if str(exc) else exc!r}); "
+                          f"rerun the command that wrote it") from None
     if not isinstance(summary, dict):
         raise MdcertError(f"cannot read {str(sfile)!r}: not a JSON object")
     return summary
@@ -49,7 +51,11 @@ def pyplot():
 def save_png(fig, path: Path, *, tight: bool = False) -> Path:
     """Write ``fig`` to ``path`` (dpi 110) through a temporary file renamed into place, close it."""
     tmp = path.with_name(path.name + ".tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight" if tight else None)
-    pyplot().close(fig)
-    tmp.replace(path)
+    try:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight" if tight else None)
+        tmp.replace(path)
+    finally:
+        pyplot().close(fig)
+        if tmp.exists():
+            tmp.unlink()
     return path

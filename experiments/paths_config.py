@@ -16,6 +16,8 @@ __all__ = ["parse_config", "prepare_out", "MAX_STEPS"]
 
 #: the largest step count accepted (larger ones overflow index arithmetic and would run for days)
 MAX_STEPS = 10 ** 9
+#: the largest --trials, --inits, --n, --T, --d and --records accepted (larger ones cannot fit in memory)
+MAX_COUNT = 10 ** 6
 
 
 def _split(text: str, name: str) -> list[str]:
@@ -56,6 +58,10 @@ def parse_config(args: argparse.Namespace) -> dict:
     for name in ("trials", "inits", "n", "T", "d"):
         if getattr(args, name) < (2 if name == "T" else 1):
             raise MdcertError(f"--{name} must be >= {2 if name == 'T' else 1}, got {getattr(args, name)}")
+        if getattr(args, name) > MAX_COUNT:
+            raise MdcertError(f"--{name} must be at most {MAX_COUNT:.0e}, got {getattr(args, name)}")
+    if args.records > MAX_COUNT:
+        raise MdcertError(f"--records must be at most {MAX_COUNT:.0e}, got {args.records}")
     if not 0 <= args.tail < 1:
         raise MdcertError(f"--tail must be in [0, 1), got {args.tail}")
     if args.records < 2:
@@ -64,8 +70,8 @@ def parse_config(args: argparse.Namespace) -> dict:
         raise MdcertError(f"--digits must be in 1..2000, got {args.digits}")
     if args.decoder_lr is not None and (not np.isfinite(args.decoder_lr) or args.decoder_lr <= 0):
         raise MdcertError(f"--decoder-lr must be finite and > 0, got {args.decoder_lr}")
-    if args.seed < 0:
-        raise MdcertError(f"--seed must be >= 0, got {args.seed}")
+    if not 0 <= args.seed < 2 ** 63:
+        raise MdcertError(f"--seed must be in 0..2**63-1, got {args.seed}")
     dev = str(args.device).strip().lower()
     if dev not in ("auto", "cpu", "cuda") and not (dev.startswith("cuda:") and dev[5:].isdigit()):
         raise MdcertError(f"unknown device {args.device!r}; use auto, cpu, cuda or cuda:N")
@@ -88,5 +94,7 @@ def prepare_out(out: Path, overwrite: bool) -> None:
         raise MdcertError(f"parent directory of {str(out)!r} does not exist; create it first")
     if not out.parent.is_dir():
         raise MdcertError(f"parent {str(out.parent)!r} of {str(out)!r} is a file, not a directory; choose another -o")
-    if not os.access(out.parent, os.W_OK | os.X_OK):
+    from experiments.commands._outputs import writable
+
+    if not writable(out.parent):
         raise MdcertError(f"parent directory {str(out.parent)!r} of {str(out)!r} is not writable; choose another -o")

@@ -15,7 +15,7 @@ from typing import Iterator
 
 from certify.errors import MdcertError
 
-__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed"]
+__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed", "writable"]
 
 
 def _check_parent(path: Path, option: str) -> None:
@@ -24,9 +24,22 @@ def _check_parent(path: Path, option: str) -> None:
         if anc.exists():
             if not anc.is_dir():
                 raise MdcertError(f"{option} {str(path)!r}: {str(anc)!r} is a file, not a directory; choose another path")
-            if not os.access(anc, os.W_OK | os.X_OK):
+            if not writable(anc):
                 raise MdcertError(f"{option} {str(path)!r}: directory {str(anc)!r} is not writable; choose another path")
             return
+
+
+def writable(directory: Path) -> bool:
+    """Whether a file can be created in ``directory`` (tried, not guessed: root, read-only mounts, /proc)."""
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    probe = directory / f".mdcert-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+    except OSError:
+        return False
+    probe.rmdir()
+    return True
 
 
 def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[str, ...] = (),
@@ -40,7 +53,7 @@ def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[s
     if str(path).strip() == "":
         raise MdcertError(f"{option} is empty; give a file name")
     if suffixes and out.suffix.lower() not in suffixes:
-        raise MdcertError(f"{option} {str(out)!r} must end in {' or '.join(suffixes)}")
+        raise MdcertError(f"{option} {str(out)!r}: use a {' or '.join(suffixes)} file name")
     if out.is_dir():
         raise MdcertError(f"{option} {str(out)!r} is a directory; give a file name")
     if must_have_parent and not out.parent.is_dir():

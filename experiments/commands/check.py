@@ -152,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, option="--json")
     p = parse_p(args.p, name="--p")
-    if args.steps < 1:
-        raise MdcertError(f"invalid --steps {args.steps}; give a positive number of steps")
+    if not 1 <= args.steps <= 10 ** 9:
+        raise MdcertError(f"invalid --steps {args.steps}; give a positive number of steps (at most 1e9)")
     if not 1 <= args.digits <= 2000:
         raise MdcertError(f"invalid --digits {args.digits}; give an integer between 1 and 2000")
     if (args.init is None) != (args.lr is None):

@@ -48,8 +48,13 @@ def _check_paths_plottable(run_dir: Path, summary: dict, arrays: dict) -> None:
     (every one stopped at a float limit): there is no curve to draw."""
     import numpy as np
 
+    per_p = summary.get("per_p")
+    if not isinstance(per_p, list) or not per_p or not all(isinstance(e, dict) and "p_exact" in e and "lr" in e
+                                                            for e in per_p):
+        raise MdcertError(f"{str(run_dir / 'summary.json')!r} lacks a valid 'per_p' list; it was not written by "
+                          f"'mdcert paths' or was edited - rerun 'mdcert paths'")
     needed = ("record_steps", "status", "p_exact", "lr", "norm_p")
-    if not all(k in arrays for k in needed) or not isinstance(summary.get("per_p"), list):
+    if not all(k in arrays for k in needed):
         return  # plot_paths_run names what is missing
     try:
         status = np.asarray(arrays["status"]).astype(str)
@@ -68,7 +73,12 @@ def _check_paths_plottable(run_dir: Path, summary: dict, arrays: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    files = plot_run(args.run)
+    try:
+        files = plot_run(args.run)
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        # the figures only read the run directory: a structural error means an edited or foreign file
+        raise MdcertError(f"{str(args.run)!r} holds a summary.json / arrays file with unexpected structure "
+                          f"({type(exc).__name__}: {str(exc)[:80]}); rerun the command that wrote it") from None
     for f in files:
         print(f)
     return 0

@@ -74,7 +74,6 @@ def run(args: argparse.Namespace) -> int:
     from experiments.svm_reference import reference_direction
 
     # ---- validate everything before writing anything
-    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite)
     p = parse_p(args.p, name="--p")
     radii = parse_radii(args.radii)
     check_seed(args.seed)
@@ -100,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         r_values = r_fun.values(radii)
     elif args.r_of_R:
         raise MdcertError("--r-of-R is only used with --joint")
+    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite)
     problem = _load(args.problem)
     alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
     reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)

@@ -17,9 +17,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from certify import synthetic_problem
+    from certify.errors import MdcertError
     from experiments.commands._outputs import check_output_file, check_seed
 
     check_seed(args.seed, bounded=False)
+    for name in ("n", "T", "d"):
+        if getattr(args, name) > 10 ** 7:
+            raise MdcertError(f"invalid {name}: {getattr(args, name)}; at most 1e7 (the problem must fit in memory)")
     check_output_file(args.output, option="-o", suffixes=(".npz", ".json"))
     problem = synthetic_problem(n=args.n, T=args.T, d=args.d, seed=args.seed)
     path = problem.save(args.output)

@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
 
     problem = AttentionProblem.load(args.problem)
     path = Path(args.certificate)
+    if path.is_dir():
+        raise MdcertError(f"certificate {str(path)!r} is a directory; give the JSON file written by 'mdcert certify -o'")
     if not path.is_file():
         raise MdcertError(f"certificate file not found: {str(path)!r}; write one with 'mdcert certify ... -o cert.json'")
     try:

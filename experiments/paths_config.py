@@ -94,7 +94,7 @@ def prepare_out(out: Path, overwrite: bool) -> None:
         raise MdcertError(f"parent directory of {str(out)!r} does not exist; create it first")
     if not out.parent.is_dir():
         raise MdcertError(f"parent {str(out.parent)!r} of {str(out)!r} is a file, not a directory; choose another -o")
-    from experiments.commands._outputs import writable
+    from experiments.outputs import writable
 
     if not writable(out.parent):
         raise MdcertError(f"parent directory {str(out.parent)!r} of {str(out)!r} is not writable; choose another -o")

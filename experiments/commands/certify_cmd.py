@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from certify import AttentionProblem, CertStatus, certify_svm
     from certify.errors import MdcertError
 
-    from experiments.commands._outputs import check_output_file, write_text_atomic
+    from experiments.outputs import check_output_file, write_text_atomic
 
     if args.output is not None:
         if Path(args.output).suffix.lower() != ".json":

@@ -128,7 +128,7 @@ def format_table(report) -> str:
 
 
 def _write_json(path: str, payload: dict) -> None:
-    from experiments.commands._outputs import write_text_atomic
+    from experiments.outputs import write_text_atomic
 
     write_text_atomic(path, json.dumps(payload, indent=2, default=str))
 
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     from theorems.context import CheckContext
     from theorems.region import parse_nonnegative
 
-    from experiments.commands._outputs import check_output_file
+    from experiments.outputs import check_output_file
 
     t0 = time.perf_counter()
     theorem = get_theorem(args.theorem)

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     import shutil
 
     from certify.exact import parse_p
-    from experiments.commands._outputs import check_output_dir, check_seed
+    from experiments.outputs import check_output_dir, check_seed
 
     start = time.perf_counter()
     parse_p(args.p, name="--p")

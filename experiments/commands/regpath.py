@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.problem import resolve_alpha
     from experiments.regpath import regularization_path
     from experiments.regpath_grid import parse_radii
-    from experiments.commands._outputs import atomic_dir, check_output_dir, check_seed
+    from experiments.outputs import atomic_dir, check_output_dir, check_seed
     from experiments.svm_reference import reference_direction
 
     # ---- validate everything before writing anything

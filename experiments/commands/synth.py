@@ -18,7 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from certify import synthetic_problem
     from certify.errors import MdcertError
-    from experiments.commands._outputs import check_output_file, check_seed
+    from experiments.outputs import check_output_file, check_seed
 
     check_seed(args.seed, bounded=False)
     for name in ("n", "T", "d"):

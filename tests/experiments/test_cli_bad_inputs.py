@@ -326,7 +326,7 @@ def test_interrupted_command_leaves_nothing(monkeypatch, tmp_path, capsys) -> No
 
 
 def test_atomic_dir_and_file_clean_up_on_interrupt(tmp_path) -> None:
-    from experiments.commands._outputs import atomic_dir, write_text_atomic
+    from experiments.outputs import atomic_dir, write_text_atomic
 
     with pytest.raises(KeyboardInterrupt):
         with atomic_dir(tmp_path / "run", overwrite=False) as tmp:

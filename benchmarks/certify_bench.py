@@ -61,7 +61,6 @@ def true_errors(ops: ExactOps, cert, w: np.ndarray, p: float) -> tuple[str, str,
 def slsqp(A: np.ndarray, p: float) -> tuple[np.ndarray | None, float]:
     from scipy.optimize import minimize
 
-    m = A.shape[1]
     x0 = np.linalg.lstsq(A, np.ones(A.shape[0]), rcond=None)[0] * 1.5
     t0 = time.perf_counter()
     res = minimize(lambda w: np.sum(np.abs(w) ** p) / p, x0, jac=lambda w: np.sign(w) * np.abs(w) ** (p - 1),

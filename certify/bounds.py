@@ -181,7 +181,6 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
 def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:
     from flint import arb, arb_mat
 
-    pa = _ab(p)
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]
     norms = row_q_norms(ops, q)
@@ -259,7 +258,6 @@ def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int, weights=No
     Aw = ops.matvec(Wint)  # A w* = Aw / den
     if any(k < den for k in Aw):
         return None
-    Sset = set(S)
     if any(Aw[i] != den for i in S):
         return None
     lam_full = [0] * ops.N

@@ -141,7 +141,7 @@ def _top(x):
 
 
 def _check_optimal(rows: _Rows, c: Certificate, add) -> None:
-    from flint import arb, arb_mat
+    from flint import arb
 
     p, w, lam = c.p, c.w, c.lam
     q = p / (p - 1)
@@ -216,7 +216,7 @@ def _exact_kkt(rows: _Rows, c: Certificate, Aw, U) -> str | None:
 
 def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, a, uq, add) -> None:
     import flint
-    from flint import arb, arb_mat
+    from flint import arb
 
     sup = c.support
     if sup is None:

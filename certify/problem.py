@@ -12,9 +12,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

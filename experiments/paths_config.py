@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["parse_config", "prepare_out", "MAX_STEPS"]
+__all__ = ["parse_config", "MAX_STEPS"]
 
 #: the largest step count accepted (larger ones overflow index arithmetic and would run for days)
 MAX_STEPS = 10 ** 9
@@ -83,18 +82,3 @@ def parse_config(args: argparse.Namespace) -> dict:
     return {"p": ps, "p_text": _split(args.p, "p"), "steps": steps, "lr": lrs, "workers": workers, "device": dev}
 
 
-def prepare_out(out: Path, overwrite: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise MdcertError(f"output {str(out)!r} exists and is not a directory; choose another -o")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another -o")
-    if str(out).strip() in ("", "."):
-        raise MdcertError(f"invalid -o {str(out)!r}; give a new run directory name")
-    if not out.parent.exists():
-        raise MdcertError(f"parent directory of {str(out)!r} does not exist; create it first")
-    if not out.parent.is_dir():
-        raise MdcertError(f"parent {str(out.parent)!r} of {str(out)!r} is a file, not a directory; choose another -o")
-    from experiments.outputs import writable
-
-    if not writable(out.parent):
-        raise MdcertError(f"parent directory {str(out.parent)!r} of {str(out)!r} is not writable; choose another -o")

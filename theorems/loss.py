@@ -205,7 +205,6 @@ class LossAdmissible(Predicate):
         ev: list[Evidence] = []
         q_diff = "l is differentiable on R"
         q_lip = "l' is bounded and Lipschitz on every closed interval"
-        q_dec = "l is strictly decreasing on R"
         # --- defined and continuous on R
         try:
             dom = continuous_domain(expr, u, sp.S.Reals)

@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
-import shutil
 import sys
 import time
 from fractions import Fraction
@@ -34,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.paths_config import parse_config, prepare_out
+from experiments.outputs import atomic_dir, check_output_dir
+from experiments.paths_config import parse_config
 from experiments.svm_cache import DIRECTION_TOL, Certifier  # noqa: F401  (DIRECTION_TOL re-exported)
 
 HELP = "batched mirror-descent training paths, certified directional Bregman rates (paper's synthetic study)"
@@ -77,7 +76,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     cfg = parse_config(args)
     out = Path(args.out)
-    prepare_out(out, args.overwrite)
+    check_output_dir(out, option="-o", overwrite=args.overwrite)
     t_start = time.perf_counter()
 
     import torch
@@ -191,11 +190,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float, overwrite: bool) -> None:
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
+    with atomic_dir(out, overwrite=overwrite) as tmp:
         with open(tmp / "arrays.npz", "wb") as fh:
             np.savez_compressed(fh, **arrays)
         if certifier is not None:
@@ -206,17 +201,6 @@ def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float
         summary["elapsed_s"] = time.perf_counter() - t_start
         (tmp / "summary.json").write_text(json.dumps(_finite_json(summary), indent=1, default=_json_default,
                                                      allow_nan=False))
-        prepare_out(out, overwrite)
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def _finite_json(o):

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from certify import AttentionProblem, Certificate, CertStatus, check_certificate, synthetic_problem
+from certify import AttentionProblem, Certificate, check_certificate, synthetic_problem
 from experiments.cli import main
 
 

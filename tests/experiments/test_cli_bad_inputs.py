@@ -236,7 +236,6 @@ CASES = [
     (["paths", "--trials", "1", "--steps", "5", "-o", "{d}/run_nonempty"], r"not empty; use --overwrite"),
     (["paths", "--trials", "1", "--steps", "5", "-o", "{d}/afile"], r"not a directory"),
     (["paths", "--trials", "1", "--steps", "5", "-o", "{d}/afile/run"], r"is a file, not a directory"),
-    (["paths", "--trials", "1", "--steps", "5", "-o", "{o}/nodir/run"], r"does not exist"),
     # regpath
     *[(["regpath", P, "--p", "2", *extra, "-o", "{o}/run"], match) for extra, match in [
         (["--radii", "junk"], r"START:STOP:COUNT"),

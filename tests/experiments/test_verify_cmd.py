@@ -6,10 +6,9 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from certify import AttentionProblem, synthetic_problem
+from certify import synthetic_problem
 from certify.svm import certify_svm
 from experiments.cli import main
 

@@ -42,19 +42,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
-def _available() -> dict[str, tuple[str, str]]:
-    out = {}
-    for name, (module, help_) in COMMANDS.items():
-        if importlib.util.find_spec(module) is not None:
-            out[name] = (module, help_)
-    return out
-
-
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     parser = _Parser(prog="mdcert", description="Certificates and experiments for mirror descent on softmax attention.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     modules: dict[str, object] = {}
-    for name, (module, help_) in _available().items():
+    for name, (module, help_) in COMMANDS.items():
         mod = importlib.import_module(module)
         p = sub.add_parser(name, help=getattr(mod, "HELP", help_), description=getattr(mod, "HELP", help_))
         mod.configure(p)

@@ -4,6 +4,11 @@ Usage:
     python benchmarks/optimizer_step.py            # 10M float32 parameters
     python benchmarks/optimizer_step.py --quick    # 1M parameters, fewer repeats
     python benchmarks/optimizer_step.py --nocache  # also the fast path without the dual cache
+    python benchmarks/optimizer_step.py --no-fused # skip the fused (compiled) rows
+
+The fused rows (``LpMirrorDescent(fused=True)``, p != 2) compile their kernel before timing; the
+compile time is printed (about 30 s per exponent the first time on 2 cores, seconds from inductor's
+on-disk cache) and is not part of the step times.
 
 Each optimizer gets its own parameter (same size, same random gradient), a warm-up of a few steps,
 then the median wall time of ``--repeats`` steps (interleaved rounds, so background load hits every
@@ -37,7 +42,8 @@ def _make(kind: str, param: torch.nn.Parameter, lr: float = 1e-6):
         opt = LpMirrorDescent([param], lr=lr, p=p, differentiable=False, foreach=False)
         opt._single = _simple_only(opt)  # force the reference path
         return opt
-    return LpMirrorDescent([param], lr=lr, p=p, foreach=(path == "foreach"), cache_dual=(path != "nocache"))
+    return LpMirrorDescent([param], lr=lr, p=p, foreach=(path == "foreach"), cache_dual=(path != "nocache"),
+                           fused=(path == "fused"))
 
 
 def _simple_only(opt: LpMirrorDescent):
@@ -61,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--simple", action="store_true", help="also time the simple (reference) path")
     ap.add_argument("--nocache", action="store_true", help="also time the fast path with cache_dual=False")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
+    ap.add_argument("--no-fused", dest="fused", action="store_false", help="skip the fused (compiled) rows")
     ap.add_argument("--lr", type=float, default=1e-6,
                     help="step size of every optimizer (default 1e-6; from about 1e-3 on, float32 LpMD steps "
                          "check the gradient with G.G instead of the cheaper G.sum())")
@@ -72,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     kinds = ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
     for p in ("1.1", "1.75", "2", "3"):
         kinds.append(f"LpMD p={p} fast")
+        if args.fused and p != "2":
+            kinds.append(f"LpMD p={p} fused")
         if args.nocache and p != "2":
             kinds.append(f"LpMD p={p} nocache")
         if args.simple:
@@ -83,9 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         param = torch.nn.Parameter(torch.randn(n, generator=gen))
         param.grad = grad.clone()
         runs[kind] = (param, _make(kind, param, args.lr))
-    for kind, (_, opt) in runs.items():  # warm-up
-        for _ in range(2):
-            opt.step()
+    for kind, (_, opt) in runs.items():  # warm-up (the fused rows compile here)
+        t0 = time.perf_counter()
+        opt.step()
+        if kind.endswith("fused"):
+            print(f"{kind}: first step (compiles the kernel) {time.perf_counter() - t0:.1f} s", flush=True)
+        opt.step()
     times: dict[str, list[float]] = {k: [] for k in kinds}
     for _ in range(repeats):
         for kind, (_, opt) in runs.items():

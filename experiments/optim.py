@@ -42,9 +42,16 @@ Writes through ``.data`` with ``cache_dual=False``: if one makes the ``max|W|`` 
 then overflows, the in-cache check still raises (the parameter is then partially updated, as the
 message says); for p = 2 such a step behaves like SGD's ``add_``.
 
+Fused (``fused=True``; CPU, float32/float64 parameters of at least 65,536 entries, p != 2, with the
+dual cache): the inverse map runs as one compiled loop (`experiments.optim_fused`; the cube roots of
+``p = 1.75`` by Halley's iteration instead of ``exp2``/``log2``); the checks and the dual update are
+those above. The first use compiles (about 30 s on 2 cores, seconds from inductor's cache); where it
+cannot compile, the optimizer warns once and uses the eager kernels. Elsewhere (CUDA, small tensors,
+``cache_dual=False``) ``fused`` changes nothing.
+
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
-with the dual cache p = 1.1 about 2.1x a fused Adam step, p = 3 about 2.0x, p = 1.75 3.2-3.6x (its
-inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``, together about 1.8 fused Adam steps on this CPU);
+eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 about
+3.1x (its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.75 about 2.1x;
 p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf
 before anything is written). Every chunk op synchronises the intra-op threads, so on an
 oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
@@ -53,6 +60,7 @@ oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
@@ -60,14 +68,36 @@ import torch
 from torch.optim import Optimizer
 from torch.utils.weak import WeakIdKeyDictionary
 
+from certify.errors import MdcertError
 from certify.exact import format_fraction
+from experiments import optim_fused as _fused
 from experiments import optim_kernels as _kernels
 from experiments.optim_kernels import (PowPlan, _absmax, _dual_norm, _simple_update, _validate_lr,
                                        _validate_p, chunked_dual, chunked_inverse, chunked_step_cached,
                                        chunked_step_direct, foreach_update, inverse_reproduces,
                                        mirror_step)
 
-__all__ = ["LpMirrorDescent", "mirror_step", "PowPlan"]
+__all__ = ["LpMirrorDescent", "mirror_step", "PowPlan", "FUSED_MIN_NUMEL"]
+
+FUSED_MIN_NUMEL = 1 << 16  # smaller tensors keep the eager kernels (and never trigger a compilation)
+
+
+def _validate_fused(fused, foreach, differentiable) -> None:
+    if fused and foreach:
+        raise MdcertError("LpMirrorDescent: fused=True and foreach=True cannot be combined; choose one")
+    if fused and differentiable:
+        raise MdcertError("LpMirrorDescent: fused=True does not support differentiable=True; drop one of them")
+
+
+def _reproduces(W: torch.Tensor, Q: torch.Tensor, inv: PowPlan, scratch: torch.Tensor, tmp: torch.Tensor,
+                kernel=None) -> bool:
+    """Does the inverse map of ``Q`` round to ``W`` exactly (with the fused kernel when given: its step
+    with ``G = 0`` computes exactly the inverse map its steps compute)?"""
+    if kernel is None:
+        return inverse_reproduces(W, Q, inv, scratch, tmp)
+    q, out = Q.clone(), torch.empty_like(W)
+    kernel(q, out, torch.zeros_like(W), torch.tensor(0.0, dtype=torch.float64))
+    return torch.equal(out, W)
 
 
 class LpMirrorDescent(Optimizer):
@@ -85,10 +115,14 @@ class LpMirrorDescent(Optimizer):
             the parameter may have changed outside the optimizer (see the module docstring for what is
             detected). ``False``: recompute ``grad psi(W)`` from the parameter at every step.
         foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
+        fused: compute the inverse map with a compiled CPU kernel (`experiments.optim_fused`; see the
+            module docstring for where it applies). Cannot be combined with ``foreach=True`` or
+            ``differentiable=True``.
         differentiable: keep the step differentiable (out-of-place reference path).
 
     Raises:
-        ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message.
+        ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message;
+            ``fused=True`` together with ``foreach=True`` or ``differentiable=True``.
 
     Example:
         >>> opt = LpMirrorDescent(model.parameters(), lr=0.1, p="1.75")
@@ -96,16 +130,18 @@ class LpMirrorDescent(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-3, p: Any = 2, *, normalize_gradient: bool = False,
                  maximize: bool = False, foreach: bool | None = None, differentiable: bool = False,
-                 cache_dual: bool = True) -> None:
+                 cache_dual: bool = True, fused: bool | None = None) -> None:
         lr = _validate_lr(lr)
         exact = _validate_p(p)
+        _validate_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, p=p, p_exact=format_fraction(exact), normalize_gradient=normalize_gradient,
                         maximize=maximize, foreach=foreach, differentiable=differentiable,
-                        cache_dual=bool(cache_dual))
+                        cache_dual=bool(cache_dual), fused=fused)
         self._plans: dict[Fraction, tuple[PowPlan, PowPlan]] = {}
         self._scratch: dict[tuple, torch.Tensor] = {}
         self._bounds = WeakIdKeyDictionary()
         self._stamps = WeakIdKeyDictionary()
+        self._fused_warned: set = set()
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
@@ -113,6 +149,9 @@ class LpMirrorDescent(Optimizer):
         p = param_group.get("p", self.defaults["p"])
         param_group["lr"] = _validate_lr(lr) if not isinstance(lr, torch.Tensor) else lr
         param_group["p_exact"] = format_fraction(_validate_p(p))
+        _validate_fused(param_group.get("fused", self.defaults["fused"]),
+                        param_group.get("foreach", self.defaults["foreach"]),
+                        param_group.get("differentiable", self.defaults["differentiable"]))
         super().add_param_group(param_group)
 
     def __setstate__(self, state: dict) -> None:
@@ -121,14 +160,30 @@ class LpMirrorDescent(Optimizer):
         self.__dict__.setdefault("_scratch", {})
         self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
         self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_fused_warned", set())
         for group in self.param_groups:
             group.setdefault("cache_dual", True)
+            group.setdefault("fused", None)
             group.setdefault("normalize_gradient", False)
             group.setdefault("maximize", False)
             group.setdefault("foreach", None)
             group.setdefault("differentiable", False)
             group.setdefault("p", 2)
             group.setdefault("p_exact", format_fraction(_validate_p(group["p"])))
+
+    def _fused_inverse(self, group, exact: Fraction, W: torch.Tensor):
+        """The compiled dual-step kernel when ``fused`` applies to this flat tensor, else None."""
+        if not group["fused"] or W.numel() < FUSED_MIN_NUMEL:
+            return None
+        try:
+            return _fused.step_kernel(1 / (exact - 1), W.dtype)
+        except _fused.KernelUnavailable as exc:
+            key = (exact, W.dtype)
+            if key not in self._fused_warned:
+                self._fused_warned.add(key)
+                warnings.warn(f"LpMirrorDescent(fused=True): {exc}; using the eager CPU kernels (p={exact}, "
+                              f"{W.dtype})", RuntimeWarning, stacklevel=4)
+            return None
 
     def _plan(self, exact: Fraction) -> tuple[PowPlan, PowPlan]:
         plan = self._plans.get(exact)
@@ -315,7 +370,8 @@ class LpMirrorDescent(Optimizer):
         if exact != 2 and group["cache_dual"]:
             q = self._buffer("q", min(n, _kernels.CHUNK), W)
             tmp = self._buffer("tmp", min(n, _kernels.CHUNK), W)
-            return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp)
+            kernel = self._fused_inverse(group, exact, W)
+            return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp, kernel)
         wmax = self._abs_bound(param)
         if gmax is None:
             cheap = max(self._bounds_of(wmax, alpha, torch.finfo(G.dtype).max, pm1)) <= limit / 16
@@ -380,14 +436,14 @@ class LpMirrorDescent(Optimizer):
         self._stamps[param] = (param._version, param.data_ptr(), Q, exact, qmax, idx, sample)
 
     def _dual(self, param: torch.Tensor, W: torch.Tensor, exact: Fraction, q: torch.Tensor,
-              tmp: torch.Tensor) -> tuple[torch.Tensor, float]:
+              tmp: torch.Tensor, kernel=None) -> tuple[torch.Tensor, float]:
         """The cached dual ``Q = grad psi(W)`` (flat) and an upper bound on ``max|Q|``; ``W`` is not written.
 
         The cache is used when the parameter's version counter and storage are those recorded after
         the optimizer's own last write, ``p`` is the same, and a sample of entries is unchanged.
         Otherwise a ``state["dual"]`` of the right shape (e.g. from `load_state_dict`) is accepted
-        only if its inverse map rounds to the parameter exactly, entry for entry; failing that,
-        ``Q`` is recomputed from the parameter.
+        only if its inverse map (the fused ``kernel`` when given) rounds to the parameter exactly,
+        entry for entry; failing that, ``Q`` is recomputed from the parameter.
         """
         state = self.state[param]
         fwd, inv = self._plan(exact)
@@ -403,15 +459,15 @@ class LpMirrorDescent(Optimizer):
                 and torch.equal(W.index_select(0, stamp[5]), stamp[6])):
             return Qf, stamp[4]
         foreign = stamp is None or stamp[2] is not Q  # e.g. loaded by load_state_dict
-        if usable and foreign and inverse_reproduces(W, Qf, inv, q, tmp):
+        if usable and foreign and _reproduces(W, Qf, inv, q, tmp, kernel):
             qmax = _absmax(Qf)  # loaded dual consistent with the parameter: keep it
         else:
             qmax = chunked_dual(Qf, W, fwd, tmp)
         self._stamp(param, Q, W, exact, qmax)
         return Qf, qmax
 
-    def _fast_cached(self, gi, pi, param, W, G, lr, exact, coef, gmax, q, tmp) -> Callable[[], None]:
-        Q, qmax = self._dual(param, W, exact, q, tmp)
+    def _fast_cached(self, gi, pi, param, W, G, lr, exact, coef, gmax, q, tmp, kernel=None) -> Callable[[], None]:
+        Q, qmax = self._dual(param, W, exact, q, tmp, kernel)
         _, inv = self._plan(exact)
         limit = torch.finfo(param.dtype).max / 8
 
@@ -434,12 +490,19 @@ class LpMirrorDescent(Optimizer):
             qb, bound = bounds(qmax, _absmax(G))
         if bound <= limit:  # overflow excluded in advance: update Q and W in place, chunk by chunk
             def commit() -> None:
-                chunked_step_cached(W, Q, G, coef, inv, tmp)
+                if kernel is None:
+                    chunked_step_cached(W, Q, G, coef, inv, tmp)
+                else:  # the dual update and the inverse map in one compiled pass
+                    kernel(Q, W, G, torch.tensor(coef, dtype=torch.float64))
                 self._stamp(param, self.state[param]["dual"], W, exact, qb)  # qb bounds the new max|Q|
             return commit
-        Qn = torch.add(Q, G, alpha=coef)  # own buffers: commits run after every check
-        T = torch.empty_like(W)
-        chunked_inverse(T, Qn, inv, tmp)
+        T = torch.empty_like(W)  # own buffers: commits run after every check
+        if kernel is None:
+            Qn = torch.add(Q, G, alpha=coef)
+            chunked_inverse(T, Qn, inv, tmp)
+        else:
+            Qn = Q.clone()
+            kernel(Qn, T, G, torch.tensor(coef, dtype=torch.float64))
         self._check_result(gi, pi, param, T, exact, lr)
 
         def commit_checked() -> None:

@@ -38,11 +38,11 @@ cannot compile, the optimizer warns once and uses the eager kernels. Elsewhere (
 ``cache_dual=False``) ``fused`` changes nothing.
 
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
-eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 about
-3.1x (its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.75 about 2.1x;
-p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf
-before anything is written). Every chunk op synchronises the intra-op threads, so on an
-oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
+eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
+(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.1 and p = 3 about
+1.1-1.2x, p = 1.75 1.4-1.9x; p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
+read that rejects NaN/Inf before anything is written). Every chunk op synchronises the intra-op
+threads, so on an oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
 """
 
 from __future__ import annotations

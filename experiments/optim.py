@@ -13,29 +13,26 @@ Errors: a non-finite gradient, a non-finite parameter, or a step whose result ov
 ``FloatingPointError`` naming the parameter (group and position) *before anything is written*: a step
 either updates every parameter or none. Nothing is ever clipped.
 
-Paths (all compute the same update; the float64 agreement is tested):
-- simple: out-of-place reference (also used for ``differentiable=True`` and non-contiguous tensors);
-- foreach: ``torch._foreach_*`` over each group (default on CUDA, or ``foreach=True``);
-- CPU fast path (default on CPU for contiguous float32/float64 tensors): in-place ops on persistent
-  chunk-sized scratch buffers (cache resident); the power plans of `experiments.optim_kernels`
-  (integers by binary powering, ``k/2^j`` by square roots, others ``exp2(f log2|x|)``). The gradient
-  is read once before anything is written: ``G.sum()`` when the bounds below exclude overflow even
-  for ``max|G| = finfo.max`` (a finite sum means every entry is finite), else ``G.G`` (finite iff every
-  entry is; its square root bounds ``max|G|``). Overflow is excluded *in advance* from bounds on
-  ``max|G|`` and ``max|Q|`` (or ``max|W|``); when they cannot exclude it, the step is computed into
-  scratch tensors, checked, and only then copied.
+Paths (all compute the same update; the float64 agreement is tested): simple (out-of-place reference,
+also for ``differentiable=True`` and non-contiguous tensors); foreach (``torch._foreach_*`` per group,
+default on CUDA); the CPU fast path (default on CPU for contiguous float32/float64 tensors): in-place
+ops on chunk-sized scratch buffers with the power plans of `experiments.optim_kernels`. The gradient
+is read once before anything is written: ``G.sum()`` when the bounds below exclude overflow even
+for ``max|G| = finfo.max`` (a finite sum means every entry is finite), else ``G.G`` (finite iff every
+entry is; its square root bounds ``max|G|``). Overflow is excluded *in advance* from bounds on
+``max|G|`` and ``max|Q|`` (or ``max|W|``); when they cannot exclude it, the step is computed into
+scratch tensors, checked, and only then copied.
 
 Dual cache (``cache_dual=True``, the default; CPU fast path, p != 2): ``state["dual"]`` holds
 ``Q = grad psi(W)`` as produced by the last step, so a step is ``Q <- Q - lr G; W <- (grad psi)^{-1}(Q)``
 with one power instead of two (one more parameter-sized buffer, like Adam's); what invalidates it and
 what is not detected: `experiments.optim_dual`.
 
-Fused (``fused=True``; CPU, float32/float64 parameters of at least 65,536 entries, p != 2, with the
-dual cache): the inverse map runs as one compiled loop (`experiments.optim_fused`; the cube roots of
-``p = 1.75`` by Halley's iteration instead of ``exp2``/``log2``); the checks and the dual update are
-those above. The first use compiles (about 30 s on 2 cores, seconds from inductor's cache); where it
-cannot compile, the optimizer warns once and uses the eager kernels. Elsewhere (CUDA, small tensors,
-``cache_dual=False``) ``fused`` changes nothing.
+Fused (``fused=True``; CPU, float32/float64 tensors of at least 65,536 entries, p != 2, dual cache on):
+after the same checks, the dual update and inverse map run as one compiled loop (`experiments.optim_fused`;
+cube roots by Halley's iteration, not ``exp2``/``log2``). The first use compiles (about 30 s on 2
+cores, seconds from inductor's cache); where it cannot, a warning and the eager kernels. Elsewhere
+(CUDA, small tensors, ``cache_dual=False``) ``fused`` changes nothing.
 
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
 eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x

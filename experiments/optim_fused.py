@@ -138,7 +138,13 @@ def _make_kernel(exponent: Fraction) -> Callable[..., None]:
     # kernels for different exponents never evict each other
     code = kernel.__code__.replace(co_name=f"lp_step_{exponent.numerator}_{exponent.denominator}")
     fn = types.FunctionType(code, kernel.__globals__, code.co_name, None, kernel.__closure__)
-    return torch.compile(fn, fullgraph=True)
+    compiled = torch.compile(fn, fullgraph=True)
+
+    def run(q: torch.Tensor, w: torch.Tensor, g: torch.Tensor, coef: torch.Tensor) -> None:
+        with torch.no_grad():  # always the same grad mode: a change would recompile (a guard on it)
+            compiled(q, w, g, coef)
+
+    return run
 
 
 def step_kernel(exponent: Fraction, dtype: torch.dtype) -> Callable[..., None]:

@@ -227,3 +227,12 @@ def test_fused_agrees_with_eager_other_exponents(p, dtype):
     eager, _ = _steps(False, p=p, dtype=dtype)
     eps = torch.finfo(dtype).eps * max(1.0, float(1 / (Fraction(p) - 1)))  # W = Q^e amplifies Q's rounding e-fold
     torch.testing.assert_close(fused.detach(), eager.detach(), rtol=16 * eps, atol=16 * eps)
+
+
+def test_one_compilation_serves_the_optimizer_and_direct_calls(kernel43):
+    """Kernel calls outside and inside ``no_grad`` (the optimizer's step) share one compiled graph."""
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    _steps(True, steps=2)
+    q = torch.ones(N)
+    kernel43(q, torch.empty_like(q), q.clone(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs

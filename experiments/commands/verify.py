@@ -1,6 +1,9 @@
 """``mdcert verify PROBLEM CERT``: re-check every claim of a certificate with the independent checker.
 
 Exit 0 when every claim is verified, 1 (with the first failing claim) otherwise or on bad input.
+``--p``, ``--svm`` and ``--alpha`` reject a certificate about anything else. Without ``--alpha``, a
+certificate whose alpha differs from the one stored in the problem file is still verified (it proves
+what it claims), with a note on stderr.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--p", default=None, help="reject the certificate unless it is about this exact p")
     parser.add_argument("--svm", choices=("attention", "decoder"), default=None,
                         help="reject the certificate unless it is about this SVM")
+    parser.add_argument("--alpha", default=None,
+                        help="reject the certificate unless it is about these token indices: 'opt' (globally "
+                             "optimal), 'problem' (the alpha stored in the problem file) or comma-separated "
+                             "indices like 0,3,1")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every claim")
 
 
@@ -27,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from certify.check import check_certificate
     from certify.errors import MdcertError
-    from certify.problem import AttentionProblem
+    from certify.problem import AttentionProblem, resolve_alpha
 
     problem = AttentionProblem.load(args.problem)
     path = Path(args.certificate)
@@ -39,14 +46,26 @@ def run(args: argparse.Namespace) -> int:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MdcertError(f"cannot read certificate {str(path)!r}: not valid JSON ({exc.__class__.__name__})") from None
+    alpha = args.alpha
+    if alpha is not None and alpha.strip().lower() == "problem":
+        if problem.alpha is None:
+            raise MdcertError(f"--alpha problem: {args.problem!r} stores no alpha; give 'opt' or the indices, "
+                              f"e.g. --alpha 0,3,1")
+        alpha = [int(a) for a in problem.alpha]
+    if alpha is not None:
+        alpha = list(resolve_alpha(problem, alpha))  # bad input is an error, not a failed claim
     t0 = time.perf_counter()
-    result = check_certificate(problem, data, p=args.p, svm=args.svm)
+    result = check_certificate(problem, data, p=args.p, svm=args.svm, alpha=alpha)
     elapsed = time.perf_counter() - t0
     if args.verbose:
         for claim in result.claims:
             print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {claim.detail}")
     if result.ok:
         print(f"verified: all {len(result.claims)} claims hold (status {data.get('status')}, {elapsed:.2f} s)")
+        stored = None if problem.alpha is None else [int(a) for a in problem.alpha]
+        if alpha is None and stored is not None and list(data.get("alpha", [])) != stored:
+            print(f"note: the certificate is about alpha = {list(data.get('alpha', []))}, the problem file "
+                  f"stores alpha = {stored}; pass --alpha problem to require the stored one", file=sys.stderr)
         return 0
     print(f"NOT verified: {result.first_failure}", file=sys.stderr)
     return 1

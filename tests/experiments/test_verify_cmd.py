@@ -67,3 +67,29 @@ def test_verify_imports_no_solver_and_no_torch(files):
             "assert not bad, bad; sys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr + res.stdout
+
+
+def test_verify_alpha_option_and_stored_alpha_note(files, tmp_path, capsys):
+    pr = synthetic_problem()
+    opt = list(pr.optimal_indices().indices)
+    other = [(a + 1) % pr.T for a in opt]
+    pr.with_alpha(other).save(tmp_path / "stored.npz")
+    problem, cert = str(files / "problem.npz"), str(files / "cert.json")  # cert: alpha = opt
+    assert main(["verify", problem, cert, "--alpha", "opt"]) == 0
+    assert main(["verify", problem, cert, "--alpha", ",".join(map(str, opt))]) == 0
+    capsys.readouterr()
+    assert main(["verify", problem, cert, "--alpha", ",".join(map(str, other))]) == 1
+    assert f"alpha: certificate alpha = {opt}, expected {other}" in capsys.readouterr().err
+    # the problem file stores another alpha: still verified (the claims hold), with a note
+    assert main(["verify", str(tmp_path / "stored.npz"), cert]) == 0
+    captured = capsys.readouterr()
+    assert "verified: all" in captured.out and f"stores alpha = {other}" in captured.err
+    assert main(["verify", str(tmp_path / "stored.npz"), cert, "--alpha", "problem"]) == 1
+    assert "NOT verified: alpha" in capsys.readouterr().err
+    assert main(["verify", problem, cert, "--alpha", "problem"]) == 1
+    err = capsys.readouterr().err
+    assert "stores no alpha" in err and err.strip().count("\n") == 0
+    assert main(["verify", problem, cert, "--alpha", "0,x"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mdcert: error: invalid alpha") or "invalid alpha" in err.splitlines()[0]
+    assert "NOT verified" not in err and err.strip().count("\n") == 0

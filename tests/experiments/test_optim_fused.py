@@ -120,11 +120,13 @@ def _steps(fused, *, p="1.75", dtype=torch.float32, n=N, lr=0.05, steps=4, **kw)
     return param, opt
 
 
-def test_fused_optimizer_agrees_with_eager(kernel43):
+@pytest.mark.parametrize("flags", [{}, {"maximize": True}, {"normalize_gradient": True, "lr": 3.0}])
+def test_fused_optimizer_agrees_with_eager(kernel43, flags):
     """Up to rounding: the compiled dual update may use a fused multiply-add where the eager one does
     not, which moves entries near a cancellation (Q + coef G ~ 0) by an ulp of the terms."""
-    fused, fopt = _steps(True)
-    eager, eopt = _steps(False)
+    fused, fopt = _steps(True, **flags)
+    eager, eopt = _steps(False, **flags)
+    assert not torch.equal(fused.detach(), _steps(False, steps=0)[0].detach())  # the steps moved it
     torch.testing.assert_close(fused.detach(), eager.detach(), rtol=8 * 2.0 ** -23, atol=1e-6)
     torch.testing.assert_close(fopt.state[fused]["dual"], eopt.state[eager]["dual"], rtol=8 * 2.0 ** -23, atol=1e-6)
 
@@ -229,10 +231,21 @@ def test_fused_agrees_with_eager_other_exponents(p, dtype):
     torch.testing.assert_close(fused.detach(), eager.detach(), rtol=16 * eps, atol=16 * eps)
 
 
-def test_one_compilation_serves_the_optimizer_and_direct_calls(kernel43):
-    """Kernel calls outside and inside ``no_grad`` (the optimizer's step) share one compiled graph."""
+def test_one_compilation_serves_the_optimizer_and_direct_calls(kernel43, monkeypatch):
+    """Kernel calls outside and inside ``no_grad`` (the optimizer's step) share one compiled graph,
+    and the optimizer's step does run the kernel (one call per step)."""
+    calls = []
+
+    def counting(*args):
+        calls.append(args)
+        kernel43(*args)
+
+    real = fused_mod.step_kernel
+    monkeypatch.setattr(fused_mod, "step_kernel", lambda e, d: counting if (e, d) == (Fraction(4, 3), torch.float32)
+                        else real(e, d))
     graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     _steps(True, steps=2)
+    assert len(calls) == 2
     q = torch.ones(N)
     kernel43(q, torch.empty_like(q), q.clone(), torch.tensor(1.0, dtype=torch.float64))
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs

@@ -12,6 +12,7 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from optim_helpers import gen, run_steps, simple_steps
 
 import experiments.optim_kernels as kernels_mod
 from certify import lp
@@ -21,26 +22,6 @@ from experiments.optim import _simple_update, mirror_step
 
 PS = ["1.1", "1.3", "1.75", "2", "2.5", "3", "4", "7/3", "21/8", "1.8", "5/4"]
 PATHS = {"fast": dict(foreach=False), "foreach": dict(foreach=True)}
-
-
-def gen(seed=0):
-    return torch.Generator().manual_seed(seed)
-
-
-def run_steps(W0, grads, *, p, lr, dtype=torch.float64, **kw):
-    param = torch.nn.Parameter(W0.clone().to(dtype))
-    opt = LpMirrorDescent([param], lr=lr, p=p, **kw)
-    for g in grads:
-        param.grad = g.clone().to(dtype)
-        opt.step()
-    return param.detach().clone()
-
-
-def simple_steps(W0, grads, *, p, lr, maximize=False, normalize_gradient=False):
-    W = W0.clone()
-    for g in grads:
-        W = _simple_update(W, g, lr, Fraction(p), maximize, normalize_gradient)
-    return W
 
 
 # ---------------------------------------------------------------- p = 2 is SGD bit for bit

@@ -8,32 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
+from optim_helpers import gen, run_steps, simple_steps
 
 import experiments.optim_kernels as kernels_mod
 from certify import lp
 from experiments import LpMirrorDescent
 from experiments.optim import _simple_update
 from experiments.testing import check_mirror_update
-
-
-def gen(seed=0):
-    return torch.Generator().manual_seed(seed)
-
-
-def run_steps(W0, grads, *, p, lr, dtype=torch.float64, **kw):
-    param = torch.nn.Parameter(W0.clone().to(dtype))
-    opt = LpMirrorDescent([param], lr=lr, p=p, **kw)
-    for g in grads:
-        param.grad = g.clone().to(dtype)
-        opt.step()
-    return param.detach().clone()
-
-
-def simple_steps(W0, grads, *, p, lr, maximize=False, normalize_gradient=False):
-    W = W0.clone()
-    for g in grads:
-        W = _simple_update(W, g, lr, Fraction(p), maximize, normalize_gradient)
-    return W
 
 
 def _opt(param, p="1.75", **kw):

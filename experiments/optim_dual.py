@@ -2,8 +2,9 @@
 
 With ``cache_dual=True`` (the default; CPU fast path, p != 2) ``state["dual"]`` holds
 ``Q = grad psi(W)`` as produced by the last step, so a step is ``Q <- Q - lr G; W <- (grad psi)^{-1}(Q)``
-with one power instead of two (one more parameter-sized buffer, like Adam's). ``Q`` equals ``grad psi(W)`` up to the rounding of ``W`` (entries whose
-inverse underflows keep their dual value, as exact arithmetic would). The cache is trusted only if the
+with one power instead of two (one more parameter-sized buffer, like Adam's). ``Q`` equals
+``grad psi(W)`` up to the rounding of ``W`` (entries whose inverse underflows keep their dual value,
+as exact arithmetic would). The cache is trusted only if the
 parameter's version counter and storage pointer are those recorded after the optimizer's own write,
 ``p`` is unchanged and 64 evenly spaced entries are unchanged; otherwise ``Q`` is recomputed from the
 parameter. Detected: in-place ops on the parameter or ``.detach()`` views (version counter), rebinding

@@ -25,12 +25,13 @@ from typing import Callable
 
 import torch
 
+from experiments.optim_kernels import PowPlan
+
 __all__ = ["KernelUnavailable", "step_kernel", "signed_pow_expr", "cbrt_expr"]
 
-_FRACTION_BITS = 4  # square-root chains up to k/16, as in the eager plans
 _PROBE_SIZE = 1 << 20
 _LOCK = threading.Lock()
-_KERNELS: dict[tuple[Fraction, torch.dtype], Callable[[torch.Tensor, torch.Tensor], None]] = {}
+_KERNELS: dict[tuple[Fraction, torch.dtype], Callable[..., None]] = {}
 _FAILED: dict[tuple[Fraction, torch.dtype], str] = {}
 
 # per dtype: integer view, cube-root magic constant, Halley iterations; the floor used when the root
@@ -85,25 +86,24 @@ def _int_pow(a: torch.Tensor, m: int) -> torch.Tensor | None:
 
 def _recipe(exponent: Fraction) -> tuple[int, str, float, tuple[int, ...]]:
     """Plain Python constants that describe ``|x|^e`` (computed before tracing: the traced function
-    must not do Fraction arithmetic). Returns ``(whole, kind, frac, root_bits)``."""
-    whole = exponent.numerator // exponent.denominator
-    frac = exponent - whole
-    den = frac.denominator
-    if frac == 0:
-        return whole, "integer", 0.0, ()
-    if den == 3:
-        return whole, "cbrt" if frac.numerator == 1 else "cbrt2", float(frac), ()
-    if den & (den - 1) == 0 and den <= 2 ** _FRACTION_BITS:
-        bits = tuple(i for i in range(1, _FRACTION_BITS + 1) if (frac * 2 ** i).numerator // (frac * 2 ** i).denominator % 2)
-        return whole, "roots", float(frac), bits
-    return whole, "exp2", float(frac), ()
+    must not do Fraction arithmetic), from the eager `PowPlan`'s split ``e = whole + frac``; its
+    ``generic`` exponents with a fractional part in thirds get the cube root. Returns
+    ``(whole, kind, frac, root_bits)``."""
+    plan = PowPlan(exponent)
+    if plan.kind in ("one", "square") or (plan.kind == "dyadic" and not plan.bits):
+        return plan.whole, "integer", 0.0, ()
+    if plan.kind == "dyadic":
+        return plan.whole, "roots", plan.frac, plan.bits
+    if (exponent - plan.whole).denominator == 3:
+        return plan.whole, "cbrt" if (exponent - plan.whole).numerator == 1 else "cbrt2", plan.frac, ()
+    return plan.whole, "exp2", plan.frac, ()
 
 
 def signed_pow_expr(x: torch.Tensor, recipe: tuple[int, str, float, tuple[int, ...]]) -> torch.Tensor:
     """``sign(x)|x|^e`` as one traced expression (the body of the compiled kernel); ``recipe`` from `_recipe`.
 
     ``e = m + f``: ``f = 0`` an integer power; ``f`` in ``{1/3, 2/3}`` the Halley cube root (squared for
-    2/3); ``f = k/2^j`` (``j <= 4``) a product of repeated square roots; otherwise ``exp2(f log2|x|)``.
+    2/3); ``f = k/2^j`` (as in the eager plans) a product of repeated square roots; otherwise ``exp2(f log2|x|)``.
     """
     whole, kind, frac, bits = recipe
     a = x.abs()

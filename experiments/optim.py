@@ -84,7 +84,7 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
             the parameter may have changed outside the optimizer (see the module docstring for what is
             detected). ``False``: recompute ``grad psi(W)`` from the parameter at every step.
         foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
-        fused: compute the inverse map with a compiled CPU kernel (`experiments.optim_fused`; see the
+        fused: run the dual update and inverse map as one compiled CPU loop (`experiments.optim_fused`; see the
             module docstring for where it applies). Cannot be combined with ``foreach=True`` or
             ``differentiable=True``.
         differentiable: keep the step differentiable (out-of-place reference path).
@@ -325,7 +325,7 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
         if exact != 2 and group["cache_dual"]:
             q = self._buffer("q", min(n, _kernels.CHUNK), W)
             tmp = self._buffer("tmp", min(n, _kernels.CHUNK), W)
-            kernel = self._fused_inverse(group, exact, W)
+            kernel = self._fused_kernel(group, exact, W)
             return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp, kernel)
         wmax = self._abs_bound(param)
         if gmax is None:

@@ -58,7 +58,7 @@ def _reproduces(W: torch.Tensor, Q: torch.Tensor, inv: PowPlan, scratch: torch.T
 class DualCacheMixin:
     """``state["dual"]`` bookkeeping and the cached (optionally fused) step of `LpMirrorDescent`."""
 
-    def _fused_inverse(self, group, exact: Fraction, W: torch.Tensor):
+    def _fused_kernel(self, group, exact: Fraction, W: torch.Tensor):
         """The compiled dual-step kernel when ``fused`` applies to this flat tensor, else None."""
         if not group["fused"] or W.numel() < FUSED_MIN_NUMEL:
             return None

@@ -84,9 +84,9 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
             the parameter may have changed outside the optimizer (see the module docstring for what is
             detected). ``False``: recompute ``grad psi(W)`` from the parameter at every step.
         foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
-        fused: run the dual update and inverse map as one compiled CPU loop (`experiments.optim_fused`; see the
-            module docstring for where it applies). Cannot be combined with ``foreach=True`` or
-            ``differentiable=True``.
+        fused: run the dual update and inverse map as one compiled CPU loop (`experiments.optim_fused`;
+            see the module docstring for where it applies). Cannot be combined with ``foreach=True``
+            or ``differentiable=True``.
         differentiable: keep the step differentiable (out-of-place reference path).
 
     Raises:

@@ -46,12 +46,13 @@ def run(args: argparse.Namespace) -> int:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MdcertError(f"cannot read certificate {str(path)!r}: not valid JSON ({exc.__class__.__name__})") from None
+    stored = None if problem.alpha is None else [int(a) for a in problem.alpha]
     alpha = args.alpha
     if alpha is not None and alpha.strip().lower() == "problem":
-        if problem.alpha is None:
+        if stored is None:
             raise MdcertError(f"--alpha problem: {args.problem!r} stores no alpha; give 'opt' or the indices, "
                               f"e.g. --alpha 0,3,1")
-        alpha = [int(a) for a in problem.alpha]
+        alpha = stored
     if alpha is not None:
         alpha = list(resolve_alpha(problem, alpha))  # bad input is an error, not a failed claim
     t0 = time.perf_counter()
@@ -62,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {claim.detail}")
     if result.ok:
         print(f"verified: all {len(result.claims)} claims hold (status {data.get('status')}, {elapsed:.2f} s)")
-        stored = None if problem.alpha is None else [int(a) for a in problem.alpha]
-        if alpha is None and stored is not None and list(data.get("alpha", [])) != stored:
-            print(f"note: the certificate is about alpha = {list(data.get('alpha', []))}, the problem file "
+        certified = list(data.get("alpha", []))
+        if alpha is None and stored is not None and certified != stored:
+            print(f"note: the certificate is about alpha = {certified}, the problem file "
                   f"stores alpha = {stored}; pass --alpha problem to require the stored one", file=sys.stderr)
         return 0
     print(f"NOT verified: {result.first_failure}", file=sys.stderr)

@@ -7,7 +7,7 @@ trusted checker (`certify.check`) does not pull in any solver module: add each p
 
 from __future__ import annotations
 
-import importlib
+from certify.lazy import lazy_exports
 
 #: public name -> defining module
 _EXPORTS: dict[str, str] = {
@@ -46,15 +46,4 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'certify' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

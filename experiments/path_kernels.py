@@ -21,6 +21,7 @@ import math
 import torch
 
 from experiments.mirror import signed_pow
+from experiments.model import logistic_loss
 
 __all__ = ["SCALE_ABOVE", "forward", "grad_W", "grad_v", "mean_loss", "token_values", "loss_and_grad",
            "flat_exponent", "spow", "apow", "lp_norms", "dual_normalize", "select_rows"]
@@ -85,7 +86,8 @@ def grad_v(a, g, X):
 
 
 def mean_loss(f, y):
-    return torch.nn.functional.softplus(-y * f).mean(dim=-1)
+    """Mean logistic loss ``mean_i log(1 + e^{-y_i f_i})`` over the last dimension."""
+    return logistic_loss(y * f).mean(dim=-1)
 
 
 def token_values(X, v):

@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from certify.errors import MdcertError
+from certify.problem import AttentionProblem
 from certify.synth import synthetic_problem
 from experiments.model import (
     AttentionModel,
@@ -50,7 +51,9 @@ def test_loss_against_naive_formula(prob):
 
 @settings(deadline=None, max_examples=25)
 @given(attention_problems())
+@example(AttentionProblem(np.full((1, 2, 3), -2.5), np.array([-1.0]), np.zeros((1, 3)), np.full(3, -3.0)))
 def test_property_loss_matches_naive(problem):
+    """Pinned: a margin of -22.5, past softplus's linear threshold of 20 (found by hypothesis)."""
     X, y, z, v = problem_tensors(problem)
     W = torch.linspace(-1, 1, problem.d**2, dtype=torch.float64).reshape(problem.d, problem.d)
     assert loss(W, v, X, y, z).item() == pytest.approx(naive_loss(problem, W.numpy(), problem.v), rel=1e-12, abs=1e-300)

@@ -4,7 +4,7 @@ This is how the paper's code runs its synthetic study (one seed per process, an 
 ``W``, ``loss.backward()``, a mirror step on the primal ``W`` (map, step, inverse map) and
 ``loss.item()`` every step for logging). It is written plainly - no deliberate slowdowns - and is
 kept as the reference for `benchmarks/paths_bench.py` and for the equivalence tests of the batched
-engine (`experiments.paths`). Self-contained: it uses only torch and numpy.
+engine (`experiments.paths.engine`). Self-contained: it uses only torch and numpy.
 
 Run directly for a smoke test: ``python benchmarks/looped_baseline.py``.
 """
@@ -66,10 +66,10 @@ def train_one(X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: boo
 
 def train_one_module(problem, W0, *, p, lr: float, steps: int, normalize: bool = False, records: int = 64) -> dict:
     """The same loop built from the project's standard pieces, as a user would write it:
-    ``experiments.model.AttentionModel`` + ``experiments.optim.LpMirrorDescent`` (a torch optimizer,
+    ``experiments.model.AttentionModel`` + ``experiments.optim.optimizer.LpMirrorDescent`` (a torch optimizer,
     like the paper's), ``loss.item()`` logged every step."""
     from experiments.model import AttentionModel
-    from experiments.optim import LpMirrorDescent
+    from experiments.optim.optimizer import LpMirrorDescent
 
     t0 = time.perf_counter()
     X, y, z = (torch.as_tensor(np.array(a), dtype=torch.float64) for a in (problem.X, problem.y, problem.z))

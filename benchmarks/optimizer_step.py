@@ -24,7 +24,7 @@ import time
 
 import torch
 
-from experiments.optim import LpMirrorDescent
+from experiments.optim.optimizer import LpMirrorDescent
 
 
 def _make(kind: str, param: torch.nn.Parameter, lr: float = 1e-6):
@@ -47,12 +47,12 @@ def _make(kind: str, param: torch.nn.Parameter, lr: float = 1e-6):
 
 
 def _simple_only(opt: LpMirrorDescent):
-    from experiments.optim import _simple_update
+    from experiments.optim.optimizer import simple_update
 
     def single(job):
         gi, pi, group, param, lr, exact = job
         opt._check_grad(gi, pi, param.grad, exact, lr)
-        new = _simple_update(param.detach(), param.grad, lr, exact, group["maximize"], group["normalize_gradient"])
+        new = simple_update(param.detach(), param.grad, lr, exact, group["maximize"], group["normalize_gradient"])
         opt._check_result(gi, pi, param, new, exact, lr)
         return lambda: param.detach().copy_(new)
 

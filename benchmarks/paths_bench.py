@@ -60,7 +60,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from certify import synthetic_problem
-    from experiments.paths import run_paths
+    from experiments.paths.engine import run_paths
 
     torch.set_num_threads(1)
     lb = _baseline()
@@ -127,7 +127,7 @@ def main() -> None:
     if args.study:
         for extra in ([], ["--cross"]):
             with tempfile.TemporaryDirectory() as tmp:
-                cmd = [sys.executable, "-m", "experiments.cli", "paths", "--trials", str(args.trials), "--p",
+                cmd = [sys.executable, "-m", "experiments.cli.main", "paths", "--trials", str(args.trials), "--p",
                        ",".join(PS), "--steps", ",".join(map(str, STEPS)), "--lr", "0.1", "--normalize",
                        "--device", "cpu", "--progress", "off", "-o", str(Path(tmp) / "run")] + extra
                 t0 = time.perf_counter()

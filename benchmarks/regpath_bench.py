@@ -26,10 +26,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from certify import parse_p, synthetic_problem  # noqa: E402
-from experiments.regpath import (  # noqa: E402
-    _kappa,
-    _theta_to_w,
-    _w_to_theta,
+from experiments.regpath.fixed import (  # noqa: E402
+    sphere_kappa,
+    theta_to_w,
+    w_to_theta,
     bregman_directional,
     geometric_radii,
     reference_direction,
@@ -42,16 +42,16 @@ def plain_lbfgs_path(problem, p, radii, reference, *, max_iter: int = 300) -> li
     at the first radius, like the log-domain chain that wins): the divergence per radius."""
     from scipy.optimize import minimize
 
-    from experiments.regpath import ExcessLoss
+    from experiments.regpath.fixed import ExcessLoss
 
     obj = ExcessLoss(problem.X, problem.y, problem.z, problem.v)
-    kappa = _kappa(p, "power")
+    kappa = sphere_kappa(p, "power")
     pf = float(p)
-    theta = _w_to_theta(reference.direction, kappa)
+    theta = w_to_theta(reference.direction, kappa)
     out = []
     for R in radii:
         def fun(th):
-            U, N, W = _theta_to_w(th, R, pf, kappa)
+            U, N, W = theta_to_w(th, R, pf, kappa)
             ev = obj.evaluate(W[None, :])
             E = math.exp(float(ev["log_excess"][0]))
             G = ev["grad"][0] * E                       # grad L = E * grad log E (underflows like plain L)
@@ -64,7 +64,7 @@ def plain_lbfgs_path(problem, p, radii, reference, *, max_iter: int = 300) -> li
 
         res = minimize(fun, theta, jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
         theta = res.x
-        _, _, W = _theta_to_w(theta, R, pf, kappa)
+        _, _, W = theta_to_w(theta, R, pf, kappa)
         out.append(bregman_directional(reference, W, p))
     return out
 
@@ -110,7 +110,7 @@ def main() -> int:
             print(f"{r.R:7.1f}   {r.bregman_to_svm:.3e}           {r.stationarity:.1e}        {r.winner:<15} "
                   f"{str(r.selects_alpha):<15} {nosvm.results[k].bregman_to_svm:.3e} ({nosvm.results[k].winner:<13}) {b}")
     if not args.no_joint:
-        from experiments.joint import joint_example, joint_md_path, joint_regularization_path
+        from experiments.regpath.joint import joint_example, joint_md_path, joint_regularization_path
 
         J = joint_example()
         print("\njoint example (n=2, T=3, d=2, alpha=(0,0)):")

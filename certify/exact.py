@@ -16,7 +16,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["DyadicArray", "dyadic", "parse_p", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
+__all__ = ["DyadicArray", "dyadic", "parse_p", "parse_nonnegative", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
            "decimal_int"]
 
 
@@ -194,3 +194,20 @@ def dyadic(values: np.ndarray) -> DyadicArray:
     for idx in range(flat_k.size):
         out[idx] = int(flat_k[idx]) << int(flat_s[idx])
     return DyadicArray(ints, common)
+
+
+def parse_nonnegative(value: Any, name: str) -> Fraction:
+    """An exact non-negative rational from a decimal / "num/den" string, int, Fraction or float repr."""
+    if isinstance(value, bool):
+        raise MdcertError(f"invalid {name}: {value!r}; give a non-negative number")
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            raise MdcertError(f"invalid {name}: {value!r}; must be finite")
+        value = repr(float(value))
+    try:
+        out = parse_fraction(str(value)) if not isinstance(value, Fraction) else value
+    except MdcertError:
+        raise MdcertError(f"invalid {name}: {value!r}; give a non-negative number like 0.5 or 1/2") from None
+    if out < 0:
+        raise MdcertError(f"invalid {name}: {value!r}; must be >= 0")
+    return out

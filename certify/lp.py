@@ -4,7 +4,7 @@ All functions are pure and vectorized. ``p`` is accepted as a decimal/``num/den`
 `Fraction`, an int or a float and is parsed exactly with `certify.exact.parse_p`; the derived float
 exponents (``p - 1``, ``1/(p - 1)``, ``1/p``) are rounded once from the exact rational. These are
 float computations: they may refute a claim but never prove one (certificates use balls, see
-SPEC section 4). The torch twins live in ``experiments.mirror``.
+SPEC section 4). The torch twins live in ``experiments.optim.mirror``.
 
 Norms are entrywise: ``||W||_p = (sum_jk |W_jk|^p)^{1/p}`` (not Schatten). ``axis`` selects the
 axes to reduce (``None``: all entries), so a stack ``W[B, d, d]`` uses ``axis=(-2, -1)``.

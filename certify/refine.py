@@ -91,10 +91,10 @@ def _phi_fixed(U, u_exp, q, bits, nz):
 
 
 def _jacobian(sub: ExactOps, u: np.ndarray, q: float, factors) -> np.ndarray:
-    from certify.warmstart import _weights
+    from certify.warmstart import hessian_weights
 
     Lf, Zf = factors
-    return (q - 1.0) * sub.hessian(_weights(u, q), Lf=Lf, Zf=Zf)
+    return (q - 1.0) * sub.hessian(hessian_weights(u, q), Lf=Lf, Zf=Zf)
 
 
 def _factor(J: np.ndarray):
@@ -113,9 +113,9 @@ def _factor(J: np.ndarray):
 
 
 def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
-    from certify.warmstart import _weights
+    from certify.warmstart import hessian_weights
 
-    return (Af * _weights(u, q)) @ Af.T
+    return (Af * hessian_weights(u, q)) @ Af.T
 
 
 def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter: int = 80,

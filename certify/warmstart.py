@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "clarabel_start"]
+__all__ = ["hessian_weights", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "clarabel_start"]
 
 
 class WarmStart(NamedTuple):
@@ -72,7 +72,7 @@ def gram_weighted(Af: np.ndarray, wt: np.ndarray, q: float) -> np.ndarray:
     return np.triu(C) + np.triu(C, 1).T
 
 
-def _weights(u: np.ndarray, q: float) -> np.ndarray:
+def hessian_weights(u: np.ndarray, q: float) -> np.ndarray:
     au = np.abs(u)
     with np.errstate(divide="ignore", over="ignore"):
         wt = np.where(au > 0, au ** (q - 2.0), 0.0)
@@ -107,7 +107,7 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
         if not F.any():
             break
         u = A.T @ lam
-        H = (q - 1.0) * hess(_weights(u, q), F) if hess is not None else gram_weighted(A[F], _weights(u, q), q)
+        H = (q - 1.0) * hess(hessian_weights(u, q), F) if hess is not None else gram_weighted(A[F], hessian_weights(u, q), q)
         H += 1e-15 * np.trace(H) / max(1, H.shape[0]) * np.eye(H.shape[0])
         try:
             dF = np.linalg.solve(H, -g[F])

@@ -18,7 +18,7 @@ from theorems.context import CheckContext, as_context
 from theorems.loss import loss_admissible
 from theorems.region import init_in_region
 from theorems.stepsize import step_size_convex_along_path
-from theorems.tokens import (_independent_check, joint_svms_feasible, svm_feasible, tokens_globally_optimal,
+from theorems.tokens import (joint_svms_feasible, svm_feasible, tokens_globally_optimal,
                              tokens_locally_optimal)
 from theorems.verdict import HypothesisReport, TheoremReport, Verdict
 
@@ -157,7 +157,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         if cert is None:
             continue
         if getattr(cert.status, "value", cert.status) == "optimal" and \
-                not _independent_check(ctx, cert, p=pf, svm=svm, alpha=a):
+                not ctx.checked(cert, p=pf, svm=svm, alpha=a):
             quantities[f"{svm}_svm"] = {"status": "rejected by the independent checker"}
             continue
         quantities[f"{svm}_svm"] = {

@@ -73,6 +73,21 @@ class CheckContext:
             self._cache[key] = feasibility(self.problem, svm=svm, alpha=list(a))
         return self._cache[key]
 
+    def checked(self, cert, *, p: Fraction, svm: str, alpha: tuple[int, ...]) -> bool | None:
+        """Whether certify's independent checker accepts ``cert`` as a certificate of this problem's
+        ``svm`` at ``p`` and ``alpha`` (run once per certificate and request; None when the checker is
+        not available). The expected p, svm and alpha are checked too: a certificate about another
+        problem (e.g. from a substituted or mis-keyed solver) is never used (docs/theory.md section 4)."""
+        key = ("checked", id(cert), p, svm, tuple(alpha))
+        if key not in self._cache:
+            try:
+                from certify import check_certificate
+            except ImportError:
+                return None
+            res = check_certificate(self.problem, cert, p=p, svm=svm, alpha=list(alpha))
+            self._cache[key] = (cert, bool(res.ok))  # keeps cert alive so that its id is not reused
+        return self._cache[key][1]
+
     def constraints(self, *, svm: str = "attention", alpha: Any = None):
         """The exact constraint system of an SVM (cached)."""
         a = self.alpha(alpha)

@@ -28,6 +28,7 @@ import numpy as np
 from flint import arb
 
 from theorems.balls import arb_fraction, enclosure, working_precision
+from theorems.logits import token_values
 
 __all__ = ["PREFILTER_LOSSES", "logit_increment_norms", "prefilter_steps"]
 
@@ -109,7 +110,6 @@ def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
         (proved bool (K,), ratio upper bounds ``eta upper(D_L) / lower(D_psi)`` per step (Fraction or
         None), logits unchanged bool (K,) - there ``D_L = 0`` exactly).
     """
-    from theorems.stepsize import _token_values
 
     dsq, e = logit_increment_norms(S, E)
     K = dsq.shape[0]
@@ -118,7 +118,7 @@ def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
     ratios: list = [None] * K
     if loss not in PREFILTER_LOSSES:
         return proved, ratios, unchanged
-    h, hexp = _token_values(problem)
+    h, hexp = token_values(problem)
     with working_precision(_PREC):
         c = _coefficients(h, hexp, loss)
         lows = _psi_lower(rows, Ws, p)

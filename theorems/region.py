@@ -27,32 +27,14 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import conjugate, parse_fraction, parse_p
+from certify.exact import conjugate, parse_nonnegative, parse_p
 from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure, working_precision
 from theorems.context import CheckContext, Predicate, as_context
-from theorems.tokens import _independent_check
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
-__all__ = ["InitInRegion", "init_in_region", "parse_nonnegative", "data_quantities", "check_matrix"]
+__all__ = ["InitInRegion", "init_in_region", "data_quantities", "check_matrix"]
 
 _PREC = 256
-
-
-def parse_nonnegative(value: Any, name: str) -> Fraction:
-    """An exact non-negative rational from a decimal / "num/den" string, int, Fraction or float repr."""
-    if isinstance(value, bool):
-        raise MdcertError(f"invalid {name}: {value!r}; give a non-negative number")
-    if isinstance(value, (float, np.floating)):
-        if not np.isfinite(value):
-            raise MdcertError(f"invalid {name}: {value!r}; must be finite")
-        value = repr(float(value))
-    try:
-        out = parse_fraction(str(value)) if not isinstance(value, Fraction) else value
-    except MdcertError:
-        raise MdcertError(f"invalid {name}: {value!r}; give a non-negative number like 0.5 or 1/2") from None
-    if out < 0:
-        raise MdcertError(f"invalid {name}: {value!r}; must be >= 0")
-    return out
 
 
 def check_matrix(W: Any, d: int, name: str = "W0") -> np.ndarray:
@@ -176,7 +158,7 @@ class InitInRegion(Predicate):
             n0, powers = _ball_norm_p(b, pa)
             norm_ev = Evidence("||W(0)||_p", *enclosure(n0), Method.INTERVAL, detail="arb on the exact float64 entries")
             status = getattr(cert.status, "value", cert.status)
-            if status == "optimal" and not _independent_check(ctx, cert, p=p, svm="attention", alpha=alpha):
+            if status == "optimal" and not ctx.checked(cert, p=p, svm="attention", alpha=alpha):
                 status = "optimal, but rejected by the independent checker"
             if status != "optimal" or cert.w is None or cert.direction_error_upper is None:
                 d_ev = Evidence("D_psi(Wbar_mm, Wbar(0))", None, None, Method.SOLVER,
@@ -216,7 +198,7 @@ class InitInRegion(Predicate):
             evidence.append(Evidence(norm_ev.quantity, norm_ev.lo, norm_ev.hi, norm_ev.method, ">=", R, norm_ev.detail))
         alpha = ctx.alpha(self.alpha)
         if getattr(cert.status, "value", cert.status) == "optimal" and \
-                _independent_check(ctx, cert, p=parse_p(self.p), svm="attention", alpha=alpha):
+                ctx.checked(cert, p=parse_p(self.p), svm="attention", alpha=alpha):
             evidence.extend(data_quantities(ctx, cert, alpha))
         if missing:
             if any(e.implies() is Verdict.FAILS for e in evidence):

@@ -24,7 +24,7 @@ from flint import arb
 
 from certify.errors import MdcertError
 from theorems.balls import arb_fraction, working_precision
-from theorems.stepsize import RIGOROUS_LOSSES, _EXP, _check_trajectory, _token_values, exact_logits
+from theorems.logits import BALL_EXP, RIGOROUS_LOSSES, check_trajectory, exact_logits, token_values
 
 __all__ = ["SegmentCheck", "segment_convexity"]
 
@@ -41,10 +41,10 @@ class SegmentCheck:
 
 def _loss_d12(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
     if loss == "logistic":
-        e = _EXP(-u)
+        e = BALL_EXP(-u)
         return -e / (1 + e), e / ((1 + e) * (1 + e))
     if loss == "exponential":
-        e = _EXP(-u)
+        e = BALL_EXP(-u)
         return -e, e
     if loss == "linear":
         return np.full(u.shape, arb(-1), dtype=object), np.full(u.shape, arb(0), dtype=object)
@@ -80,7 +80,7 @@ def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: b
     n = S0.shape[1]
     tk = tau[:, None, None]
     S = S0 + tk * dS
-    E = _EXP(S)
+    E = BALL_EXP(S)
     sig = E / E.sum(axis=2)[:, :, None]
     f = (sig * H[None]).sum(axis=2)
     hc = H[None] - f[:, :, None]
@@ -105,11 +105,11 @@ def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: b
 def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: str = "logistic",
                       max_depth: int = 5) -> SegmentCheck:
     """Prove or refute ``(psi - eta L)'' >= 0`` on every recorded segment (interval bisection in tau)."""
-    Ws = _check_trajectory(trajectory, problem.d)
+    Ws = check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
         raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
     K = Ws.shape[0] - 1
-    hint, hexp = _token_values(problem)
+    hint, hexp = token_values(problem)
     with working_precision(_PREC):
         Sx = exact_logits(problem, Ws)
         Wb = np.frompyfunc(arb, 1, 1)(Ws.reshape(K + 1, -1))

@@ -26,99 +26,23 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from flint import arb, fmpz_mat
+from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import format_fraction, parse_p
+from certify.exact import format_fraction, parse_nonnegative, parse_p
 from theorems.balls import arb_fraction, enclosure, working_precision
+from theorems.logits import (BALL_EXP, RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls,
+                              logit_ints, loss_terms, token_values)
 from theorems.context import Predicate, as_context
-from theorems.region import parse_nonnegative
+from theorems.prefilter import prefilter_steps
+from theorems.segment import segment_convexity
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
-__all__ = ["StepSizeConvexAlongPath", "step_size_convex_along_path", "StepCheck", "check_steps",
-           "exact_logits", "logit_ints", "logit_balls", "RIGOROUS_LOSSES"]
+__all__ = ["StepSizeConvexAlongPath", "step_size_convex_along_path", "StepCheck", "check_steps"]
 
-#: losses whose l and l' are evaluated in balls here
-RIGOROUS_LOSSES = ("logistic", "exponential", "linear")
 _PRECISIONS = (96, 320, 1280)
 
-_EXP = np.frompyfunc(lambda x: x.exp(), 1, 1)
-_LOG1P = np.frompyfunc(lambda x: x.log1p(), 1, 1)
 
-
-def _check_trajectory(trajectory: Any, d: int) -> np.ndarray:
-    try:
-        Ws = np.array(trajectory, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise MdcertError("trajectory must be a numeric array of shape (K+1, d, d)") from None
-    if Ws.ndim != 3 or Ws.shape[1:] != (d, d) or Ws.shape[0] < 2:
-        raise MdcertError(f"trajectory must have shape (K+1, {d}, {d}) with K >= 1 steps, got {Ws.shape}")
-    if not np.all(np.isfinite(Ws)):
-        k = int(np.argwhere(~np.isfinite(Ws))[0][0])
-        raise MdcertError(f"trajectory contains NaN or Inf (first at iterate {k}); the path diverged - lower the step size")
-    return Ws
-
-
-def _dyadic_rows(Ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Exact integer matrix (K1, m) of Python ints and per-iterate binary exponents (K1,)."""
-    K1 = Ws.shape[0]
-    flat = Ws.reshape(K1, -1)
-    mant, e = np.frexp(flat)
-    k = (mant * 2.0**53).astype(np.int64)
-    e = e.astype(np.int64) - 53
-    nz = k != 0
-    big = np.iinfo(np.int64).max
-    emin = np.where(nz, e, big).min(axis=1)
-    emin = np.where(emin == big, 0, emin)
-    shift = np.where(nz, e - emin[:, None], 0)
-    ints = k.astype(object) << shift.astype(object)
-    return ints, emin
-
-
-def logit_ints(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact logits as integers: ``x_it^T W_k z_i = S[k, i, t] * 2**E[k]``.
-
-    One python-flint ``fmpz_mat`` product for the whole path. Returns (S object array of Python ints
-    (K1, n, T), E int64 array (K1,)).
-    """
-    n, T, d = problem.n, problem.T, problem.d
-    X, z = problem.exact("X"), problem.exact("z")
-    M = (X.as_object()[:, :, :, None] * z.as_object()[:, None, None, :]).reshape(n * T, d * d)
-    Mmat = fmpz_mat(n * T, d * d, [int(c) for c in M.ravel()])
-    ints, emin = rows if rows is not None else _dyadic_rows(Ws)
-    K1 = Ws.shape[0]
-    Wmat = fmpz_mat(d * d, K1, [int(c) for c in ints.T.ravel()])
-    S = np.array([int(s) for s in (Mmat * Wmat).entries()], dtype=object).reshape(n * T, K1)
-    return S.T.reshape(K1, n, T), emin + (X.exp + z.exp)
-
-
-def exact_logits(problem, Ws: np.ndarray) -> np.ndarray:
-    """Exact logits ``x_it^T W_k z_i`` as exact arb balls, shape (K1, n, T)."""
-    S, E = logit_ints(problem, Ws)
-    return logit_balls(S, E)
-
-
-def logit_balls(S: np.ndarray, E: np.ndarray) -> np.ndarray:
-    """Exact arb balls of integer logits ``S * 2**E`` (E per iterate)."""
-    out = np.empty(S.shape, dtype=object)
-    for k in range(S.shape[0]):
-        e = int(E[k])
-        out[k] = np.frompyfunc(lambda s: arb((s, e)), 1, 1)(S[k])
-    return out
-
-
-def _loss_terms(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
-    """``l(u)`` and ``l'(u)`` elementwise in balls."""
-    if loss == "logistic":
-        em = _EXP(-u)
-        return _LOG1P(em), -em / (1 + em)
-    if loss == "exponential":
-        em = _EXP(-u)
-        return em, -em
-    if loss == "linear":
-        return -u, np.full(u.shape, arb(-1), dtype=object)
-    raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
 
 
 def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str):
@@ -131,10 +55,10 @@ def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, 
         Y: labels (n,) as ints.
     """
     n = S.shape[1]
-    E = _EXP(S)
+    E = BALL_EXP(S)
     sig = E / E.sum(axis=2)[:, :, None]
     f = (sig * H[None]).sum(axis=2)
-    lval, lder = _loss_terms(f * Y[None], loss)
+    lval, lder = loss_terms(f * Y[None], loss)
     L = lval.sum(axis=1) / n
     G = (lder * Y[None])[:, :, None] * sig * (H[None] - f[:, :, None]) / n
     pm1 = p - 1
@@ -198,17 +122,15 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
             did not prove at the first, then only the steps still undecided at each next one.
         prefilter: first try the cheap rigorous bounds of `theorems.prefilter` (no exp, no powers).
     """
-    Ws = _check_trajectory(trajectory, problem.d)
+    Ws = check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
         raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
-    from theorems.prefilter import prefilter_steps
-
     K = Ws.shape[0] - 1
-    rows = _dyadic_rows(Ws)
+    rows = dyadic_rows(Ws)
     S_int, E = logit_ints(problem, Ws, rows)
     proved, pre_ratio, unchanged = prefilter_steps(problem, Ws, rows, S_int, E, eta, p,
                                                    loss if prefilter else "none")
-    gamma_h, hexp = _token_values(problem)
+    gamma_h, hexp = token_values(problem)
     H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(gamma_h)
     Y = np.where(problem.y > 0, 1, -1).astype(object)
     status = np.zeros(K, dtype=np.int8)
@@ -243,12 +165,6 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
                     ratio_lo[k], ratio_hi[k] = enclosure(eta_b * dl / dp)
         todo = np.array(left, dtype=np.int64)
     return StepCheck(status, ratio_lo, ratio_hi, prec_used)
-
-
-def _token_values(problem) -> tuple[np.ndarray, int]:
-    """Exact ``h_it = v^T x_it`` as (object ints (n, T), exponent)."""
-    X, v = problem.exact("X"), problem.exact("v")
-    return np.einsum("ntd,d->nt", X.as_object(), v.as_object()), X.exp + v.exp
 
 
 @dataclass(frozen=True, eq=False)
@@ -320,8 +236,6 @@ class StepSizeConvexAlongPath(Predicate):
         verdict = Verdict.FAILS if n_bad else (Verdict.UNDECIDED if n_und else Verdict.HOLDS)
         seg_note, s_und = "", 0
         if self.segment:
-            from theorems.segment import segment_convexity
-
             seg = segment_convexity(ctx.problem, self.trajectory, eta, p, loss=self.loss)
             s_bad, s_und = int((seg.status == -1).sum()), int((seg.status == 0).sum())
             evidence.append(Evidence("number of segments [W_k, W_{k+1}] on which psi - eta L is not convex",

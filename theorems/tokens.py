@@ -240,7 +240,7 @@ class TokensLocallyOptimal(Predicate):
                                     f"certificate), so alpha is not locally optimal; choose other tokens")
         cert = ctx.certificate(p, svm="attention", alpha=alpha)
         status = getattr(cert.status, "value", cert.status)
-        checked = _independent_check(ctx, cert, p=p, svm="attention", alpha=alpha) if status == "optimal" else None
+        checked = ctx.checked(cert, p=p, svm="attention", alpha=alpha) if status == "optimal" else None
         if status != "optimal" or cert.support is None or checked is not True:
             why = "the certificate failed the independent checker" if status == "optimal" else \
                 f"no verified SVM solution (status {status})"
@@ -284,22 +284,6 @@ class TokensLocallyOptimal(Predicate):
             fails=fails,
             undecided=f"rows {bad_und[:3]} may be support rows (undecided, e.g. weakly active) and score >= alpha; "
                       f"certify with more digits or perturb the data")
-
-
-def _independent_check(ctx: CheckContext, cert, *, p: Fraction, svm: str, alpha: tuple[int, ...]) -> bool | None:
-    """Run certify's independent checker once per certificate and request (None when it is not
-    available). The expected p, svm and alpha are checked too: a certificate about another
-    problem (e.g. from a substituted or mis-keyed solver) is never used."""
-    key = ("checked", id(cert), p, svm, tuple(alpha))
-    if key in ctx._cache:
-        return ctx._cache[key][1]
-    try:
-        from certify import check_certificate
-    except ImportError:
-        return None
-    res = check_certificate(ctx.problem, cert, p=p, svm=svm, alpha=list(alpha))
-    ctx._cache[key] = (cert, bool(res.ok))  # keeps cert alive so that its id is not reused
-    return ctx._cache[key][1]
 
 
 # ---------------------------------------------------------------------- factory functions

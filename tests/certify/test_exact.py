@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from certify.errors import MdcertError
-from certify.exact import conjugate, dyadic, format_fraction, parse_fraction, parse_p
+from certify.exact import conjugate, dyadic, format_fraction, parse_fraction, parse_nonnegative, parse_p
 
 
 @pytest.mark.parametrize(
@@ -68,3 +68,13 @@ def test_dyadic_uses_int64_when_it_fits() -> None:
 def test_dyadic_rejects_non_finite() -> None:
     with pytest.raises(MdcertError, match="NaN or Inf"):
         dyadic(np.array([1.0, math.nan]))
+
+
+def test_parse_nonnegative():
+    assert parse_nonnegative("0.1", "x") == Fraction(1, 10)
+    assert parse_nonnegative(0.1, "x") == Fraction(1, 10)
+    assert parse_nonnegative("3/4", "x") == Fraction(3, 4)
+    with pytest.raises(MdcertError, match="finite"):
+        parse_nonnegative(float("nan"), "x")
+    with pytest.raises(MdcertError):
+        parse_nonnegative(True, "x")

@@ -9,10 +9,11 @@ import pytest
 from flint import arb
 
 from certify.synth import synthetic_problem
-from test_stepsize import md_path, mp_bregmans  # helpers of the sibling test module (pytest prepend mode)
+from tests.theorems.test_stepsize import md_path, mp_bregmans
 from theorems.balls import working_precision
 from theorems.prefilter import _coefficients, _psi_lower, logit_increment_norms
-from theorems.stepsize import _dyadic_rows, _token_values, check_steps, logit_ints
+from theorems.logits import dyadic_rows, logit_ints, token_values
+from theorems.stepsize import check_steps
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +45,10 @@ def test_prefilter_bounds_bracket_the_true_divergences(small, p):
     rng = np.random.default_rng(5)
     Ws = np.cumsum(rng.standard_normal((6, 3, 3)) * 0.3, axis=0)
     Ws[2, 1, 1] = 0.0
-    rows = _dyadic_rows(Ws)
+    rows = dyadic_rows(Ws)
     S, E = logit_ints(small, Ws, rows)
     dsq, e = logit_increment_norms(S, E)
-    h, hexp = _token_values(small)
+    h, hexp = token_values(small)
     with working_precision(128):
         c = _coefficients(h, hexp, "logistic")
         lows = _psi_lower(rows, Ws, Fraction(p))

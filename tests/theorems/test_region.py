@@ -12,7 +12,7 @@ from certify.errors import MdcertError
 from certify.lp import bregman, lp_norm
 from certify.synth import synthetic_problem
 from theorems.context import CheckContext
-from theorems.region import init_in_region, parse_nonnegative
+from theorems.region import init_in_region
 from theorems.verdict import Method, Verdict
 
 H, F, U = Verdict.HOLDS, Verdict.FAILS, Verdict.UNDECIDED
@@ -107,16 +107,6 @@ def test_scale_invariance_and_data_quantities(ctx, W0):
 def test_bad_inputs(ctx, W, mu, R, match):
     with pytest.raises(MdcertError, match=match):
         init_in_region(W, mu=mu, R=R, p="2", alpha="opt").check(ctx)
-
-
-def test_parse_nonnegative():
-    assert parse_nonnegative("0.1", "x") == Fraction(1, 10)
-    assert parse_nonnegative(0.1, "x") == Fraction(1, 10)
-    assert parse_nonnegative("3/4", "x") == Fraction(3, 4)
-    with pytest.raises(MdcertError, match="finite"):
-        parse_nonnegative(float("nan"), "x")
-    with pytest.raises(MdcertError):
-        parse_nonnegative(True, "x")
 
 
 def test_no_certified_wmm_never_holds(monkeypatch, W0):

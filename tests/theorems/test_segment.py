@@ -12,7 +12,8 @@ from flint import arb
 from certify.synth import synthetic_problem
 from theorems.balls import arb_fraction, working_precision
 from theorems.segment import _g2, segment_convexity
-from theorems.stepsize import _token_values, check_steps, exact_logits, step_size_convex_along_path
+from theorems.logits import exact_logits, token_values
+from theorems.stepsize import check_steps, step_size_convex_along_path
 from theorems.verdict import Verdict
 
 
@@ -62,7 +63,7 @@ def test_second_derivative_matches_mpmath(small, p):
     eta = Fraction(3)
     mpmath.mp.dps = 50
     ref = mpmath.diff(lambda t: _g_mp(small, Ws[1], Ws[0], p, eta, t), mpmath.mpf(1) / 3, 2)
-    hint, hexp = _token_values(small)
+    hint, hexp = token_values(small)
     with working_precision(128):
         S = exact_logits(small, Ws)
         Wb = np.frompyfunc(arb, 1, 1)(Ws.reshape(2, -1))

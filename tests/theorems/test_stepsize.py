@@ -10,7 +10,8 @@ import pytest
 
 from certify.errors import MdcertError
 from certify.synth import synthetic_problem
-from theorems.stepsize import check_steps, exact_logits, step_size_convex_along_path
+from theorems.logits import exact_logits
+from theorems.stepsize import check_steps, step_size_convex_along_path
 from theorems.verdict import Method, Verdict
 
 H, F, U = Verdict.HOLDS, Verdict.FAILS, Verdict.UNDECIDED

@@ -1,0 +1,212 @@
+"""``mdcert check``: check a theorem's hypotheses on a problem (HOLDS / FAILS / UNDECIDED + evidence).
+
+With ``--init W0.npy --lr ETA`` it first runs the mirror-descent path itself (fixed decoder, W from
+W0, ``--steps`` steps of `experiments.optim.optimizer.LpMirrorDescent` on `experiments.model`, every iterate
+recorded in float64) and checks the step-size hypothesis on that path. ``--alpha
+locally-optimal-from-training`` reads alpha as the argmax of the final attention (as the paper's code
+does) and then checks whether it is locally optimal. Exit 0 when the check ran (whatever the
+verdicts), 1 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+HELP = "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED) with certified evidence"
+
+FROM_TRAINING = "locally-optimal-from-training"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("problem", help="problem file (.npz or .json, e.g. from 'mdcert synth')")
+    parser.add_argument("--p", required=True, help="exponent of the l_p potential, exact decimal or num/den (e.g. 1.75)")
+    parser.add_argument("--theorem", default="10", help="theorem number: 6, 8, 10, 11 or 31 (default 10)")
+    parser.add_argument("--alpha", default=None,
+                        help=f"token indices: 'opt', '{FROM_TRAINING}' (argmax of the final attention of the "
+                             f"--init/--lr path) or comma-separated indices like 0,3,1 (default: the problem's "
+                             f"alpha, else opt)")
+    parser.add_argument("--init", default=None, metavar="W0.npy", help="initial W (d x d float64 .npy)")
+    parser.add_argument("--lr", default=None, help="step size eta of the mirror-descent path (exact decimal, e.g. 0.1)")
+    parser.add_argument("--steps", type=int, default=2000, help="mirror-descent steps to run and check (default 2000)")
+    parser.add_argument("--mu", default=None, help="Bregman radius of the initialization region (input)")
+    parser.add_argument("--R", default=None, help="minimal ||W(0)||_p of the initialization region (input)")
+    parser.add_argument("--loss", default="logistic", help="loss name or expression in u (default logistic)")
+    parser.add_argument("--segment", action="store_true",
+                        help="also prove convexity of psi - eta L on every whole segment (interval bisection)")
+    parser.add_argument("--digits", type=int, default=30, help="digits of the certified SVM solves (default 30)")
+    parser.add_argument("--json", default=None, metavar="report.json", help="also write the report as JSON")
+
+
+def _load_init(path: str, d: int):
+    import numpy as np
+
+    from certify.errors import MdcertError
+    from theorems.region import check_matrix
+
+    file = Path(path)
+    if file.is_dir():
+        raise MdcertError(f"--init {path!r} is a directory; give a .npy file holding one (d, d) array")
+    if not file.is_file():
+        raise MdcertError(f"initialization file not found: {path!r}; save a (d, d) array with numpy.save")
+    with open(file, "rb") as fh:
+        magic = fh.read(6)
+    if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
+        raise MdcertError(f"--init {path!r} is not a NumPy .npy file; save W0 with numpy.save('W0.npy', W0)")
+    try:
+        loaded = np.load(file, allow_pickle=False)
+        if isinstance(loaded, np.lib.npyio.NpzFile):
+            with loaded:
+                keys = list(loaded.files)
+                if len(keys) != 1:
+                    raise MdcertError(f"{path!r} holds {len(keys)} arrays; give a .npy file with one (d, d) array")
+                loaded = loaded[keys[0]]
+    except MdcertError:
+        raise
+    except Exception as exc:  # OSError, ValueError (object arrays), EOFError, zipfile.BadZipFile
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MdcertError(f"cannot read --init {path!r} as a .npy array: {msg}") from None
+    return check_matrix(loaded, d, name=f"--init {path}")
+
+
+def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
+    """Mirror descent on W with the problem's fixed decoder; returns every iterate, float64 (steps+1, d, d)."""
+    import numpy as np
+    import torch
+
+    from certify.errors import MdcertError
+    from experiments.model import AttentionModel, problem_tensors
+    from experiments.optim.optimizer import LpMirrorDescent
+
+    data = problem_tensors(problem)
+    model = AttentionModel.from_problem(problem, W0=torch.from_numpy(np.array(W0, dtype=np.float64)))
+    opt = LpMirrorDescent([model.W], lr=lr, p=p)
+    out = np.empty((steps + 1, problem.d, problem.d), dtype=np.float64)
+    out[0] = model.W.detach().numpy()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: extra threads only add contention
+    try:
+        for k in range(steps):
+            opt.zero_grad(set_to_none=True)
+            value = model.loss(data.X, data.y, data.z, loss_fn=loss)
+            value.backward()
+            opt.step()
+            out[k + 1] = model.W.detach().numpy()
+    finally:
+        torch.set_num_threads(threads)
+    if not np.all(np.isfinite(out)):
+        raise MdcertError("the mirror-descent path produced non-finite iterates; lower --lr")
+    return out
+
+
+def _cell(text: str, width: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def format_table(report) -> str:
+    """Plain-text table: hypothesis, verdict, key evidence, what to change."""
+    rows = [("hypothesis", "verdict", "key evidence", "message / what to change")]
+    for h in report.hypotheses:
+        deciding = [e for e in h.evidence if e.deciding]
+        telling = [e for e in deciding if e.implies() is h.verdict] or deciding or list(h.evidence)
+        key = telling[0].summary() if telling else "-"
+        rows.append((h.name, h.verdict.value.upper(), key, h.message))
+    widths = (28, 9, 70, 90)
+    lines = ["  ".join(_cell(c, w).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths[:3]) + "  " + "-" * 24)
+    head = f"Theorem {report.theorem}: {report.title}\n  {report.reference}"
+    notes = [f"  {h.name}: {h.message}" for h in report.hypotheses if h.verdict.value != "holds"]
+    foot = [f"verdict: {report.verdict.value.upper()} (Kleene AND of the hypotheses)"]
+    if notes:
+        foot += ["not holding:"] + notes
+    foot.append(f"conclusion (to measure): {report.conclusion}")
+    return "\n".join([head, ""] + lines + [""] + foot)
+
+
+def _write_json(path: str, payload: dict) -> None:
+    from experiments.outputs import write_text_atomic
+
+    write_text_atomic(path, json.dumps(payload, indent=2, default=str))
+
+
+def run(args: argparse.Namespace) -> int:
+    from fractions import Fraction
+
+    import numpy as np
+
+    from certify.errors import MdcertError
+    from certify.exact import parse_p
+    from certify.problem import AttentionProblem
+    from theorems.catalogue import check_theorem, get_theorem
+    from theorems.context import CheckContext
+    from certify.exact import parse_nonnegative
+
+    from experiments.outputs import check_output_file
+
+    t0 = time.perf_counter()
+    theorem = get_theorem(args.theorem)
+    if args.json is not None:
+        check_output_file(args.json, option="--json")
+    p = parse_p(args.p, name="--p")
+    if not 1 <= args.steps <= 10 ** 9:
+        raise MdcertError(f"invalid --steps {args.steps}; give a positive number of steps (at most 1e9)")
+    if not 1 <= args.digits <= 2000:
+        raise MdcertError(f"invalid --digits {args.digits}; give an integer between 1 and 2000")
+    if (args.init is None) != (args.lr is None):
+        raise MdcertError("give --init and --lr together to run a mirror-descent path (or neither)")
+    if args.alpha is not None and args.alpha.strip().lower() == FROM_TRAINING and args.init is None:
+        raise MdcertError(f"--alpha {FROM_TRAINING} needs a training path: give --init W0.npy and --lr")
+    mu = None if args.mu is None else parse_nonnegative(args.mu, "--mu")
+    R = None if args.R is None else parse_nonnegative(args.R, "--R")
+    eta = None
+    if args.lr is not None:
+        eta = parse_nonnegative(args.lr, "--lr")
+        if eta <= 0:
+            raise MdcertError(f"invalid --lr {args.lr!r}; the step size must be > 0")
+        if not Fraction(1, 10 ** 300) <= eta <= 10 ** 300:
+            raise MdcertError(f"invalid --lr {args.lr!r}; the step size must be a float64 in (1e-300, 1e300)")
+    problem = AttentionProblem.load(args.problem)
+    W0 = trajectory = None
+    timings = {}
+    alpha = args.alpha
+    if args.init is not None:
+        W0 = _load_init(args.init, problem.d)
+        if not np.any(W0):
+            raise MdcertError("--init is the zero matrix; its direction is undefined - give a nonzero W0")
+        loss_name = args.loss.strip().lower()
+        if loss_name not in ("logistic", "exponential", "linear"):
+            raise MdcertError(f"training supports the losses logistic, exponential, linear; got {args.loss!r}")
+        t1 = time.perf_counter()
+        trajectory = run_path(problem, W0, lr=float(eta), p=p, steps=args.steps, loss=loss_name)
+        timings["training_path"] = round(time.perf_counter() - t1, 3)
+        if alpha is not None and alpha.strip().lower() == FROM_TRAINING:
+            WK = trajectory[-1]
+            logits = np.einsum("ntd,de,ne->nt", problem.X, WK, problem.z)
+            alpha = [int(a) for a in np.argmax(logits, axis=1)]
+    ctx = CheckContext(problem, digits=args.digits)
+    report = check_theorem(theorem.number, ctx, p=p, alpha=alpha, loss=args.loss, W0=W0, mu=mu, R=R,
+                           eta=eta, trajectory=trajectory, segment=args.segment)
+    print(format_table(report))
+    timings["total"] = round(time.perf_counter() - t0, 3)
+    q = report.quantities
+    print(f"alpha = {q['alpha']}" + (f" (argmax of the final attention after {args.steps} steps)"
+                                       if args.alpha and args.alpha.strip().lower() == FROM_TRAINING else ""))
+    svm = q.get("attention_svm")
+    if svm and svm.get("opt_lower"):
+        lo, hi = Fraction(svm["opt_lower"]), Fraction(svm["opt_upper"])
+        print(f"||W_mm||_p in [{float(lo):.12g}, {float(hi):.12g}], support rows {svm['support_counts']}")
+    print(f"time: {timings['total']:.2f} s")
+    if args.json:
+        payload = report.to_json()
+        payload["inputs"] = {"problem": str(args.problem), "p": args.p, "alpha": args.alpha, "init": args.init,
+                             "lr": args.lr, "steps": args.steps if args.init else None, "mu": args.mu, "R": args.R,
+                             "loss": args.loss, "digits": args.digits,
+                             "segment": args.segment}
+        payload["quantities"]["seconds"] = {**payload["quantities"].get("seconds", {}), **timings}
+        _write_json(args.json, payload)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return 0

@@ -1,0 +1,95 @@
+"""The ``mdcert`` console script: one sub-command per module of `experiments.cli`.
+
+Each command module defines ``HELP`` (one line), ``configure(parser)`` and ``run(args) -> int``.
+Modules are imported only when their command runs, so ``mdcert verify`` never imports torch.
+Bad input (`MdcertError`, ValueError, FloatingPointError, OSError, MemoryError) becomes one line
+``mdcert CMD: error: ...`` on stderr and exit code 1, never a traceback. Any other exception is a bug:
+one line ``mdcert CMD: internal error: ...`` and exit code 70 (set ``MDCERT_TRACEBACK=1`` to see the
+traceback). Ctrl-C exits 130; commands write outputs through temporary names, so an interrupted run
+leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+#: command name -> (module, one-line help). Modules live in experiments/cli/.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("experiments.cli.demo", "run the main job on a built-in example"),
+    "synth": ("experiments.cli.synth", "write a seeded synthetic problem (.npz or .json)"),
+    "certify": ("experiments.cli.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
+    "verify": ("experiments.cli.verify", "independently re-check a certificate against the data"),
+    "check": ("experiments.cli.check", "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED)"),
+    "paths": ("experiments.cli.paths", "batched mirror-descent training paths and Bregman rates"),
+    "regpath": ("experiments.cli.regpath", "regularization paths (Theorems 6 and 31)"),
+    "plot": ("experiments.cli.plot", "figures for a run directory written by paths or regpath"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors and exit code 1."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        message = " ".join(str(message).split())
+        if "expected one argument" in message:
+            message += " (a value starting with '-' must be attached: --opt=-1)"
+        self.exit(1, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
+    parser = _Parser(prog="mdcert", description="Certificates and experiments for mirror descent on softmax attention.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    modules: dict[str, object] = {}
+    for name, (module, help_) in COMMANDS.items():
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=getattr(mod, "HELP", help_), description=getattr(mod, "HELP", help_))
+        mod.configure(p)
+        modules[name] = mod
+    return parser, modules
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mdcert`` console script; returns the exit code."""
+    parser, modules = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 1
+    from certify.errors import MdcertError
+
+    try:
+        return int(modules[args.command].run(args) or 0)
+    except (MdcertError, ValueError, FloatingPointError, OSError, MemoryError) as exc:
+        print(f"mdcert {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"mdcert {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, not bad input: still one line, but say so
+        if os.environ.get("MDCERT_TRACEBACK"):
+            raise
+        print(f"mdcert {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (this is a bug; "
+              f"rerun with MDCERT_TRACEBACK=1 for the traceback and report it)", file=sys.stderr)
+        return 70
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of an exception's message, with an actionable form for OS and memory errors."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" {exc.filename!r}" if exc.filename is not None else ""
+        return f"{exc.strerror}:{where}; check the path and its permissions"
+    text = str(exc).strip()
+    msg = text.splitlines()[0] if text else type(exc).__name__
+    if isinstance(exc, MemoryError):
+        return f"out of memory ({msg}); reduce the problem size, trials or steps"
+    return msg
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,1 +1,0 @@
-"""Sub-commands of the ``mdcert`` CLI; each module defines HELP, configure(parser) and run(args)."""

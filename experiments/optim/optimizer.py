@@ -1,0 +1,399 @@
+"""``LpMirrorDescent``: mirror descent with the l_p potential as a ``torch.optim.Optimizer`` (SPEC section 2).
+
+One step, per parameter ``W`` with gradient ``G`` (``-G`` with ``maximize``):
+
+    grad psi(W+) = grad psi(W) - lr * G,    grad psi(W) = sign(W) |W|^{p-1},
+
+so ``W+ = sign(Q) |Q|^{1/(p-1)}`` with ``Q = sign(W)|W|^{p-1} - lr G``. With
+``normalize_gradient=True``, ``G`` is replaced by ``G / ||G||_q`` (entrywise dual norm, per parameter;
+a zero gradient gives no step). ``p = 2`` is gradient descent, computed with the same ``add_`` as
+``torch.optim.SGD`` so it matches it bit for bit.
+
+Errors: a non-finite gradient, a non-finite parameter, or a step whose result overflows raises
+``FloatingPointError`` naming the parameter (group and position) *before anything is written*: a step
+either updates every parameter or none. Nothing is ever clipped.
+
+Paths (all compute the same update; the float64 agreement is tested): simple (out-of-place reference,
+also for ``differentiable=True`` and non-contiguous tensors); foreach (``torch._foreach_*`` per group,
+default on CUDA); the CPU fast path (default on CPU for contiguous float32/float64 tensors): in-place
+ops on chunk-sized scratch buffers with the power plans of `experiments.optim.kernels`. The gradient
+is read once before anything is written: ``G.sum()`` when the bounds below exclude overflow even
+for ``max|G| = finfo.max`` (a finite sum means every entry is finite), else ``G.G`` (finite iff every
+entry is; its square root bounds ``max|G|``). Overflow is excluded *in advance* from bounds on
+``max|G|`` and ``max|Q|`` (or ``max|W|``); when they cannot exclude it, the step is computed into
+scratch tensors, checked, and only then copied.
+
+Dual cache (``cache_dual=True``, the default; CPU fast path, p != 2): ``state["dual"]`` holds
+``Q = grad psi(W)`` as produced by the last step, so a step is ``Q <- Q - lr G; W <- (grad psi)^{-1}(Q)``
+with one power instead of two (one more parameter-sized buffer, like Adam's); what invalidates it and
+what is not detected: `experiments.optim.dual`.
+
+Fused (``fused=True``; CPU, float32/float64 tensors of at least 65,536 entries, p != 2, dual cache on):
+after the same checks, the dual update and inverse map run as one compiled loop (`experiments.optim.fused`;
+cube roots by Halley's iteration, not ``exp2``/``log2``). The first use compiles (about 30 s on 2
+cores, seconds from inductor's cache); where it cannot, a warning and the eager kernels. Elsewhere
+(CUDA, small tensors, ``cache_dual=False``) ``fused`` changes nothing.
+
+Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
+eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
+(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.1 and p = 3 about
+1.1-1.2x, p = 1.75 1.4-1.9x; p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
+read that rejects NaN/Inf before anything is written). Every chunk op synchronises the intra-op
+threads, so on an oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Callable, Iterable
+
+import torch
+from torch.optim import Optimizer
+from torch.utils.weak import WeakIdKeyDictionary
+
+from certify.errors import MdcertError
+from certify.exact import format_fraction
+from experiments.optim import kernels as _kernels
+from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin
+from experiments.optim.kernels import (PowPlan, absmax, dual_norm, simple_update, validate_lr,
+                                       validate_p, chunked_step_direct, foreach_update, mirror_step)
+
+__all__ = ["LpMirrorDescent", "mirror_step", "PowPlan", "FUSED_MIN_NUMEL"]
+
+
+def _validate_fused(fused, foreach, differentiable) -> None:
+    if fused and foreach:
+        raise MdcertError("LpMirrorDescent: fused=True and foreach=True cannot be combined; choose one")
+    if fused and differentiable:
+        raise MdcertError("LpMirrorDescent: fused=True does not support differentiable=True; drop one of them")
+
+
+class LpMirrorDescent(DualCacheMixin, Optimizer):
+    """Mirror descent with the l_p potential ``psi(W) = (1/p)||W||_p^p`` (SPEC section 2).
+
+    Args:
+        params: parameters or param groups (each group may set its own ``lr`` and ``p``).
+        lr: step size ``eta > 0``.
+        p: exponent ``1 < p < inf``, exact (``"1.75"``, ``"7/4"``, ``Fraction(7, 4)`` or ``1.75``).
+            Each group also stores ``p_exact`` (``"7/4"``).
+        normalize_gradient: divide each parameter's gradient by its dual norm ``||G||_q``.
+        maximize: maximize the objective.
+        cache_dual: keep the dual variable ``Q = grad psi(W)`` in ``state["dual"]`` (CPU fast path, p != 2)
+            so that a step needs only the inverse map; ``Q`` is recomputed from the parameter whenever
+            the parameter may have changed outside the optimizer (see the module docstring for what is
+            detected). ``False``: recompute ``grad psi(W)`` from the parameter at every step.
+        foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
+        fused: run the dual update and inverse map as one compiled CPU loop (`experiments.optim.fused`;
+            see the module docstring for where it applies). Cannot be combined with ``foreach=True``
+            or ``differentiable=True``.
+        differentiable: keep the step differentiable (out-of-place reference path).
+
+    Raises:
+        ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message;
+            ``fused=True`` together with ``foreach=True`` or ``differentiable=True``.
+
+    Example:
+        >>> opt = LpMirrorDescent(model.parameters(), lr=0.1, p="1.75")
+    """
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, p: Any = 2, *, normalize_gradient: bool = False,
+                 maximize: bool = False, foreach: bool | None = None, differentiable: bool = False,
+                 cache_dual: bool = True, fused: bool | None = None) -> None:
+        lr = validate_lr(lr)
+        exact = validate_p(p)
+        _validate_fused(fused, foreach, differentiable)
+        defaults = dict(lr=lr, p=p, p_exact=format_fraction(exact), normalize_gradient=normalize_gradient,
+                        maximize=maximize, foreach=foreach, differentiable=differentiable,
+                        cache_dual=bool(cache_dual), fused=fused)
+        self._plans: dict[Fraction, tuple[PowPlan, PowPlan]] = {}
+        self._scratch: dict[tuple, torch.Tensor] = {}
+        self._bounds = WeakIdKeyDictionary()
+        self._stamps = WeakIdKeyDictionary()
+        self._fused_warned: set = set()
+        super().__init__(params, defaults)
+
+    def add_param_group(self, param_group: dict) -> None:
+        lr = param_group.get("lr", self.defaults["lr"])
+        p = param_group.get("p", self.defaults["p"])
+        param_group["lr"] = validate_lr(lr) if not isinstance(lr, torch.Tensor) else lr
+        param_group["p_exact"] = format_fraction(validate_p(p))
+        _validate_fused(param_group.get("fused", self.defaults["fused"]),
+                        param_group.get("foreach", self.defaults["foreach"]),
+                        param_group.get("differentiable", self.defaults["differentiable"]))
+        super().add_param_group(param_group)
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        self.__dict__.setdefault("_plans", {})
+        self.__dict__.setdefault("_scratch", {})
+        self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_fused_warned", set())
+        for group in self.param_groups:
+            group.setdefault("cache_dual", True)
+            group.setdefault("fused", None)
+            group.setdefault("normalize_gradient", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("p", 2)
+            group.setdefault("p_exact", format_fraction(validate_p(group["p"])))
+
+    def _plan(self, exact: Fraction) -> tuple[PowPlan, PowPlan]:
+        plan = self._plans.get(exact)
+        if plan is None:
+            plan = self._plans[exact] = (PowPlan(exact - 1), PowPlan(1 / (exact - 1)))
+        return plan
+
+    # ------------------------------------------------------------------ step
+    @torch.no_grad()
+    def step(self, closure: Callable[[], float] | None = None):
+        """Perform one mirror-descent step on every parameter with a gradient (all or none are updated).
+
+        Args:
+            closure: re-evaluates the model and returns the loss (run with grad enabled).
+
+        Returns:
+            The closure's loss, or None.
+        """
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        jobs = []
+        for gi, group in enumerate(self.param_groups):
+            lr = validate_lr(group["lr"])
+            exact = validate_p(group["p"])
+            group["p_exact"] = format_fraction(exact)
+            for pi, param in enumerate(group["params"]):
+                if param.grad is None:
+                    continue
+                if param.grad.is_sparse:
+                    raise RuntimeError("LpMirrorDescent does not support sparse gradients")
+                jobs.append((gi, pi, group, param, lr, exact))
+        if not jobs:
+            return loss
+        if any(group["differentiable"] for _, _, group, *_ in jobs):
+            return self._step_differentiable(jobs, loss)
+        self._step_nograd(jobs)
+        return loss
+
+    def _step_differentiable(self, jobs, loss):
+        with torch.enable_grad():
+            news = []
+            for gi, pi, group, param, lr, exact in jobs:
+                self._check_grad(gi, pi, param.grad, exact, lr)
+                new = simple_update(param.clone(), param.grad, lr, exact, group["maximize"],
+                                     group["normalize_gradient"])
+                self._check_result(gi, pi, param, new, exact, lr)
+                news.append(new)
+            for (gi, pi, group, param, lr, exact), new in zip(jobs, news):
+                param.copy_(new)
+        self._count_steps(jobs)
+        return loss
+
+    def _count_steps(self, jobs) -> None:
+        for job in jobs:
+            state = self.state[job[3]]
+            state["step"] = int(state.get("step", 0)) + 1
+
+    def _use_foreach(self, group, params) -> bool:
+        flag = group["foreach"]
+        if flag is None:
+            return all(p.device.type == "cuda" for p in params)
+        return bool(flag)
+
+    def _step_nograd(self, jobs) -> None:
+        # phase 1: check every gradient, plan each update (nothing is written here)
+        commits: list[Callable[[], None]] = []
+        by_group: dict[int, list] = {}
+        for job in jobs:
+            by_group.setdefault(job[0], []).append(job)
+        for gi, group_jobs in by_group.items():
+            group = group_jobs[0][2]
+            params = [job[3] for job in group_jobs]
+            if self._use_foreach(group, params) and all(p.grad.dtype == p.dtype for p in params):
+                commits.append(self._foreach_group(group_jobs))
+            else:
+                for job in group_jobs:
+                    commits.append(self._single(job))
+        # phase 2: write (every check has passed)
+        for commit in commits:
+            commit()
+        self._count_steps(jobs)
+
+    # ------------------------------------------------------------------ checks
+    @staticmethod
+    def _where(gi: int, pi: int, param: torch.Tensor) -> str:
+        return f"parameter {pi} of param group {gi} (shape {tuple(param.shape)}, {param.dtype})"
+
+    def _check_grad(self, gi, pi, grad, exact, lr) -> None:
+        if not bool(torch.isfinite(grad).all()):
+            raise FloatingPointError(
+                f"LpMirrorDescent: non-finite gradient in {self._where(gi, pi, grad)}; the parameter was left "
+                f"unchanged; check the loss for overflow or use a smaller lr (lr={lr}, p={exact})")
+
+    def _check_result(self, gi, pi, param, new, exact, lr) -> None:
+        if not bool(torch.isfinite(new).all()):
+            if not bool(torch.isfinite(param).all()):
+                raise FloatingPointError(
+                    f"LpMirrorDescent: {self._where(gi, pi, param)} contains NaN or Inf; it was left unchanged")
+            raise FloatingPointError(
+                f"LpMirrorDescent: the mirror step overflowed {param.dtype} in {self._where(gi, pi, param)}; "
+                f"the parameter was left unchanged; use a smaller lr (lr={lr}, p={exact})")
+
+    # ------------------------------------------------------------------ simple / fast single tensor
+    def _single(self, job) -> Callable[[], None]:
+        gi, pi, group, param, lr, exact = job
+        grad = param.grad
+        fast = (param.device.type == "cpu" and param.is_contiguous() and grad.is_contiguous()
+                and grad.dtype == param.dtype and param.dtype in (torch.float32, torch.float64)
+                and param.numel() > 0)
+        if not fast:
+            self._check_grad(gi, pi, grad, exact, lr)
+            new = simple_update(param, grad, lr, exact, group["maximize"], group["normalize_gradient"])
+            self._check_result(gi, pi, param, new, exact, lr)
+            return lambda: param.copy_(new)
+        return self._fast_cpu(gi, pi, group, param, grad, lr, exact)
+
+    def _buffer(self, key, n: int, like: torch.Tensor) -> torch.Tensor:
+        full = (key, like.dtype, like.device)
+        buf = self._scratch.get(full)
+        if buf is None or buf.numel() < n:
+            buf = self._scratch[full] = torch.empty(n, dtype=like.dtype, device=like.device)
+        return buf[:n]
+
+    def _abs_bound(self, param: torch.Tensor) -> float:
+        """Upper bound on ``max|param|`` (exact max when the tensor changed since our last write)."""
+        cached = self._bounds.get(param)
+        stamp = (param._version, param.data_ptr())
+        finfo_max = torch.finfo(param.dtype).max
+        if cached is not None and cached[:2] == stamp and cached[2] <= finfo_max / 16:
+            return cached[2]
+        return absmax(param.detach())
+
+    def _grad_bound(self, gi, pi, grad, G, exact, lr) -> float:
+        """Upper bound on ``max|G|`` from one fast reduction; raises on a non-finite gradient.
+
+        ``sqrt(G.G)`` bounds ``max|G|`` (a rounded sum of non-negative terms is at least each
+        rounded term; entries whose square underflows are below ``sqrt(tiny)``). When ``G.G``
+        overflows, the exact maximum is computed instead.
+        """
+        sq = float(torch.dot(G, G))
+        if math.isfinite(sq):
+            return max(math.sqrt(sq), math.sqrt(torch.finfo(G.dtype).tiny)) * (1 + 1e-3)
+        gmax = absmax(G)  # NaN/Inf propagate
+        if not math.isfinite(gmax):
+            self._check_grad(gi, pi, grad, exact, lr)
+        return gmax
+
+    def _gmax(self, gi, pi, grad, G, exact, lr, cheap: bool) -> float:
+        """Upper bound on ``max|G|``; raises on a non-finite gradient (nothing written yet).
+
+        With ``cheap`` (the caller's bounds exclude overflow even for ``max|G| = finfo.max``, with a
+        factor 16 to spare so that the running bounds stay usable for several steps) only finiteness
+        is needed: ``G.sum()`` is finite only if every entry is (NaN and Inf propagate), so
+        ``finfo.max`` is then a bound; a sum that overflows falls back to `_grad_bound`.
+        """
+        if cheap and math.isfinite(float(G.sum())):
+            return torch.finfo(G.dtype).max
+        return self._grad_bound(gi, pi, grad, G, exact, lr)
+
+    @staticmethod
+    def _bounds_of(wmax: float, alpha: float, gmax: float, pm1: float) -> tuple[float, float]:
+        """Bounds on ``|Q| <= wmax^{p-1} + alpha gmax`` and ``|W+| <= |Q|^{1/(p-1)}``."""
+        try:
+            qb = wmax ** pm1 + alpha * gmax
+            return qb, qb ** (1.0 / pm1)
+        except OverflowError:
+            return math.inf, math.inf
+
+    def _fast_cpu(self, gi, pi, group, param, grad, lr, exact) -> Callable[[], None]:
+        W, G = param.detach().view(-1), grad.detach().view(-1)
+        n = W.numel()
+        alpha, gmax = lr, None
+        if group["normalize_gradient"]:
+            gmax = self._grad_bound(gi, pi, grad, G, exact, lr)  # raises on a non-finite gradient
+            norm = dual_norm(G, float(exact / (exact - 1)))
+            if norm == 0.0:
+                return lambda: None
+            alpha = lr / norm
+        sign = 1.0 if group["maximize"] else -1.0
+        limit = torch.finfo(param.dtype).max / 8
+        pm1 = float(exact - 1)
+        if exact != 2 and group["cache_dual"]:
+            q = self._buffer("q", min(n, _kernels.CHUNK), W)
+            tmp = self._buffer("tmp", min(n, _kernels.CHUNK), W)
+            kernel = self._fused_kernel(group, exact, W)
+            return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp, kernel)
+        wmax = self._abs_bound(param)
+        if gmax is None:
+            cheap = max(self._bounds_of(wmax, alpha, torch.finfo(G.dtype).max, pm1)) <= limit / 16
+            gmax = self._gmax(gi, pi, grad, G, exact, lr, cheap)
+        qb, wb = self._bounds_of(wmax, alpha, gmax, pm1)
+        if not max(qb, wb) <= limit:  # the cheap bounds cannot exclude overflow: tighten them
+            gmax = absmax(G)
+            wmax = absmax(W)
+            qb, wb = self._bounds_of(wmax, alpha, gmax, pm1)
+        safe = math.isfinite(wmax) and max(qb, wb) <= limit
+        new_bound = wb * (1 + 1e-3)
+
+        def record() -> None:
+            self._bounds[param] = (param._version, param.data_ptr(), new_bound)
+
+        if exact == 2:
+            if safe:
+                def commit() -> None:
+                    W.add_(G, alpha=sign * alpha)  # the same add_ as torch.optim.SGD
+                    record()
+                return commit
+            T = torch.empty_like(W)  # own buffer: commits run after every check
+            torch.add(W, G, alpha=sign * alpha, out=T)
+            self._check_result(gi, pi, param, T, exact, lr)
+            return lambda: W.copy_(T)
+        fwd, inv = self._plan(exact)
+        q = self._buffer("q", min(n, _kernels.CHUNK), W)
+        tmp = self._buffer("tmp", min(n, _kernels.CHUNK), W)
+
+        def compute(target: torch.Tensor, extremes: list | None = None) -> None:
+            chunked_step_direct(target, W, G, sign * alpha, fwd, inv, q, tmp, extremes)
+
+        if safe:
+            def commit() -> None:
+                extremes: list[torch.Tensor] = []
+                compute(W, extremes)
+                ext = torch.stack(extremes).abs().max()
+                if not bool(torch.isfinite(ext)):
+                    # only reachable when W was changed behind autograd's version counter (``.data``)
+                    raise FloatingPointError(
+                        f"LpMirrorDescent: the mirror step overflowed {param.dtype} in {self._where(gi, pi, param)} "
+                        f"after the parameter was modified outside autograd (e.g. through .data), which the "
+                        f"overflow pre-check could not see; the parameter is now partially updated; use a "
+                        f"smaller lr (lr={lr}, p={exact})")
+                self._bounds[param] = (param._version, param.data_ptr(), float(ext))
+            return commit
+        T = torch.empty_like(W)  # own buffer: commits run after every check
+        compute(T)
+        self._check_result(gi, pi, param, T, exact, lr)
+        return lambda: W.copy_(T)
+
+    # ------------------------------------------------------------------ foreach
+    def _foreach_group(self, group_jobs) -> Callable[[], None]:
+        _, _, group, _, lr, exact = group_jobs[0]
+        params = [job[3].detach() for job in group_jobs]
+        grads = [job[3].grad.detach() for job in group_jobs]
+        norms = torch.stack([n.float() for n in torch._foreach_norm(grads, float("inf"))])
+        if not bool(torch.isfinite(norms).all()):
+            for gi, pi, _, param, _, _ in group_jobs:
+                self._check_grad(gi, pi, param.grad, exact, lr)
+        news = foreach_update(params, grads, lr, exact, maximize=group["maximize"],
+                              normalize=group["normalize_gradient"])
+        finite = torch.stack([n.float() for n in torch._foreach_norm(news, float("inf"))])
+        if not bool(torch.isfinite(finite).all()):
+            for (gi, pi, _, param, lr_, _), new in zip(group_jobs, news):
+                self._check_result(gi, pi, param, new, exact, lr_)
+
+        def commit() -> None:
+            torch._foreach_copy_(params, news)
+        return commit

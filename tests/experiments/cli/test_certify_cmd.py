@@ -1,0 +1,91 @@
+"""``mdcert certify``: exit 0 certified, 3 infeasible (certificate written), 2 no verified result, 1 bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from certify import AttentionProblem, Certificate, check_certificate, synthetic_problem
+from experiments.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def problem_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "problem.npz"
+    synthetic_problem().save(path)
+    return path
+
+
+def test_certify_writes_a_verified_certificate(problem_file, tmp_path, capsys):
+    out = tmp_path / "cert.json"
+    assert main(["certify", str(problem_file), "--p", "1.75", "--digits", "40", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "status: optimal" in text and "OPT in [" in text and "undecided" in text
+    data = json.loads(out.read_text())
+    assert data["status"] == "optimal" and data["p"] == "7/4" and data["svm"] == "attention"
+    assert check_certificate(AttentionProblem.load(problem_file), data).ok
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_certify_decoder_with_alpha(problem_file, tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "2", "--svm", "decoder", "--alpha", "0,1,2,3,4,5",
+                 "-o", str(out)]) == 0
+    cert = Certificate.from_json(json.loads(out.read_text()))
+    assert cert.svm == "decoder" and cert.alpha == (0, 1, 2, 3, 4, 5)
+    assert "exact rational KKT" in capsys.readouterr().out
+
+
+def test_certify_infeasible_exit_3(tmp_path, capsys):
+    X = np.zeros((2, 2, 2))
+    X[0, 0], X[1, 0] = [1.0, 2.0], [-2.0, -4.0]
+    pr = AttentionProblem(X, np.ones(2), np.ones((2, 2)), np.ones(2), alpha=[0, 0])
+    pr.save(tmp_path / "inf.json")
+    out = tmp_path / "cert.json"
+    assert main(["certify", str(tmp_path / "inf.json"), "--p", "1.5", "--svm", "decoder", "-o", str(out)]) == 3
+    assert "infeasible" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["status"] == "infeasible" and data["gordan"] is not None
+
+
+def test_no_verified_result_exit_2(problem_file, tmp_path, capsys, monkeypatch):
+    import certify.svm as svm_mod
+
+    monkeypatch.setattr(svm_mod, "ball_bounds", lambda *a, **k: None)  # nothing can be proven
+    monkeypatch.setattr(svm_mod, "exact_kkt_p2", lambda *a, **k: None)
+    out = tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "1.5", "--digits", "10", "-o", str(out)]) == 2
+    assert "nothing proven" in capsys.readouterr().out
+    assert json.loads(out.read_text())["status"] == "no_verified_result"
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["--p", "1"], "p > 1"),
+    (["--p", "x"], "invalid p"),
+    (["--p", "2", "--alpha", "0,1"], "one token index per example"),
+    (["--p", "2", "--digits", "0"], "invalid digits"),
+    (["--p", "2", "-o", "cert.txt"], "must be a .json file"),
+])
+def test_bad_input_one_line_exit_1(problem_file, tmp_path, capsys, argv, pattern):
+    argv = [a if a != "cert.txt" else str(tmp_path / "cert.txt") for a in argv]
+    assert main(["certify", str(problem_file), *argv]) == 1
+    err = capsys.readouterr().err
+    assert pattern in err and err.strip().count("\n") == 0
+    assert not list(tmp_path.iterdir())
+
+
+def test_missing_problem_file(tmp_path, capsys):
+    assert main(["certify", str(tmp_path / "nope.npz"), "--p", "2"]) == 1
+    assert "not found" in capsys.readouterr().err
+
+
+def test_command_does_not_import_torch(problem_file, tmp_path):
+    code = ("import sys; from experiments.cli.main import main; "
+            f"rc = main(['certify', {str(problem_file)!r}, '--p', '1.5', '--digits', '10']); "
+            "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr

@@ -1,0 +1,137 @@
+"""Tests of ``mdcert check`` (experiments/commands/check.py)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from certify.problem import AttentionProblem
+from certify.synth import synthetic_problem
+from experiments.cli.main import main
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        yield
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("check")
+    prob = synthetic_problem(n=3, T=4, d=3, seed=5)
+    prob.save(d / "prob.npz")
+    np.save(d / "W0.npy", np.random.default_rng(0).standard_normal((3, 3)) * 0.3)
+    np.save(d / "bad.npy", np.ones((2, 3)))
+    AttentionProblem([[[0, 0], [-1, -1], [-10, 5]]], [1], [[1, 0]], [0, 1]).save(d / "crafted.json")
+    return d
+
+
+def test_check_without_path_reports_all_hypotheses(files, capsys, tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["check", str(files / "crafted.json"), "--p", "1.75", "--alpha", "0", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    for name in ("loss_admissible", "svm_feasible", "tokens_locally_optimal", "init_in_region",
+                 "step_size_convex_along_path"):
+        assert name in text
+    assert "verdict: UNDECIDED" in text and "to measure" in text
+    rep = json.loads(out.read_text())
+    assert set(rep) >= {"theorem", "verdict", "hypotheses", "quantities"}
+    assert rep["theorem"] == "10" and rep["verdict"] == "undecided"
+    for h in rep["hypotheses"]:
+        assert set(h) >= {"name", "verdict", "evidence", "message"}
+        assert h["verdict"] in {"holds", "fails", "undecided"}
+    by_name = {h["name"]: h["verdict"] for h in rep["hypotheses"]}
+    assert by_name["tokens_locally_optimal"] == "holds"
+    assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_check_runs_and_checks_the_training_path(files, capsys, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["check", str(files / "prob.npz"), "--p", "1.5", "--init", str(files / "W0.npy"), "--lr", "0.1",
+            "--steps", "40", "--mu", "2", "--R", "0.01", "--theorem", "11", "--json", str(out)]
+    assert main(argv) == 0
+    rep = json.loads(out.read_text())
+    by_name = {h["name"]: h for h in rep["hypotheses"]}
+    step = by_name["step_size_convex_along_path"]
+    assert step["verdict"] in {"holds", "fails"}
+    assert step["evidence"][0]["data"]["steps"] == 40
+    assert by_name["init_in_region"]["verdict"] in {"holds", "fails"}
+    assert rep["quantities"]["steps"] == 40 and rep["quantities"]["eta"] == "1/10"
+    assert "training_path" in rep["quantities"]["seconds"]
+
+
+def test_alpha_from_training(files, capsys):
+    argv = ["check", str(files / "prob.npz"), "--p", "2", "--init", str(files / "W0.npy"), "--lr", "0.5",
+            "--steps", "30", "--alpha", "locally-optimal-from-training"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "argmax of the final attention after 30 steps" in text
+
+
+def test_run_path_matches_plain_mirror_descent(files):
+    from experiments.cli.check import run_path
+
+    prob = AttentionProblem.load(files / "prob.npz")
+    W0 = np.load(files / "W0.npy")
+    for p in ("2", "1.5"):
+        traj = run_path(prob, W0, lr=0.1, p=Fraction(p), steps=3)
+        W, pf = W0.copy(), float(Fraction(p))
+        for k in range(3):
+            s = np.einsum("ntd,de,ne->nt", prob.X, W, prob.z)
+            sig = np.exp(s - s.max(1, keepdims=True))
+            sig /= sig.sum(1, keepdims=True)
+            h = prob.X @ prob.v
+            f = (sig * h).sum(1)
+            c = (-1 / (1 + np.exp(prob.y * f)) * prob.y)[:, None] * sig * (h - f[:, None])
+            G = np.einsum("nt,ntd,ne->de", c, prob.X, prob.z) / prob.n
+            Q = np.sign(W) * np.abs(W) ** (pf - 1) - 0.1 * G
+            W = np.sign(Q) * np.abs(Q) ** (1 / (pf - 1))
+            assert np.allclose(traj[k + 1], W, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--p", "1"], "mirror descent needs --p > 1"),
+    (["--p", "2", "--theorem", "7"], "unknown theorem"),
+    (["--p", "2", "--init", "W0.npy"], "give --init and --lr together"),
+    (["--p", "2", "--lr", "0.1"], "give --init and --lr together"),
+    (["--p", "2", "--alpha", "locally-optimal-from-training"], "needs a training path"),
+    (["--p", "2", "--init", "bad.npy", "--lr", "0.1"], r"shape \(3, 3\)"),
+    (["--p", "2", "--init", "missing.npy", "--lr", "0.1"], "not found"),
+    (["--p", "2", "--init", "W0.npy", "--lr", "-1"], "must be >= 0"),
+    (["--p", "2", "--steps", "0", "--init", "W0.npy", "--lr", "0.1"], "positive number of steps"),
+    (["--p", "2", "--mu", "abc"], "invalid --mu"),
+    (["--p", "2", "--alpha", "9,9,9"], "not a token index"),
+])
+def test_bad_input_is_one_line_exit_1(files, capsys, monkeypatch, extra, match):
+    import re
+
+    monkeypatch.chdir(files)
+    assert main(["check", "prob.npz", *extra]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("mdcert check: error:")
+    assert re.search(match, err), err
+
+
+def test_missing_problem_file(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "nope.npz"), "--p", "2"]) == 1
+    assert "problem file not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", ["1.1", "1.75", "2", "3"])
+def test_paper_size_2000_steps_no_undecided(tmp_path, p):
+    prob = synthetic_problem(seed=0)
+    prob.save(tmp_path / "prob.npz")
+    np.save(tmp_path / "W0.npy", np.random.default_rng(1).standard_normal((10, 10)) * 0.1)
+    out = tmp_path / "r.json"
+    assert main(["check", str(tmp_path / "prob.npz"), "--p", p, "--init", str(tmp_path / "W0.npy"), "--lr", "0.1",
+                 "--mu", "0.9", "--R", "0.1", "--json", str(out)]) == 0
+    rep = json.loads(out.read_text())
+    assert [h["verdict"] for h in rep["hypotheses"]].count("undecided") == 0

@@ -1,0 +1,89 @@
+"""``mdcert regpath`` end to end (experiments/commands/regpath.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from certify import AttentionProblem, synthetic_problem
+from experiments.cli.main import main
+
+
+@pytest.fixture(scope="module")
+def small_problem(tmp_path_factory):
+    path = tmp_path_factory.mktemp("regpath") / "small.npz"
+    synthetic_problem(n=3, T=4, d=4, seed=1).save(path)
+    return path
+
+
+def _one_line_error(capsys, rc, match: str) -> None:
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0, err
+    assert "Traceback" not in err and match in err, err
+
+
+def test_regpath_writes_summary(small_problem, tmp_path, capsys) -> None:
+    run = tmp_path / "run"
+    rc = main(["regpath", str(small_problem), "--p", "1.75", "--radii", "10:1000:3", "--starts", "1", "-o", str(run)])
+    assert rc == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["kind"] == "regpath" and summary["p"] == "7/4" and summary["joint"] is False
+    assert [e["R"] for e in summary["path"]] == pytest.approx([10.0, 100.0, 1000.0])
+    for e in summary["path"]:
+        assert {"R", "bregman_to_svm", "loss", "stationarity", "selected_tokens", "winner", "starts"} <= set(e)
+    b = [e["bregman_to_svm"] for e in summary["path"]]
+    assert b[-1] < b[0] / 10
+    assert summary["reference"]["certified"] is True
+    assert sorted(p.name for p in run.iterdir()) == ["path.npz", "summary.json"]   # no temporaries left
+    with np.load(run / "path.npz") as f:
+        assert f["W"].shape == (3, 4, 4)
+    assert "wrote" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("radii, match", [("0:10:3", "positive"), ("10:1:3", "START"), ("1:10:0", "COUNT"),
+                                          ("1:10", "START:STOP:COUNT"), ("x:y:z", "numbers"), ("=-1:10:3", "positive")])
+def test_bad_radii_fail_before_writing(small_problem, tmp_path, capsys, radii, match) -> None:
+    run = tmp_path / "run"
+    rc = main(["regpath", str(small_problem), "--p", "2", f"--radii={radii.lstrip('=')}", "-o", str(run)])
+    _one_line_error(capsys, rc, match)
+    assert not run.exists()
+
+
+def test_infeasible_alpha_and_ties_fail_clearly(tmp_path, capsys) -> None:
+    a, b, z = np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 0.5])
+    infeasible = tmp_path / "inf.json"
+    AttentionProblem(np.array([[a, b], [b, a]]), np.array([1.0, 1.0]), np.array([z, z]), np.array([1.0, -1.0])).save(infeasible)
+    rc = main(["regpath", str(infeasible), "--p", "2", "--alpha", "0,0", "-o", str(tmp_path / "r1")])
+    _one_line_error(capsys, rc, "infeasible")
+    tied = tmp_path / "tie.json"
+    x = np.array([1.0, 0.0])
+    AttentionProblem(np.array([[x, x, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0])).save(tied)
+    rc = main(["regpath", str(tied), "--p", "2", "-o", str(tmp_path / "r2")])
+    _one_line_error(capsys, rc, "tied")
+    assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()
+
+
+@pytest.mark.parametrize("extra, match", [(["--joint"], "--r-of-R"), (["--joint", "--r-of-R", "os.system('x')"], "not allowed"),
+                                         (["--r-of-R", "R"], "only used with --joint"), (["--md-steps", "5"], "--joint"),
+                                         (["--joint", "--r-of-R", "log(R)"], "finite and positive"),
+                                         (["--starts", "0", "--no-svm-start", "--no-dual-start"], "no starts"), (["--p", "1"], "p > 1")])
+def test_bad_options_fail_clearly(small_problem, tmp_path, capsys, extra, match) -> None:
+    argv = ["regpath", str(small_problem), "--p", "2", "--radii", "1:10:2", "-o", str(tmp_path / "r")] + extra
+    rc = main(argv)
+    _one_line_error(capsys, rc, match)
+
+
+def test_joint_example_run(tmp_path) -> None:
+    run = tmp_path / "joint"
+    rc = main(["regpath", "joint-example", "--p", "2", "--radii", "1:100:2", "--starts", "1", "--joint",
+               "--r-of-R", "sqrt(R)", "--md-steps", "20", "-o", str(run)])
+    assert rc == 0
+    s = json.loads((run / "summary.json").read_text())
+    assert s["joint"] is True and s["r_of_R"] == "sqrt(R)" and s["alpha"] == [0, 0]
+    assert [e["r"] for e in s["path"]] == pytest.approx([1.0, 10.0])
+    assert {"bregman_v_to_svm", "stationarity_W", "stationarity_v"} <= set(s["path"][0])
+    assert s["joint_md"]["steps"] == 20 and s["joint_md"]["skipped_W_steps"] == [1]
+    assert "theorem31_quantities" in s

@@ -1,4 +1,4 @@
-"""Rigorous bounds from exact vectors (SPEC section 4, CERTIFICATES.md "Rigorous bounds").
+"""Rigorous bounds from exact vectors (docs/theory.md section 4, docs/theory.md section 4.1).
 
 Given a feasible dyadic point ``w`` (``min A w >= 1`` checked exactly) and a dual vector
 ``lam >= 0``: ``OPT <= UB = ||w||_p`` and ``OPT >= LB = 1^T lam / ||A^T lam||_q``. Products are
@@ -116,7 +116,7 @@ def row_q_norms(ops: ExactOps, q: Fraction) -> list:
 
 def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *, bits: int,
                 classify: bool = True) -> Bounds | None:
-    """All bounds of SPEC section 4 for a feasible dyadic ``w`` and a dyadic ``lam >= 0``."""
+    """All bounds of docs/theory.md section 4 for a feasible dyadic ``w`` and a dyadic ``lam >= 0``."""
     from flint import arb
 
     q = p / (p - 1)
@@ -161,7 +161,7 @@ def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *,
 
 
 def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportClass, bool]:
-    """Certainly inactive / certainly tight rows (SPEC section 4, "Support classification")."""
+    """Certainly inactive / certainly tight rows (docs/theory.md section 4, "Support classification")."""
     from flint import arb
 
     pa, qa = _ab(p), _ab(q)

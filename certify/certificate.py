@@ -1,4 +1,4 @@
-"""The certificate record of a certified l_p SVM solve (SPEC section 4, issue 3 items 4 and 6).
+"""The certificate record of a certified l_p SVM solve (docs/theory.md section 4, issue 3 items 4 and 6).
 
 A `Certificate` states claims about ``OPT = min ||w||_p s.t. A w >= 1`` for one problem (named by
 its data hash), one SVM ("attention" | "decoder"), one token choice ``alpha`` and one exact ``p``.
@@ -159,7 +159,7 @@ def _unfrac(data: dict, key: str) -> Fraction | None:
 
 @dataclass(frozen=True)
 class Certificate:
-    """Claims about one l_p SVM (SPEC section 4). See module docstring.
+    """Claims about one l_p SVM (docs/theory.md section 4). See module docstring.
 
     Attributes:
         status: optimal / infeasible / no_verified_result.

@@ -1,4 +1,4 @@
-"""The independent certificate checker (SPEC section 4; issue 3 item 5).
+"""The independent certificate checker (docs/theory.md section 4; issue 3 item 5).
 
 Trusted code, meant to be read in one sitting. It imports no solver (no cvxpy, no scipy, no
 torch) and none of the solver modules of `certify`: only the data model, the certificate record
@@ -7,7 +7,7 @@ exact integers and outward-rounded arb balls:
 
 - identity: data hash, svm, alpha, p (and, if the caller passes them, that they are the expected ones);
 - optimal: ``min A w >= 1`` exactly; ``lam >= 0``; ``OPT <= ||w||_p``; ``OPT >= 1^T lam/||A^T lam||_q``;
-  distance ``||w - w*||_p``, normalized-direction and Bregman bounds (SPEC section 4 formulas);
+  distance ``||w - w*||_p``, normalized-direction and Bregman bounds (docs/theory.md section 4 formulas);
   each row claimed inactive: ``a_i^T w - 1 > ||a_i||_q dist``; each row claimed tight: a positive
   lower bound on its unique multiplier ``t lam_i - ||r_i||_p eps`` with ``||r_i||_2^2 = (M^-1)_ii``,
   ``M = A_S' A_S'^T`` on the rows S' not claimed inactive (which must carry all of lam);

@@ -1,4 +1,4 @@
-"""Exact views of float64 data and exact exponents (SPEC section 1 and section 4).
+"""Exact views of float64 data and exact exponents (docs/theory.md section 1 and section 4).
 
 Every float64 is a dyadic rational ``k * 2**e``. An array is stored exactly as integers times one
 common power of two (`DyadicArray`). The exponent ``p`` of the l_p geometry is a `Fraction` parsed

@@ -1,4 +1,4 @@
-"""Certified feasibility of ``A w >= 1`` (SPEC sections 3-4, CERTIFICATES.md step 2).
+"""Certified feasibility of ``A w >= 1`` (docs/theory.md sections 3-4, docs/theory.md section 4.5).
 
 Feasible iff some ``w`` has ``A w > 0`` (then ``w / min A w`` satisfies ``A w >= 1``); infeasible
 iff (Gordan) some ``lam >= 0, 1^T lam = 1, A^T lam = 0``. A float LP (scipy HiGHS) proposes a
@@ -58,7 +58,7 @@ def constraint_system(problem: AttentionProblem, svm: str, alpha) -> ConstraintS
 
 
 def feasibility(problem: AttentionProblem, *, svm: str = "attention", alpha=None) -> FeasibilityResult:
-    """Certified feasibility of the attention or decoder SVM (SPEC section 3)."""
+    """Certified feasibility of the attention or decoder SVM (docs/theory.md section 3)."""
     return feasibility_system(constraint_system(problem, svm, alpha))
 
 

@@ -1,10 +1,10 @@
-"""The l_p potential, its mirror maps and Bregman divergence in float64 numpy (SPEC section 2).
+"""The l_p potential, its mirror maps and Bregman divergence in float64 numpy (docs/theory.md section 2).
 
 All functions are pure and vectorized. ``p`` is accepted as a decimal/``num/den`` string, a
 `Fraction`, an int or a float and is parsed exactly with `certify.exact.parse_p`; the derived float
 exponents (``p - 1``, ``1/(p - 1)``, ``1/p``) are rounded once from the exact rational. These are
 float computations: they may refute a claim but never prove one (certificates use balls, see
-SPEC section 4). The torch twins live in ``experiments.optim.mirror``.
+docs/theory.md section 4). The torch twins live in ``experiments.optim.mirror``.
 
 Norms are entrywise: ``||W||_p = (sum_jk |W_jk|^p)^{1/p}`` (not Schatten). ``axis`` selects the
 axes to reduce (``None``: all entries), so a stack ``W[B, d, d]`` uses ``axis=(-2, -1)``.
@@ -108,7 +108,7 @@ def lp_norm(W: Any, p: Any, *, axis: Axis = None) -> np.ndarray | float:
 
 
 def psi(W: Any, p: Any, *, axis: Axis = None) -> np.ndarray | float:
-    """Potential ``psi(W) = (1/p) ||W||_p^p`` (SPEC section 2).
+    """Potential ``psi(W) = (1/p) ||W||_p^p`` (docs/theory.md section 2).
 
     Raises:
         FloatingPointError: the value overflows float64.
@@ -190,7 +190,7 @@ def bregman_terms(A: Any, B: Any, p: Any) -> np.ndarray:
 def bregman(A: Any, B: Any, p: Any, *, axis: Axis = None) -> np.ndarray | float:
     """Bregman divergence ``D_psi(A, B) = psi(A) - psi(B) - <grad psi(B), A - B>`` (reference first).
 
-    Not symmetric. The theory tracks ``D_psi(Wbar_mm, Wbar(k))`` (SPEC section 2).
+    Not symmetric. The theory tracks ``D_psi(Wbar_mm, Wbar(k))`` (docs/theory.md section 2).
     ``D >= 0``, ``= 0`` iff ``A = B``, and ``D(cA, cB) = c^p D(A, B)`` for ``c > 0``.
 
     Args:
@@ -205,7 +205,7 @@ def bregman(A: Any, B: Any, p: Any, *, axis: Axis = None) -> np.ndarray | float:
 
 
 def lp_normalize(W: Any, p: Any, *, axis: Axis = None) -> np.ndarray:
-    """Unit-norm direction ``W / ||W||_p`` (``Wbar`` in SPEC section 2).
+    """Unit-norm direction ``W / ||W||_p`` (``Wbar`` in docs/theory.md section 2).
 
     Raises:
         MdcertError: W is zero (along the reduced axes), so it has no direction.

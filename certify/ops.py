@@ -1,4 +1,4 @@
-"""Exact integer products with a constraint matrix (solver side; SPEC section 4).
+"""Exact integer products with a constraint matrix (solver side; docs/theory.md section 4).
 
 ``A = Z 2**eA`` with Z an integer matrix. For the attention SVM a row is ``vec(l_r r_r^T)`` and
 all rows of example i share ``r_r = z_i``, so with the distinct right factors ``Zu`` (n x d):

@@ -1,4 +1,4 @@
-"""The immutable attention-problem data model (SPEC section 1 and section 3).
+"""The immutable attention-problem data model (docs/theory.md section 1 and section 3).
 
 `AttentionProblem` holds ``X [n, T, d]``, ``y [n]`` in {-1, +1}, ``z [n, d]``, the decoder
 ``v [d]`` and optional token indices ``alpha [n]``. It validates on construction, loads and saves
@@ -47,7 +47,7 @@ def _array(name: str, value, ndim: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class OptimalTokens:
-    """Globally optimal token indices ``argmax_t gamma_it`` (SPEC section 1).
+    """Globally optimal token indices ``argmax_t gamma_it`` (docs/theory.md section 1).
 
     Attributes:
         indices: the smallest maximizing index per example.
@@ -64,7 +64,7 @@ class OptimalTokens:
 
 @dataclass(frozen=True, eq=False)
 class ConstraintSystem:
-    """Rows ``a_r`` of ``A w >= 1`` for one SVM and one alpha (SPEC section 3).
+    """Rows ``a_r`` of ``A w >= 1`` for one SVM and one alpha (docs/theory.md section 3).
 
     Attention SVM: ``a_(i,t) = vec(left_r right_r^T)`` with ``left = x_{i alpha_i} - x_it``,
     ``right = z_i`` (row-major vec, so ``a^T vec(W) = left^T W right``). Decoder SVM:
@@ -153,7 +153,7 @@ def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
 
 @dataclass(frozen=True, eq=False)
 class AttentionProblem:
-    """A dataset for single-head attention (SPEC section 1). Immutable; validated on creation.
+    """A dataset for single-head attention (docs/theory.md section 1). Immutable; validated on creation.
 
     Attributes:
         X: tokens, shape (n, T, d).
@@ -258,7 +258,7 @@ class AttentionProblem:
 
     # ------------------------------------------------------------------ SVM constraints
     def attention_constraints(self, alpha=None) -> ConstraintSystem:
-        """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and t != alpha_i (SPEC section 3)."""
+        """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and t != alpha_i (docs/theory.md section 3)."""
         a = resolve_alpha(self, alpha)
         X, z = self.exact("X"), self.exact("z")
         index, left, right = [], [], []
@@ -274,7 +274,7 @@ class AttentionProblem:
         return ConstraintSystem("attention", tuple(index), DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d)
 
     def decoder_constraints(self, alpha=None) -> ConstraintSystem:
-        """Rows ``y_i x_{i alpha_i}`` of the decoder SVM (SPEC section 3)."""
+        """Rows ``y_i x_{i alpha_i}`` of the decoder SVM (docs/theory.md section 3)."""
         a = resolve_alpha(self, alpha)
         X = self.exact("X").as_object()
         sign = [1 if yi > 0 else -1 for yi in self.y]

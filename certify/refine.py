@@ -1,4 +1,4 @@
-"""High-precision Newton refinement on the reduced dual system (SPEC section 4, last item).
+"""High-precision Newton refinement on the reduced dual system (docs/theory.md section 4, last item).
 
 Solve ``G(lam_S) = A_S phi(A_S^T lam_S) - 1 = 0`` for the multipliers on the active set S, with
 ``phi(u) = sign(u)|u|^{q-1}``. Mixed precision: ``lam_S`` is a fixed-point integer vector, the

@@ -1,4 +1,4 @@
-"""`certify_svm`: the certified attention-SVM / decoder-SVM pipeline (CERTIFICATES.md "Pipeline").
+"""`certify_svm`: the certified attention-SVM / decoder-SVM pipeline (docs/theory.md section 4.5).
 
 1. Canonicalize (exact p, exact integer rows, data hash). 2. Float warm start (smooth dual +
 projected Newton; Clarabel fallback). 3. Mixed-precision Newton on the reduced dual system.
@@ -54,7 +54,7 @@ def _good(b: Bounds, digits: int) -> bool:
 
 def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
                 time_limit: float | None = None) -> Certificate:
-    """Certified solution of the l_p attention SVM or decoder SVM (SPEC sections 3-4).
+    """Certified solution of the l_p attention SVM or decoder SVM (docs/theory.md sections 3-4).
 
     Args:
         problem: the data.

@@ -1,4 +1,4 @@
-"""Float warm starts for ``min ||w||_p s.t. A w >= 1`` (CERTIFICATES.md step 3). Never evidence.
+"""Float warm starts for ``min ||w||_p s.t. A w >= 1`` (docs/theory.md section 4.5). Never evidence.
 
 The psi-form dual ``min_{lam >= 0} f(lam) = (1/q)||A^T lam||_q^q - 1^T lam`` (N variables, smooth)
 is solved with L-BFGS-B, then polished by a projected (active-set) Newton method on

@@ -1,4 +1,4 @@
-"""Single-head softmax attention model of SPEC section 1, functional and as an ``nn.Module``.
+"""Single-head softmax attention model of docs/theory.md section 1, functional and as an ``nn.Module``.
 
 Logits ``s_it = x_it^T W z_i`` (no 1/sqrt(d) scaling), output ``f(X_i) = v^T X_i^T softmax(X_i W z_i)``,
 loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` with the logistic loss ``l(u) = log(1 + e^{-u})`` by default.
@@ -130,7 +130,7 @@ def loss(
     *,
     loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic",
 ) -> torch.Tensor:
-    """Empirical loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` (SPEC section 1).
+    """Empirical loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` (docs/theory.md section 1).
 
     Args:
         W: ``[..., d, d]``.
@@ -149,7 +149,7 @@ class AttentionModel(nn.Module):
 
     Args:
         d: embedding dimension.
-        train_decoder: if True, ``v`` is an ``nn.Parameter`` (joint training, SPEC section 2); else a buffer.
+        train_decoder: if True, ``v`` is an ``nn.Parameter`` (joint training, docs/theory.md section 2); else a buffer.
         v: decoder ``[d]`` (required when ``train_decoder`` is False; zeros by default otherwise).
         W0: initial ``W`` ``[d, d]`` (zeros by default).
         dtype: parameter dtype (float64 by default).

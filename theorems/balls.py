@@ -1,4 +1,4 @@
-"""Ball-arithmetic helpers (python-flint ``arb``) shared by the rigorous predicates (SPEC section 4).
+"""Ball-arithmetic helpers (python-flint ``arb``) shared by the rigorous predicates (docs/theory.md section 4).
 
 Every conversion here is exact or outward rounded: dyadic floats become exact balls, rationals
 become balls containing them, and an enclosure is turned back into exact `Fraction` end points.

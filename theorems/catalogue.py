@@ -1,7 +1,7 @@
 """The theorem catalogue: each theorem as its hypotheses plus the conclusion to be measured.
 
 Source: A. K. Julistiono, D. A. Tarzanagh, N. Azizan, "Optimizing Attention with Mirror Descent:
-Generalized Max-Margin Token Selection", arXiv:2410.14581 / JMLR 2026 (SPEC section 5). The
+Generalized Max-Margin Token Selection", arXiv:2410.14581 / JMLR 2026 (docs/theory.md section 5). The
 conclusions are never assumed here: they are listed with status "to measure" (the training paths
 and regularization paths of `experiments` measure them).
 """

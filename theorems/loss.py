@@ -1,4 +1,4 @@
-"""``loss_admissible(l)``: the paper's loss assumption, checked symbolically with sympy (SPEC section 5).
+"""``loss_admissible(l)``: the paper's loss assumption, checked symbolically with sympy (docs/theory.md section 5).
 
 The assumption (arXiv:2410.14581, Assumption A): l is strictly decreasing and differentiable, and
 l' is bounded and Lipschitz on every closed interval. The check proves or refutes three parts:

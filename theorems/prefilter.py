@@ -1,4 +1,4 @@
-"""A cheap rigorous pre-filter for the step-size check (SPEC section 2): no exp, no per-entry powers.
+"""A cheap rigorous pre-filter for the step-size check (docs/theory.md section 2): no exp, no per-entry powers.
 
 For a step ``W -> W'`` with exact logit increments ``delta_i = s_i(W') - s_i(W)``:
 

@@ -1,4 +1,4 @@
-"""The initialization hypothesis ``init_in_region(W0, mu, R, p)`` (SPEC section 5, Theorems 8-11).
+"""The initialization hypothesis ``init_in_region(W0, mu, R, p)`` (docs/theory.md section 5, Theorems 8-11).
 
 Requires ``D_psi(Wbar_mm, Wbar(0)) <= mu`` and ``||W(0)||_p >= R`` with ``Wbar = W / ||W||_p``.
 Both are enclosed rigorously:
@@ -12,7 +12,7 @@ Both are enclosed rigorously:
 * ``||W0||_p`` is enclosed in arb.
 
 mu and R are inputs (the theorem's admissible values are data dependent and not invented here);
-the report also encloses the data quantities they depend on (SPEC section 5): OPT = ||W_mm||_p,
+the report also encloses the data quantities they depend on (docs/theory.md section 5): OPT = ||W_mm||_p,
 the margin gap between support and non-support logits under W_mm, the score gap between alpha and
 its support tokens, and ``max ||x_it||_2 ||z_i||_2``.
 """
@@ -63,7 +63,7 @@ def _ball_norm_p(values: list[arb], p: arb) -> tuple[arb, list[arb]]:
 
 
 def data_quantities(ctx: CheckContext, cert, alpha: tuple[int, ...]) -> list[Evidence]:
-    """Enclosures of the data quantities of SPEC section 5 (informational evidence)."""
+    """Enclosures of the data quantities of docs/theory.md section 5 (informational evidence)."""
     out: list[Evidence] = []
     prob = ctx.problem
     p = cert.p
@@ -124,7 +124,7 @@ def data_quantities(ctx: CheckContext, cert, alpha: tuple[int, ...]) -> list[Evi
 
 @dataclass(frozen=True, eq=False)
 class InitInRegion(Predicate):
-    """``D_psi(Wbar_mm, Wbar(0)) <= mu`` and ``||W(0)||_p >= R`` (SPEC section 5).
+    """``D_psi(Wbar_mm, Wbar(0)) <= mu`` and ``||W(0)||_p >= R`` (docs/theory.md section 5).
 
     Attributes:
         W0: the initialization (d, d) float64.

@@ -1,4 +1,4 @@
-"""Optional: convexity of ``psi - eta L`` on each whole segment ``[W_k, W_{k+1}]`` (SPEC section 2).
+"""Optional: convexity of ``psi - eta L`` on each whole segment ``[W_k, W_{k+1}]`` (docs/theory.md section 2).
 
 Stronger than the relative-smoothness inequality at the end points (`theorems.stepsize`): the descent
 lemma needs ``g(tau) = psi(W_tau) - eta L(W_tau)``, ``W_tau = W_k + tau (W_{k+1} - W_k)``, to be convex

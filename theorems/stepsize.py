@@ -1,11 +1,11 @@
-"""The step-size hypothesis along a recorded trajectory (SPEC section 2 and section 5).
+"""The step-size hypothesis along a recorded trajectory (docs/theory.md section 2 and section 5).
 
 ``step_size_convex_along_path(eta, trajectory)`` checks, on every recorded step ``W_k -> W_{k+1}``,
 the relative-smoothness inequality
 
     D_L(W_{k+1}, W_k) <= (1/eta) D_psi(W_{k+1}, W_k),
 
-the weakest checkable form of "psi - eta L is convex along the path" (descent lemma, SPEC 2).
+the weakest checkable form of "psi - eta L is convex along the path" (descent lemma, docs/theory.md section 2).
 
 Rigour: the logits ``s_it = x_it^T W z_i`` are computed EXACTLY as integer products (float64 entries
 of W, X, z are dyadic) with one python-flint ``fmpz_mat`` product for the whole path. A cheap rigorous
@@ -169,7 +169,7 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
 
 @dataclass(frozen=True, eq=False)
 class StepSizeConvexAlongPath(Predicate):
-    """Relative smoothness ``D_L <= (1/eta) D_psi`` on every recorded step (SPEC sections 2 and 5).
+    """Relative smoothness ``D_L <= (1/eta) D_psi`` on every recorded step (docs/theory.md sections 2 and 5).
 
     Attributes:
         eta: the step size (exact rational from its decimal string).

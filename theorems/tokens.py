@@ -1,4 +1,4 @@
-"""Token hypotheses: SVM feasibility, global and local optimality of alpha (SPEC sections 3-5).
+"""Token hypotheses: SVM feasibility, global and local optimality of alpha (docs/theory.md sections 3-5).
 
 Every verdict is re-derived here from exact integer arithmetic on the data: a feasible point is
 accepted only when ``min_r a_r^T w > 0`` holds exactly, a Gordan vector only when ``A^T g = 0``
@@ -138,7 +138,7 @@ def _feasibility_evidence(ctx: CheckContext, svm: str, alpha: tuple[int, ...]) -
 # ---------------------------------------------------------------------- predicates
 @dataclass(frozen=True)
 class SvmFeasible(Predicate):
-    """The attention (or decoder) SVM of alpha is feasible (SPEC section 3). Feasibility does not
+    """The attention (or decoder) SVM of alpha is feasible (docs/theory.md section 3). Feasibility does not
     depend on p. Infeasible FAILS with an exactly checked Gordan vector as evidence."""
 
     alpha: Any = None
@@ -222,7 +222,7 @@ class TokensGloballyOptimal(Predicate):
 
 @dataclass(frozen=True)
 class TokensLocallyOptimal(Predicate):
-    """alpha is locally optimal for the l_p attention SVM (SPEC section 3): the SVM is feasible and
+    """alpha is locally optimal for the l_p attention SVM (docs/theory.md section 3): the SVM is feasible and
     ``gamma_{i alpha_i} > gamma_it`` for every support token ``t in T_i``."""
 
     alpha: Any = None

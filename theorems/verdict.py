@@ -1,4 +1,4 @@
-"""Three-valued verdicts and the evidence behind them (SPEC section 5).
+"""Three-valued verdicts and the evidence behind them (docs/theory.md section 5).
 
 A hypothesis check answers HOLDS, FAILS or UNDECIDED and carries `Evidence`: a named quantity,
 an exact enclosure ``[lo, hi]`` of it (Fractions), the threshold it is compared with, and the
@@ -317,7 +317,7 @@ class TheoremReport:
         reference: citation (arXiv:2410.14581 / JMLR 2026).
         hypotheses: one report per hypothesis.
         conclusion: what the theorem concludes (measured elsewhere, listed as "to measure").
-        quantities: JSON-able measured quantities (data quantities of SPEC section 5, inputs).
+        quantities: JSON-able measured quantities (data quantities of docs/theory.md section 5, inputs).
     """
 
     theorem: str

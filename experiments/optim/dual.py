@@ -1,4 +1,4 @@
-"""The cached-dual CPU path of `experiments.optim.optimizer.LpMirrorDescent` (SPEC section 2), as a mixin.
+"""The cached-dual CPU path of `experiments.optim.optimizer.LpMirrorDescent` (docs/theory.md section 2), as a mixin.
 
 With ``cache_dual=True`` (the default; CPU fast path, p != 2) ``state["dual"]`` holds
 ``Q = grad psi(W)`` as produced by the last step, so a step is ``Q <- Q - lr G; W <- (grad psi)^{-1}(Q)``

@@ -1,4 +1,4 @@
-"""Fused CPU kernel of the dual mirror step for ``LpMirrorDescent(fused=True)`` (SPEC section 2).
+"""Fused CPU kernel of the dual mirror step for ``LpMirrorDescent(fused=True)`` (docs/theory.md section 2).
 
 ``Q <- Q + coef G;  W <- sign(Q)|Q|^e`` (``e = 1/(p-1)``, exact) in one compiled pass (``torch.compile``,
 inductor's C++ backend) instead of the eager add and power plan (six to nine passes). What makes it

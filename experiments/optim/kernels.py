@@ -1,4 +1,4 @@
-"""Kernels of the l_p mirror step (SPEC section 2): validation, exact-exponent power plans, the
+"""Kernels of the l_p mirror step (docs/theory.md section 2): validation, exact-exponent power plans, the
 out-of-place reference update and the chunked in-place CPU loops used by `experiments.optim.optimizer`.
 
 Power plans evaluate ``sign(x)|x|^e`` for an exact rational ``e`` with the cheapest formula that is

@@ -1,4 +1,4 @@
-"""Torch twins of `certify.lp`: the l_p potential, mirror maps and Bregman divergence (SPEC section 2).
+"""Torch twins of `certify.lp`: the l_p potential, mirror maps and Bregman divergence (docs/theory.md section 2).
 
 Same names and semantics as the numpy functions in `certify.lp` (which hold the float64 reference);
 here they run on any dtype/device and are differentiable where the math is. ``dim`` selects the

@@ -1,4 +1,4 @@
-"""``LpMirrorDescent``: mirror descent with the l_p potential as a ``torch.optim.Optimizer`` (SPEC section 2).
+"""``LpMirrorDescent``: mirror descent with the l_p potential as a ``torch.optim.Optimizer`` (docs/theory.md section 2).
 
 One step, per parameter ``W`` with gradient ``G`` (``-G`` with ``maximize``):
 
@@ -70,7 +70,7 @@ def _validate_fused(fused, foreach, differentiable) -> None:
 
 
 class LpMirrorDescent(DualCacheMixin, Optimizer):
-    """Mirror descent with the l_p potential ``psi(W) = (1/p)||W||_p^p`` (SPEC section 2).
+    """Mirror descent with the l_p potential ``psi(W) = (1/p)||W||_p^p`` (docs/theory.md section 2).
 
     Args:
         params: parameters or param groups (each group may set its own ``lr`` and ``p``).

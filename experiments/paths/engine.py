@@ -1,4 +1,4 @@
-"""Batched mirror-descent training paths: B trajectories in one tensor program (SPEC sections 2, 5).
+"""Batched mirror-descent training paths: B trajectories in one tensor program (docs/theory.md sections 2, 5).
 
 Trajectories are the grid datasets x p values x initializations x step sizes. Each has its own p, step
 size and step count; trajectories sharing ``(p, lr)`` form a group that runs with scalar exponents
@@ -154,13 +154,13 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
               progress: bool | None = None, check_every: int = 64, threads: int | None = 1,
               on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
               group_by_p: bool | None = None) -> PathResult:
-    """Run B mirror-descent trajectories at once (SPEC section 2) and record them at log-spaced steps.
+    """Run B mirror-descent trajectories at once (docs/theory.md section 2) and record them at log-spaced steps.
 
     Args:
         problems: datasets (equal n, T, d); trajectory b uses ``problems[data_index[b]]``.
         data_index, p, lr, steps: per trajectory, length B (p parsed exactly, e.g. "1.75").
         W0: (B, d, d) initial attention matrices.
-        normalize: divide each gradient by its dual norm ``||G||_q`` (SPEC section 2 option).
+        normalize: divide each gradient by its dual norm ``||G||_q`` (docs/theory.md section 2 option).
         train_decoder: also train ``v`` (same mirror map, its own step ``decoder_lr``; default lr).
         v0: (B, d) initial decoders (default: each dataset's v).
         device: "auto" | "cpu" | "cuda"; dtype: "float64" (default) | "float32".
@@ -225,7 +225,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
 
 # ---------------------------------------------------------------------------------------------- analysis
 def directional_bregman(W: np.ndarray, record_steps: np.ndarray, reference: np.ndarray, p: Sequence) -> np.ndarray:
-    """``D_psi(Wbar_ref, Wbar(k))`` for every recorded iterate (SPEC section 2; reference first).
+    """``D_psi(Wbar_ref, Wbar(k))`` for every recorded iterate (docs/theory.md section 2; reference first).
 
     Both matrices are normalized in the entrywise p-norm of their trajectory; evaluated with the
     cancellation-free entrywise form of `certify.lp.bregman` (float64: evidence of nothing, a

@@ -1,4 +1,4 @@
-"""One tensor program of the batched engine (SPEC section 2): trajectories sharing a step size (and by
+"""One tensor program of the batched engine (docs/theory.md section 2): trajectories sharing a step size (and by
 default p), their mirror-descent state, the normalized gradients and the freezing of rows whose step
 is undefined.
 
@@ -137,7 +137,7 @@ class PathGroup:
         return np.where(lim, TrajectoryStatus.ZERO_GRADIENT.value, TrajectoryStatus.NONFINITE.value)
 
     def step(self, fw, k: int) -> None:
-        """Mirror step k -> k+1: ``Q <- Q - eta G``, ``W = grad psi^{-1}(Q)`` (SPEC section 2).
+        """Mirror step k -> k+1: ``Q <- Q - eta G``, ``W = grad psi^{-1}(Q)`` (docs/theory.md section 2).
 
         Rows whose step is undefined are frozen: on the CPU (where a host check is free) they are
         detected at once; on an accelerator a device-side count avoids a sync per step.

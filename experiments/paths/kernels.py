@@ -1,4 +1,4 @@
-"""Analytic kernels of the batched mirror-descent engine (SPEC sections 1, 2): forward pass, gradients,
+"""Analytic kernels of the batched mirror-descent engine (docs/theory.md sections 1, 2): forward pass, gradients,
 dual-norm normalization and signed powers, batched over trajectories (torch, any dtype/device).
 
 The loss gradient is analytic (no autograd), one program for the whole group:
@@ -32,7 +32,7 @@ SCALE_ABOVE = {torch.float64: 300.0, torch.float32: 40.0}
 
 
 def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True):
-    """Analytic forward pass of a group (SPEC section 1, logistic loss).
+    """Analytic forward pass of a group (docs/theory.md section 1, logistic loss).
 
     Args:
         W (B,d,d); Xt (B,n,d,T) tokens transposed; z (B,n,d); h (B,n,T) token values v^T x_it; y (B,n).
@@ -96,7 +96,7 @@ def token_values(X, v):
 
 
 def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, v: torch.Tensor):
-    """Analytic loss and gradients of a batch, as the engine computes them (SPEC section 1).
+    """Analytic loss and gradients of a batch, as the engine computes them (docs/theory.md section 1).
 
     Args:
         W: (B, d, d); X: (B, n, T, d); y: (B, n); z: (B, n, d); v: (B, d).

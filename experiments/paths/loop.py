@@ -1,4 +1,4 @@
-"""The batched training loop of the engine (SPEC section 2): steps every group, retires finished and
+"""The batched training loop of the engine (docs/theory.md section 2): steps every group, retires finished and
 stopped trajectories (compacting their groups), records at the scheduled steps (`Recorder`) and shows
 a progress bar on stderr."""
 

@@ -1,4 +1,4 @@
-"""Measured convergence rates of training paths (SPEC section 5, Theorems 8, 10, 11).
+"""Measured convergence rates of training paths (docs/theory.md section 5, Theorems 8, 10, 11).
 
 Two two-parameter models are fitted on the tail of a decay curve ``D(k)`` (the directional Bregman
 divergence), by least squares in log space:

@@ -1,4 +1,4 @@
-"""Results of the batched mirror-descent engine (SPEC section 2): how each trajectory ended
+"""Results of the batched mirror-descent engine (docs/theory.md section 2): how each trajectory ended
 (`TrajectoryStatus`) and the recorded trajectories (`PathResult`)."""
 
 from __future__ import annotations

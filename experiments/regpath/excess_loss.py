@@ -1,4 +1,4 @@
-"""Log-domain loss kernels of the fixed-decoder attention loss (SPEC section 5, Theorem 6).
+"""Log-domain loss kernels of the fixed-decoder attention loss (docs/theory.md section 5, Theorem 6).
 
 With ``gamma_it = y_i v^T x_it`` and reference tokens
 ``a_i = argmax_t gamma_it``, every logistic/exponential loss splits exactly as

@@ -1,4 +1,4 @@
-"""Regularization paths of softmax attention with a fixed decoder (SPEC section 5, Theorem 6).
+"""Regularization paths of softmax attention with a fixed decoder (docs/theory.md section 5, Theorem 6).
 
 ``W(R) = argmin_{||W||_p <= R} L(W)`` for a geometric grid of radii R, warm-started along the
 grid, several starts ("chains"), a per-R first-order optimality gap on the l_p ball, and the

@@ -1,4 +1,4 @@
-"""Radius grids of the regularization paths (SPEC section 5): ``START:STOP:COUNT`` parsing,
+"""Radius grids of the regularization paths (docs/theory.md section 5): ``START:STOP:COUNT`` parsing,
 geometric grids with exact ends, and validation of explicit radius sequences."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Joint regularization path of attention W and decoder v (SPEC section 5, Theorem 31).
+"""Joint regularization path of attention W and decoder v (docs/theory.md section 5, Theorem 31).
 
 ``(W, v)(R) = argmin L(W, v) s.t. ||W||_p <= R, ||v||_p <= r(R)`` with the radius coupling
 ``r = f(R)`` given explicitly by the user (`experiments.regpath.radius_function`). Solved by block

@@ -1,4 +1,4 @@
-"""Joint mirror descent on attention W and decoder v (SPEC sections 2, 5; Theorem 31).
+"""Joint mirror descent on attention W and decoder v (docs/theory.md sections 2, 5; Theorem 31).
 
 Both W and v are trained by `experiments.optim.optimizer.LpMirrorDescent` with normalized gradients
 (``G / ||G||_q`` per parameter) from ``W(0) = 0, v(0) = 0``. The gradients are computed in
@@ -51,7 +51,7 @@ class JointMDPath:
 def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None, reference: Reference | None = None,
                   v_reference: Reference | None = None, loss: str = "logistic", records: int = 40,
                   digits: int = 30) -> JointMDPath:
-    """Joint mirror descent on (W, v) from zero with normalized steps (`LpMirrorDescent`, SPEC section 2).
+    """Joint mirror descent on (W, v) from zero with normalized steps (`LpMirrorDescent`, docs/theory.md section 2).
 
     Args:
         problem: data; p: exponent; steps: iterations; lr: step size (per parameter, normalized).

@@ -1,4 +1,4 @@
-"""Log-domain objectives of joint training (SPEC section 5, Theorem 31): ``L(W, v)`` with scale-free
+"""Log-domain objectives of joint training (docs/theory.md section 5, Theorem 31): ``L(W, v)`` with scale-free
 gradients of both blocks (`JointObjective`) and the convex decoder block ``log L(v)`` for fixed
 attended features (`DecoderLoss`, in the `experiments.regpath.excess_loss.ExcessLoss.evaluate` format so
 that `experiments.regpath.sphere.solve_on_sphere` solves it)."""

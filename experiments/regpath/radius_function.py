@@ -1,4 +1,4 @@
-"""The decoder-radius coupling ``r = f(R)`` of the joint regularization path (SPEC section 5, Theorem 31).
+"""The decoder-radius coupling ``r = f(R)`` of the joint regularization path (docs/theory.md section 5, Theorem 31).
 
 An arithmetic expression in R is parsed with Python's ``ast`` into a whitelisted tree (numbers, R,
 pi, e, + - * / ** or ^, and sqrt/log/ln/exp/log2/log10/abs) and evaluated by a small interpreter,

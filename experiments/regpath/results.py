@@ -1,4 +1,4 @@
-"""Results of the regularization paths (SPEC section 5): per-start and per-radius records, the path
+"""Results of the regularization paths (docs/theory.md section 5): per-start and per-radius records, the path
 and its JSON form, and the winner selection shared by the fixed-decoder and the joint path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The l_p-sphere solver of the regularization paths (SPEC section 5).
+"""The l_p-sphere solver of the regularization paths (docs/theory.md section 5).
 
 Each radius is solved on the sphere ``||W||_p = R`` (for the large radii of interest the
 constraint is active) with L-BFGS in the parametrization ``W = R h(theta)/||h(theta)||_p``,

@@ -1,4 +1,4 @@
-"""The certified SVM directions the regularization paths are measured against (SPEC sections 2, 5).
+"""The certified SVM directions the regularization paths are measured against (docs/theory.md sections 2, 5).
 
 `reference_direction` certifies ``W_mm(alpha)`` (or the decoder SVM ``v_mm(alpha)``) with
 `certify.certify_svm`; `bregman_directional` measures ``D_psi(ref/||ref||_p, W/||W||_p)`` in
@@ -101,7 +101,7 @@ def reference_direction(problem, p, *, alpha="opt", svm: str = "attention", digi
 
 
 def bregman_directional(reference: Reference | np.ndarray, W: np.ndarray, p, *, digits: int = 40) -> float:
-    """``D_psi(ref/||ref||_p, W/||W||_p)`` (reference first, SPEC section 2), evaluated in mpmath.
+    """``D_psi(ref/||ref||_p, W/||W||_p)`` (reference first, docs/theory.md section 2), evaluated in mpmath.
 
     The reference's exact rationals are used when available; W is exact as given (float64). The
     result is rounded to float64 (a measurement, not a certified bound).

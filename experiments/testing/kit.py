@@ -1,4 +1,4 @@
-"""Property-test kit for l_p mirror-descent implementations (SPEC section 2), built on hypothesis.
+"""Property-test kit for l_p mirror-descent implementations (docs/theory.md section 2), built on hypothesis.
 
 Strategies:
     `exponents()` exact rational p in (1, 8] (2, 3, 7/4, values near 1, ...);
@@ -6,7 +6,7 @@ Strategies:
     `attention_problems()` small `certify.AttentionProblem` instances.
 
 Checker:
-    `check_mirror_update(update, ...)` runs SPEC section 2 properties against any implementation, given
+    `check_mirror_update(update, ...)` runs docs/theory.md section 2 properties against any implementation, given
     either a step function ``(W, G, lr, p) -> W_new`` or an optimizer factory
     ``(params, lr, p) -> torch.optim.Optimizer`` (an ``Optimizer`` subclass taking ``lr=`` and ``p=``
     also works). A failing implementation raises ``AssertionError`` naming the property, shrunk by
@@ -186,7 +186,7 @@ def check_mirror_update(update: Callable, *, p: Any = None, kind: str = "auto", 
                         rtol: float = 1e-9, gd_bitwise: bool = False,
                         mirror_map: Callable | None = None, inverse_mirror_map: Callable | None = None,
                         properties: tuple[str, ...] = PROPERTIES) -> None:
-    """Assert the SPEC section 2 properties of an l_p mirror-descent update (float64).
+    """Assert the docs/theory.md section 2 properties of an l_p mirror-descent update (float64).
 
     Properties (each a hypothesis test; a failure shrinks to a minimal counterexample):
         stationarity: ``grad psi(W+) = grad psi(W) - lr G`` entrywise within ``rtol`` of the scale

@@ -1,4 +1,4 @@
-"""Exact p parsing and exact dyadic views of float64 data (SPEC sections 1 and 4)."""
+"""Exact p parsing and exact dyadic views of float64 data (docs/theory.md sections 1 and 4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of certify.lp: l_p norm, potential, mirror maps, Bregman divergence (SPEC section 2)."""
+"""Tests of certify.lp: l_p norm, potential, mirror maps, Bregman divergence (docs/theory.md section 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of the single-head attention model (SPEC section 1)."""
+"""Tests of the single-head attention model (docs/theory.md section 1)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from experiments.testing.kit import attention_problems
 
 
 def naive_loss(problem, W, v):
-    """Float64 loop over examples and tokens, straight from SPEC section 1."""
+    """Float64 loop over examples and tokens, straight from docs/theory.md section 1."""
     total = 0.0
     for i in range(problem.n):
         X, z = problem.X[i], problem.z[i]

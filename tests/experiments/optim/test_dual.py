@@ -1,4 +1,4 @@
-"""Tests of the cached dual (`experiments.optim.dual`, ``state["dual"]``) of LpMirrorDescent (SPEC section 2)."""
+"""Tests of the cached dual (`experiments.optim.dual`, ``state["dual"]``) of LpMirrorDescent (docs/theory.md section 2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tests of the l_p mirror-step kernels (`experiments.optim.kernels`): power plans and their float32
-accuracy (SPEC section 2). The optimizer built on them is tested in test_optim.py."""
+accuracy (docs/theory.md section 2). The optimizer built on them is tested in test_optim.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of LpMirrorDescent (SPEC section 2, issue 2 item 3)."""
+"""Tests of LpMirrorDescent (docs/theory.md section 2, issue 2 item 3)."""
 
 from __future__ import annotations
 

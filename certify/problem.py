@@ -1,9 +1,11 @@
-"""The immutable attention-problem data model (docs/theory.md section 1 and section 3).
+"""The immutable attention-problem data model (docs/theory.md sections 1, 1.x and 3).
 
 `AttentionProblem` holds ``X [n, T, d]``, ``y [n]`` in {-1, +1}, ``z [n, d]``, the decoder
-``v [d]`` and optional token indices ``alpha [n]``. It validates on construction, loads and saves
-lossless ``.npz`` / ``.json``, and derives exact token scores, globally optimal indices (ties
-reported) and the exact constraint systems of the attention and decoder SVMs.
+``v [d]``, optional token indices ``alpha [n]``, optional per-example ``lengths [n]`` (variable-length
+sequences: tokens ``t >= lengths[i]`` are zero padding and take part in nothing) and an optional
+``provenance`` record. It validates on construction, loads and saves lossless ``.npz`` / ``.json``,
+and derives exact token scores, globally optimal indices (ties reported) and the exact constraint
+systems of the attention and decoder SVMs.
 """
 
 from __future__ import annotations
@@ -18,96 +20,10 @@ import numpy as np
 
 from certify.errors import MdcertError
 from certify.exact import DyadicArray, dyadic
+from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
+from certify.rows import ConstraintSystem, OptimalTokens
 
-__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "resolve_alpha"]
-
-
-def _array(name: str, value, ndim: int) -> np.ndarray:
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError):  # ragged nested lists
-        raw = None
-    if raw is None or raw.dtype.kind not in "biuf":
-        what = ("ragged or non-numeric nested lists" if raw is None or raw.dtype.kind == "O"
-                else f"dtype {raw.dtype}")
-        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got {what}; "
-                          f"store plain float64 values") from None
-    try:
-        arr = np.array(raw, dtype=np.float64, copy=True)
-    except (TypeError, ValueError, OverflowError):
-        raise MdcertError(f"{name} must be a real numeric array; got {type(value).__name__}") from None
-    if arr.ndim != ndim:
-        raise MdcertError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        bad = tuple(int(k) for k in np.argwhere(~np.isfinite(arr))[0])
-        raise MdcertError(f"{name} contains NaN or Inf (first at index {bad}); replace non-finite entries")
-    arr.setflags(write=False)
-    return arr
-
-
-@dataclass(frozen=True)
-class OptimalTokens:
-    """Globally optimal token indices ``argmax_t gamma_it`` (docs/theory.md section 1).
-
-    Attributes:
-        indices: the smallest maximizing index per example.
-        ties: for each example with several maximizers, ``(i, (t1, t2, ...))``; never broken silently.
-    """
-
-    indices: tuple[int, ...]
-    ties: tuple[tuple[int, tuple[int, ...]], ...]
-
-    @property
-    def unique(self) -> bool:
-        return not self.ties
-
-
-@dataclass(frozen=True, eq=False)
-class ConstraintSystem:
-    """Rows ``a_r`` of ``A w >= 1`` for one SVM and one alpha (docs/theory.md section 3).
-
-    Attention SVM: ``a_(i,t) = vec(left_r right_r^T)`` with ``left = x_{i alpha_i} - x_it``,
-    ``right = z_i`` (row-major vec, so ``a^T vec(W) = left^T W right``). Decoder SVM:
-    ``a_i = left_i = y_i x_{i alpha_i}`` and ``right`` is None.
-
-    Attributes:
-        kind: "attention" or "decoder".
-        index: per row, ``(i, t)`` (attention) or ``(i,)`` (decoder).
-        left: exact left factors (N x d).
-        right: exact right factors (N x d), or None for the decoder SVM.
-        d: token dimension; the variable has ``m = d*d`` (attention) or ``d`` entries.
-    """
-
-    kind: str
-    index: tuple[tuple[int, ...], ...]
-    left: DyadicArray
-    right: DyadicArray | None
-    d: int
-    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    @property
-    def m(self) -> int:
-        return self.d * self.d if self.kind == "attention" else self.d
-
-    @property
-    def N(self) -> int:
-        return len(self.index)
-
-    def exact_rows(self) -> tuple[np.ndarray, int]:
-        """The exact matrix as an object array of Python ints and its binary exponent."""
-        left = self.left.as_object()
-        if self.right is None:
-            return left, self.left.exp
-        right = self.right.as_object()
-        rows = (left[:, :, None] * right[:, None, :]).reshape(self.N, self.m)
-        return rows, self.left.exp + self.right.exp
-
-    def rows(self) -> np.ndarray:
-        """Float64 approximation of A (each entry correctly rounded); for solvers only, never evidence."""
-        if "rows" not in self._cache:
-            ints, exp = self.exact_rows()
-            self._cache["rows"] = np.ldexp(ints.astype(np.float64), exp)
-        return self._cache["rows"]
+__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "resolve_alpha"]  # rows: re-exported
 
 
 def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
@@ -147,6 +63,10 @@ def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
     for i, a in enumerate(vals.tolist()):
         if not math.isfinite(a) or not float(a).is_integer() or not 0 <= int(a) < problem.T:
             raise MdcertError(f"alpha[{i}] = {a} is not a token index in 0..{problem.T - 1}")
+        if problem.lengths is not None and int(a) >= problem.lengths[i]:
+            k = int(problem.lengths[i])
+            raise MdcertError(f"alpha[{i}] = {int(a)} is a padding token (example {i} has lengths[{i}] = {k} tokens); "
+                              f"choose a token index in 0..{k - 1}")
         out.append(int(a))
     return tuple(out)
 
@@ -161,6 +81,14 @@ class AttentionProblem:
         z: comparison (query) vectors, shape (n, d).
         v: decoder, shape (d,).
         alpha: optional token indices, shape (n,).
+        lengths: optional tokens per example, shape (n,), each in 2..T (docs/theory.md section 1.x).
+            Tokens ``t >= lengths[i]`` are padding: stored as zeros, in no constraint, softmax, score
+            or predicate. None (or all equal to T) means full length; a full-length problem is
+            bitwise the problem without lengths (same data hash, same certificates).
+        provenance: optional JSON object describing where the data came from (source file and its
+            sha256, tokenizer/encoder sha256, projection seed, selection, ...). Saved and shown, but
+            not part of `data_hash`: it describes the data, it does not define it - two files with the
+            same arrays are the same problem, and a certificate stays valid when a note is edited.
     """
 
     X: np.ndarray
@@ -168,13 +96,15 @@ class AttentionProblem:
     z: np.ndarray
     v: np.ndarray
     alpha: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    provenance: dict | None = None
     _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        X = _array("X", self.X, 3)
-        y = _array("y", self.y, 1)
-        z = _array("z", self.z, 2)
-        v = _array("v", self.v, 1)
+        X = numeric_array("X", self.X, 3)
+        y = numeric_array("y", self.y, 1)
+        z = numeric_array("z", self.z, 2)
+        v = numeric_array("v", self.v, 1)
         n, T, d = X.shape
         if n < 1 or T < 2 or d < 1:
             raise MdcertError(f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 1; got {X.shape}")
@@ -191,6 +121,8 @@ class AttentionProblem:
         object.__setattr__(self, "y", y)
         object.__setattr__(self, "z", z)
         object.__setattr__(self, "v", v)
+        object.__setattr__(self, "lengths", check_lengths(self.lengths, X))
+        object.__setattr__(self, "provenance", check_provenance(self.provenance))
         if self.alpha is not None:
             given = self.alpha
             object.__setattr__(self, "alpha", None)
@@ -211,17 +143,51 @@ class AttentionProblem:
     def d(self) -> int:
         return self.X.shape[2]
 
+    @property
+    def valid_lengths(self) -> np.ndarray:
+        """Tokens per example, int64 (n,): ``lengths``, or T everywhere for a full-length problem."""
+        if "valid_lengths" not in self._cache:
+            out = np.full(self.n, self.T, dtype=np.int64) if self.lengths is None else self.lengths.copy()
+            out.setflags(write=False)
+            self._cache["valid_lengths"] = out
+        return self._cache["valid_lengths"]
+
+    @property
+    def token_mask(self) -> np.ndarray:
+        """Bool (n, T): True for the valid tokens ``t < lengths[i]``, False for padding."""
+        if "token_mask" not in self._cache:
+            mask = np.arange(self.T)[None, :] < self.valid_lengths[:, None]
+            mask.setflags(write=False)
+            self._cache["token_mask"] = mask
+        return self._cache["token_mask"]
+
     def data_hash(self) -> str:
-        """SHA-256 of the float64 bytes (and shapes) of X, y, z, v: names the data a certificate is about."""
+        """SHA-256 of the float64 bytes (and shapes) of X, y, z, v, and of the int64 lengths when the
+        problem has padding: names the data a certificate is about (provenance is not part of it)."""
         h = hashlib.sha256()
         for arr in (self.X, self.y, self.z, self.v):
             h.update(str(arr.shape).encode())
             h.update(np.ascontiguousarray(arr, dtype="<f8").tobytes())
+        if self.lengths is not None:
+            h.update(b"lengths" + str(self.lengths.shape).encode())
+            h.update(np.ascontiguousarray(self.lengths, dtype="<i8").tobytes())
         return "sha256:" + h.hexdigest()
 
     def with_alpha(self, alpha) -> "AttentionProblem":
-        """A copy with token indices set (``None`` removes them)."""
-        return AttentionProblem(self.X, self.y, self.z, self.v, alpha=None if alpha is None else resolve_alpha(self, alpha))
+        """A copy with token indices set (``None`` removes them); lengths and provenance are kept."""
+        return AttentionProblem(self.X, self.y, self.z, self.v, alpha=None if alpha is None else resolve_alpha(self, alpha),
+                                lengths=self.lengths, provenance=self.provenance)
+
+    def padded(self, T: int) -> "AttentionProblem":
+        """A copy with zero padding tokens appended up to ``T`` tokens per example (docs/theory.md section 1.x):
+        the same problem (same constraints, certificates up to the data hash, paths and verdicts), e.g.
+        to stack problems of different lengths."""
+        if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < self.T:
+            raise MdcertError(f"cannot pad to T = {T!r}: give an integer >= the current T = {self.T}")
+        X = np.zeros((self.n, int(T), self.d))
+        X[:, :self.T] = self.X
+        return AttentionProblem(X, self.y, self.z, self.v, alpha=self.alpha, lengths=self.valid_lengths,
+                                provenance=self.provenance)
 
     # ------------------------------------------------------------------ exact views
     def exact(self, name: str) -> DyadicArray:
@@ -231,7 +197,8 @@ class AttentionProblem:
         return self._cache[name]
 
     def token_scores(self) -> np.ndarray:
-        """Float64 token scores ``gamma_it = y_i v^T x_it`` (approximate; see `token_scores_exact`)."""
+        """Float64 token scores ``gamma_it = y_i v^T x_it`` (approximate; see `token_scores_exact`).
+        Padding tokens score 0 here: mask them with `token_mask`."""
         return self.y[:, None] * np.einsum("ntd,d->nt", self.X, self.v)
 
     def token_scores_exact(self) -> tuple[np.ndarray, int]:
@@ -244,11 +211,11 @@ class AttentionProblem:
         return self._cache["gamma"]
 
     def optimal_indices(self) -> OptimalTokens:
-        """Exact ``argmax_t gamma_it`` per example; ties are reported, not broken."""
+        """Exact ``argmax_t gamma_it`` over the valid tokens of each example; ties are reported, not broken."""
         gamma, _ = self.token_scores_exact()
         idx, ties = [], []
         for i in range(self.n):
-            row = [int(g) for g in gamma[i]]
+            row = [int(g) for g in gamma[i, :self.valid_lengths[i]]]
             best = max(row)
             arg = tuple(t for t, g in enumerate(row) if g == best)
             idx.append(arg[0])
@@ -258,13 +225,13 @@ class AttentionProblem:
 
     # ------------------------------------------------------------------ SVM constraints
     def attention_constraints(self, alpha=None) -> ConstraintSystem:
-        """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and t != alpha_i (docs/theory.md section 3)."""
+        """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and valid t != alpha_i (docs/theory.md section 3)."""
         a = resolve_alpha(self, alpha)
         X, z = self.exact("X"), self.exact("z")
         index, left, right = [], [], []
         Xi, zi = X.as_object(), z.as_object()
         for i in range(self.n):
-            for t in range(self.T):
+            for t in range(int(self.valid_lengths[i])):
                 if t != a[i]:
                     index.append((i, t))
                     left.append(Xi[i, a[i]] - Xi[i, t])
@@ -287,6 +254,10 @@ class AttentionProblem:
         out = {"X": self.X.tolist(), "y": self.y.tolist(), "z": self.z.tolist(), "v": self.v.tolist()}
         if self.alpha is not None:
             out["alpha"] = [int(a) for a in self.alpha]
+        if self.lengths is not None:
+            out["lengths"] = [int(k) for k in self.lengths]
+        if self.provenance is not None:
+            out["provenance"] = self.provenance
         return out
 
     def save(self, path: str | Path) -> Path:
@@ -307,6 +278,10 @@ class AttentionProblem:
                 arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
                 if self.alpha is not None:
                     arrays["alpha"] = self.alpha
+                if self.lengths is not None:
+                    arrays["lengths"] = self.lengths
+                if self.provenance is not None:
+                    arrays["provenance"] = np.array(provenance_text(self.provenance))
                 with open(tmp, "wb") as fh:
                     np.savez(fh, **arrays)
             tmp.replace(path)
@@ -320,7 +295,8 @@ class AttentionProblem:
         missing = [k for k in ("X", "y", "z", "v") if k not in data]
         if missing:
             raise MdcertError(f"problem data lacks {', '.join(missing)}; a problem needs X, y, z and v")
-        return cls(data["X"], data["y"], data["z"], data["v"], alpha=data.get("alpha"))
+        return cls(data["X"], data["y"], data["z"], data["v"], alpha=data.get("alpha"), lengths=data.get("lengths"),
+                   provenance=data.get("provenance"))
 
     @classmethod
     def load(cls, path: str | Path) -> "AttentionProblem":
@@ -357,7 +333,16 @@ class AttentionProblem:
             data.pop("alpha")
         elif isinstance(data.get("alpha"), np.ndarray) and data["alpha"].ndim == 0:
             data["alpha"] = data["alpha"].item()
+        if isinstance(data.get("provenance"), np.ndarray):  # .npz: the JSON text as a 0-d string array
+            text = data["provenance"]
+            if text.dtype.kind != "U" or text.ndim != 0:
+                raise MdcertError(f"cannot read problem {str(path)!r}: provenance must be stored as JSON text")
+            try:
+                data["provenance"] = json.loads(text.item())
+            except (ValueError, RecursionError):
+                raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
         return cls.from_dict(data)
 
     def __repr__(self) -> str:
-        return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)})"
+        pad = "" if self.lengths is None else f", lengths={list(self.lengths)}"
+        return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)}{pad})"

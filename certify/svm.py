@@ -91,7 +91,7 @@ def _rescaled(problem: AttentionProblem) -> tuple[AttentionProblem, int, int] | 
     X, z = np.ldexp(problem.X, kx), np.ldexp(problem.z, kz)
     if not (np.array_equal(np.ldexp(X, -kx), problem.X) and np.array_equal(np.ldexp(z, -kz), problem.z)):
         return None  # scaling would round some entry: solve the data as given
-    return AttentionProblem(X, problem.y, z, problem.v), kx, kz
+    return AttentionProblem(X, problem.y, z, problem.v, lengths=problem.lengths), kx, kz  # padding stays 0
 
 
 def _unscale(cert: Certificate, problem: AttentionProblem, k: int, kx: int, kz: int) -> Certificate:

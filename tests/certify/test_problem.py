@@ -151,3 +151,102 @@ def test_synthetic_problem_properties(n, T, d, seed) -> None:
     assert set(np.unique(prob.y)) <= {-1.0, 1.0}
     again = synthetic_problem(n=n, T=T, d=d, seed=seed)
     assert again.data_hash() == prob.data_hash()
+
+
+# ---------------------------------------------------------------------- variable lengths and provenance
+def _variable(seed: int = 4) -> AttentionProblem:
+    """A synthetic problem with lengths 3..6 of T = 6 (padding zeroed)."""
+    base = synthetic_problem(n=5, T=6, d=3, seed=seed)
+    lengths = np.random.default_rng(seed).integers(3, 7, size=5)
+    X = np.where(np.arange(6)[None, :, None] < lengths[:, None, None], base.X, 0.0)
+    return AttentionProblem(X, base.y, base.z, base.v, lengths=lengths)
+
+
+@pytest.mark.parametrize(("change", "pattern"), [
+    (dict(lengths=[1, 3]), r"lengths\[0\] = 1 leaves fewer than 2 tokens"),
+    (dict(lengths=[3, 4]), r"lengths\[1\] = 4 leaves more than T tokens"),
+    (dict(lengths=[2]), r"lengths must have shape \(2,\)"),
+    (dict(lengths=[2, 2.5]), r"lengths\[1\] = 2.5 is not an integer"),
+    (dict(X=np.ones((2, 3, 4)), lengths=[2, 3]), r"lengths disagree with X: token 2 of example 0 is padding"),
+    (dict(lengths=[2, 3], alpha=[2, 0]), r"alpha\[0\] = 2 is a padding token \(example 0 has lengths\[0\] = 2"),
+    (dict(provenance=["a"]), r"provenance must be a JSON object"),
+])
+def test_bad_lengths_and_provenance_are_rejected(change, pattern) -> None:
+    with pytest.raises(MdcertError, match=pattern) as exc:
+        AttentionProblem(**{**GOOD, **change})
+    assert "\n" not in str(exc.value)
+
+
+def test_full_length_is_bitwise_the_problem_without_lengths() -> None:
+    prob = synthetic_problem(n=3, T=4, d=3, seed=2)
+    full = AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=[4, 4, 4], provenance={"note": "x"})
+    assert full.lengths is None and full.data_hash() == prob.data_hash()
+    assert full.valid_lengths.tolist() == [4, 4, 4] and full.token_mask.all()
+    assert full.to_dict().keys() == {"X", "y", "z", "v", "provenance"}
+    a, b = prob.attention_constraints("opt"), full.attention_constraints("opt")
+    assert a.index == b.index and np.array_equal(a.exact_rows()[0], b.exact_rows()[0])
+
+
+def test_lengths_enter_the_hash_and_provenance_does_not() -> None:
+    prob = _variable()
+    other = AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=prob.lengths, provenance={"seed": 1})
+    assert other.data_hash() == prob.data_hash()
+    longer = prob.lengths.copy()
+    longer[np.argmin(longer)] += 1     # one more (zero) token is another problem
+    assert AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=longer).data_hash() != prob.data_hash()
+    assert repr(prob).endswith(f"lengths={list(prob.lengths)})")
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".json"])
+def test_lengths_and_provenance_round_trip(tmp_path, suffix) -> None:
+    prov = {"source": {"file": "corpus.csv.bz2", "sha256": "ab" * 32}, "projection_seed": 7,
+            "selection": [3, 1, 4], "note": "é"}
+    base = _variable()
+    prob = AttentionProblem(base.X, base.y, base.z, base.v, lengths=base.lengths, provenance=prov, alpha=[0, 1, 2, 0, 1])
+    back = AttentionProblem.load(prob.save(tmp_path / f"p{suffix}"))
+    for name in ("X", "y", "z", "v", "alpha", "lengths"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(prob, name))
+    assert back.provenance == prov and back.data_hash() == prob.data_hash()
+    assert back.lengths.dtype == np.int64
+
+
+def test_npz_provenance_must_be_json_text(tmp_path) -> None:
+    prob = synthetic_problem(n=2, T=3, d=2, seed=1)
+    path = tmp_path / "p.npz"
+    np.savez(path, X=prob.X, y=prob.y, z=prob.z, v=prob.v, provenance=np.arange(3))
+    with pytest.raises(MdcertError, match="provenance must be stored as JSON text"):
+        AttentionProblem.load(path)
+    np.savez(path, X=prob.X, y=prob.y, z=prob.z, v=prob.v, provenance=np.array("{not json"))
+    with pytest.raises(MdcertError, match="provenance is not valid JSON"):
+        AttentionProblem.load(path)
+    np.savez(path, X=prob.X, y=prob.y, z=prob.z, v=prob.v, lengths=np.array([2, 1]))
+    with pytest.raises(MdcertError, match=r"lengths\[1\] = 1 leaves fewer than 2"):
+        AttentionProblem.load(path)
+
+
+def test_padding_takes_part_in_no_row_and_no_score() -> None:
+    prob = _variable()
+    L = prob.valid_lengths
+    cons = prob.attention_constraints([0] * prob.n)
+    assert cons.index == tuple((i, t) for i in range(prob.n) for t in range(1, int(L[i])))
+    # padding scores 0; make every valid score negative: the argmax must still be a valid token
+    neg = AttentionProblem(-np.abs(prob.X), np.ones(prob.n), prob.z, np.abs(prob.v) + 0.1, lengths=prob.lengths)
+    gamma = neg.token_scores()
+    assert np.all(gamma[neg.token_mask] < 0) and np.all(gamma[~neg.token_mask] == 0)
+    for i, a in enumerate(neg.optimal_indices().indices):
+        assert a < L[i] and gamma[i, a] == gamma[i, :L[i]].max()
+    assert prob.token_mask.sum() == L.sum()
+
+
+def test_padded_twin_has_the_same_rows_and_tokens() -> None:
+    prob = synthetic_problem(n=4, T=5, d=3, seed=9)
+    twin = prob.padded(8)
+    assert twin.T == 8 and twin.lengths.tolist() == [5] * 4 and twin.data_hash() != prob.data_hash()
+    assert twin.optimal_indices() == prob.optimal_indices()
+    a, b = prob.attention_constraints("opt"), twin.attention_constraints("opt")
+    assert a.index == b.index and np.array_equal(a.exact_rows()[0], b.exact_rows()[0])
+    assert a.exact_rows()[1] == b.exact_rows()[1]
+    assert twin.padded(8).data_hash() == twin.data_hash() and twin.padded(9).padded(9).lengths.tolist() == [5] * 4
+    assert twin.with_alpha([0, 1, 2, 3]).lengths.tolist() == [5] * 4
+    with pytest.raises(MdcertError, match="cannot pad to T = 4"):
+        prob.padded(4)

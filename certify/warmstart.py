@@ -115,7 +115,9 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
             break
         t = 1.0
         accepted = False
-        for _ls in range(60):
+        # predicted decrease at float resolution of f: Armijo would accept noise (a stall); judge by pg below
+        flat = -float(g[F] @ dF) + float(g[B] @ lam[B]) <= 64 * np.finfo(np.float64).eps * max(1.0, abs(f))
+        for _ls in range(0 if flat else 60):
             cand = lam.copy()
             cand[F] = np.maximum(lam[F] + t * dF, 0.0)
             cand[B] = 0.0

@@ -87,8 +87,15 @@ def _pg(lam: np.ndarray, g: np.ndarray) -> float:
 def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13,
                      max_iter: int = 200, hess=None) -> tuple[np.ndarray, float]:
     """Projected Newton (Bertsekas 1982) on ``min_{lam >= 0} f(lam)``: Newton on the free rows,
-    rows at the bound with positive gradient fixed to 0, Armijo search along the projection arc.
-    Returns (lam, KKT residual of `_kkt`)."""
+    rows in the epsilon-active set (at or near 0, positive gradient) moved towards 0, Armijo search
+    along the projection arc ``lam(t)``. Returns (lam, KKT residual of `_kkt`).
+
+    The arc moves the epsilon-active rows by ``(1 - t) lam_B`` rather than to 0 at once: zeroing a
+    multiplier of size epsilon changes f to second order, which for large q (p near 1) outweighs
+    the first-order decrease the Armijo test predicts, and the search then fails at every t. When
+    the predicted decrease is below the float resolution of f (near the solution), a step is
+    accepted by the decrease of the projected gradient instead: the Armijo test on f would then
+    accept rounding noise (and stall)."""
     lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
     if not np.any(lam > 0):
         lam = np.full(lam.size, 1.0)
@@ -99,8 +106,8 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
         if pg < tol * max(1.0, float(lam.max())) and _kkt(lam, A, q) < tol:
             break
         hist.append(pg)
-        if (len(hist) > 5 and pg < 1e-6 and pg > 0.5 * hist[-6]) or (len(hist) > 40 and pg > 0.5 * hist[-41]):
-            break  # stagnation (degenerate active set): refine() finishes from here
+        if len(hist) > 60 and pg > 0.5 * hist[-61]:
+            break  # no progress (degenerate active set): refine() finishes from here
         epsb = min(1e-3 * float(lam.max()), pg)
         B = (lam <= epsb) & (g > 0)
         F = ~B
@@ -113,29 +120,29 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
             dF = np.linalg.solve(H, -g[F])
         except np.linalg.LinAlgError:
             break
-        t = 1.0
-        accepted = False
-        # predicted decrease at float resolution of f: Armijo would accept noise (a stall); judge by pg below
-        flat = -float(g[F] @ dF) + float(g[B] @ lam[B]) <= 64 * np.finfo(np.float64).eps * max(1.0, abs(f))
-        for _ls in range(0 if flat else 60):
+        slope = -float(g[F] @ dF) + float(g[B] @ lam[B])  # predicted decrease per unit t (> 0)
+        if not (np.isfinite(slope) and slope > 0):
+            break
+        noise = 1e-13 * (abs(f) + float(np.sum(lam)))  # float resolution of f
+        t, step = 1.0, None
+        for _ls in range(60):
             cand = lam.copy()
             cand[F] = np.maximum(lam[F] + t * dF, 0.0)
-            cand[B] = 0.0
+            cand[B] = lam[B] * max(0.0, 1.0 - t)
             fc, gc = _dual(cand, A, q)
-            decrease = -t * float(g[F] @ dF) + float(g[B] @ lam[B])
-            if np.isfinite(fc) and fc <= f - 1e-4 * decrease and t > 1e-10:
-                accepted = True
-                break
+            if np.isfinite(fc):
+                if t * slope < noise:  # f cannot resolve the decrease: judge by the KKT measure
+                    if _pg(cand, gc) < pg:
+                        step = (cand, fc, gc)
+                    if step is not None or _ls > 8:
+                        break
+                elif fc <= f - 1e-4 * t * slope:
+                    step = (cand, fc, gc)
+                    break
             t *= 0.5
-        if not accepted:
-            # flat at float precision: take the full step if it reduces the KKT residual
-            cand = lam.copy()
-            cand[F] = np.maximum(lam[F] + dF, 0.0)
-            cand[B] = 0.0
-            fc, gc = _dual(cand, A, q)
-            if not (np.isfinite(fc) and _pg(cand, gc) < pg):
-                break
-        lam, f, g = cand, fc, gc
+        if step is None:
+            break
+        lam, f, g = step
     return lam, _kkt(lam, A, q)
 
 

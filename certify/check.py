@@ -58,7 +58,7 @@ class _Rows:
                 self.index.append((i,))
                 left.append(Xi[i, alpha[i]] * (1 if problem.y[i] > 0 else -1))
                 continue
-            for t in range(problem.T):
+            for t in range(int(problem.valid_lengths[i])):  # padding tokens t >= lengths[i] give no row
                 if t != alpha[i]:
                     self.index.append((i, t))
                     left.append(Xi[i, alpha[i]] - Xi[i, t])

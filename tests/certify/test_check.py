@@ -267,3 +267,23 @@ def test_rejects_point_violating_a_constraint_by_a_hair(cert_json):
     w["exp"] -= 300
     res = _fails(d, "w_feasible")
     assert "min A w" in res.first_failure
+
+
+def test_checker_builds_rows_of_valid_tokens_only():
+    """A certificate of the padded data read with padding as real tokens (its hash forged to the padded
+    problem's) is rejected; the honest certificate is accepted."""
+    base = synthetic_problem(n=4, T=5, d=4, seed=8)
+    L = np.array([5, 3, 4, 2])
+    X = np.where(np.arange(5)[None, :, None] < L[:, None, None], base.X, 0.0)
+    padded = AttentionProblem(X, base.y, base.z, base.v, lengths=L)
+    as_tokens = AttentionProblem(X, base.y, base.z, base.v)      # zeros read as tokens
+    alpha = list(padded.optimal_indices().indices)
+    honest = certify_svm(padded, "2", alpha=alpha, digits=30)
+    assert honest.status is CertStatus.OPTIMAL and check_certificate(padded, honest).ok
+    other = certify_svm(as_tokens, "2", alpha=alpha, digits=30)
+    assert other.status is CertStatus.OPTIMAL
+    forged = dict(other.to_json(), data_hash=padded.data_hash())
+    res = check_certificate(padded, forged)
+    assert not res.ok and res.first_failure.startswith("vectors"), res.first_failure
+    forged = dict(honest.to_json(), data_hash=as_tokens.data_hash())
+    assert not check_certificate(as_tokens, forged).ok

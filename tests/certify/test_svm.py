@@ -210,3 +210,48 @@ def test_token_one_ulp_from_alpha_is_never_wrong():
         c = certify_svm(pr, p, digits=20)
         assert check_certificate(pr, c).ok
         assert c.status is not CertStatus.INFEASIBLE
+
+
+# ---------------------------------------------------------------------- variable lengths (padding)
+def _without_run_facts(cert) -> dict:
+    out = cert.to_json()
+    out.pop("data_hash")
+    out["info"] = {k: v for k, v in out["info"].items() if k != "seconds"}
+    return out
+
+
+def _variable_problem(seed: int) -> AttentionProblem:
+    base = synthetic_problem(n=5, T=7, d=6, seed=seed)
+    L = np.random.default_rng(seed).integers(2, 8, size=5)
+    X = np.where(np.arange(7)[None, :, None] < L[:, None, None], base.X, 0.0)
+    assert L.min() < 7
+    return AttentionProblem(X, base.y, base.z, base.v, lengths=L)
+
+
+@pytest.mark.parametrize("p", ["1.5", "2", "3"])
+@pytest.mark.parametrize("svm", ["attention", "decoder"])
+def test_padded_twin_certifies_bit_for_bit_the_same(p, svm):
+    for prob in (PROBLEM, _variable_problem(3)):
+        twin = prob.padded(prob.T + 3)          # more zero padding appended: the same problem
+        a, b = certify_svm(prob, p, svm=svm, digits=30), certify_svm(twin, p, svm=svm, digits=30)
+        assert a.status is CertStatus.OPTIMAL and b.data_hash == twin.data_hash() != a.data_hash
+        assert _without_run_facts(a) == _without_run_facts(b)   # same OPT enclosure, support, w and lam bits
+        assert check_certificate(twin, b).ok and check_certificate(prob, a).ok
+        assert not check_certificate(twin, a).ok             # the data hash names the padded file
+
+
+def test_full_length_lengths_change_no_certificate_bit():
+    same = AttentionProblem(PROBLEM.X, PROBLEM.y, PROBLEM.z, PROBLEM.v, lengths=[PROBLEM.T] * PROBLEM.n,
+                            provenance={"source": "synthetic_problem()"})
+    a, b = certify_svm(PROBLEM, "1.75", digits=30), certify_svm(same, "1.75", digits=30)
+    assert a.data_hash == b.data_hash and _without_run_facts(a) == _without_run_facts(b)
+
+
+def test_variable_lengths_certify_only_valid_rows():
+    prob = _variable_problem(3)
+    c = certify_svm(prob, "2", digits=30)
+    rows = [tuple(r) for part in (c.support.tight, c.support.inactive, c.support.undecided) for r in part]
+    L = prob.valid_lengths
+    assert sorted(rows) == [(i, t) for i in range(prob.n) for t in range(int(L[i])) if t != c.alpha[i]]
+    with pytest.raises(MdcertError, match="is a padding token"):
+        certify_svm(prob, "2", alpha=[int(L[0])] + [0] * (prob.n - 1))

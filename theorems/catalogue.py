@@ -140,6 +140,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "alpha": list(a),
         "data_hash": ctx.problem.data_hash(),
         "n": ctx.problem.n, "T": ctx.problem.T, "d": ctx.problem.d,
+        **({} if ctx.problem.lengths is None else {"lengths": [int(k) for k in ctx.problem.lengths]}),
         "loss": loss_name,
         "mu": None if mu is None else str(mu),
         "R": None if R is None else str(R),

@@ -3,7 +3,8 @@
 The shared lower layer of the step-size predicate (`theorems.stepsize`), its cheap pre-filter
 (`theorems.prefilter`) and the segment-convexity check (`theorems.segment`): the logits
 ``s_it = x_it^T W_k z_i`` as exact integers times a power of two (float64 entries are dyadic), the exact
-token values ``h_it = v^T x_it``, and the loss ``l`` and ``l'`` of the losses evaluated in arb balls.
+token values ``h_it = v^T x_it``, the softmax over the valid tokens (padding tokens, docs/theory.md
+section 1.x, get weight exactly 0) and the loss ``l`` and ``l'`` of the losses evaluated in arb balls.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from flint import arb, fmpz_mat
 from certify.errors import MdcertError
 
 __all__ = ["RIGOROUS_LOSSES", "BALL_EXP", "BALL_LOG1P", "check_trajectory", "dyadic_rows", "logit_ints",
-           "exact_logits", "logit_balls", "loss_terms", "token_values"]
+           "exact_logits", "logit_balls", "loss_terms", "token_values", "padding_mask", "softmax_balls"]
 
 #: losses whose l and l' are evaluated in balls here
 RIGOROUS_LOSSES = ("logistic", "exponential", "linear")
@@ -85,6 +86,21 @@ def logit_balls(S: np.ndarray, E: np.ndarray) -> np.ndarray:
         e = int(E[k])
         out[k] = np.frompyfunc(lambda s: arb((s, e)), 1, 1)(S[k])
     return out
+
+
+def padding_mask(problem) -> np.ndarray | None:
+    """The problem's valid-token mask (n, T), or None for a full-length problem (no masking at all, so
+    its balls are bit for bit those of a problem without lengths)."""
+    return None if problem.lengths is None else problem.token_mask
+
+
+def softmax_balls(S: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """``softmax_t`` of logit balls ``S`` (..., n, T) over the valid tokens: ``e^s`` is replaced by an
+    exact 0 at padding (``mask`` False), so padding has weight exactly 0 in every sum."""
+    E = BALL_EXP(S)
+    if mask is not None:
+        E = np.where(mask, E, arb(0))
+    return E / E.sum(axis=-1)[..., None]
 
 
 def loss_terms(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:

@@ -53,9 +53,12 @@ def logit_increment_norms(S: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, np.
     return (dS * dS).sum(axis=2), e
 
 
-def _coefficients(h: np.ndarray, hexp: int, loss: str) -> list[arb]:
+def _coefficients(h: np.ndarray, hexp: int, loss: str, lengths: np.ndarray | None = None) -> list[arb]:
+    """Per example, the curvature constant ``c_i`` from the range ``R_h`` of its valid token values
+    (``lengths``: tokens per example, None for all)."""
     out = []
-    for row in h:
+    for i, row in enumerate(h):
+        row = row if lengths is None else row[:int(lengths[i])]  # padding takes part in no softmax
         R = arb((int(max(row)) - int(min(row)), hexp))
         out.append(R * R / 64 + R / 4 if loss == "logistic" else R / 4)
     return out
@@ -120,7 +123,7 @@ def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
         return proved, ratios, unchanged
     h, hexp = token_values(problem)
     with working_precision(_PREC):
-        c = _coefficients(h, hexp, loss)
+        c = _coefficients(h, hexp, loss, problem.lengths)
         lows = _psi_lower(rows, Ws, p)
         eta_b = arb_fraction(eta)
         n = problem.n

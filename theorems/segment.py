@@ -24,7 +24,8 @@ from flint import arb
 
 from certify.errors import MdcertError
 from theorems.balls import arb_fraction, working_precision
-from theorems.logits import BALL_EXP, RIGOROUS_LOSSES, check_trajectory, exact_logits, token_values
+from theorems.logits import (BALL_EXP, RIGOROUS_LOSSES, check_trajectory, exact_logits, padding_mask, softmax_balls,
+                              token_values)
 
 __all__ = ["SegmentCheck", "segment_convexity"]
 
@@ -71,17 +72,17 @@ def _curvature_ball(w: arb, e: arb, p_below_2: bool) -> arb:
     return abs(w) ** e
 
 
-def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: bool = True) -> np.ndarray:
+def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: bool = True,
+        mask: np.ndarray | None = None) -> np.ndarray:
     """Balls for g''(tau) per step (arrays with leading step axis; ``tau`` one ball per step).
 
     With ``lower=True`` the psi part is replaced by a rigorous lower bound (for proofs); with
-    ``lower=False`` it is enclosed (for refutations).
+    ``lower=False`` it is enclosed (for refutations). ``mask``: valid tokens (n, T) or None (full length).
     """
     n = S0.shape[1]
     tk = tau[:, None, None]
     S = S0 + tk * dS
-    E = BALL_EXP(S)
-    sig = E / E.sum(axis=2)[:, :, None]
+    sig = softmax_balls(S, mask)
     f = (sig * H[None]).sum(axis=2)
     hc = H[None] - f[:, :, None]
     Ed = (sig * dS).sum(axis=2)
@@ -118,6 +119,7 @@ def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: 
         S0, dS = Sx[:-1], Sx[1:] - Sx[:-1]
         W0, dW = Wb[:-1], Wb[1:] - Wb[:-1]
         eta_b = arb_fraction(eta)
+        mask = padding_mask(problem)
         status = np.zeros(K, dtype=np.int8)
         # work items: (step, lo, hi) with tau in [lo, hi] (dyadic end points)
         items = [(k, Fraction(0), Fraction(1)) for k in range(K)]
@@ -128,7 +130,7 @@ def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: 
             taus = np.empty(len(pieces), dtype=object)
             taus[:] = [arb_fraction((lo + hi) / 2) + (arb(0) if centre else arb(0, float(hi - lo) / 2))
                        for _, lo, hi in pieces]
-            return _g2(S0[ks], dS[ks], W0[ks], dW[ks], H, Y, taus, p, eta_b, loss, lower=not centre)
+            return _g2(S0[ks], dS[ks], W0[ks], dW[ks], H, Y, taus, p, eta_b, loss, lower=not centre, mask=mask)
 
         for depth in range(max_depth + 1):
             if not items:

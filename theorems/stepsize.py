@@ -31,8 +31,8 @@ from flint import arb
 from certify.errors import MdcertError
 from certify.exact import format_fraction, parse_nonnegative, parse_p
 from theorems.balls import arb_fraction, enclosure, working_precision
-from theorems.logits import (BALL_EXP, RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls,
-                              logit_ints, loss_terms, token_values)
+from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
+                              loss_terms, padding_mask, softmax_balls, token_values)
 from theorems.context import Predicate, as_context
 from theorems.prefilter import prefilter_steps
 from theorems.segment import segment_convexity
@@ -45,7 +45,8 @@ _PRECISIONS = (96, 320, 1280)
 
 
 
-def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str):
+def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str,
+                   mask: np.ndarray | None = None):
     """Per-iterate balls at the current precision: L, dL/ds (n, T), psi, sign(W)|W|^{p-1}.
 
     Args:
@@ -53,10 +54,10 @@ def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, 
         Wb: exact entries (K1, m) of arb.
         H: exact ``v^T x_it`` (n, T) of arb.
         Y: labels (n,) as ints.
+        mask: valid tokens (n, T) or None (full length); padding has softmax weight exactly 0.
     """
     n = S.shape[1]
-    E = BALL_EXP(S)
-    sig = E / E.sum(axis=2)[:, :, None]
+    sig = softmax_balls(S, mask)
     f = (sig * H[None]).sum(axis=2)
     lval, lder = loss_terms(f * Y[None], loss)
     L = lval.sum(axis=1) / n
@@ -75,14 +76,14 @@ def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, 
 
 
 def _evaluate(steps: np.ndarray, S_int: np.ndarray, E: np.ndarray, Ws: np.ndarray, H: np.ndarray, Y: np.ndarray,
-              p: Fraction, loss: str, prec: int) -> tuple[np.ndarray, np.ndarray]:
+              p: Fraction, loss: str, prec: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Balls of D_L(W_{k+1}, W_k) and D_psi(W_{k+1}, W_k) for the given steps at ``prec`` bits."""
     with working_precision(prec):
         idx = np.array(sorted(set(steps.tolist()) | {int(k) + 1 for k in steps}), dtype=np.int64)
         pos = {int(k): i for i, k in enumerate(idx)}
         S = logit_balls(S_int[idx], E[idx])
         Wb = np.frompyfunc(arb, 1, 1)(Ws[idx].reshape(len(idx), -1))  # arb(float64) is exact
-        L, G, psi, SP = _iterate_terms(S, Wb, H, Y, p, loss)
+        L, G, psi, SP = _iterate_terms(S, Wb, H, Y, p, loss, mask)
         ia = np.array([pos[int(k)] for k in steps], dtype=np.int64)
         ib = np.array([pos[int(k) + 1] for k in steps], dtype=np.int64)
         DL = L[ib] - L[ia] - (G[ia] * (S[ib] - S[ia])).sum(axis=(1, 2))
@@ -147,7 +148,7 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
     for prec in precisions:
         if todo.size == 0:
             break
-        DL, Dpsi = _evaluate(todo, S_int, E, Ws, H, Y, p, loss, prec)
+        DL, Dpsi = _evaluate(todo, S_int, E, Ws, H, Y, p, loss, prec, padding_mask(problem))
         with working_precision(prec):
             eta_b = arb_fraction(eta)
             left = []

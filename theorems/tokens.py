@@ -200,12 +200,13 @@ class TokensGloballyOptimal(Predicate):
         alpha = ctx.alpha(self.alpha)
         gaps, scale = _score_gaps(ctx, alpha)
         worst, where = None, None
+        L = ctx.problem.valid_lengths                  # padding tokens t >= L[i] compete with nobody
         for i, a in enumerate(alpha):
-            for t in range(ctx.problem.T):
+            for t in range(int(L[i])):
                 if t != a and (worst is None or gaps[i, t] < worst):
                     worst, where = gaps[i, t], (i, t)
         value = Fraction(int(worst)) * scale
-        ties = [(i, t) for i, a in enumerate(alpha) for t in range(ctx.problem.T) if t != a and gaps[i, t] == 0]
+        ties = [(i, t) for i, a in enumerate(alpha) for t in range(int(L[i])) if t != a and gaps[i, t] == 0]
         ev = Evidence.point("min_i (gamma_{i,alpha_i} - max_{t != alpha_i} gamma_it)", value, method=Method.EXACT,
                             relation=">", threshold=0, detail="exact token scores y_i v^T x_it",
                             data={"argmin": list(where), "ties": [list(r) for r in ties]})

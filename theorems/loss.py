@@ -1,18 +1,24 @@
-"""``loss_admissible(l)``: the paper's loss assumption, checked symbolically with sympy (docs/theory.md section 5).
+"""``loss_admissible(l)``: the paper's loss assumption, checked symbolically with sympy (docs/theory.md section 5.1).
 
-The assumption (arXiv:2410.14581, Assumption A): l is strictly decreasing and differentiable, and
-l' is bounded and Lipschitz on every closed interval. The check proves or refutes three parts:
+The assumption (arXiv:2410.14581, Assumption A): l : R -> R is strictly decreasing and
+differentiable, and l' is bounded and Lipschitz on every closed interval. The check proves or
+refutes four parts; a part is HOLDS only when sympy *proves* it, and any unknown, None or exception
+along the way leaves it UNDECIDED:
 
-* differentiable on R: a FAILS needs a kink where the one-sided derivatives differ (exact limits),
-  or a point where l is not defined/continuous;
-* l' bounded and Lipschitz on closed intervals: proved when l'' is continuous on all of R
-  (then l' is C^1, hence bounded and Lipschitz on compacts); otherwise UNDECIDED unless refuted above;
-* strictly decreasing: proved when sympy shows ``l'(u) < 0`` for every real u, or ``l' <= 0`` with
-  isolated zeros; refuted by two exact points ``a < b`` with ``l(a) <= l(b)``.
+* real-valued and continuous on R: proved node by node (`theorems.realfun.real_continuous`: every
+  side condition, such as a logarithm's argument being positive, proved by sympy's assumptions);
+  refuted by an exact point where l is undefined or not real, or a jump (one-sided limits differ);
+* differentiable on R, and l' bounded and Lipschitz on closed intervals: proved when the expression
+  has no kinked or step function and l'' is real and continuous on R (then l' is C^1); refuted by a
+  kink (exact one-sided derivatives that differ);
+* strictly decreasing: proved when l is continuous, smooth except at finitely many exact points,
+  and sympy shows ``l' < 0``, or ``l' <= 0`` with finitely many zeros (and no sampled l' is
+  positive); refuted by exact points ``a < b`` with ``l(a) <= l(b)``.
 
-Named losses: logistic ``log(1 + exp(-u))``, exponential ``exp(-u)``, linear ``-u`` (any
-``c - b u`` with b > 0 may be given as an expression), hinge ``Max(0, 1 - u)``, squared ``(1 - u)**2``.
-User expressions are strings in the variable ``u``.
+The text is parsed and bounded by `theorems.loss_parse` before sympy sees it; the symbolic work runs
+under a time limit (`theorems.timelimit`) and ends UNDECIDED with a message when it is reached.
+Named losses: logistic ``log(1 + exp(-u))``, exponential ``exp(-u)``, linear ``-u``, hinge
+``Max(0, 1 - u)``, squared ``(1 - u)**2``.
 """
 
 from __future__ import annotations
@@ -21,144 +27,163 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from certify.errors import MdcertError
 from theorems.context import Predicate
-from theorems.verdict import Evidence, HypothesisReport, Method
+from theorems.loss_parse import NAMED_LOSSES, parse_loss
+from theorems.realfun import (SAMPLE_POINTS, breakpoints, jump, jump_candidates, real_continuous, smooth_fragment,
+                              witness)
+from theorems.timelimit import TimeLimitExceeded, call_with_time_limit
+from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
-__all__ = ["NAMED_LOSSES", "LossAdmissible", "loss_admissible", "parse_loss"]
+__all__ = ["NAMED_LOSSES", "LossAdmissible", "loss_admissible", "parse_loss", "analyse_loss", "DEFAULT_TIME_LIMIT"]
 
-NAMED_LOSSES: dict[str, str] = {
-    "logistic": "log(1 + exp(-u))",
-    "exponential": "exp(-u)",
-    "linear": "-u",
-    "linear-decreasing": "-u",
-    "hinge": "Max(0, 1 - u)",
-    "squared": "(1 - u)**2",
-}
+#: seconds of symbolic work before the check answers UNDECIDED
+DEFAULT_TIME_LIMIT = 20.0
 
-
-#: functions a loss expression may call (sympy names); anything else is refused before sympy sees it
-_LOSS_FUNCS = frozenset({"exp", "log", "ln", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos",
-                         "atan", "asinh", "acosh", "atanh", "erf", "erfc", "floor", "ceiling", "frac", "sign", "Abs",
-                         "abs", "Max", "Min", "Heaviside", "Piecewise"})
-_LOSS_MAX_CHARS = 500
+Q_REAL = "l is real-valued and continuous on R"
+Q_DIFF = "l is differentiable on R"
+Q_LIP = "l' is bounded and Lipschitz on every closed interval"
+Q_DEC = "l is strictly decreasing on R"
+NAME = "loss_admissible"
 
 
-def _check_loss_text(text: str, loss: Any) -> None:
-    """Refuse anything but arithmetic in names, numbers and whitelisted calls *before* sympy's
-    ``parse_expr`` (which evaluates Python code): no attributes, subscripts, lambdas, keywords,
-    dunder names, or power towers of constants that would take forever to expand."""
-    import ast
+def _unknown(quantity: str, detail: str) -> Evidence:
+    return Evidence(quantity, Fraction(0), Fraction(1), Method.EXACT, "==", Fraction(1), detail)
 
-    if len(text) > _LOSS_MAX_CHARS:
-        raise MdcertError(f"loss expression is too long ({len(text)} characters, at most {_LOSS_MAX_CHARS})")
+
+def _proved(quantity: str, detail: str) -> Evidence:
+    return Evidence.statement(quantity, True, method=Method.EXACT, detail=detail)
+
+
+def _refuted(quantity: str, detail: str) -> Evidence:
+    return Evidence.statement(quantity, False, method=Method.EXACT, detail=detail)
+
+
+def _short(x, n: int = 60) -> str:
+    text = " ".join(str(x).split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _set_points(s) -> list:
+    """A few exact points inside a sympy set (where sympy says l is not continuous)."""
+    import sympy as sp
+
+    out = []
+    parts = s.args if isinstance(s, sp.Union) else (s,)
+    for part in parts[:6]:
+        if isinstance(part, sp.FiniteSet):
+            out.extend(list(part)[:3])
+        elif isinstance(part, sp.Interval):
+            lo, hi = part.inf, part.sup
+            if lo.is_finite and hi.is_finite:
+                out += [lo, hi, (lo + hi) / 2]
+            elif hi.is_finite:
+                out += [hi, hi - 1]
+            elif lo.is_finite:
+                out += [lo, lo + 1]
+        elif isinstance(part, sp.ImageSet) and part.base_sets == (sp.S.Integers,):
+            out.append(part.lamda(0))
+        elif isinstance(part, sp.Complement):
+            out += _set_points(part.args[1])
+    return out
+
+
+def _continuity(expr, u) -> Evidence:
+    import sympy as sp
+
+    if real_continuous(expr, u):
+        return _proved(Q_REAL, "proved node by node (sympy assumptions for every side condition)")
+    points = [sp.nsimplify(c) for c in SAMPLE_POINTS]
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        raise MdcertError(f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'") from None
-    allowed_ops = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow, ast.USub, ast.UAdd,
-                   ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+        from sympy.calculus.util import continuous_domain
 
-    def refuse(what: str) -> None:
-        raise MdcertError(f"loss {str(loss)[:80]!r}: {what} is not allowed; use arithmetic in u and functions "
-                          f"such as exp, log, sqrt, Max, Abs, Piecewise (e.g. 'log(1 + exp(-u))')")
-
-    def constant_only(node: ast.AST) -> bool:
-        return not any(isinstance(n, ast.Name) and n.id == "u" for n in ast.walk(node))
-
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Expression, ast.Load, ast.Tuple)) or isinstance(node, allowed_ops):
-            continue
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                if node.value is not True:  # Piecewise((expr, True)) needs True
-                    refuse(f"constant {node.value!r}")
-        elif isinstance(node, ast.Name):
-            if node.id.startswith("_"):
-                refuse(f"name {node.id!r}")
-        elif isinstance(node, ast.BinOp):
-            if not isinstance(node.op, allowed_ops):
-                refuse(f"operator {type(node.op).__name__}" + (" (write powers as **)" if isinstance(node.op, ast.BitXor) else ""))
-            if isinstance(node.op, ast.Pow) and constant_only(node.right):
-                consts = [n.value for n in ast.walk(node.right) if isinstance(n, ast.Constant)]
-                towers = [n for side in (node.right, node.left if constant_only(node.left) else node.right)
-                          for n in ast.walk(side) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow)]
-                if towers or any(abs(c) > 1000 for c in consts if isinstance(c, (int, float))):
-                    refuse("a constant exponent above 1000 or a tower of powers")
-        elif isinstance(node, ast.UnaryOp):
-            if not isinstance(node.op, allowed_ops):
-                refuse(f"operator {type(node.op).__name__}")
-        elif isinstance(node, ast.Compare):
-            if not all(isinstance(op, allowed_ops) for op in node.ops):
-                refuse("this comparison")
-        elif isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in _LOSS_FUNCS or node.keywords:
-                refuse("function call " + repr(ast.unparse(node.func)))
-        else:
-            refuse(type(node).__name__)
+        bad = sp.S.Reals - continuous_domain(expr, u, sp.S.Reals)
+        points = _set_points(bad) + points
+    except Exception:  # sympy raises NotImplementedError and others for many functions
+        pass
+    try:
+        points = (breakpoints(expr, u) or []) + points
+        cands = jump_candidates(expr, u)
+    except Exception:
+        cands = []
+    hit = witness(expr, u, cands + points)
+    if hit is not None:
+        c, v, what = hit
+        return _refuted(Q_REAL, f"l is not defined or not continuous on R: l({c}) = {_short(v)} is {what}")
+    hit = jump(expr, u, cands)
+    if hit is not None:
+        c, left, value, right = hit
+        return _refuted(Q_REAL, f"l is not defined or not continuous on R: at u = {c} the left limit is "
+                                f"{_short(left, 30)}, the value {_short(value, 30)}, the right limit {_short(right, 30)}")
+    return _unknown(Q_REAL, "could not prove l real-valued and continuous at every real u (a side condition "
+                            "such as a positive log argument is not decided by sympy)")
 
 
-def parse_loss(loss: Any):
-    """A sympy expression in the real symbol ``u`` from a name, a string or a sympy expression."""
+def _kink(expr, u, pts) -> Evidence | None:
     import sympy as sp
 
-    u = sp.Symbol("u", real=True)
-    if isinstance(loss, sp.Expr):
-        expr = loss.subs({s: u for s in loss.free_symbols if s.name == "u"})
-    else:
-        if not isinstance(loss, str) or not loss.strip():
-            raise MdcertError(f"invalid loss {loss!r}; give a name ({', '.join(NAMED_LOSSES)}) or an expression in u")
-        text = NAMED_LOSSES.get(loss.strip().lower(), loss)
-        _check_loss_text(text, loss)
+    h = sp.Symbol("h", positive=True)
+    for c in pts:
         try:
-            from sympy.parsing.sympy_parser import parse_expr, standard_transformations
-
-            expr = parse_expr(text, local_dict={"u": u, "Max": sp.Max, "Min": sp.Min, "Abs": sp.Abs},
-                              transformations=standard_transformations, evaluate=True)
-        except Exception:  # sympy raises many types on garbage
-            raise MdcertError(f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'") from None
-    if not isinstance(expr, sp.Expr):
-        raise MdcertError(f"loss {loss!r} is not an expression in u")
-    extra = [s.name for s in expr.free_symbols if s != u]
-    if extra:
-        raise MdcertError(f"loss {loss!r} has free symbols {extra}; the only variable allowed is u")
-    return expr, u
-
-
-def _breakpoints(expr, u):
-    """Candidate non-smooth points: zeros of the arguments of Abs/sign/Heaviside, Max/Min switches,
-    Piecewise condition boundaries. Returns a list of exact sympy numbers, or None if unknown."""
-    import sympy as sp
-
-    cands = []
-    for node in sp.preorder_traversal(expr):
-        if isinstance(node, (sp.Abs, sp.sign, sp.Heaviside)):
-            cands.append(node.args[0])
-        elif isinstance(node, (sp.Max, sp.Min)):
-            args = node.args
-            cands.extend(a - b for i, a in enumerate(args) for b in args[i + 1:])
-        elif isinstance(node, sp.Piecewise):
-            for _, cond in node.args:
-                for rel in cond.atoms(sp.core.relational.Relational):
-                    cands.append(rel.lhs - rel.rhs)
-        elif isinstance(node, (sp.floor, sp.ceiling, sp.frac)):
-            return None
-    points = []
-    for g in cands:
-        if not g.has(u):
+            right = sp.limit((expr.subs(u, c + h) - expr.subs(u, c)) / h, h, 0, "+")
+            left = sp.limit((expr.subs(u, c) - expr.subs(u, c - h)) / h, h, 0, "+")
+        except Exception:  # no refutation from a failed limit
             continue
-        sol = sp.solveset(sp.Eq(g, 0), u, sp.S.Reals)
-        if not isinstance(sol, sp.FiniteSet):
-            return None
-        points.extend(sol)
-    return sorted(set(points), key=lambda x: float(x))
+        if all(x.is_real is True and x.is_finite is True for x in (left, right)) and (left - right).is_zero is False:
+            return _refuted(Q_DIFF, f"kink at u = {c}: one-sided derivatives {_short(left, 30)} and {_short(right, 30)}")
+    return None
 
 
-def _witness_points(interval):
-    """Two exact points a < b inside a sympy Interval."""
+def _sampled_positive(d1, u) -> object | None:
+    """A sample point where a 30-digit evaluation of l' is clearly positive (refutes 'l' <= 0')."""
     import sympy as sp
 
-    lo, hi = interval.inf, interval.sup
+    grid = [sp.Rational(k, 4) for k in range(-40, 41)] + [sp.Integer(k) for k in (-1000, -100, -30, 30, 100, 1000)]
+    for c in grid:
+        try:
+            v = complex(d1.subs(u, c).evalf(30))
+        except Exception:  # overflow, non-numeric results: no sample here
+            continue
+        if abs(v.imag) < 1e-20 and v.real > 1e-12:
+            return c
+    return None
+
+
+def _pair_witness(expr, u, pairs, what: str) -> Evidence | None:
+    for a, b in pairs:
+        la, lb = expr.subs(u, a), expr.subs(u, b)
+        if not all(x.is_real is True and x.is_finite is True for x in (la, lb)):
+            continue
+        diff = lb - la
+        if diff.is_nonnegative is None:
+            diff = sp_cancel(diff)
+        if diff.is_nonnegative is True:
+            return _refuted(Q_DEC, f"l is {what}: l({a}) = {_short(la, 30)}, l({b}) = {_short(lb, 30)}")
+    return None
+
+
+def sp_cancel(x):
+    import sympy as sp
+
+    try:
+        return sp.cancel(sp.expand(x))
+    except Exception:
+        return x
+
+
+def _first_interval(s):
+    import sympy as sp
+
+    parts = s.args if isinstance(s, sp.Union) else (s,)
+    for part in parts:
+        if isinstance(part, sp.Interval) and part.measure.is_positive:
+            return part
+    return None
+
+
+def _witness_points(iv):
+    import sympy as sp
+
+    lo, hi = iv.inf, iv.sup
     if lo == -sp.oo and hi == sp.oo:
         return sp.Integer(0), sp.Integer(1)
     if lo == -sp.oo:
@@ -168,20 +193,82 @@ def _witness_points(interval):
     return lo + (hi - lo) / 3, lo + 2 * (hi - lo) / 3
 
 
-def _first_interval(s):
+def _decreasing(expr, d1, u, continuous: bool, pts) -> Evidence:
     import sympy as sp
 
-    if isinstance(s, sp.Interval) and s.measure > 0:
-        return s
-    if isinstance(s, sp.Union):
-        for part in s.args:
-            if isinstance(part, sp.Interval) and part.measure > 0:
-                return part
-    return None
+    grid = [sp.nsimplify(c) for c in ("-3", "-2", "-1", "-1/2", "0", "1/2", "1", "2", "3")]
+    hit = _pair_witness(expr, u, zip(grid, grid[1:]), "not decreasing")
+    if hit is not None:
+        return hit
+    try:
+        pos = sp.solveset(d1 > 0, u, sp.S.Reals)
+        zero = sp.solveset(sp.Eq(d1, 0), u, sp.S.Reals)
+    except Exception:
+        pos = zero = None
+    for s, what in ((pos, "increasing"), (zero, "constant")):
+        iv = None if s is None else _first_interval(s)
+        if iv is not None:
+            try:
+                hit = _pair_witness(expr, u, [_witness_points(iv)], f"{what} on {iv}")
+            except Exception:
+                hit = None
+            if hit is not None:
+                return hit
+    c = _sampled_positive(d1, u)
+    if c is not None:
+        hit = _pair_witness(expr, u, [(c, c + sp.Rational(1, 1000)), (c - sp.Rational(1, 1000), c)],
+                            f"increasing near u = {c}")
+        return hit or _unknown(Q_DEC, f"l'({c}) > 0 numerically; no exact witness found")
+    if not (continuous and pts is not None and real_continuous(d1, u, jumps_ok=True)):
+        return _unknown(Q_DEC, "monotonicity needs l continuous with a derivative defined except at finitely many "
+                               "exact points; not proved")
+    if d1.is_negative is True:
+        return _proved(Q_DEC, f"sympy: l'(u) = {_short(d1)} < 0 for all real u (except finitely many kinks)")
+    if pos == sp.S.EmptySet and isinstance(zero, sp.FiniteSet):
+        return _proved(Q_DEC, f"sympy: l' <= 0 with isolated zeros {_short(sorted(zero, key=float))}")
+    return _unknown(Q_DEC, f"sympy: sign of l'(u) = {_short(d1)} not decided")
 
 
-def _unknown(quantity: str, detail: str) -> Evidence:
-    return Evidence(quantity, Fraction(0), Fraction(1), Method.EXACT, "==", Fraction(1), detail)
+def analyse_loss(expr) -> HypothesisReport:
+    """The report for a parsed, bounded loss expression (runs under `call_with_time_limit`)."""
+    import sympy as sp
+
+    u = sp.Symbol("u", real=True)
+    real_ev = _continuity(expr, u)
+    continuous = real_ev.implies() is Verdict.HOLDS
+    ev = [real_ev]
+    try:
+        d1 = sp.diff(expr, u)
+        pts = breakpoints(expr, u)
+    except Exception as exc:
+        return HypothesisReport.from_evidence(NAME, ev + [_unknown(Q_DEC, f"sympy failed: {type(exc).__name__}")],
+                                              holds="", fails=_fails_message(expr, ev),
+                                              undecided=f"sympy could not differentiate {_short(expr)}")
+    kink = _kink(expr, u, pts) if continuous and pts else None
+    if kink is not None:
+        ev.append(kink)
+    elif continuous and smooth_fragment(expr) and real_continuous(sp.diff(d1, u), u):
+        ev.append(_proved(Q_DIFF, f"sympy: l'(u) = {_short(d1)} exists on R"))
+        ev.append(_proved(Q_LIP, "sympy: l'' is real and continuous on R, so l' is C^1"))
+    else:
+        ev.append(_unknown(Q_DIFF, "symbolic differentiability check inconclusive"))
+        ev.append(_unknown(Q_LIP, "could not show l'' real and continuous on R"))
+    ev.append(_decreasing(expr, d1, u, continuous, pts))
+    unknown = "; ".join(e.detail for e in ev if e.implies() is Verdict.UNDECIDED)
+    return HypothesisReport.from_evidence(
+        NAME, ev,
+        holds=f"loss {_short(expr)} satisfies the assumption (symbolic proof)",
+        fails=_fails_message(expr, ev),
+        undecided=f"could not prove or refute the assumption for {_short(expr)}: {unknown}")
+
+
+def _fails_message(expr, ev) -> str:
+    parts = [e.quantity.replace("l is", "not").replace("l' is", "l' not") + f" ({e.detail})"
+             for e in ev if e.implies() is Verdict.FAILS]
+    return f"loss {_short(expr)} violates the assumption: " + "; ".join(parts) + "; use logistic or exponential"
+
+
+_CACHE: dict = {}
 
 
 @dataclass(frozen=True)
@@ -190,107 +277,40 @@ class LossAdmissible(Predicate):
 
     Attributes:
         loss: a name in `NAMED_LOSSES`, an expression string in ``u``, or a sympy expression.
+        time_limit: seconds of symbolic work; past it the verdict is UNDECIDED with a message.
     """
 
     loss: Any = "logistic"
-    name = "loss_admissible"
+    time_limit: float = DEFAULT_TIME_LIMIT
+    name = NAME
 
     def check(self, problem=None) -> HypothesisReport:
-        """Evaluate (the problem is not used: the assumption is about the loss alone)."""
-        import sympy as sp
-        from sympy.calculus.util import continuous_domain
+        """Evaluate (the problem is not used: the assumption is about the loss alone).
 
-        expr, u = parse_loss(self.loss)
-        d1 = sp.diff(expr, u)
-        ev: list[Evidence] = []
-        q_diff = "l is differentiable on R"
-        q_lip = "l' is bounded and Lipschitz on every closed interval"
-        # --- defined and continuous on R
+        Raises:
+            MdcertError: the loss is refused by the parser (one line saying why).
+        """
+        expr, _ = parse_loss(self.loss)
+        if expr in _CACHE:
+            return _CACHE[expr]
         try:
-            dom = continuous_domain(expr, u, sp.S.Reals)
-        except Exception:
-            dom = None
-        smooth_known = False
-        if dom is not None and dom != sp.S.Reals:
-            bad = sp.S.Reals - dom
-            pt = bad.inf if bad.inf.is_finite else None
-            ev.append(Evidence.statement(q_diff, False, method=Method.EXACT,
-                                         detail=f"sympy: l is not defined or not continuous on {bad}"
-                                                + (f" (e.g. u = {pt})" if pt is not None else "")))
-        else:
-            pts = _breakpoints(expr, u)
-            h = sp.Symbol("h", positive=True)
-            kink = None
-            if pts:
-                for c in pts:
-                    dq = (expr.subs(u, c + h) - expr.subs(u, c)) / h
-                    right = sp.limit(dq, h, 0, "+")
-                    dqm = (expr.subs(u, c) - expr.subs(u, c - h)) / h
-                    left = sp.limit(dqm, h, 0, "+")
-                    if left.is_finite and right.is_finite and (left - right).is_zero is False:
-                        kink = (c, left, right)
-                        break
-            if kink is not None:
-                c, left, right = kink
-                ev.append(Evidence.statement(q_diff, False, method=Method.EXACT,
-                                             detail=f"kink at u = {c}: one-sided derivatives {left} and {right}"))
-            else:
-                try:
-                    d2dom = continuous_domain(sp.diff(expr, u, 2), u, sp.S.Reals) if pts == [] else None
-                except Exception:
-                    d2dom = None
-                if d2dom == sp.S.Reals:
-                    smooth_known = True
-                    ev.append(Evidence.statement(q_diff, True, method=Method.EXACT,
-                                                 detail=f"sympy: l'(u) = {d1} exists on R"))
-                    ev.append(Evidence.statement(q_lip, True, method=Method.EXACT,
-                                                 detail="sympy: l'' is continuous on R, so l' is C^1"))
-                else:
-                    ev.append(_unknown(q_diff, "symbolic differentiability check inconclusive"))
-                    ev.append(_unknown(q_lip, "could not show l'' continuous on R"))
-        # --- strictly decreasing
-        dec = _decreasing(expr, d1, u)
-        ev.append(dec)
-        return HypothesisReport.from_evidence(
-            self.name, ev,
-            holds=f"loss {expr} satisfies the assumption (symbolic proof)",
-            fails=f"loss {expr} violates the assumption: "
-                  + "; ".join(e.quantity.replace("l is", "not").replace("l' is", "l' not") + f" ({e.detail})"
-                              for e in ev if e.implies() is not None and e.implies().value == "fails")
-                  + "; use logistic or exponential",
-            undecided=f"could not prove or refute the assumption for {expr}" + ("" if smooth_known else
-                                                                               " (smoothness unknown)"))
+            report = call_with_time_limit(analyse_loss, (expr,), seconds=self.time_limit)
+        except TimeLimitExceeded:
+            return HypothesisReport(self.name, Verdict.UNDECIDED,
+                                    (_unknown(Q_REAL, f"symbolic proof stopped after {self.time_limit:g} s"),),
+                                    f"the symbolic proof for {_short(expr)} did not finish within "
+                                    f"{self.time_limit:g} s; simplify the loss or use logistic or exponential")
+        except (RecursionError, MemoryError, ArithmeticError, TypeError, ValueError, AttributeError,
+                NotImplementedError, RuntimeError) as exc:
+            return HypothesisReport(self.name, Verdict.UNDECIDED,
+                                    (_unknown(Q_REAL, f"sympy failed: {type(exc).__name__}"),),
+                                    f"sympy failed on {_short(expr)} ({type(exc).__name__}); the assumption is "
+                                    f"neither proved nor refuted - simplify the loss")
+        if len(_CACHE) < 256:
+            _CACHE[expr] = report
+        return report
 
 
-def _decreasing(expr, d1, u) -> Evidence:
-    import sympy as sp
-
-    q = "l is strictly decreasing on R"
-    if d1.is_negative:
-        return Evidence.statement(q, True, method=Method.EXACT, detail=f"sympy: l'(u) = {d1} < 0 for all real u")
-    try:
-        pos = sp.solveset(d1 > 0, u, sp.S.Reals)
-        zero = sp.solveset(sp.Eq(d1, 0), u, sp.S.Reals)
-    except Exception:
-        return _unknown(q, "sympy could not solve l'(u) > 0")
-    for s, what in ((pos, "increasing"), (zero, "constant")):
-        iv = _first_interval(s)
-        if iv is None:
-            continue
-        a, b = _witness_points(iv)
-        diff = expr.subs(u, b) - expr.subs(u, a)
-        if diff.is_nonnegative is None:
-            diff = sp.cancel(sp.expand(diff))
-        if diff.is_nonnegative:
-            return Evidence.statement(q, False, method=Method.EXACT,
-                                      detail=f"l is {what} on {iv}: l({a}) = {expr.subs(u, a)}, "
-                                             f"l({b}) = {expr.subs(u, b)}")
-    if pos == sp.S.EmptySet and isinstance(zero, sp.FiniteSet):
-        return Evidence.statement(q, True, method=Method.EXACT,
-                                  detail=f"sympy: l' <= 0 with isolated zeros {sorted(zero, key=float)}")
-    return _unknown(q, f"sympy: sign of l'(u) = {d1} not decided")
-
-
-def loss_admissible(loss: Any = "logistic") -> LossAdmissible:
-    """Predicate: the loss is strictly decreasing and differentiable with locally bounded, Lipschitz l'."""
-    return LossAdmissible(loss=loss)
+def loss_admissible(loss: Any = "logistic", *, time_limit: float = DEFAULT_TIME_LIMIT) -> LossAdmissible:
+    """Predicate: the loss is real, strictly decreasing and differentiable with locally bounded, Lipschitz l'."""
+    return LossAdmissible(loss=loss, time_limit=time_limit)

@@ -138,11 +138,12 @@ def main() -> None:
                 res[key] = {"wall_s": wall, "elapsed_s": s["elapsed_s"], "timings_s": s["timings_s"],
                             "certificates": s["certificates"],
                             "per_p": [{k: e.get(k) for k in ("p", "steps", "bregman_final_mean", "bregman_final_std")}
-                                      | {"better": (e.get("rate_fit") or {}).get("better"),
+                                      | {"verdict": (e.get("rate_fit") or {}).get("verdict"),
+                                         "reason": (e.get("rate_fit") or {}).get("reason"),
                                          "log_a": ((e.get("rate_fit") or {}).get("log") or {}).get("exponent"),
-                                         "log_a_ci95": ((e.get("rate_fit") or {}).get("log") or {}).get("ci95"),
+                                         "log_a_ci95": ((e.get("rate_fit") or {}).get("log") or {}).get("ci"),
                                          "power_b": ((e.get("rate_fit") or {}).get("power") or {}).get("exponent"),
-                                         "power_b_ci95": ((e.get("rate_fit") or {}).get("power") or {}).get("ci95")}
+                                         "power_b_ci95": ((e.get("rate_fit") or {}).get("power") or {}).get("ci")}
                                       for e in s["per_p"]]}
                 print(f"study{' --cross' if extra else ''}: {wall:.1f}s wall (summary elapsed {s['elapsed_s']:.1f}s, "
                       f"training {s['timings_s']['train']:.1f}s, {s['certificates']['unique']} certified SVMs)")

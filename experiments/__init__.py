@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "TrajectoryStatus": "experiments.paths.result",
     "directional_bregman": "experiments.paths.engine",
     "fit_rates": "experiments.paths.rates",
-    "fit_norm_growth": "experiments.paths.rates",
+    "fit_norm_growth": "experiments.paths.growth",
     "plot_paths_run": "experiments.paths.plots",
 }
 

@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from experiments.outputs import atomic_dir, check_output_dir
+from experiments.paths.growth import norm_line
+from experiments.paths.rates import rate_line
 from experiments.paths.config import parse_config
 from experiments.svm_cache import DIRECTION_TOL, Certifier  # noqa: F401  (DIRECTION_TOL re-exported)
 
@@ -55,10 +57,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cross", action="store_true", help="also the cross grid: SVM of exponent q vs path of p")
     parser.add_argument("--train-decoder", action="store_true", help="train v jointly (default: fixed unit decoder)")
     parser.add_argument("--decoder-lr", type=float, default=None, help="decoder step size (default: --lr)")
-    parser.add_argument("--records", type=int, default=64, help="log-spaced records per trajectory (default 64)")
-    parser.add_argument("--tail", type=float, default=0.1,
-                        help="rate fits use steps k >= TAIL * max k (default 0.1: the last decade; "
-                             "rate_fit_two_decades uses 0.01)")
+    parser.add_argument("--records", type=int, default=64, help="records per trajectory (default 64)")
+    parser.add_argument("--spacing", choices=["auto", "log", "linear"], default="auto",
+                        help="record steps: log-spaced, evenly spaced, or auto (default: log-spaced when the run "
+                             "is longer than 10x --records, else evenly spaced)")
+    parser.add_argument("--tail", type=float, default=0.01,
+                        help="rate and norm fits use steps k >= TAIL * max k (default 0.01: the last two decades; "
+                             "the last third of that window, in log k, is held out to choose the law)")
     parser.add_argument("--digits", type=int, default=30, help="initial digits of the SVM certificates (default 30)")
     parser.add_argument("--workers", type=int, default=None,
                         help="certification processes (default: 2 when 2+ CPUs; 0 = in-process)")
@@ -126,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         res = run_paths(problems, data_index=trial, p=[ps[j] for j in p_idx], lr=[lrs[j] for j in lr_idx],
                         steps=[steps_p[j] for j in p_idx], W0=W0_all[trial, init], normalize=args.normalize,
                         train_decoder=args.train_decoder, decoder_lr=args.decoder_lr, device=device,
-                        dtype=args.dtype, records=args.records,
+                        dtype=args.dtype, records=args.records, spacing=args.spacing,
                         progress={"auto": None, "on": True, "off": False}[args.progress], on_finish=early)
         t_train = res.elapsed_s
         alpha_final = res.final_alpha()
@@ -167,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         "config": {"trials": args.trials, "p": [f"{p.numerator}/{p.denominator}" for p in ps], "steps": steps_p,
                    "lr": lrs, "normalize": bool(args.normalize), "inits": args.inits, "seed": args.seed,
                    "train_decoder": bool(args.train_decoder), "decoder_lr": args.decoder_lr, "records": args.records,
+                   "spacing": args.spacing,
                    "n": args.n, "T": args.T, "d": args.d, "cross": bool(args.cross), "certify": not args.no_certify,
                    "tail": args.tail,
                    "data_seed": "1000000*seed + trial", "init": "torch.Generator().manual_seed(seed), N(0,1) float64"},
@@ -181,9 +187,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"paths: {B} trajectories on {s['device']} in {s['elapsed_s']:.1f}s (training {t_train:.1f}s) -> {out}")
     for e in per_p:
         bm = e.get("bregman_final_mean")
-        better = (e.get("rate_fit") or {}).get("better")
         bm_txt = f"{bm:.3e} +- {e['bregman_final_std']:.1e}" if bm is not None else "n/a"
-        print(f"  p={e['p_text']} lr={e['lr']} steps={e['steps']}: D_final {bm_txt}, better fit: {better}")
+        print(f"  p={e['p_text']} lr={e['lr']} steps={e['steps']}: D_final {bm_txt}; {rate_line(e.get('rate_fit'))}; "
+              f"{norm_line(e.get('norm_fit'))}")
     for note in res.notes:
         print(f"  note: {note}")
     return 0

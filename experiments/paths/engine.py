@@ -81,12 +81,28 @@ def _dtype(dtype: str | torch.dtype) -> torch.dtype:
         raise MdcertError(f"unsupported dtype {dtype!r}; use float64 or float32") from None
 
 
-def record_schedule(steps: int, records: int) -> np.ndarray:
-    """Log-spaced recording steps ``{0, 1, ..., steps}`` (at most ``records`` values, always 0 and steps)."""
+#: spacings of the record schedule; "auto" is log-spaced for runs longer than this many times the records
+SPACINGS = ("log", "linear", "auto")
+AUTO_LOG_ABOVE = 10
+
+
+def record_schedule(steps: int, records: int, *, spacing: str = "log") -> np.ndarray:
+    """Recording steps in ``{0, 1, ..., steps}`` (at most ``records`` values, always 0 and steps).
+
+    ``spacing``: "log" (log-spaced, what rate fits over decades need; short runs get fewer points),
+    "linear" (evenly spaced) or "auto" (log-spaced when ``steps > AUTO_LOG_ABOVE * records``, else linear).
+    The schedule is fixed before the run: memory holds ``records`` iterates whatever the horizon.
+    """
     if records < 2:
         raise MdcertError(f"records must be >= 2, got {records}")
+    if spacing not in SPACINGS:
+        raise MdcertError(f"unknown record spacing {spacing!r}; use one of {', '.join(SPACINGS)}")
     if steps <= 0:
         return np.zeros(1, dtype=np.int64)
+    if spacing == "auto":
+        spacing = "log" if steps > AUTO_LOG_ABOVE * records else "linear"
+    if spacing == "linear":
+        return np.unique(np.round(np.linspace(0, steps, num=min(records, steps + 1))).astype(np.int64))
     grid = np.unique(np.round(np.geomspace(1, steps, num=records - 1)).astype(np.int64))
     # unique() can leave fewer than records-1 points for short runs; that is fine
     return np.concatenate([[0], grid]).astype(np.int64)
@@ -151,6 +167,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
               steps: Sequence[int], W0: np.ndarray, normalize: bool = False, train_decoder: bool = False,
               v0: np.ndarray | None = None, decoder_lr: float | Sequence[float] | None = None,
               device: str | torch.device = "cpu", dtype: str | torch.dtype = "float64", records: int = 64,
+              spacing: str = "log",
               progress: bool | None = None, check_every: int = 64, threads: int | None = 1,
               on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
               group_by_p: bool | None = None) -> PathResult:
@@ -164,7 +181,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         train_decoder: also train ``v`` (same mirror map, its own step ``decoder_lr``; default lr).
         v0: (B, d) initial decoders (default: each dataset's v).
         device: "auto" | "cpu" | "cuda"; dtype: "float64" (default) | "float32".
-        records: recording points per trajectory (log-spaced, including 0 and the last step).
+        records: recording points per trajectory (including 0 and the last step).
+        spacing: "log" (default), "linear" or "auto" (`record_schedule`).
         progress: progress bar on stderr (default: only when stderr is a TTY).
         check_every: host check of the device-side stop flags every this many steps (results do not
             depend on it: stopped rows are frozen on the device until retired).
@@ -193,7 +211,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
     if progress is None:
         progress = sys.stderr.isatty()
 
-    scheds = {int(K): record_schedule(int(K), records) for K in np.unique(st_a)}
+    scheds = {int(K): record_schedule(int(K), records, spacing=spacing) for K in np.unique(st_a)}
     R = max(len(s) for s in scheds.values()) + 1          # one spare slot for an early stop
     rec = Recorder(B, R, n, T, d, train_decoder, on_finish)
     rec_at: dict[int, list[tuple[int, int]]] = {}

@@ -4,11 +4,13 @@
 
 - ``bregman.png``: mean +- std over trials of ``D_psi(Wbar_mm, Wbar(k))`` per p (alpha from the
   final attention, and the globally optimal alpha dashed);
-- ``rate_fit.png``: the tail fits ``C (log k)^-a`` and ``C k^-b`` over the mean curve (goodness of fit);
+- ``rate_fit.png``: the mean curve with its 95% bootstrap band, both laws fitted before the held-out
+  split and their predictions of the held-out tail, the verdict and the margin that decided it;
 - ``cross.png``: the cross grid (rows: path exponent p, columns: SVM exponent q), when present;
 - ``projections.png``: 2-D projections of a few normalized paths onto the plane of the SVM
   direction and the initial direction;
-- ``norm_growth.png``: ``||W(k)||_p`` mean +- std against log k with the fitted line.
+- ``norm_growth.png``: median ``||W(k)||_p`` with the 10-90% band over trajectories and the fitted law of
+  the step rule (normalized: ``C k^e`` beside ``1/(p-1)`` and the dual-step bound; constant: ``log k``).
 """
 
 from __future__ import annotations
@@ -103,23 +105,9 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "bregman.png"))
 
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
+            fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
             for ax, (label, e, rows) in zip(axes[0], groups):
-                k, m, _ = _mean_std(rs[rows[0]], arrays["bregman"][rows])
-                ax.plot(k, m, "k.", label="mean D(k)")
-                fit = e.get("rate_fit") or {}
-                if "log" in fit and fit.get("tail_from_step"):
-                    kk = k[k >= fit["tail_from_step"]]
-                    lf, pf = fit["log"], fit["power"]
-                    ax.plot(kk, lf["C"] * np.log(kk) ** (-lf["exponent"]),
-                            label=f"C (log k)^-{lf['exponent']:.2f}, rms {lf['rmse_log']:.3f}")
-                    ax.plot(kk, pf["C"] * kk ** (-pf["exponent"]), "--",
-                            label=f"C k^-{pf['exponent']:.2f}, rms {pf['rmse_log']:.3f}")
-                ax.set_xscale("log")
-                ax.set_yscale("log")
-                ax.set_title(f"{label}: better fit {fit.get('better', 'n/a')}")
-                ax.set_xlabel("step k")
-                ax.legend(fontsize=7)
+                _rate_panel(ax, rs[rows[0]], arrays["bregman"][rows], e.get("rate_fit") or {}, label)
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "rate_fit.png"))
 
@@ -146,24 +134,96 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "projections.png"))
 
-        fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
+        fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
         for ax, (label, e, rows) in zip(axes[0], groups):
-            k, m, s = _mean_std(rs[rows[0]], arrays["norm_p"][rows])
-            ax.plot(k, m, label="mean")
-            ax.fill_between(k, m - s, m + s, alpha=0.2)
-            nf = e.get("norm_fit") or {}
-            if "slope_log" in nf:
-                kk = k[k >= nf["tail_from"]]
-                ax.plot(kk, nf["intercept_log"] + nf["slope_log"] * np.log(kk), "--",
-                        label=f"{nf['slope_log']:.2f} log k + c (R2 {nf['r2_log']:.3f})")
-            ax.set_xscale("log")
-            ax.set_xlabel("step k")
-            ax.set_ylabel(r"$\|W(k)\|_p$")
-            ax.set_title(label)
-            ax.legend(fontsize=7)
+            _norm_panel(ax, rs[rows[0]], arrays["norm_p"][rows], e, label, bool(summary["config"].get("normalize")))
         fig.tight_layout()
         out.append(save_png(fig, run_dir / "norm_growth.png"))
     return out
+
+
+def _rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label: str) -> None:
+    """The mean D(k) with its bootstrap band, both laws fitted before the held-out split and their
+    predictions of the held-out tail, and the verdict with the margin that decided it."""
+    from experiments.paths.rates import bootstrap_means
+
+    valid = steps_row > 0
+    k, c = steps_row[valid].astype(float), curves[:, valid]
+    rows = np.all(np.isfinite(c) & (c > 0), axis=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("step k")
+    ax.set_ylabel(r"$D_\psi(\bar W_{mm}, \bar W(k))$")
+    if not rows.any():
+        ax.set_title(f"{label}: no finite curve", fontsize=9)
+        return
+    c = c[rows]
+    ax.plot(k, c.mean(axis=0), "k.", ms=3, label=f"mean over {c.shape[0]} trajectories")
+    if c.shape[0] > 1:
+        lo, hi = np.percentile(bootstrap_means(c, 400, np.random.default_rng(0)), [2.5, 97.5], axis=0)
+        ax.fill_between(k, lo, hi, color="0.6", alpha=0.35, lw=0, label="95% bootstrap band of the mean")
+    sel = fit.get("selection")
+    if sel and "tail_from_step" in fit:
+        split = sel["split_step"]
+        kk = k[k >= fit["tail_from_step"]]
+        for m, style, name in (("log", "C0", "C (log k)^-a"), ("power", "C3", "C k^-b")):
+            a, C = sel["early_fits"][m]
+            x = np.log(kk) if m == "log" else kk
+            y = C * x ** (-a)
+            err = sel[f"error_{m}"]
+            ax.plot(kk[kk < split], y[kk < split], "-", color=style, label=f"{name}, a={a:.3g} fitted before the split"
+                    if m == "log" else f"{name}, b={a:.3g} fitted before the split")
+            ax.plot(kk[kk >= split], y[kk >= split], "--", color=style, label=f"its prediction (rms log error {err:.2g})")
+        ax.axvline(split, color="0.3", ls=":", lw=1, label=f"held-out tail from k={split}")
+    verdict = fit.get("verdict", "n/a")
+    margin = ""
+    if sel and sel.get("difference_ci"):
+        lo_d, hi_d = sel["difference_ci"]
+        margin = f"\nerror log - power {sel['difference']:.2g} [{lo_d:.2g}, {hi_d:.2g}]"
+    state = fit.get("state")
+    ax.set_title(f"{label}: {verdict}" + (f" ({state})" if state and state != "asymptotic" else "") + margin,
+                 fontsize=9)
+    ax.legend(fontsize=6)
+
+
+def _norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label: str, normalized: bool) -> None:
+    """Median ||W(k)||_p with its 10-90% band over trajectories and the fitted law of the step rule
+    (power of k for normalized steps, log k for constant steps; docs/theory.md section 6)."""
+    from experiments.paths.growth import normalized_bound
+
+    valid = steps_row > 0
+    k, c = steps_row[valid].astype(float), norms[:, valid]
+    c = c[np.all(np.isfinite(c), axis=1)]
+    ax.set_xscale("log")
+    if normalized:
+        ax.set_yscale("log")
+    ax.set_xlabel("step k")
+    ax.set_ylabel(r"$\|W(k)\|_p$")
+    ax.set_title(label, fontsize=9)
+    if c.shape[0] == 0:
+        return
+    med = np.median(c, axis=0)
+    line, = ax.plot(k, med, label=f"median over {c.shape[0]} trajectories")
+    ax.plot(k, c.mean(axis=0), "k.", ms=2, label="mean (the fitted curve)")
+    ax.fill_between(k, np.percentile(c, 10, axis=0), np.percentile(c, 90, axis=0), color=line.get_color(),
+                    alpha=0.2, lw=0, label="10-90% of trajectories")
+    nf = entry.get("norm_fit") or {}
+    if "law" in nf:
+        kk = k[k >= nf["tail_from"]]
+        ci = nf.get("ci") or [np.nan, np.nan]
+        if nf["law"] == "power":
+            fit_label = f"fit of the mean: C k^e, e = {nf['coefficient']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+            if nf.get("expected") is not None:
+                fit_label += f"\n(1/(p-1) = {nf['expected']:.3g})"
+            ax.plot(kk, np.exp(nf["intercept"]) * kk ** nf["coefficient"], "k--", lw=1, label=fit_label)
+        else:
+            ax.plot(kk, nf["intercept"] + nf["coefficient"] * np.log(kk), "k--", lw=1,
+                    label=f"fit of the mean: c1 log k + c0, c1 = {nf['coefficient']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+                          f"\n(Theorem 8, R^2 {nf['r2']:.3f})")
+    if normalized and steps_row[0] == 0 and np.isfinite(norms[:, 0]).all():
+        bound = normalized_bound(np.median(norms[:, 0]), k, p=float(entry["p"]), lr=float(entry["lr"]))
+        ax.plot(k, bound, ":", color="0.4", lw=1, label="dual-step bound (||W0||^(p-1) + lr k)^(1/(p-1))")
+    ax.legend(fontsize=6)
 
 
 def _projections(ax, arrays: dict, rows: np.ndarray, p: float, max_paths: int = 8) -> None:

@@ -1,101 +1,163 @@
-"""Measured convergence rates of training paths (docs/theory.md section 5, Theorems 8, 10, 11).
+"""Measured decay rates of training paths (docs/theory.md section 6; the paper's Theorems 10 and 11).
 
-Two two-parameter models are fitted on the tail of a decay curve ``D(k)`` (the directional Bregman
+Two laws are fitted to the mean over trajectories of a decay curve ``D(k)`` (the directional Bregman
 divergence), by least squares in log space:
 
-- ``log``:   ``D(k) = C (log k)^(-a)``  (Theorem 11 predicts an inverse-logarithmic rate),
+- ``log``:   ``D(k) = C (log k)^(-a)``, the inverse-logarithmic family of Theorem 11 (its p < 2, p = 2
+  and p > 2 forms differ in the exponent; ``a`` is fitted, a theoretical exponent can be passed as
+  ``predicted`` and is then reported against the interval, never assumed);
 - ``power``: ``D(k) = C k^(-b)``.
 
-The fitted curve is the mean over trials; confidence intervals come from a bootstrap over trials
-(resample trials with replacement, refit). Both models have two parameters, so the residual RMS in
-log space compares them directly (``better`` names the smaller one). Norm growth
-``||W(k)||_p`` is fitted as ``c0 + c1 log k`` (Theorem 8's logarithmic order) and, for comparison,
-as a power law. numpy only (no torch), so worker processes and the plot command stay light.
+Exponent intervals come from a bootstrap over trajectories (resample trajectories with replacement,
+refit). The model is chosen by prediction of a held-out tail: both laws are fitted on the early part
+of the window and predict the late part; the RMS log errors are compared with a bootstrap interval of
+their difference. The verdict is ``log`` or ``power`` only when that interval excludes 0 and the worse
+error is at least ``min_ratio`` times the better one, and only on a curve in its asymptotic regime:
+a curve that is not decreasing (``flat``), whose decay still accelerates (``transient``: both laws
+have a non-increasing log-log slope, so an increasing one is neither's regime) or whose late values
+sit at the float / certificate floor (``float_floor``) gets ``inconclusive`` with the reason. numpy
+only (no torch), so worker processes and the plot command stay light.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from enum import Enum
 
 import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["ModelFit", "RateFit", "NormFit", "fit_line", "fit_rates", "fit_norm_growth", "tail_mask"]
+__all__ = ["Verdict", "CurveState", "ModelFit", "Selection", "RateFit", "MODELS", "fit_line", "tail_mask",
+           "bootstrap_means", "bregman_floor", "fit_rates", "rates_by_horizon", "clean_json", "rate_line",
+           "interval_text"]
 
 MODELS = ("log", "power")
+#: late values within this factor of the floor count as "at the float floor"
+FLOOR_FACTOR = 10.0
+#: relative increase of the local decay slope (late half vs early half) that marks a transient
+ACCEL_TOL = 0.1
+
+
+class Verdict(str, Enum):
+    """Which decay law predicts the held-out tail better, or neither decidably."""
+
+    LOG = "log"
+    POWER = "power"
+    INCONCLUSIVE = "inconclusive"
+
+
+class CurveState(str, Enum):
+    """Whether the fitted window of a curve is in an asymptotic regime (the laws' domain)."""
+
+    ASYMPTOTIC = "asymptotic"      #: decreasing, decay not accelerating
+    TRANSIENT = "transient"        #: the decay accelerates over the window (still in its transient)
+    FLAT = "flat"                  #: not significantly decreasing over the window
+    FLOOR = "float_floor"          #: late values at the float64 / certificate resolution floor
 
 
 @dataclass(frozen=True)
 class ModelFit:
-    """One fitted model: ``D = C * x^(-exponent)`` with x = log k (``log``) or k (``power``).
+    """One law ``D = C x^(-exponent)``, x = log k (``log``) or k (``power``), fitted on the whole window.
 
     Attributes:
-        model: "log" or "power".
-        exponent: fitted decay exponent (a or b).
-        C: prefactor.
-        ci95: bootstrap 95% interval of the exponent (over trials), or None with a single trial.
-        rmse_log: residual root-mean-square of ``log D`` on the tail.
-        r2: coefficient of determination of the log-space fit.
+        model: "log" or "power"; exponent: a or b; C: prefactor.
+        ci: bootstrap interval (level of the `RateFit`) of the exponent, None without a bootstrap.
+        rmse_log: residual RMS of ``log D`` on the window; r2: coefficient of determination there.
     """
 
     model: str
     exponent: float
     C: float
-    ci95: tuple[float, float] | None
+    ci: tuple[float, float] | None
     rmse_log: float
     r2: float
 
 
 @dataclass(frozen=True)
-class RateFit:
-    """Both models on one curve, and which fits better (smaller log-space RMS).
+class Selection:
+    """Model choice by prediction of the held-out tail ``k >= split_step``.
 
     Attributes:
-        fits: {"log": ModelFit, "power": ModelFit}.
-        better: "log" or "power".
-        tail_from: first step of the fitted tail; points: tail points used; trials: curves averaged.
-        bootstrap: bootstrap resamples used.
+        verdict: `Verdict`; reason: one line saying what decided it.
+        split_step: first held-out step (both laws are fitted on the steps before it).
+        error_log, error_power: RMS log error of each law's prediction of the held-out mean curve.
+        difference: ``error_log - error_power`` (> 0 favours power); difference_ci: its bootstrap interval.
+        ratio: worse error / better error.
+        early_fits: {"log": (exponent, C), "power": (exponent, C)} fitted before ``split_step``
+            (the predictions that were compared).
+    """
+
+    verdict: Verdict
+    reason: str
+    split_step: int
+    error_log: float
+    error_power: float
+    difference: float
+    difference_ci: tuple[float, float] | None
+    ratio: float
+    early_fits: dict
+
+
+@dataclass(frozen=True)
+class RateFit:
+    """Both laws on one curve, the held-out choice between them and the state of the curve.
+
+    Attributes:
+        fits: {"log": ModelFit, "power": ModelFit}; selection: `Selection`.
+        state: `CurveState`; state_reason: one line.
+        slopes: local power-law decay slopes (early half, late half) of the window and the bootstrap
+            interval of their difference (late - early; > 0 is an accelerating decay).
+        tail_from: first step of the window; points: its record points; trials: curves averaged;
+        bootstrap: resamples used; level: interval level; floor: the resolution floor used (or None);
+        predicted: a theoretical exponent of the log law given by the caller, and whether it lies in
+            the interval (None when not given).
     """
 
     fits: dict
-    better: str
+    selection: Selection
+    state: CurveState
+    state_reason: str
+    slopes: tuple
     tail_from: int
     points: int
     trials: int
     bootstrap: int
+    level: float
+    floor: float | None
+    predicted: tuple | None = None
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.selection.verdict
 
     def to_json(self) -> dict:
-        return {"better": self.better, "tail_from_step": self.tail_from, "points": self.points,
-                "trials": self.trials, "bootstrap": self.bootstrap,
-                **{name: _clean(asdict(f)) for name, f in self.fits.items()}}
+        sel = asdict(self.selection)
+        sel["verdict"] = self.selection.verdict.value
+        return clean_json({"verdict": self.verdict.value, "reason": self.selection.reason,
+                           "state": self.state.value, "state_reason": self.state_reason,
+                           "selection": sel, "slopes": {"early": self.slopes[0], "late": self.slopes[1],
+                                                        "late_minus_early_ci": self.slopes[2]},
+                           "tail_from_step": self.tail_from, "points": self.points, "trials": self.trials,
+                           "bootstrap": self.bootstrap, "level": self.level, "floor": self.floor,
+                           "predicted_log_exponent": None if self.predicted is None else
+                           {"value": self.predicted[0], "in_interval": self.predicted[1]},
+                           **{name: asdict(f) for name, f in self.fits.items()}})
 
 
-@dataclass(frozen=True)
-class NormFit:
-    """``||W(k)||_p ~ c0 + c1 log k`` (slope ``c1``) and ``~ C k^e`` on the tail of the mean curve."""
-
-    slope_log: float
-    intercept_log: float
-    r2_log: float
-    power_exponent: float
-    r2_power: float
-    tail_from: int
-
-    def to_json(self) -> dict:
-        return _clean(asdict(self))
-
-
-def _clean(d: dict) -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, float) and not np.isfinite(v):
-            out[k] = None
-        elif isinstance(v, tuple):
-            out[k] = [None if not np.isfinite(x) else float(x) for x in v]
-        else:
-            out[k] = v
-    return out
+def clean_json(o):
+    """Non-finite floats become None, tuples lists, enums their values (JSON has no NaN)."""
+    if isinstance(o, dict):
+        return {k: clean_json(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [clean_json(v) for v in o]
+    if isinstance(o, Enum):
+        return o.value
+    if isinstance(o, (float, np.floating)):
+        return float(o) if np.isfinite(o) else None
+    if isinstance(o, np.integer):
+        return int(o)
+    return o
 
 
 def fit_line(x: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -124,76 +186,202 @@ def tail_mask(steps: np.ndarray, *, tail_fraction: float = 0.01, min_step: int =
     return steps >= max(min_step, tail_fraction * steps.max())
 
 
+def bootstrap_means(curves: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Mean curves of ``resamples`` bootstrap resamples of the rows of ``curves`` (resamples, points).
+
+    Multinomial counts times the curves: memory grows with resamples x (trajectories + points), not
+    with their product."""
+    nt = curves.shape[0]
+    counts = rng.multinomial(nt, np.full(nt, 1.0 / nt), size=resamples).astype(np.float64)
+    return counts @ curves / nt
+
+
+def bregman_floor(p: float, entries: int, *, direction_error: float | None = None,
+                  eps: float = float(np.finfo(np.float64).eps)) -> float:
+    """The smallest directional Bregman divergence a measurement can resolve (docs/theory.md section 4.2).
+
+    The direction of ``W/||W||_p`` is known to ``delta = (entries + 2) eps/2`` in the p-norm (entrywise
+    rounding and the norm's), and the reference to its certified direction error; the floor is the
+    Bregman bound between unit directions at the larger delta: ``(2^(2-p)/p) delta^p`` for p <= 2,
+    ``((p-1)/2) 2^((p-2)/p) delta^2`` for p >= 2.
+    """
+    delta = (entries + 2) * eps / 2
+    if direction_error is not None and np.isfinite(direction_error):
+        delta = max(delta, float(direction_error))
+    if p <= 2:
+        return float(2.0 ** (2 - p) / p * delta**p)
+    return float((p - 1) / 2 * 2.0 ** ((p - 2) / p) * delta**2)
+
+
+def _x(model: str, k: np.ndarray) -> np.ndarray:
+    return np.log(np.log(k)) if model == "log" else np.log(k)
+
+
 def _r2(y: np.ndarray, rmse: float) -> float:
     var = float(np.var(y))
     return float(1.0 - rmse**2 / var) if var > 0 else float("nan")
 
 
-def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.01, bootstrap: int = 1000,
-              seed: int = 0) -> RateFit:
-    """Fit ``C (log k)^-a`` and ``C k^-b`` to the tail of the mean of ``curves`` (trials x steps).
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    lo, hi = np.percentile(values, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def _prediction_errors(k: np.ndarray, Y: np.ndarray, early: np.ndarray) -> dict:
+    """RMS log error, per row of Y (log mean curves), of each law fitted on ``early`` predicting the rest."""
+    out = {}
+    for m in MODELS:
+        x = _x(m, k)
+        c1, c0, _ = fit_line(x[early], Y[:, early])
+        pred = c0[:, None] + c1[:, None] * x[~early]
+        out[m] = np.sqrt(np.mean((pred - Y[:, ~early]) ** 2, axis=1))
+    return out
+
+
+def _state(k, y, boots, level, floor, slope_ci) -> tuple[CurveState, str, tuple]:
+    """Floor, flat and transient checks of one window (see `CurveState`)."""
+    half = np.log(k) <= 0.5 * (np.log(k[0]) + np.log(k[-1]))
+    x = np.log(k)
+    if floor is not None and np.median(np.exp(y[~half])) <= FLOOR_FACTOR * floor:
+        return (CurveState.FLOOR, f"late values (median {np.median(np.exp(y[~half])):.2e}) are within "
+                f"{FLOOR_FACTOR:g}x of the resolution floor {floor:.2e}", (None, None, None))
+    b_all = -fit_line(x, y[None, :])[0][0]
+    lo_all = b_all if slope_ci is None else slope_ci[0]
+    if not lo_all > 0:
+        what = f"interval [{slope_ci[0]:.3g}, {slope_ci[1]:.3g}]" if slope_ci else f"{b_all:.3g}"
+        return CurveState.FLAT, f"not decreasing over the window (power slope {what} is not > 0)", (None, None, None)
+    if half.sum() < 2 or (~half).sum() < 2:
+        return CurveState.ASYMPTOTIC, "decreasing (too few points to test acceleration)", (None, None, None)
+    b1 = -fit_line(x[half], y[None, half])[0][0]
+    b2 = -fit_line(x[~half], y[None, ~half])[0][0]
+    ci = None
+    if boots is not None:
+        d = fit_line(x[half], boots[:, half])[0] - fit_line(x[~half], boots[:, ~half])[0]
+        ci = _interval(d, level)
+    accel = b2 - b1 > ACCEL_TOL * abs(b1) and (ci is None or ci[0] > 0)
+    if accel:
+        return (CurveState.TRANSIENT, f"the decay still accelerates (local slope {b1:.3g} early, {b2:.3g} late; "
+                f"both laws have non-increasing slopes)", (b1, b2, ci))
+    return CurveState.ASYMPTOTIC, f"decreasing, decay not accelerating (local slope {b1:.3g} early, {b2:.3g} late)", \
+        (b1, b2, ci)
+
+
+def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.01, start: int = 3,
+              holdout: float = 1 / 3,
+              bootstrap: int = 1000, seed: int = 0, level: float = 0.95, min_ratio: float = 1.25,
+              floor: float | None = None, predicted: float | None = None) -> RateFit:
+    """Fit both laws to the mean of ``curves`` on ``k >= tail_fraction * max k`` and choose between them.
 
     Args:
-        steps: record steps (R,), shared by all trials.
-        curves: D values (trials, R); NaN entries (unrecorded or infeasible) are ignored per step;
-            a step is used only if every remaining trial has a positive value there.
-        tail_fraction: the tail is ``k >= tail_fraction * max k`` (default: the last two decades) (and k >= 3, so log log k > 0).
-        bootstrap: resamples over trials for the 95% intervals (0: none).
-        seed: bootstrap seed.
+        steps: record steps (R,), shared by all trajectories.
+        curves: D values (trajectories, R); a trajectory is used only if it is finite and positive on
+            the whole window.
+        tail_fraction, start: the window is ``k >= max(start, tail_fraction * max k)`` (default: the last
+            two decades; start >= 3 so log log k > 0; ``tail_fraction=0`` with a fixed start lets the
+            window grow with the horizon).
+        holdout: fraction of the window (in log k) held out for the model choice (default the last third).
+        bootstrap: resamples over trajectories (0: no intervals, verdict inconclusive).
+        seed: bootstrap seed; level: interval level (default 0.95).
+        min_ratio: the worse held-out error must be at least this multiple of the better one.
+        floor: resolution floor of D (`bregman_floor`); None: no floor check.
+        predicted: a theoretical exponent of the log law to report against its interval.
 
     Raises:
-        MdcertError: fewer than 3 usable tail points or no usable trial.
+        MdcertError: fewer than 3 usable points in each part, or no usable trajectory.
     """
     steps = np.asarray(steps, dtype=np.float64)
     curves = np.atleast_2d(np.asarray(curves, dtype=np.float64))
     if curves.shape[1] != steps.shape[0]:
         raise MdcertError(f"curves have {curves.shape[1]} points per trial but there are {steps.shape[0]} steps")
-    mask = tail_mask(steps, tail_fraction=tail_fraction)
+    if not 0 < holdout < 1 or not 0 < level < 1:
+        raise MdcertError(f"holdout and level must be in (0, 1), got {holdout}, {level}")
+    mask = tail_mask(steps, tail_fraction=tail_fraction, min_step=max(3, int(start)))
     good = curves[:, mask]
-    good = good[np.all(np.isfinite(good), axis=1)]
+    good = good[np.all(np.isfinite(good) & (good > 0), axis=1)]
     if good.shape[0] == 0:
-        raise MdcertError("no trial has finite values on the whole tail; nothing to fit")
+        raise MdcertError("no trial has finite positive values on the whole tail; nothing to fit")
     k = steps[mask]
-    mean = good.mean(axis=0)
-    pos = mean > 0
-    if pos.sum() < 3:
-        raise MdcertError(f"need at least 3 positive tail points to fit a rate, got {int(pos.sum())}")
-    k, good, mean = k[pos], good[:, pos], mean[pos]
-    xs = {"log": np.log(np.log(k)), "power": np.log(k)}
-    y = np.log(mean)
+    if k.size < 3:
+        raise MdcertError(f"need at least 3 positive tail points to fit a rate, got {k.size}")
+    lk = np.log(k)
+    early = lk < lk[0] + (1 - holdout) * (lk[-1] - lk[0])
+    if early.sum() < 3 or (~early).sum() < 2:
+        raise MdcertError(f"need at least 3 fitted and 2 held-out tail points, got {int(early.sum())} and "
+                          f"{int((~early).sum())}; record more points (--records) or widen the tail (--tail)")
     nt = good.shape[0]
+    y = np.log(good.mean(axis=0))
     rng = np.random.default_rng(seed)
-    boots = None
-    if bootstrap > 0 and nt > 1:
-        idx = rng.integers(0, nt, size=(bootstrap, nt))
-        bm = good[idx].mean(axis=1)                          # (bootstrap, points)
-        keep = np.all(bm > 0, axis=1)
-        boots = np.log(bm[keep])
+    boots = np.log(bootstrap_means(good, bootstrap, rng)) if bootstrap > 0 and nt > 1 else None
     fits = {}
-    for name, x in xs.items():
+    for m in MODELS:
+        x = _x(m, k)
         c1, c0, rmse = fit_line(x, y[None, :])
-        ci = None
-        if boots is not None and boots.shape[0] > 1:
-            bc1, _, _ = fit_line(x, boots)
-            lo, hi = np.percentile(-bc1, [2.5, 97.5])
-            ci = (float(lo), float(hi))
-        fits[name] = ModelFit(name, float(-c1[0]), float(np.exp(c0[0])), ci, float(rmse[0]), _r2(y, float(rmse[0])))
-    better = min(MODELS, key=lambda m: fits[m].rmse_log)
-    return RateFit(fits, better, int(k.min()), int(k.size), int(nt), int(0 if boots is None else boots.shape[0]))
+        ci = _interval(-fit_line(x, boots)[0], level) if boots is not None else None
+        fits[m] = ModelFit(m, float(-c1[0]), float(np.exp(c0[0])), ci, float(rmse[0]), _r2(y, float(rmse[0])))
+    state, why, slopes = _state(k, y, boots, level, floor, fits["power"].ci)
+    err = {m: float(v[0]) for m, v in _prediction_errors(k, y[None, :], early).items()}
+    diff = err["log"] - err["power"]
+    ratio = max(err.values()) / max(min(err.values()), 1e-300)
+    dci = None
+    if boots is not None:
+        be = _prediction_errors(k, boots, early)
+        dci = _interval(be["log"] - be["power"], level)
+    sel_txt = (f"held-out error log {err['log']:.3g} vs power {err['power']:.3g}, difference {diff:.3g}"
+               + (f" [{dci[0]:.3g}, {dci[1]:.3g}]" if dci else ""))
+    if state is not CurveState.ASYMPTOTIC:
+        verdict, reason = Verdict.INCONCLUSIVE, f"{state.value}: {why}"
+    elif dci is None:
+        verdict, reason = Verdict.INCONCLUSIVE, f"no interval (one trajectory or no bootstrap); {sel_txt}"
+    elif dci[0] > 0 and ratio >= min_ratio:
+        verdict, reason = Verdict.POWER, sel_txt
+    elif dci[1] < 0 and ratio >= min_ratio:
+        verdict, reason = Verdict.LOG, sel_txt
+    elif dci[0] <= 0 <= dci[1]:
+        verdict, reason = Verdict.INCONCLUSIVE, f"{sel_txt}: the interval contains 0"
+    else:
+        verdict, reason = Verdict.INCONCLUSIVE, f"{sel_txt}: errors within a factor {min_ratio:g} ({ratio:.2f})"
+    split = int(k[~early][0])
+    early_fits = {}
+    for m in MODELS:
+        c1, c0, _ = fit_line(_x(m, k[early]), y[None, early])
+        early_fits[m] = (float(-c1[0]), float(np.exp(c0[0])))
+    sel = Selection(verdict, reason, split, err["log"], err["power"], diff, dci, ratio, early_fits)
+    pred = None
+    if predicted is not None:
+        ci = fits["log"].ci
+        pred = (float(predicted), None if ci is None else bool(ci[0] <= predicted <= ci[1]))
+    return RateFit(fits, sel, state, why, slopes, int(k[0]), int(k.size), int(nt),
+                   0 if boots is None else int(boots.shape[0]), float(level), floor, pred)
 
 
-def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, tail_fraction: float = 0.01) -> NormFit:
-    """Fit the mean ``||W(k)||_p`` over trials against log k (and as a power law) on the tail."""
-    steps = np.asarray(steps, dtype=np.float64)
-    norms = np.atleast_2d(np.asarray(norms, dtype=np.float64))
-    mask = tail_mask(steps, tail_fraction=tail_fraction, min_step=2)
-    sub = norms[:, mask]
-    sub = sub[np.all(np.isfinite(sub), axis=1)]
-    if sub.shape[0] == 0 or mask.sum() < 3:
-        raise MdcertError("need at least 3 finite tail points of ||W(k)||_p to fit norm growth")
-    k = steps[mask]
-    mean = sub.mean(axis=0)
-    c1, c0, rmse = fit_line(np.log(k), mean[None, :])
-    e1, _, rmse_p = fit_line(np.log(k), np.log(mean)[None, :])
-    return NormFit(float(c1[0]), float(c0[0]), _r2(mean, float(rmse[0])), float(e1[0]),
-                   _r2(np.log(mean), float(rmse_p[0])), int(k.min()))
+def rates_by_horizon(steps: np.ndarray, curves: np.ndarray, horizons, **options) -> dict:
+    """`fit_rates` on the records ``k <= H`` for every horizon H (the same window rule at each horizon).
+
+    Returns:
+        ``{H: RateFit or the MdcertError message}``.
+    """
+    steps = np.asarray(steps)
+    out = {}
+    for H in horizons:
+        keep = (steps >= 0) & (steps <= H)
+        try:
+            out[int(H)] = fit_rates(steps[keep], np.atleast_2d(curves)[:, keep], **options)
+        except MdcertError as exc:
+            out[int(H)] = str(exc)
+    return out
+
+
+def interval_text(ci) -> str:
+    """``[lo, hi]`` with 3 significant digits, or an empty string for None."""
+    return "" if not ci or ci[0] is None else f" [{ci[0]:.3g}, {ci[1]:.3g}]"
+
+
+def rate_line(fit: dict | None) -> str:
+    """One line from a `RateFit` JSON dict: the verdict, what decided it and both exponents."""
+    if not fit:
+        return "rate: not measured"
+    if "error" in fit:
+        return f"rate: not fitted ({fit['error']})"
+    lf, pf = fit["log"], fit["power"]
+    return (f"rate {fit['verdict']} ({fit['reason']}); (log k)^-a: a = {lf['exponent']:.3g}{interval_text(lf['ci'])}, "
+            f"k^-b: b = {pf['exponent']:.3g}{interval_text(pf['ci'])}")

@@ -78,14 +78,22 @@ def measure_against_svms(certifier: Certifier, res, trial: np.ndarray, p_rows: l
 
 def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str, lr: float, steps: int, args,
                  ps: list, alpha_final: np.ndarray, alpha_opt: np.ndarray) -> dict:
-    """The summary of one (p, lr): final Bregman statistics, rate fits, norm growth, cross grid."""
-    from experiments.paths.rates import fit_norm_growth, fit_rates
+    """The summary of one (p, lr): final Bregman statistics, rate fits with the held-out verdict and the
+    curve's state, norm growth against the law of the step rule, cross grid (docs/theory.md section 6)."""
+    from experiments.paths.growth import fit_norm_growth
+    from experiments.paths.rates import bregman_floor, fit_rates
 
-    def tail_fit(k, c):
-        return fit_rates(k, c, tail_fraction=args.tail)
+    d = res.W.shape[-1]
 
     def norm_fit(k, c):
-        return fit_norm_growth(k, c, tail_fraction=args.tail)
+        return fit_norm_growth(k, c, normalized=bool(res.normalize), p=float(p), lr=float(lr),
+                               tail_fraction=args.tail)
+
+    def rate_fit(direction_errors):
+        """fit_rates with the floor set by float64 resolution and the certificates' direction error."""
+        worst = float(np.nanmax(direction_errors)) if np.any(np.isfinite(direction_errors)) else None
+        floor = bregman_floor(float(p), d * d, direction_error=worst)
+        return lambda k, c: fit_rates(k, c, tail_fraction=args.tail, floor=floor)
 
     steps_row = res.record_steps[sel[0]]
     entry = {"p": float(p), "p_exact": f"{p.numerator}/{p.denominator}", "p_text": p_text,
@@ -107,9 +115,9 @@ def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str,
                  bregman_final_opt_mean=mo, bregman_final_opt_std=so, bregman_opt_trajectories=co,
                  svm_status_counts={k: int(np.sum(st == k)) for k in sorted(set(st))},
                  direction_error_upper_max=float(np.nanmax(err)) if np.any(np.isfinite(err)) else None,
-                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], tail_fit),
-                 rate_fit_two_decades=_rate_json(steps_row, arrays["bregman"][sel], fit_rates),
-                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel], tail_fit))
+                 rate_fit=_rate_json(steps_row, arrays["bregman"][sel], rate_fit(err)),
+                 rate_fit_opt=_rate_json(steps_row, arrays["bregman_opt"][sel],
+                                         rate_fit(arrays["direction_error_upper_opt"][sel])))
     if "cross" in arrays:
         cm = [_stats(_final_values(arrays["cross"][sel, qi])) for qi in range(len(ps))]
         entry["cross"] = {"q": [float(q) for q in ps], "bregman_final_mean": [x[0] for x in cm],

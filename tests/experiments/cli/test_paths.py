@@ -36,7 +36,10 @@ def test_summary_keys_and_per_p(run_dir) -> None:
             assert key in e
         assert e["bregman_final_mean"] > 0
         assert e["direction_error_upper_max"] < 1e-12
-        assert e["rate_fit"]["better"] in ("log", "power")
+        assert e["rate_fit"]["verdict"] in ("log", "power", "inconclusive") and e["rate_fit"]["reason"]
+        assert e["rate_fit"]["state"] in ("asymptotic", "transient", "flat", "float_floor")
+        assert e["norm_fit"]["law"] == "power" and e["norm_fit"]["expected"] == pytest.approx(1 / (e["p"] - 1))
+        assert e["norm_fit"]["bound_ratio_max"] <= 1 + 1e-9
         assert len(e["cross"]["q"]) == 2
     assert s["certificates"]["direction_error_upper_max"] < 1e-12
     assert not list(run_dir.parent.glob(".run.tmp-*"))          # written atomically, nothing left over

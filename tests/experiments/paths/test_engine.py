@@ -156,6 +156,16 @@ def test_record_schedule_is_log_spaced_with_endpoints() -> None:
         record_schedule(10, 1)
 
 
+def test_record_schedule_spacings() -> None:
+    assert np.array_equal(record_schedule(100, 11, spacing="linear"), np.arange(0, 101, 10))
+    assert np.array_equal(record_schedule(3, 64, spacing="linear"), [0, 1, 2, 3])
+    assert np.array_equal(record_schedule(100, 11, spacing="auto"), record_schedule(100, 11, spacing="linear"))
+    long = record_schedule(10**6, 61, spacing="auto")                 # longer than 10x the records: log-spaced
+    assert np.array_equal(long, record_schedule(10**6, 61)) and 55 <= long.size <= 61 and long[1] == 1
+    with pytest.raises(MdcertError, match="unknown record spacing"):
+        record_schedule(10, 5, spacing="cubic")
+
+
 def test_mixed_step_counts_record_and_finish_correctly(problems, W0) -> None:
     res = run_paths(problems, data_index=[0, 1, 2, 3], p=["2", "2", "3", "3"], lr=[0.1] * 4, steps=[5, 17, 0, 9],
                     W0=W0, records=6)

@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "CheckResult": "certify.check",
     "ClaimCheck": "certify.check",
     "check_certificate": "certify.check",
+    "CertifiedSolution": "certify.export",
+    "certified_solution": "certify.export",
 }
 
 __all__ = sorted(_EXPORTS)

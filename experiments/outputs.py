@@ -15,7 +15,8 @@ from typing import Iterator
 
 from certify.errors import MdcertError
 
-__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed", "writable"]
+__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed", "writable",
+           "check_distinct", "write_npy_atomic"]
 
 
 def _check_parent(path: Path, option: str) -> None:
@@ -87,6 +88,54 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
         tmp.write_text(text)
+        tmp.replace(target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (symlinks, ``..``, relative paths) or,
+    when both exist, the same inode (hard links)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_distinct(outputs: dict[str, str | os.PathLike | None], inputs: dict[str, str | os.PathLike | None]) -> None:
+    """Refuse, before any work, an output path that names one of the inputs or another output.
+
+    Args:
+        outputs: option -> output path (None: not requested), e.g. ``{"-o": "cert.json"}``.
+        inputs: description -> input path, e.g. ``{"the problem file": "problem.npz"}``.
+
+    Raises:
+        MdcertError: one line naming both and the fix.
+    """
+    given = [(opt, Path(path)) for opt, path in outputs.items() if path is not None]
+    for k, (opt, out) in enumerate(given):
+        for what, path in inputs.items():
+            if path is not None and _same_file(out, Path(path)):
+                raise MdcertError(f"{opt} {str(out)!r} is {what}; inputs are never overwritten - choose another "
+                                  f"output path")
+        for opt2, out2 in given[:k]:
+            if _same_file(out, out2):
+                raise MdcertError(f"{opt} and {opt2} name the same file {str(out)!r}; give two different paths")
+
+
+def write_npy_atomic(path: str | os.PathLike, array) -> Path:
+    """Write one array as a ``.npy`` file (no pickles) through a temporary name renamed into place."""
+    import numpy as np
+
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, np.asarray(array), allow_pickle=False)
         tmp.replace(target)
     finally:
         if tmp.exists():

@@ -2,6 +2,11 @@
 
 Exit codes: 0 certified (status optimal), 3 infeasible (a Gordan certificate of infeasibility is
 written), 2 no verified result (nothing proven; the certificate says so), 1 bad input.
+
+``--export-w W.npy`` also writes the certified feasible point as a float64 ``.npy`` (attention SVM:
+W, d x d, row-major; decoder SVM: v, length d) and ``--export-direction U.npy`` its unit direction,
+with their rigorous distances to the optimum printed (`certify.export`, docs/theory.md section 4.2).
+Neither is written when nothing was certified.
 """
 
 from __future__ import annotations
@@ -23,6 +28,58 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--digits", type=int, default=60, help="requested relative width 1e-DIGITS of the OPT enclosure (default 60)")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds after which precision is not raised further")
     parser.add_argument("-o", "--output", default=None, help="write the certificate JSON here (written atomically)")
+    add_export_options(parser)
+
+
+def add_export_options(parser: argparse.ArgumentParser) -> None:
+    """``--export-w`` and ``--export-direction`` (shared with ``mdcert verify``)."""
+    parser.add_argument("--export-w", default=None, metavar="W.npy",
+                        help="also write the certified feasible point as float64 .npy: W (d x d, row-major, "
+                             "W[j,k] = w[j*d+k]) for the attention SVM, v (length d) for the decoder SVM")
+    parser.add_argument("--export-direction", default=None, metavar="U.npy",
+                        help="also write its unit direction w/||w||_p as float64 .npy (same shape)")
+
+
+def check_export_paths(args: argparse.Namespace, inputs: dict) -> None:
+    """Validate the export paths before any work: .npy names, not an input, not another output."""
+    from experiments.outputs import check_distinct, check_output_file
+
+    for opt, path in (("--export-w", args.export_w), ("--export-direction", args.export_direction)):
+        if path is not None:
+            check_output_file(path, option=opt, suffixes=(".npy",))
+    check_distinct({"-o": getattr(args, "output", None), "--export-w": args.export_w,
+                    "--export-direction": args.export_direction}, inputs)
+
+
+def prepare_export(args: argparse.Namespace, cert, problem=None):
+    """The `CertifiedSolution` to export (None when no export is asked for or nothing was certified;
+    a note on stderr then). Computed before any output is written, so a failure writes nothing."""
+    import sys
+
+    from certify import CertStatus, certified_solution
+
+    wanted = [path for path in (args.export_w, args.export_direction) if path is not None]
+    if not wanted:
+        return None
+    if cert.status is not CertStatus.OPTIMAL:
+        print(f"no certified solution (status {cert.status.value}): {', '.join(wanted)} not written", file=sys.stderr)
+        return None
+    return certified_solution(cert, problem=problem)
+
+
+def write_export(args: argparse.Namespace, sol) -> None:
+    """Write the arrays of a `CertifiedSolution` to the requested paths (each atomically)."""
+    from experiments.outputs import write_npy_atomic
+
+    if sol is None:
+        return
+    written = []
+    for path, arr, what in ((args.export_w, sol.point, "point"), (args.export_direction, sol.direction, "direction")):
+        if path is not None:
+            write_npy_atomic(path, arr)
+            written.append(f"{path} ({what})")
+    print(sol.describe())
+    print("wrote " + ", ".join(written))
 
 
 def _dec(x, digits: int = 25) -> str:
@@ -54,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.output).suffix.lower() != ".json":
             raise MdcertError(f"certificate output {args.output!r} must be a .json file")
         check_output_file(args.output, option="-o", suffixes=(".json",))
+    check_export_paths(args, {"the problem file": args.problem})
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit >= 0):
         raise MdcertError(f"invalid --time-limit {args.time_limit}; give a finite number of seconds >= 0")
     problem = AttentionProblem.load(args.problem)
@@ -75,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
         print("the SVM is infeasible: Gordan certificate g >= 0, sum g = 1, A^T g = 0 (exact)")
     else:
         print(f"nothing proven: {cert.info.get('reason', 'no rigorous enclosure')}")
+    sol = prepare_export(args, cert)
     if args.output is not None:
         out = write_text_atomic(args.output, json.dumps(cert.to_json()))
         print(f"time {elapsed:.2f} s; wrote {out}")
     else:
         print(f"time {elapsed:.2f} s")
+    write_export(args, sol)
     return {CertStatus.OPTIMAL: 0, CertStatus.INFEASIBLE: 3}.get(cert.status, 2)

@@ -145,12 +145,13 @@ def run(args: argparse.Namespace) -> int:
     from theorems.context import CheckContext
     from certify.exact import parse_nonnegative
 
-    from experiments.outputs import check_output_file
+    from experiments.outputs import check_distinct, check_output_file
 
     t0 = time.perf_counter()
     theorem = get_theorem(args.theorem)
     if args.json is not None:
         check_output_file(args.json, option="--json")
+        check_distinct({"--json": args.json}, {"the problem file": args.problem, "the --init file": args.init})
     p = parse_p(args.p, name="--p")
     if not 1 <= args.steps <= 10 ** 9:
         raise MdcertError(f"invalid --steps {args.steps}; give a positive number of steps (at most 1e9)")

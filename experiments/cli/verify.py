@@ -3,7 +3,8 @@
 Exit 0 when every claim is verified, 1 (with the first failing claim) otherwise or on bad input.
 ``--p``, ``--svm`` and ``--alpha`` reject a certificate about anything else. Without ``--alpha``, a
 certificate whose alpha differs from the one stored in the problem file is still verified (it proves
-what it claims), with a note on stderr.
+what it claims), with a note on stderr. ``--export-w W.npy`` / ``--export-direction U.npy`` write the
+verified solution as float64 arrays (as in ``mdcert certify``), only when every claim is verified.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "optimal), 'problem' (the alpha stored in the problem file) or comma-separated "
                              "indices like 0,3,1")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every claim")
+    from experiments.cli.certify_cmd import add_export_options
+
+    add_export_options(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from certify.check import check_certificate
     from certify.errors import MdcertError
     from certify.problem import AttentionProblem, resolve_alpha
+    from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
 
+    check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
     problem = AttentionProblem.load(args.problem)
     path = Path(args.certificate)
     if path.is_dir():
@@ -67,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         if alpha is None and stored is not None and certified != stored:
             print(f"note: the certificate is about alpha = {certified}, the problem file "
                   f"stores alpha = {stored}; pass --alpha problem to require the stored one", file=sys.stderr)
+        from certify import Certificate
+
+        write_export(args, prepare_export(args, Certificate.from_json(data)))
         return 0
     print(f"NOT verified: {result.first_failure}", file=sys.stderr)
     return 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -89,3 +91,76 @@ def test_command_does_not_import_torch(problem_file, tmp_path):
             "assert 'torch' not in sys.modules, 'torch imported'; sys.exit(rc)")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
+
+
+# ------------------------------------------------------------------------------------------ --export-w
+def test_export_w_and_direction(problem_file, tmp_path, capsys):
+    from certify import certified_solution
+
+    W, U, out = tmp_path / "W.npy", tmp_path / "U.npy", tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "1.75", "--digits", "30", "-o", str(out),
+                 "--export-w", str(W), "--export-direction", str(U)]) == 0
+    text = capsys.readouterr().out
+    assert "row-major" in text and "||W - W_mm||_p <=" in text and "wrote" in text
+    sol = certified_solution(json.loads(out.read_text()))
+    assert np.array_equal(np.load(W), sol.point) and np.load(W).shape == (10, 10)
+    assert np.array_equal(np.load(U), sol.direction)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["U.npy", "W.npy", "c.json"]
+
+
+def test_export_w_decoder_is_a_vector(problem_file, tmp_path, capsys):
+    v = tmp_path / "v.npy"
+    assert main(["certify", str(problem_file), "--p", "3", "--svm", "decoder", "--export-w", str(v)]) == 0
+    assert np.load(v).shape == (10,) and "v = certified feasible point of the decoder SVM" in capsys.readouterr().out
+
+
+def test_export_not_written_when_infeasible(tmp_path, capsys):
+    X = np.zeros((2, 2, 2))
+    X[0, 0], X[1, 0] = [1.0, 2.0], [-2.0, -4.0]
+    AttentionProblem(X, np.ones(2), np.ones((2, 2)), np.ones(2), alpha=[0, 0]).save(tmp_path / "inf.json")
+    assert main(["certify", str(tmp_path / "inf.json"), "--p", "1.5", "--svm", "decoder",
+                 "--export-w", str(tmp_path / "v.npy")]) == 3
+    assert "not written" in capsys.readouterr().err and not (tmp_path / "v.npy").exists()
+
+
+@pytest.mark.parametrize("argv, pattern", [
+    (["--export-w", "{d}/W.txt"], r"--export-w .*W\.txt': use a \.npy file name"),
+    (["--export-w", "{d}/missing/W.npy"], "does not exist; create it first"),
+    (["--export-w", "{d}/dir.npy"], "is a directory"),
+    (["--export-w", "{d}/link.npy"], "is the problem file; inputs are never overwritten"),
+    (["-o", "{d}/link.json"], "is the problem file; inputs are never overwritten"),
+    (["--export-w", "{d}/W.npy", "--export-direction", "{d}/./W.npy"], "name the same file"),
+    (["--export-direction", "{d}/U.json"], r"use a \.npy file name"),
+])
+def test_export_bad_paths_one_line_exit_1(tmp_path, capsys, argv, pattern):
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "dir.npy").mkdir()
+    src = tmp_path / "problem.json"
+    synthetic_problem(n=2, T=3, d=2, seed=1).save(src)
+    before = src.read_bytes()
+    os.symlink(src, d / "link.npy")
+    os.symlink(src, d / "link.json")
+    argv = [a.format(d=d) for a in argv]
+    assert main(["certify", str(src), "--p", "2", *argv]) == 1
+    err = capsys.readouterr().err
+    assert re.search(pattern, err) and err.strip().count("\n") == 0 and "Traceback" not in err
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in d.iterdir()) == ["dir.npy", "link.json", "link.npy"]
+
+
+def test_verify_exports_only_a_verified_certificate(problem_file, tmp_path, capsys):
+    cert = tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "2", "-o", str(cert)]) == 0
+    assert main(["verify", str(problem_file), str(cert), "--export-w", str(tmp_path / "W.npy")]) == 0
+    assert np.load(tmp_path / "W.npy").shape == (10, 10)
+    bad = json.loads(cert.read_text())
+    bad["opt_lower"] = bad["opt_upper"].replace("/", "0/", 1)  # 10x the upper bound: a false claim
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    assert main(["verify", str(problem_file), str(tmp_path / "bad.json"), "--export-w", str(tmp_path / "B.npy")]) == 1
+    assert not (tmp_path / "B.npy").exists()
+    assert main(["verify", str(problem_file), str(cert), "--export-w", str(tmp_path / "c.npy")]) == 0
+    capsys.readouterr()
+    os.symlink(cert, tmp_path / "cl.npy")
+    assert main(["verify", str(problem_file), str(cert), "--export-w", str(tmp_path / "cl.npy")]) == 1
+    assert "is the certificate" in capsys.readouterr().err

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "paths": ("experiments.cli.paths", "batched mirror-descent training paths and Bregman rates"),
     "regpath": ("experiments.cli.regpath", "regularization paths (Theorems 6 and 31)"),
     "plot": ("experiments.cli.plot", "figures for a run directory written by paths or regpath"),
+    "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
 }
 
 

@@ -1,0 +1,169 @@
+"""The driver of a sweep: skip finished jobs, run the rest on an engine, stream the index, summarize.
+
+Memory stays bounded by the grid's axes, not its jobs: jobs are generated lazily from the SPEC (twice:
+once to find what is finished, once to submit), the engines keep a bounded window in flight, the
+index is appended line by line, and only the set of keys (64 hex digits a job) is held.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from experiments.outputs import write_text_atomic
+from experiments.sweep.jobs import FileDigests, Job, iter_jobs, mdcert_version
+from experiments.sweep.spec import SweepSpec
+from experiments.sweep.store import META, JobStatus, Store, index_line
+
+__all__ = ["SweepResult", "run_sweep", "make_engine"]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """What one run of a sweep did.
+
+    Attributes:
+        points: grid points; distinct: distinct job keys among them.
+        skipped: jobs already finished (verified records) before this run.
+        done, failed: jobs this run finished / recorded failed.
+        pending: jobs still to run (non-zero only after an interrupt).
+        interrupted: Ctrl-C stopped the run.
+        startup_s: the engine's start-up (Ray's, or the local workers'); run_s: the jobs' wall time.
+        job_s: the sum of the jobs' own durations this run.
+        engine, workers: what ran them.
+    """
+
+    points: int
+    distinct: int
+    skipped: int
+    done: int
+    failed: int
+    pending: int
+    interrupted: bool
+    startup_s: float
+    run_s: float
+    job_s: float
+    engine: str
+    workers: int
+
+
+def make_engine(name: str, *, workers: int, retries: int, address: str | None, preload: tuple[str, ...] = ()):
+    """The engine called ``name`` (``local`` or ``ray``)."""
+    if name == "local":
+        from experiments.sweep.local import LocalEngine
+
+        return LocalEngine(workers=workers, retries=retries, preload=preload)
+    from experiments.sweep.ray_engine import RayEngine
+
+    return RayEngine(workers=workers, retries=retries, address=address, preload=preload)
+
+
+def _progress(total: int, enabled: bool | None):
+    from tqdm import tqdm
+
+    show = sys.stderr.isatty() if enabled is None else enabled
+    return tqdm(total=total, disable=not show or total == 0, desc="sweep", unit="job", file=sys.stderr,
+                dynamic_ncols=True, smoothing=0.1)
+
+
+def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", workers: int = 2, retries: int = 2,
+              address: str | None = None, progress: bool | None = None) -> SweepResult:
+    """Run every unfinished job of ``spec`` into the sweep directory ``out``.
+
+    Args:
+        engine: ``local`` (worker processes) or ``ray``.
+        workers: local processes, or the CPUs of a local Ray instance.
+        retries: extra attempts for a job whose worker process died.
+        address: Ray cluster address (None: a local instance the sweep starts and stops).
+        progress: a progress bar on stderr (None: only on a terminal).
+
+    Ctrl-C stops the run (finished records are kept, no half-written record remains) and returns a
+    result with ``interrupted`` set; rerunning resumes.
+    """
+    store = Store(out)
+    inputs = [spec.path] + [Path(v) for a in spec.axes if a.is_file for v in a.values]
+    store.check_root(inputs)
+    digests = FileDigests()
+    version = mdcert_version()
+    counts = {"skipped": 0, "done": 0, "failed": 0}
+    seen: set[str] = set()
+    pending: set[str] = set()
+    t_start = time.perf_counter()
+    startup = run_s = job_s = 0.0
+    interrupted = False
+    eng = None
+    points = 0
+    with store.locked():
+        write_text_atomic(store.root / META, json.dumps({
+            "format": 1, "kind": spec.kind, "spec": str(spec.path), "spec_sha256": spec.sha256,
+            "spec_text": spec.text, "mdcert_version": version,
+            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        try:
+            store.clean_tmp()
+            indexed = {ln["key"] for ln in store.iter_index() if ln.get("status") == JobStatus.DONE.value}
+            for job in iter_jobs(spec, store.root, digests=digests, version=version):
+                points += 1
+                if job.key in seen:
+                    continue
+                seen.add(job.key)
+                record = store.finished(job.key)
+                if record is None:
+                    pending.add(job.key)
+                    continue
+                counts["skipped"] += 1
+                if job.key not in indexed:           # finished by a driver that stopped before indexing it
+                    store.append_index(index_line(record))
+            del indexed
+            if pending:
+                eng = make_engine(engine, workers=workers, retries=retries, address=address,
+                                  preload=spec.job_kind().preload)
+                startup = eng.start()
+                bar = _progress(len(pending), progress)
+                t_run = time.perf_counter()
+                try:
+                    for line in eng.run(_unfinished(spec, store, pending, digests, version)):
+                        store.append_index(line)
+                        pending.discard(line["key"])
+                        ok = line.get("status") == JobStatus.DONE.value
+                        counts["done" if ok else "failed"] += 1
+                        job_s += float(line.get("seconds") or 0.0)
+                        bar.update(1)
+                        if counts["failed"]:
+                            bar.set_postfix(failed=counts["failed"], refresh=False)
+                finally:
+                    bar.close()
+                    run_s = time.perf_counter() - t_run
+                eng.close()
+                eng = None
+                store.clean_tmp()                    # attempts whose worker died
+        except KeyboardInterrupt:
+            interrupted = True
+            if eng is not None:
+                eng.close(kill=True)
+                eng = None
+            store.clean_tmp()
+        finally:
+            if eng is not None:
+                eng.close(kill=True)
+        if not interrupted:
+            from experiments.sweep.summary import write_summary
+
+            write_summary(store, spec, seen, elapsed_s=time.perf_counter() - t_start)
+    return SweepResult(points=points if not interrupted else spec.size, distinct=len(seen), skipped=counts["skipped"],
+                       done=counts["done"], failed=counts["failed"], pending=len(pending), interrupted=interrupted,
+                       startup_s=startup, run_s=run_s, job_s=job_s, engine=engine, workers=workers)
+
+
+def _unfinished(spec: SweepSpec, store: Store, pending: set[str], digests: FileDigests,
+                version: str) -> Iterator[Job]:
+    """The pending jobs, regenerated lazily from the SPEC, each key once."""
+    submitted: set[str] = set()
+    for job in iter_jobs(spec, store.root, digests=digests, version=version):
+        if job.key in pending and job.key not in submitted:
+            submitted.add(job.key)
+            yield job

@@ -1,0 +1,65 @@
+"""The sweep driver (experiments/sweep/runner.py): de-duplication by content, index healing, resumption."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from experiments.sweep.runner import run_sweep
+from experiments.sweep.spec import load_spec
+
+from tests.experiments.sweep.helpers import assert_complete, make_problems, write_spec
+
+SPEC = 'kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["2"]\nalpha = ["opt"]\ndigits = [20]\n'
+
+
+def test_same_bytes_under_two_names_is_one_job(tmp_path) -> None:
+    a, _ = make_problems(tmp_path, seeds=(1, 2))
+    shutil.copy(a, tmp_path / "data" / "p1_copy.npz")
+    spec = load_spec(write_spec(tmp_path, SPEC))
+    res = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert (res.points, res.distinct, res.done) == (3, 2, 2)
+    assert_complete(tmp_path / "out", 2)
+
+
+def test_a_record_missing_from_the_index_is_indexed_on_the_next_run(tmp_path) -> None:
+    make_problems(tmp_path, seeds=(1, 2))
+    spec = load_spec(write_spec(tmp_path, SPEC))
+    out = tmp_path / "out"
+    run_sweep(spec, out, workers=1, progress=False)
+    index = out / "index.jsonl"
+    first, second = index.read_text().splitlines()
+    index.write_text(first + "\n" + second[: len(second) // 2])          # a driver killed mid-line
+    res = run_sweep(spec, out, workers=1, progress=False)
+    assert (res.skipped, res.done) == (2, 0)
+    lines = [json.loads(t) for t in index.read_text().splitlines()[:1] + index.read_text().splitlines()[2:]]
+    assert {ln["key"] for ln in lines} == {json.loads(first)["key"], json.loads(second)["key"]}
+
+
+def test_a_tampered_record_runs_again_and_a_grown_grid_runs_only_the_new_jobs(tmp_path) -> None:
+    make_problems(tmp_path, seeds=(1, 2))
+    spec = load_spec(write_spec(tmp_path, SPEC))
+    out = tmp_path / "out"
+    run_sweep(spec, out, workers=1, progress=False)
+    cert = next(out.glob("records/*/*/cert.json"))
+    cert.write_text(cert.read_text().replace('"optimal"', '"infeasible"'))  # not what was recorded
+    res = run_sweep(spec, out, workers=1, progress=False)
+    assert (res.skipped, res.done) == (1, 1)
+    assert json.loads(cert.read_text())["status"] == "optimal"
+    grown = load_spec(write_spec(tmp_path, SPEC.replace('p = ["2"]', 'p = ["2", "3"]')))
+    res = run_sweep(grown, out, workers=1, progress=False)
+    assert (res.skipped, res.done, res.distinct) == (2, 2, 4)
+    assert "| 3 | 2 | 2 |" in (out / "summary.md").read_text()
+    assert json.loads((out / "sweep.json").read_text())["spec_text"] == grown.text
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch, capsys) -> None:
+    from experiments.sweep import runner
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
+    assert runner._progress(10, None).disable
+    bar = runner._progress(10, True)
+    assert not bar.disable
+    bar.update(5)
+    bar.close()
+    assert "5/10" in capsys.readouterr().err and runner._progress(0, True).disable

@@ -28,7 +28,7 @@ CERT_FORMAT = "mdcert-certificate/1"
 
 
 class CertStatus(str, Enum):
-    """Outcome of a certified solve."""
+    """Outcome of a certified solve (docs/theory.md section 4.5)."""
 
     OPTIMAL = "optimal"
     INFEASIBLE = "infeasible"
@@ -36,7 +36,8 @@ class CertStatus(str, Enum):
 
 
 class SupportClass(NamedTuple):
-    """Per-constraint classification; rows indexed like `ConstraintSystem.index`: (i, t) or (i,)."""
+    """Per-constraint classification (docs/theory.md section 4.3); rows indexed like `ConstraintSystem.index`:
+    (i, t) or (i,)."""
 
     tight: tuple[tuple[int, ...], ...]
     inactive: tuple[tuple[int, ...], ...]
@@ -48,7 +49,7 @@ class SupportClass(NamedTuple):
 
 @dataclass(frozen=True)
 class ExactVector:
-    """An exact rational vector ``ints * 2**exp / den`` (den > 0).
+    """An exact rational vector ``ints * 2**exp / den`` (den > 0; docs/theory.md section 4.1).
 
     Attributes:
         ints: Python integers.

@@ -1,4 +1,4 @@
-"""The independent certificate checker (docs/theory.md section 4; issue 3 item 5).
+"""The independent certificate checker (docs/theory.md section 4.6; issue 3 item 5).
 
 Trusted code, meant to be read in one sitting. It imports no solver (no cvxpy, no scipy, no
 torch) and none of the solver modules of `certify`: only the data model, the certificate record
@@ -33,12 +33,16 @@ __all__ = ["ClaimCheck", "CheckResult", "check_certificate"]
 
 
 class ClaimCheck(NamedTuple):
+    """One re-checked claim of a certificate (docs/theory.md section 4.6)."""
+
     name: str
     ok: bool
     detail: str
 
 
 class CheckResult(NamedTuple):
+    """Every claim re-checked; ``ok`` only if all hold (docs/theory.md section 4.6)."""
+
     ok: bool
     claims: tuple[ClaimCheck, ...]
     first_failure: str | None
@@ -308,7 +312,7 @@ _OPTIMAL_ONLY = ("opt_lower", "opt_upper", "distance_upper", "direction_error_up
 
 def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=None, svm: str | None = None,
                       alpha=None, bits: int | None = None) -> CheckResult:
-    """Recompute every claim of ``cert`` from ``problem`` (see module docstring).
+    """Recompute every claim of ``cert`` from ``problem`` (docs/theory.md section 4.6; see module docstring).
 
     Args:
         problem: the data the certificate claims to be about.

@@ -37,7 +37,7 @@ _PREC = 128
 
 @dataclass(frozen=True, eq=False)
 class CertifiedSolution:
-    """A certified SVM solution rounded to float64 (see module docstring).
+    """A certified SVM solution rounded to float64 (docs/theory.md section 4.2; see module docstring).
 
     Attributes:
         svm: "attention" (``point`` is W, shape (d, d), row-major) or "decoder" (``point`` is v, shape (d,)).
@@ -129,7 +129,8 @@ def _rounding_errors(cert: Certificate, point: np.ndarray, direction: np.ndarray
 
 
 def certified_solution(cert: Certificate | dict, *, problem=None) -> CertifiedSolution:
-    """The certified feasible point and its direction as float64 arrays, with rigorous distances.
+    """The certified feasible point and its direction as float64 arrays, with rigorous distances
+    (docs/theory.md section 4.2).
 
     Args:
         cert: an OPTIMAL `Certificate` (or its JSON dict, as written by ``mdcert certify -o``).

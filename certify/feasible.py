@@ -30,7 +30,7 @@ __all__ = ["FeasibilityResult", "feasibility", "feasibility_system", "constraint
 
 
 class FeasibilityResult(NamedTuple):
-    """Certified verdict on ``{w : A w >= 1}``.
+    """Certified verdict on ``{w : A w >= 1}`` (docs/theory.md section 4.4).
 
     Attributes:
         feasible: True (proven feasible), False (proven infeasible) or None (not proven).

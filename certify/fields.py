@@ -1,4 +1,4 @@
-"""Validation of the fields of an `AttentionProblem` (docs/theory.md sections 1 and 1.x).
+"""Validation of the fields of an `AttentionProblem` (docs/theory.md sections 1 and 1.3).
 
 Numeric arrays (finite float64, exact shapes), the optional per-example ``lengths`` of variable-length
 sequences (padding) and the optional ``provenance`` record. Every error is one line saying what is
@@ -45,7 +45,7 @@ def numeric_array(name: str, value, ndim: int) -> np.ndarray:
 
 
 def check_lengths(value, X: np.ndarray) -> np.ndarray | None:
-    """Validated per-example lengths (docs/theory.md section 1.x), or None for full length.
+    """Validated per-example lengths (docs/theory.md section 1.3), or None for full length.
 
     Example i has the tokens ``t < lengths[i]``; the rest is padding and must be stored as zeros
     (one file, one meaning, one data hash; a nonzero padding entry is how lengths that disagree with

@@ -1,4 +1,4 @@
-"""The immutable attention-problem data model (docs/theory.md sections 1, 1.x and 3).
+"""The immutable attention-problem data model (docs/theory.md sections 1, 1.3 and 3).
 
 `AttentionProblem` holds ``X [n, T, d]``, ``y [n]`` in {-1, +1}, ``z [n, d]``, the decoder
 ``v [d]``, optional token indices ``alpha [n]``, optional per-example ``lengths [n]`` (variable-length
@@ -81,7 +81,7 @@ class AttentionProblem:
         z: comparison (query) vectors, shape (n, d).
         v: decoder, shape (d,).
         alpha: optional token indices, shape (n,).
-        lengths: optional tokens per example, shape (n,), each in 2..T (docs/theory.md section 1.x).
+        lengths: optional tokens per example, shape (n,), each in 2..T (docs/theory.md section 1.3).
             Tokens ``t >= lengths[i]`` are padding: stored as zeros, in no constraint, softmax, score
             or predicate. None (or all equal to T) means full length; a full-length problem is
             bitwise the problem without lengths (same data hash, same certificates).
@@ -179,7 +179,7 @@ class AttentionProblem:
                                 lengths=self.lengths, provenance=self.provenance)
 
     def padded(self, T: int) -> "AttentionProblem":
-        """A copy with zero padding tokens appended up to ``T`` tokens per example (docs/theory.md section 1.x):
+        """A copy with zero padding tokens appended up to ``T`` tokens per example (docs/theory.md section 1.3):
         the same problem (same constraints, certificates up to the data hash, paths and verdicts), e.g.
         to stack problems of different lengths."""
         if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < self.T:

@@ -2,7 +2,7 @@
 
 `OptimalTokens` holds ``argmax_t gamma_it`` over the valid (non-padding) tokens of each example with
 its ties; `ConstraintSystem` holds the exact rows ``A w >= 1`` of one SVM and one alpha, as built by
-`certify.problem.AttentionProblem` (a padding token, docs/theory.md section 1.x, gives no row).
+`certify.problem.AttentionProblem` (a padding token, docs/theory.md section 1.3, gives no row).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The shared lower layer of the step-size predicate (`theorems.stepsize`), its che
 (`theorems.prefilter`) and the segment-convexity check (`theorems.segment`): the logits
 ``s_it = x_it^T W_k z_i`` as exact integers times a power of two (float64 entries are dyadic), the exact
 token values ``h_it = v^T x_it``, the softmax over the valid tokens (padding tokens, docs/theory.md
-section 1.x, get weight exactly 0) and the loss ``l`` and ``l'`` of the losses evaluated in arb balls.
+section 1.3, get weight exactly 0) and the loss ``l`` and ``l'`` of the losses evaluated in arb balls.
 """
 
 from __future__ import annotations

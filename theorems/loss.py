@@ -273,7 +273,8 @@ _CACHE: dict = {}
 
 @dataclass(frozen=True)
 class LossAdmissible(Predicate):
-    """The loss satisfies the paper's Assumption A (symbolic proof or exact counterexample).
+    """The loss satisfies the paper's Assumption A (symbolic proof or exact counterexample;
+    docs/theory.md section 5.1).
 
     Attributes:
         loss: a name in `NAMED_LOSSES`, an expression string in ``u``, or a sympy expression.

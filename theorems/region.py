@@ -124,7 +124,7 @@ def data_quantities(ctx: CheckContext, cert, alpha: tuple[int, ...]) -> list[Evi
 
 @dataclass(frozen=True, eq=False)
 class InitInRegion(Predicate):
-    """``D_psi(Wbar_mm, Wbar(0)) <= mu`` and ``||W(0)||_p >= R`` (docs/theory.md section 5).
+    """``D_psi(Wbar_mm, Wbar(0)) <= mu`` and ``||W(0)||_p >= R`` (docs/theory.md section 5.4).
 
     Attributes:
         W0: the initialization (d, d) float64.

@@ -170,7 +170,7 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
 
 @dataclass(frozen=True, eq=False)
 class StepSizeConvexAlongPath(Predicate):
-    """Relative smoothness ``D_L <= (1/eta) D_psi`` on every recorded step (docs/theory.md sections 2 and 5).
+    """Relative smoothness ``D_L <= (1/eta) D_psi`` on every recorded step (docs/theory.md sections 2.4 and 5.5).
 
     Attributes:
         eta: the step size (exact rational from its decimal string).

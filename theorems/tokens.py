@@ -138,7 +138,7 @@ def _feasibility_evidence(ctx: CheckContext, svm: str, alpha: tuple[int, ...]) -
 # ---------------------------------------------------------------------- predicates
 @dataclass(frozen=True)
 class SvmFeasible(Predicate):
-    """The attention (or decoder) SVM of alpha is feasible (docs/theory.md section 3). Feasibility does not
+    """The attention (or decoder) SVM of alpha is feasible (docs/theory.md sections 3 and 5.2). Feasibility does not
     depend on p. Infeasible FAILS with an exactly checked Gordan vector as evidence."""
 
     alpha: Any = None
@@ -163,7 +163,8 @@ class SvmFeasible(Predicate):
 
 @dataclass(frozen=True)
 class JointSvmsFeasible(Predicate):
-    """Joint training (Theorem 31): the attention SVM and the decoder SVM of alpha are both feasible."""
+    """Joint training (Theorem 31): the attention SVM and the decoder SVM of alpha are both feasible
+    (docs/theory.md section 5.2)."""
 
     alpha: Any = None
     name = "joint_svms_feasible"
@@ -190,7 +191,8 @@ def _score_gaps(ctx: CheckContext, alpha: tuple[int, ...]) -> tuple[np.ndarray, 
 
 @dataclass(frozen=True)
 class TokensGloballyOptimal(Predicate):
-    """alpha_i is the unique argmax of the exact token scores in every example (ties FAIL)."""
+    """alpha_i is the unique argmax of the exact token scores in every example (ties FAIL;
+    docs/theory.md section 5.3)."""
 
     alpha: Any = None
     name = "tokens_globally_optimal"
@@ -223,7 +225,7 @@ class TokensGloballyOptimal(Predicate):
 
 @dataclass(frozen=True)
 class TokensLocallyOptimal(Predicate):
-    """alpha is locally optimal for the l_p attention SVM (docs/theory.md section 3): the SVM is feasible and
+    """alpha is locally optimal for the l_p attention SVM (docs/theory.md sections 3.3 and 5.3): the SVM is feasible and
     ``gamma_{i alpha_i} > gamma_it`` for every support token ``t in T_i``."""
 
     alpha: Any = None

@@ -1,5 +1,5 @@
 """theorems.logits: exact logits, the softmax over valid tokens, and the padding equivalence of every
-predicate (a padded twin gives the same verdicts and the same enclosures; docs/theory.md section 1.x)."""
+predicate (a padded twin gives the same verdicts and the same enclosures; docs/theory.md section 1.3)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ import numpy as np
 from certify.errors import MdcertError
 
 __all__ = ["DyadicArray", "dyadic", "parse_p", "parse_nonnegative", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
-           "decimal_int"]
+           "decimal_int", "decimal_digits", "format_sci"]
 
 
 def parse_p(p: Any, *, name: str = "p") -> Fraction:
@@ -91,6 +91,32 @@ def decimal_int(text: str) -> int:
     import flint
 
     return int(flint.fmpz(t.lstrip("+")))
+
+
+def decimal_digits(x: Fraction) -> int:
+    """The largest integer k with ``0 < x <= 10**-k`` (the decimal digits a relative width certifies),
+    computed exactly: no float, so 1e-1000 is 1000 digits, not the float64 floor of 1e-324."""
+    x = Fraction(x)
+    if x <= 0:
+        raise ValueError(f"decimal_digits needs x > 0, got {x}")
+    k = math.floor(-(x.numerator.bit_length() - x.denominator.bit_length()) * math.log10(2))  # within 1 or 2
+    while x > Fraction(10) ** -k:
+        k -= 1
+    while x <= Fraction(10) ** -(k + 1):
+        k += 1
+    return k
+
+
+def format_sci(x: Fraction, digits: int = 3) -> str:
+    """``x`` in scientific notation with ``digits`` significant digits (``9.88e-1000``), rounded from the
+    exact value: no float conversion, so no underflow to 0 or overflow to inf."""
+    from decimal import Context, Decimal
+
+    x = Fraction(x)
+    if x == 0:
+        return "0"
+    ctx = Context(prec=digits, Emin=-(10 ** 9), Emax=10 ** 9)
+    return format(ctx.divide(Decimal(x.numerator), Decimal(x.denominator)), f".{digits - 1}e")
 
 
 def format_fraction(x: Fraction | int) -> str:

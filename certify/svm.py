@@ -182,7 +182,8 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
             best = b
         resid = float(ref.residual)
         info.update(bits=bits, refine_iterations=ref.iterations, active_set=len(ref.support),
-                    refine_residual=resid if math.isfinite(resid) else None)  # strict JSON: no Infinity
+                    refine_residual=resid if math.isfinite(resid) else None,  # strict JSON: no Infinity
+                    refine_residual_log2=ref.residual_log2 if math.isfinite(ref.residual_log2) else None)
         if best is not None and _good(best, digits):
             break
         if b is not None and b.singular and _width_ok(b, digits):

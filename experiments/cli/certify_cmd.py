@@ -1,7 +1,9 @@
 """``mdcert certify``: certified l_p attention-SVM / decoder-SVM solution (issue 3 item 7).
 
-Exit codes: 0 certified (status optimal), 3 infeasible (a Gordan certificate of infeasibility is
-written), 2 no verified result (nothing proven; the certificate says so), 1 bad input.
+Exit codes: 0 certified (status optimal) to the requested digits, 3 infeasible (a Gordan certificate
+of infeasibility is written), 2 no verified result (nothing proven; the certificate says so) or an
+optimal certificate short of the requested digits (said on stderr; the certificate proves what it
+says), 1 bad input.
 
 ``--export-w W.npy`` also writes the certified feasible point as a float64 ``.npy`` (attention SVM:
 W, d x d, row-major; decoder SVM: v, length d) and ``--export-direction U.npy`` its unit direction,
@@ -14,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 HELP = ("certified l_p SVM solution (OPT enclosure, direction error, support); exit 0 certified, "
-        "3 infeasible (certificate written), 2 no verified result, 1 bad input")
+        "3 infeasible (certificate written), 2 no verified result or digits not reached, 1 bad input")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +27,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", default=None,
                         help="token indices: 'opt' (globally optimal, default unless the problem stores alpha) "
                              "or comma-separated indices like 0,3,1")
-    parser.add_argument("--digits", type=int, default=60, help="requested relative width 1e-DIGITS of the OPT enclosure (default 60)")
+    parser.add_argument("--digits", type=int, default=60, help="requested relative width 1e-DIGITS of the OPT enclosure, 1 to 2000 (default 60); "
+                        "exit 2 if it is not reached")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds after which precision is not raised further")
     parser.add_argument("-o", "--output", default=None, help="write the certificate JSON here (written atomically)")
     add_export_options(parser)
@@ -90,20 +93,22 @@ def _dec(x, digits: int = 25) -> str:
 
 
 def _sci(x) -> str:
-    """Short display of an exact bound (the exact value is in the JSON)."""
-    if x == 0:
-        return "0"
-    return f"{float(x):.2e}" if float(x) != 0 else _dec(x, 3)
+    """Short display of an exact bound (the exact value is in the JSON); no float: 1e-1000 stays 1e-1000."""
+    from certify.exact import format_sci
+
+    return format_sci(x)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
     import math
+    import sys
     import time
     from pathlib import Path
 
     from certify import AttentionProblem, CertStatus, certify_svm
     from certify.errors import MdcertError
+    from certify.exact import decimal_digits
 
     from experiments.outputs import check_output_file, write_text_atomic
 
@@ -121,9 +126,11 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     print(f"{args.svm} SVM, p = {cert.p.numerator}/{cert.p.denominator}, alpha = {list(cert.alpha)}")
     print(f"status: {cert.status.value}")
+    reached = True
     if cert.status is CertStatus.OPTIMAL:
         rw = cert.relative_width()
-        dig = "exact" if rw == 0 else f"{-math.log10(float(rw)) if float(rw) > 0 else float('inf'):.0f} digits"
+        reached = rw == 0 or decimal_digits(rw) >= args.digits
+        dig = "exact" if rw == 0 else f"{decimal_digits(rw)} digits"  # exactly: width <= 1e-DIGITS
         print(f"OPT in [{_dec(cert.opt_lower)}, {_dec(cert.opt_upper)}] (relative width {_sci(rw)}, {dig})")
         print(f"direction error <= {_sci(cert.direction_error_upper)}, Bregman <= {_sci(cert.bregman_upper)}"
               f"{', exact rational KKT certificate' if cert.exact_kkt else ''}")
@@ -140,4 +147,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"time {elapsed:.2f} s")
     write_export(args, sol)
+    if not reached:
+        print(f"mdcert certify: the requested {args.digits} digits were not reached (certified relative width "
+              f"{_sci(rw)}, {dig}); the bounds proven are in the certificate; raise --time-limit or lower "
+              f"--digits", file=sys.stderr)
+        return 2
     return {CertStatus.OPTIMAL: 0, CertStatus.INFEASIBLE: 3}.get(cert.status, 2)

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from certify.errors import MdcertError
-from certify.exact import conjugate, dyadic, format_fraction, parse_fraction, parse_nonnegative, parse_p
+from certify.exact import (conjugate, decimal_digits, dyadic, format_fraction, format_sci, parse_fraction,
+                           parse_nonnegative, parse_p)
 
 
 @pytest.mark.parametrize(
@@ -78,3 +79,20 @@ def test_parse_nonnegative():
         parse_nonnegative(float("nan"), "x")
     with pytest.raises(MdcertError):
         parse_nonnegative(True, "x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(num=st.integers(1, 10**30), k=st.integers(-50, 3000))
+@example(num=1, k=1000)
+@example(num=5, k=325)
+def test_decimal_digits_is_exact(num, k) -> None:
+    x = Fraction(num, 10**k) if k >= 0 else Fraction(num * 10**-k)
+    n = decimal_digits(x)
+    assert x <= Fraction(10) ** -n and x > Fraction(10) ** -(n + 1)
+
+
+@pytest.mark.parametrize(("x", "text"), [(Fraction(1, 10**1000), "1.00e-1000"), (Fraction(5, 10**324), "5.00e-324"),
+                                          (Fraction(10**400 * 3), "3.00e+400"), (Fraction(0), "0"),
+                                          (Fraction(-2, 3), "-6.67e-1")])
+def test_format_sci_has_no_float_range(x, text) -> None:
+    assert format_sci(x) == text

@@ -62,3 +62,18 @@ def test_refine_recovers_from_a_wrong_active_set():
     ref = refine(ops, Fraction(3, 2), lam, bits=120)
     assert ref.converged
     assert set(ref.support) == set(np.flatnonzero(ws.lam > 0).tolist())
+
+
+@pytest.mark.parametrize("p, bits", [(Fraction(7, 4), 3400), (Fraction(3), 5000)])
+def test_refine_goes_past_the_float64_range(p, bits):
+    """Residuals below 1e-308 are no float64 (issue 11 item 3): the residual and the Newton step are
+    scaled, so refinement reaches thousands of bits rather than stalling at 2**-1074."""
+    cs = synthetic_problem().attention_constraints("opt")
+    ops = ExactOps(cs)
+    ws = warm_start(cs.rows(), float(p))
+    ref = refine(ops, p, ws.lam, bits=bits)
+    assert ref.converged and ref.residual_log2 < -bits + 40
+    Aw = ops.matvec(ref.w_ints)
+    e = ops.exp + ref.w_exp
+    for i in ref.support:
+        assert abs(Fraction(Aw[i]) * Fraction(2) ** e - 1) < Fraction(1, 2 ** (bits - 40))

@@ -164,3 +164,39 @@ def test_verify_exports_only_a_verified_certificate(problem_file, tmp_path, caps
     os.symlink(cert, tmp_path / "cl.npy")
     assert main(["verify", str(problem_file), str(cert), "--export-w", str(tmp_path / "cl.npy")]) == 1
     assert "is the certificate" in capsys.readouterr().err
+
+
+def _reported_digits(out: str) -> int:
+    import re
+
+    return int(re.search(r"relative width [^,]+, (\d+) digits\)", out).group(1))
+
+
+@pytest.mark.parametrize("digits", [330, 400, 1000])
+def test_digits_beyond_float64_are_reached_and_reported_exactly(problem_file, tmp_path, capsys, digits):
+    """Issue 11 item 3: more than 323 digits (the float64 floor) are reached, and the digits printed
+    are exactly those of the certified width (10**-(k+1) < width <= 10**-k)."""
+    from fractions import Fraction
+
+    out = tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "1.75", "--alpha", "opt", "--digits", str(digits),
+                 "-o", str(out)]) == 0
+    k = _reported_digits(capsys.readouterr().out)
+    cert = Certificate.from_json(json.loads(out.read_text()))
+    rw = cert.relative_width()
+    assert k >= digits and rw <= Fraction(10) ** -k and rw > Fraction(10) ** -(k + 1)
+    assert check_certificate(AttentionProblem.load(problem_file), json.loads(out.read_text())).ok
+
+
+def test_digits_not_reached_exit_2_on_stderr(problem_file, tmp_path, capsys, monkeypatch):
+    import certify.svm as svm_mod
+
+    monkeypatch.setattr(svm_mod, "target_bits", lambda p, digits: 64)  # ~19 digits, then the time limit stops
+    out = tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "1.75", "--digits", "60", "--time-limit", "0",
+                 "-o", str(out)]) == 2
+    cap = capsys.readouterr()
+    k = _reported_digits(cap.out)
+    assert k < 60 and cap.err.count("\n") == 1
+    assert "requested 60 digits were not reached" in cap.err and f"{k} digits" in cap.err
+    assert json.loads(out.read_text())["status"] == "optimal"  # what is proven is still written

@@ -17,7 +17,7 @@ import numpy as np
 from certify.errors import MdcertError
 
 __all__ = ["DyadicArray", "dyadic", "parse_p", "parse_nonnegative", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
-           "decimal_int", "decimal_digits", "format_sci"]
+           "decimal_int", "decimal_digits", "format_sci", "ldexp_array"]
 
 
 def parse_p(p: Any, *, name: str = "p") -> Fraction:
@@ -108,15 +108,25 @@ def decimal_digits(x: Fraction) -> int:
 
 
 def format_sci(x: Fraction, digits: int = 3) -> str:
-    """``x`` in scientific notation with ``digits`` significant digits (``9.88e-1000``), rounded from the
-    exact value: no float conversion, so no underflow to 0 or overflow to inf."""
-    from decimal import Context, Decimal
+    """``x`` in scientific notation with ``digits`` significant digits (``9.88e-1000``), for display.
+
+    No float conversion (no underflow to 0, no overflow to inf, no OverflowError) and linear time in
+    the size of ``x``: the quotient is first cut to ``4 digits + 64`` bits (by shifts, with a sticky
+    bit), so only a value within 2**-64 relative of a rounding boundary may round the other way."""
+    from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal
 
     x = Fraction(x)
     if x == 0:
         return "0"
-    ctx = Context(prec=digits, Emin=-(10 ** 9), Emax=10 ** 9)
-    return format(ctx.divide(Decimal(x.numerator), Decimal(x.denominator)), f".{digits - 1}e")
+    n, d = abs(x.numerator), x.denominator
+    shift = n.bit_length() - d.bit_length() - (4 * digits + 64)
+    q, r = divmod(n >> shift, d) if shift >= 0 else divmod(n << -shift, d)  # x ~ q * 2**shift
+    if r or (shift > 0 and n & ((1 << shift) - 1)):  # a sticky bit: a cut value is never taken for a tie
+        q, shift = 2 * q + 1, shift - 1
+    ctx = Context(prec=digits + 24, Emin=MIN_EMIN, Emax=MAX_EMAX)
+    val = ctx.multiply(Decimal(q), ctx.power(Decimal(2), shift))
+    out = format(Context(prec=digits, Emin=MIN_EMIN, Emax=MAX_EMAX).plus(val), f".{digits - 1}e")
+    return "-" + out if x < 0 else out
 
 
 def format_fraction(x: Fraction | int) -> str:
@@ -169,8 +179,7 @@ class DyadicArray:
 
     def to_float(self) -> np.ndarray:
         """Nearest float64 values (exact when the data came from float64)."""
-        return np.vectorize(lambda k: math.ldexp(int(k), self.exp) if k else 0.0, otypes=[float])(self.ints) \
-            if self.ints.dtype == object else np.ldexp(self.ints.astype(np.float64), self.exp)
+        return ldexp_array(self.ints, self.exp)
 
     def fraction(self, index: tuple[int, ...] | int) -> Fraction:
         """One entry as an exact `Fraction`."""
@@ -185,6 +194,29 @@ class DyadicArray:
             raise ValueError("to_fmpz_mat needs a 2-D array")
         rows, cols = self.ints.shape
         return flint.fmpz_mat(rows, cols, [int(k) for k in self.ints.ravel()])
+
+
+def _ldexp_round(k: int, e: int) -> float:
+    """``k * 2**e`` rounded to float64 (+-inf beyond its range): ``k`` is cut to 64 bits with a
+    sticky bit, so ``float`` rounds once (twice only where the result is subnormal)."""
+    k = int(k)
+    shift = max(0, abs(k).bit_length() - 64)
+    if shift:
+        k = (abs(k) >> shift | (1 if abs(k) & ((1 << shift) - 1) else 0)) * (1 if k > 0 else -1)
+    try:
+        return math.ldexp(float(k), e + shift)
+    except OverflowError:
+        return math.copysign(math.inf, k)
+
+
+def ldexp_array(ints: np.ndarray, exp: int) -> np.ndarray:
+    """Float64 values of ``ints * 2**exp`` for an int64 or object (Python int) array: no OverflowError
+    when the integers exceed the float range (data spanning 1e-320 to 1 has 1100-bit integers)."""
+    ints = np.asarray(ints)
+    if ints.dtype != object:
+        return np.ldexp(ints.astype(np.float64), exp)
+    with np.errstate(over="ignore"):  # +-inf beyond the range is the documented result
+        return np.frompyfunc(lambda k: _ldexp_round(k, exp), 1, 1)(ints).astype(np.float64)
 
 
 def dyadic(values: np.ndarray) -> DyadicArray:

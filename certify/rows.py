@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from certify.exact import DyadicArray
+from certify.exact import DyadicArray, ldexp_array
 
 __all__ = ["ConstraintSystem", "OptimalTokens"]
 
@@ -77,5 +77,5 @@ class ConstraintSystem:
         """Float64 approximation of A (each entry correctly rounded); for solvers only, never evidence."""
         if "rows" not in self._cache:
             ints, exp = self.exact_rows()
-            self._cache["rows"] = np.ldexp(ints.astype(np.float64), exp)
+            self._cache["rows"] = ldexp_array(ints, exp)  # huge integers (subnormal data) overflow astype
         return self._cache["rows"]

@@ -96,3 +96,20 @@ def test_decimal_digits_is_exact(num, k) -> None:
                                           (Fraction(-2, 3), "-6.67e-1")])
 def test_format_sci_has_no_float_range(x, text) -> None:
     assert format_sci(x) == text
+
+
+def test_ldexp_array_of_integers_beyond_the_float_range() -> None:
+    """Data from 5e-324 to 1 has 1075-bit integers: ``astype(float64)`` raised OverflowError and
+    ``mdcert certify`` exited 70 (found by the certificate fuzzer, issue 11)."""
+    from certify.exact import ldexp_array
+
+    ints = np.array([2**1074, -(2**1074) - 1, 1, 0, 2**2200], dtype=object)
+    out = ldexp_array(ints, -1074)
+    assert out.tolist() == [1.0, -1.0, 5e-324, 0.0, math.inf]
+    X = np.array([[[1.0, 0.5], [0.0, -5e-324]], [[-1.0, -0.5], [0.0, 0.0]]])
+    d = dyadic(X)
+    assert np.array_equal(d.to_float(), X)
+    from certify import AttentionProblem
+
+    rows = AttentionProblem(X, np.ones(2), np.ones((2, 2)), np.array([1.0, 0.0])).decoder_constraints([0, 0]).rows()
+    assert np.array_equal(rows, [[1.0, 0.5], [-1.0, -0.5]])

@@ -267,6 +267,22 @@ class Certificate:
         }
 
     @classmethod
+    def from_text(cls, raw: bytes | str, *, max_bytes: int | None = None) -> "Certificate":
+        """Parse certificate JSON text: a huge, deeply nested or non-UTF-8 text, duplicate keys and
+        ``NaN`` / ``Infinity`` are one-line `MdcertError` s (`certify.limits.parse_json`)."""
+        from certify.limits import MAX_JSON_BYTES, parse_json
+
+        return cls.from_json(parse_json(raw, max_bytes=MAX_JSON_BYTES if max_bytes is None else max_bytes))
+
+    @classmethod
+    def load(cls, path, *, max_bytes: int | None = None) -> "Certificate":
+        """Read a certificate file (at most ``max_bytes``, default `certify.limits.MAX_JSON_BYTES`)."""
+        from certify.limits import MAX_JSON_BYTES, read_json_file
+
+        return cls.from_json(read_json_file(path, what=f"certificate {str(path)!r}",
+                                            max_bytes=MAX_JSON_BYTES if max_bytes is None else max_bytes))
+
+    @classmethod
     def from_json(cls, data: dict) -> "Certificate":
         """Parse (and type-check) a certificate dict written by `to_json`."""
         if not isinstance(data, dict):

@@ -31,13 +31,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     import sys
     import time
     from pathlib import Path
 
     from certify.check import check_certificate
     from certify.errors import MdcertError
+    from certify.limits import max_certificate_bytes, read_json_file
     from certify.problem import AttentionProblem, resolve_alpha
     from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
 
@@ -48,10 +48,10 @@ def run(args: argparse.Namespace) -> int:
         raise MdcertError(f"certificate {str(path)!r} is a directory; give the JSON file written by 'mdcert certify -o'")
     if not path.is_file():
         raise MdcertError(f"certificate file not found: {str(path)!r}; write one with 'mdcert certify ... -o cert.json'")
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MdcertError(f"cannot read certificate {str(path)!r}: not valid JSON ({exc.__class__.__name__})") from None
+    # bounded before and during parsing: size relative to the problem, depth, duplicate keys, NaN, UTF-8
+    data = read_json_file(path, what=f"certificate {str(path)!r}", max_bytes=max_certificate_bytes(problem))
+    if not isinstance(data, dict):
+        raise MdcertError(f"certificate {str(path)!r} must hold a JSON object; write it with 'mdcert certify -o'")
     stored = None if problem.alpha is None else [int(a) for a in problem.alpha]
     alpha = args.alpha
     if alpha is not None and alpha.strip().lower() == "problem":

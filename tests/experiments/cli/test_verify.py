@@ -93,3 +93,104 @@ def test_verify_alpha_option_and_stored_alpha_note(files, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mdcert: error: invalid alpha") or "invalid alpha" in err.splitlines()[0]
     assert "NOT verified" not in err and err.strip().count("\n") == 0
+
+
+# ------------------------------------------------ hostile certificates (issue 11 items 5, 8, 11)
+def _hostile(cert: dict) -> dict[str, bytes]:
+    """name -> certificate file content; every one must be refused with exit 1."""
+    import copy
+
+    from certify.exact import decimal_str
+
+    def edit(f) -> bytes:
+        d = copy.deepcopy(cert)
+        f(d)
+        return json.dumps(d).encode()
+
+    text = json.dumps(cert)
+    return {
+        "deep": b"[" * 200_000 + b"]" * 200_000,
+        "deep_object": b'{"a": ' * 200_000,
+        "duplicate_key": (text[:-1] + ', "status": "optimal"}').encode(),
+        "nan": text.replace('"d": 10', '"d": NaN').encode(),
+        "infinity": (text[:-1] + ', "x": Infinity}').encode(),
+        "float_overflow": (text[:-1] + ', "x": 1e999}').encode(),
+        "non_utf8": text.encode()[:-1] + b', "x": "\xff\xfe"}',
+        "utf16": text.encode("utf-16"),
+        "w_exp_1e7": edit(lambda d: d["w"].__setitem__("exp", 10 ** 7)),
+        "w_4000_digits": edit(lambda d: d["w"]["ints"].__setitem__(0, int("9" * 4000))),
+        "lam_4000_digits": edit(lambda d: d["lam"]["ints"].__setitem__(0, int("9" * 4000))),
+        "lam_1e6_digits": edit(lambda d: d["lam"]["ints"].__setitem__(0, decimal_str(10 ** 10 ** 6))),
+        "lam_den_huge": edit(lambda d: d["lam"].__setitem__("den", decimal_str(7 ** 300_000))),
+        "opt_upper_huge": edit(lambda d: d.__setitem__("opt_upper", "1" + "0" * 300_000 + "/1")),
+        "bound_float": edit(lambda d: d.__setitem__("opt_lower", 1.5)),
+        "ints_nested": edit(lambda d: d["w"].__setitem__("ints", [[[[1]]]])),
+        "support_strings": edit(lambda d: d["support"].__setitem__("tight", [["a", "b"]])),
+        "status_list": edit(lambda d: d.__setitem__("status", ["optimal"])),
+        "p_list": edit(lambda d: d.__setitem__("p", [3])),
+        "no_w": edit(lambda d: d.pop("w")),
+        "empty": b"",
+        "bare_number": b"12",
+    }
+
+
+@pytest.fixture(scope="module")
+def hostile_files(files, tmp_path_factory):
+    d = tmp_path_factory.mktemp("hostile")
+    cert = json.loads((files / "cert.json").read_text())
+    for name, content in _hostile(cert).items():
+        (d / f"{name}.json").write_bytes(content)
+    with open(d / "sparse_huge.json", "wb") as fh:  # 4 GiB, sparse: must be refused unread
+        fh.truncate(4 << 30)
+    return d
+
+
+HOSTILE = [*_hostile({"w": {"ints": [1]}, "lam": {"ints": [1]}, "support": {}}).keys(), "sparse_huge"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_certificate_exit_1_one_line(files, hostile_files, capsys, name):
+    import hashlib
+    import time
+
+    problem, cert = files / "problem.npz", hostile_files / f"{name}.json"
+    before = [hashlib.sha256(problem.read_bytes()).hexdigest(), cert.stat().st_size, cert.stat().st_mtime_ns]
+    t = time.perf_counter()
+    assert main(["verify", str(problem), str(cert)]) == 1
+    assert time.perf_counter() - t < 10
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err[:300]
+    assert err.startswith(("mdcert verify: error: ", "NOT verified: "))
+    assert [hashlib.sha256(problem.read_bytes()).hexdigest(), cert.stat().st_size, cert.stat().st_mtime_ns] == before
+
+
+@pytest.mark.parametrize("name", ["deep", "lam_1e6_digits", "w_exp_1e7", "sparse_huge"])
+def test_hostile_certificate_subprocess(files, hostile_files, name):
+    """A real process: exit 1, one line, no traceback (deep nesting would be a RecursionError)."""
+    res = subprocess.run([sys.executable, "-m", "experiments.cli", "verify", str(files / "problem.npz"),
+                          str(hostile_files / f"{name}.json")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr[:300]
+
+
+def test_fuzzed_certificates_never_exit_70(files, tmp_path):
+    """Certificates mutated by the checker's fuzzer, through the command: exit 0 or 1, one line."""
+    from hypothesis import HealthCheck, given, settings
+
+    from tests.certify.test_check_fuzz import fuzz_case
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(fuzz_case())
+    def run(case):
+        problem, data = case
+        problem.save(tmp_path / "p.npz")
+        (tmp_path / "c.json").write_text(json.dumps(data))
+        import contextlib
+        import io
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = main(["verify", str(tmp_path / "p.npz"), str(tmp_path / "c.json")])
+        assert rc in (0, 1) and err.getvalue().count("\n") <= 1 + (rc == 0), err.getvalue()[:300]
+        assert rc == 0 or err.getvalue().count("\n") == 1
+
+    run()

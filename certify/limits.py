@@ -103,7 +103,7 @@ def parse_json(raw: bytes | str, *, what: str = "certificate", max_bytes: int = 
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MdcertError(f"{what} is not UTF-8 text (byte {exc.start}); write it with 'mdcert certify -o'") from None
+        raise MdcertError(f"{what} is not valid JSON: not UTF-8 text (byte {exc.start})") from None
     depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
         raise MdcertError(f"{what} nests arrays/objects {depth} deep (at most {MAX_JSON_DEPTH})")

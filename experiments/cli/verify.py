@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     # bounded before and during parsing: size relative to the problem, depth, duplicate keys, NaN, UTF-8
     data = read_json_file(path, what=f"certificate {str(path)!r}", max_bytes=max_certificate_bytes(problem))
     if not isinstance(data, dict):
-        raise MdcertError(f"certificate {str(path)!r} must hold a JSON object; write it with 'mdcert certify -o'")
+        raise MdcertError(f"certificate {str(path)!r}: a certificate must be a JSON object (written by 'mdcert certify -o')")
     stored = None if problem.alpha is None else [int(a) for a in problem.alpha]
     alpha = args.alpha
     if alpha is not None and alpha.strip().lower() == "problem":

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from certify.errors import MdcertError
 
-__all__ = ["read_summary", "pyplot", "save_png"]
+__all__ = ["read_summary", "pyplot", "save_png", "MAX_SUMMARY_BYTES"]
+
+#: the largest summary.json read (a 100-trial paths run writes well under 1 MB)
+MAX_SUMMARY_BYTES = 256 * 2 ** 20
 
 
 def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") -> dict:
@@ -28,11 +31,23 @@ def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") ->
     if not sfile.is_file():
         raise MdcertError(f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?")
     try:
+        if sfile.stat().st_size > MAX_SUMMARY_BYTES:
+            raise MdcertError(f"cannot read {str(sfile)!r}: larger than {MAX_SUMMARY_BYTES // 2 ** 20} MB, which no "
+                              f"mdcert run writes; rerun the command that wrote it")
         summary = json.loads(sfile.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = "not valid JSON" if not isinstance(exc, OSError) else "unreadable"
-        raise MdcertError(f"cannot read {str(sfile)!r} ({why}: {str(exc).splitlines()[0] if str(exc) else exc!r}); "
-                          f"rerun the command that wrote it") from None
+    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError are ValueErrors
+        if isinstance(exc, MdcertError):
+            raise
+        if isinstance(exc, RecursionError):
+            why = "nested too deeply"
+        elif isinstance(exc, OSError):
+            why = "unreadable"
+        elif isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+            why = "not valid JSON"
+        else:
+            why = "a number too large"
+        detail = str(exc).splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
+        raise MdcertError(f"cannot read {str(sfile)!r} ({why}: {detail}); rerun the command that wrote it") from None
     if not isinstance(summary, dict):
         raise MdcertError(f"cannot read {str(sfile)!r}: not a JSON object")
     return summary

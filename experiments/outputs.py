@@ -16,7 +16,7 @@ from typing import Iterator
 from certify.errors import MdcertError
 
 __all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed", "writable",
-           "check_distinct", "write_npy_atomic"]
+           "check_distinct", "check_outside", "write_npy_atomic"]
 
 
 def _check_parent(path: Path, option: str) -> None:
@@ -65,8 +65,10 @@ def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[s
     return out
 
 
-def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool) -> Path:
-    """Validate a run directory before any work: not a file, empty unless ``overwrite``, writable parent.
+def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
+                     inputs: dict[str, str | os.PathLike | None] | None = None) -> Path:
+    """Validate a run directory before any work: not a file, empty unless ``overwrite``, writable
+    parent, neither one of ``inputs`` nor containing one (`check_outside`).
 
     Raises:
         MdcertError: with one line naming the option, the path and the fix.
@@ -74,6 +76,7 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool) -
     out = Path(path)
     if str(path).strip() == "":
         raise MdcertError(f"{option} is empty; give a directory name")
+    check_outside(out, inputs or {}, option=option)
     if out.exists() and not out.is_dir():
         raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
@@ -125,6 +128,27 @@ def check_distinct(outputs: dict[str, str | os.PathLike | None], inputs: dict[st
         for opt2, out2 in given[:k]:
             if _same_file(out, out2):
                 raise MdcertError(f"{opt} and {opt2} name the same file {str(out)!r}; give two different paths")
+
+
+def check_outside(path: str | os.PathLike, inputs: dict[str, str | os.PathLike | None], *, option: str) -> None:
+    """Refuse, before any work, a run directory that is one of the inputs or contains one: writing the
+    run replaces the whole directory (`atomic_dir`), so an input inside it would be deleted.
+
+    Args:
+        path: the run directory.
+        inputs: description -> input path (None: not given).
+
+    Raises:
+        MdcertError: one line naming both and the fix.
+    """
+    out = Path(os.path.realpath(path))
+    for what, given in inputs.items():
+        if given is None:
+            continue
+        inp = Path(os.path.realpath(given))
+        if inp == out or out in inp.parents:
+            raise MdcertError(f"{option} {str(path)!r} contains {what} {str(given)!r}; the run directory is replaced "
+                              f"when it is written - choose another {option} or move the input")
 
 
 def write_npy_atomic(path: str | os.PathLike, array) -> Path:

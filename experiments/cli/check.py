@@ -153,12 +153,19 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.json, option="--json")
         check_distinct({"--json": args.json}, {"the problem file": args.problem, "the --init file": args.init})
     p = parse_p(args.p, name="--p")
+    from theorems.loss_parse import parse_loss
+
+    parse_loss(args.loss)  # refused before any work (the symbolic check itself runs with the others)
     if not 1 <= args.steps <= 10 ** 9:
         raise MdcertError(f"invalid --steps {args.steps}; give a positive number of steps (at most 1e9)")
     if not 1 <= args.digits <= 2000:
         raise MdcertError(f"invalid --digits {args.digits}; give an integer between 1 and 2000")
     if (args.init is None) != (args.lr is None):
         raise MdcertError("give --init and --lr together to run a mirror-descent path (or neither)")
+    if args.init is not None:
+        from experiments.paths.config import check_float_p
+
+        check_float_p(p, str(args.p))
     if args.alpha is not None and args.alpha.strip().lower() == FROM_TRAINING and args.init is None:
         raise MdcertError(f"--alpha {FROM_TRAINING} needs a training path: give --init W0.npy and --lr")
     mu = None if args.mu is None else parse_nonnegative(args.mu, "--mu")

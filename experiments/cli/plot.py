@@ -26,9 +26,15 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     """Write the figures of ``run_dir``; returns the PNG paths."""
     from experiments.figures import read_summary
 
+    from experiments.outputs import check_distinct
+
     run_dir = Path(run_dir)
     sfile = run_dir / "summary.json"
     kind = read_summary(run_dir).get("kind")
+    inputs = {f"the run's {name}": run_dir / name for name in ("summary.json", "arrays.npz", "path.npz")
+              if (run_dir / name).exists()}
+    for png in sorted(run_dir.glob("*.png")):  # a figure that is an input (hard link, symlink) is refused
+        check_distinct({f"the figure {png.name}": png}, inputs)
     if kind == "paths":
         from experiments.paths.plots import load_run, plot_paths_run
 

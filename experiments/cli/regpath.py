@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         r_values = r_fun.values(radii)
     elif args.r_of_R:
         raise MdcertError("--r-of-R is only used with --joint")
-    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite)
+    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite,
+                           inputs={"the problem file": None if args.problem == JOINT_EXAMPLE else args.problem})
     problem = _load(args.problem)
     alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
     reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)

@@ -60,6 +60,8 @@ def validate_p(p: Any) -> Fraction:
         exact = parse_p(p)
     except MdcertError:
         raise MdcertError(f"Invalid p: {p}; p must be a finite rational > 1, e.g. 1.75 or '7/4'") from None
+    if not Fraction(1, 2 ** 1000) <= exact - 1 <= 2 ** 1000:  # the exponents p - 1, 1/(p - 1) as floats
+        raise MdcertError(f"Invalid p: {str(p)[:40]}; the float mirror map needs 2**-1000 <= p - 1 <= 2**1000")
     if key is not None and len(_P_CACHE) < 1024:
         _P_CACHE[key] = exact
     return exact

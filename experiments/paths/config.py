@@ -5,18 +5,37 @@ from __future__ import annotations
 
 import argparse
 import os
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["parse_config", "MAX_STEPS"]
+__all__ = ["parse_config", "MAX_STEPS", "P_GAP_RANGE", "check_float_p"]
 
 #: the largest step count accepted (larger ones overflow index arithmetic and would run for days)
 MAX_STEPS = 10 ** 9
 #: the largest --trials, --inits, --n, --T, --d and --records accepted (larger ones cannot fit in memory)
 MAX_COUNT = 10 ** 6
+
+
+#: the float64 training paths need 1/1024 <= p - 1 <= 1024: the mirror map sign(w)|w|^(p-1) and its
+#: inverse |theta|^(1/(p-1)) then keep every entry of magnitude between 1/2 and 2 inside float64's range
+#: (outside it a path is rounding noise: W underflows to 0 or overflows at the first step)
+P_GAP_RANGE = (Fraction(1, 1024), Fraction(1024))
+
+
+def check_float_p(p: Fraction, text: str, option: str = "--p") -> Fraction:
+    """``p`` (parsed from ``text``) unless the float64 path engines cannot represent its mirror map
+    (one-line MdcertError)."""
+    lo, hi = P_GAP_RANGE
+    if not lo <= p - 1 <= hi:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise MdcertError(f"{option} {shown} is outside the range of the float64 training paths: they need "
+                          f"1 + 1/1024 <= p <= 1025 (the mirror map |w|^(p-1) and its inverse overflow or "
+                          f"underflow otherwise); certificates and checks without a path take any p > 1")
+    return p
 
 
 def _split(text: str, name: str) -> list[str]:
@@ -39,7 +58,7 @@ def parse_config(args: argparse.Namespace) -> dict:
     """Validate the arguments (before torch is imported); MdcertError with one line on bad input."""
     from certify.exact import parse_p
 
-    ps = [parse_p(s, name="--p") for s in _split(args.p, "p")]
+    ps = [check_float_p(parse_p(s, name="--p"), s) for s in _split(args.p, "p")]
     if len(set(ps)) != len(ps):
         raise MdcertError(f"--p lists a value twice: {args.p!r}")
     steps = _numbers(args.steps, "steps", int, "integers")

@@ -139,7 +139,9 @@ def _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr):
     bad = {k: v for k, v in lens.items() if v != B}
     if bad:
         raise MdcertError(f"per-trajectory lists must all have length {B} (= len(p)); got {bad}")
-    ps = tuple(parse_p(x) for x in p)
+    from experiments.paths.config import check_float_p
+
+    ps = tuple(check_float_p(parse_p(x), str(x), "p") for x in p)
     lr_a = np.asarray(lr, dtype=np.float64)
     st_a = np.asarray(steps, dtype=np.int64)
     di = np.asarray(data_index, dtype=np.int64)

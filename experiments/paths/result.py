@@ -75,6 +75,10 @@ class PathResult:
                 what = (f"non-finite gradient or iterate (float limit of {self.dtype} reached)"
                         if st is TrajectoryStatus.NONFINITE else "gradient exactly 0, normalized step undefined")
                 out.append(f"{idx.size} trajectories stopped early: {what}; first: #{idx[0]} at step {self.stop_step[idx[0]]}")
+        zero = np.flatnonzero((self.status == TrajectoryStatus.OK.value) & np.all(self.W_final == 0, axis=(-2, -1)))
+        if zero.size:
+            out.append(f"{zero.size} trajectories ended at W = 0 exactly (the inverse mirror map underflowed in "
+                       f"{self.dtype}: a float limit; their direction is undefined); first: #{zero[0]}")
         sat = np.flatnonzero(self.saturated_step >= 0)
         if sat.size:
             out.append(f"{sat.size} trajectories reached a top attention weight that rounds to 1.0 in {self.dtype} "

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from certify.errors import MdcertError
-from experiments.outputs import check_distinct, write_npy_atomic
+from experiments.outputs import check_distinct, check_output_dir, check_outside, write_npy_atomic
 
 
 @pytest.fixture()
@@ -52,3 +52,29 @@ def test_write_npy_atomic(tmp_path) -> None:
     with pytest.raises(ValueError):  # no pickles; and nothing is left behind
         write_npy_atomic(tmp_path / "bad.npy", np.array([object()], dtype=object))
     assert sorted(os.listdir(tmp_path)) == ["W.npy"]
+
+
+@pytest.fixture()
+def tree(tmp_path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    inp = tmp_path / "data" / "in.json"
+    inp.write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path, inp
+
+
+@pytest.mark.parametrize("out", ["data", ".", "{root}", "data/..", "data/in.json"])
+def test_run_directory_containing_an_input_is_refused(tree, out) -> None:
+    root, inp = tree
+    with pytest.raises(MdcertError, match="contains the problem file"):
+        check_output_dir(out.replace("{root}", str(root)), option="-o", overwrite=True,
+                         inputs={"the problem file": "data/in.json"})
+
+
+def test_run_directory_beside_an_input_passes(tree) -> None:
+    root, _ = tree
+    check_output_dir("run", option="-o", overwrite=False, inputs={"the problem file": "data/in.json", "x": None})
+    check_outside("run", {"the problem file": "data/in.json"}, option="-o")
+    os.symlink(root / "data", root / "dlink")
+    with pytest.raises(MdcertError, match="contains the problem file"):
+        check_output_dir("dlink", option="-o", overwrite=True, inputs={"the problem file": "data/in.json"})

@@ -9,7 +9,7 @@ reading that output never sees end-of-file. `die_with_parent` arranges two indep
   that started it exits (start workers from a thread that lives as long as they do, e.g. the main
   thread);
 * everywhere: a daemon thread that polls ``os.getppid()`` and ends the worker when the parent is
-  gone (or when an optional ``stop`` event is set by the parent, e.g. on Ctrl-C).
+  gone.
 
 It also makes the worker ignore SIGINT (Ctrl-C reaches the whole process group; the parent handles
 it and stops the workers, so no worker prints a KeyboardInterrupt traceback).
@@ -41,16 +41,17 @@ def set_parent_death_signal(sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-def die_with_parent(parent_pid: int | None = None, stop=None, *, poll_s: float = 0.25) -> None:
+def die_with_parent(parent_pid: int | None = None, *, poll_s: float = 0.25) -> None:
     """Call first thing in a worker process (e.g. as a pool's ``initializer``).
 
     Args:
         parent_pid: the pid of the process that started this one (``os.getpid()`` there); when it
             already differs from ``os.getppid()`` the parent died while this worker was starting.
-        stop: an optional ``multiprocessing`` Event; when the parent sets it, this worker exits.
         poll_s: how often the watcher thread checks.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # a parent may start workers with SIGINT blocked
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     set_parent_death_signal()
     expected = os.getppid() if parent_pid is None else int(parent_pid)
     if os.getppid() != expected:
@@ -58,11 +59,7 @@ def die_with_parent(parent_pid: int | None = None, stop=None, *, poll_s: float =
 
     def watch() -> None:
         while True:
-            if stop is not None:
-                if stop.wait(poll_s):
-                    os._exit(1)
-            else:
-                time.sleep(poll_s)
+            time.sleep(poll_s)
             if os.getppid() != expected:
                 os._exit(1)
 

@@ -1,9 +1,18 @@
 """Certified reference SVMs for ``mdcert paths``: a cache keyed by (data hash, alpha, p), solved in a pool
 of worker processes that import no torch (`certify.certify_svm`, digits raised until the certified
-direction error is below `DIRECTION_TOL`)."""
+direction error is below `DIRECTION_TOL`).
+
+The workers die with the parent (`certify.process.die_with_parent`: a parent-death signal and a
+watcher of the parent pid), are killed by `Certifier.close` (a finished or interrupted run does not
+wait for a running solve), ignore Ctrl-C (the parent handles it; SIGINT is blocked while they start,
+so none arrives before they ignore it) and so never outlive a killed or interrupted ``mdcert paths``
+or hold its stdout and stderr open.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from fractions import Fraction
@@ -56,11 +65,15 @@ class Certifier:
         self.requests = 0
         self.opt_keys: list = []
         self.pool = None
+        self._workers: list = []
         if workers > 0:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+            from certify.process import die_with_parent
+
+            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                            initializer=die_with_parent, initargs=(os.getpid(),))
 
     def key(self, trial: int, alpha, p: Fraction) -> tuple:
         return (self.hashes[trial], tuple(int(a) for a in alpha), p)
@@ -73,8 +86,24 @@ class Certifier:
             job = (key, pr.X, pr.y, pr.z, pr.v, key[1], f"{p.numerator}/{p.denominator}", self.digits)
             self.jobs[key] = job
             if self.pool is not None:
-                self.futures[key] = self.pool.submit(certify_job, job)
+                self.futures[key] = self._submit(job)
         return key
+
+    def _submit(self, job: tuple):
+        """Submit with SIGINT blocked: the pool starts workers in ``submit``, and a started process
+        inherits the signal mask, so a Ctrl-C cannot reach a worker before it ignores SIGINT. The
+        processes that appear during the call are this pool's workers (`close` kills them)."""
+        import multiprocessing
+
+        block = hasattr(signal, "pthread_sigmask")
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
+        before = set(multiprocessing.active_children())
+        try:
+            return self.pool.submit(certify_job, job)
+        finally:
+            self._workers += [p for p in multiprocessing.active_children() if p not in before]
+            if block:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def results(self) -> dict[tuple, dict]:
         for key, job in self.jobs.items():
@@ -83,9 +112,14 @@ class Certifier:
         return self.done
 
     def close(self) -> None:
+        """Stop the workers now (finished or interrupted: running jobs are abandoned, not awaited)."""
         if self.pool is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
-            self.pool = None
+            for proc in self._workers:
+                proc.kill()
+            for proc in self._workers:
+                proc.join(5)
+            self._workers, self.pool = [], None
 
 
 def references(cert: Certifier, keys: list, shape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,93 @@
+"""``mdcert paths`` with certification workers: SIGKILL of the command kills its workers (stdout and stderr
+reach end-of-file at once), Ctrl-C exits 130 with one line and no worker traceback (issue 11 item 12).
+Linux only: the process tree is read from /proc."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+
+#: certification at 400 digits keeps both workers busy for several seconds while the paths train
+ARGS = ["paths", "--trials", "4", "--steps", "3000", "--digits", "400", "--workers", "2", "--progress", "off"]
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else int(fields[1])  # a zombie is dead
+
+
+def _descendants(root: int) -> set[int]:
+    pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
+    parent = {p: _ppid(p) for p in pids}
+    out, frontier = set(), {root}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - out
+        out |= frontier
+    return out
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {p for p in pids if _ppid(p) is not None}
+
+
+def _start(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", *ARGS, "-o", str(tmp_path / "run")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env)
+    deadline, kids = time.monotonic() + 60, set()
+    while time.monotonic() < deadline and len(kids) < 3:  # two workers and the resource tracker
+        time.sleep(0.2)
+        kids = _descendants(proc.pid)
+    time.sleep(1.5)                                          # the workers are solving now
+    kids = _descendants(proc.pid)
+    if len(kids) < 3 or proc.poll() is not None:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"mdcert paths did not start its workers: {kids}")
+    return proc, kids
+
+
+def _read_all(proc, seconds: float) -> tuple[bytes, bytes, float]:
+    t0 = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        for pid in _descendants(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"stdout/stderr still open {seconds} s after the signal: a worker holds them")
+    return out, err, time.monotonic() - t0
+
+
+def test_sigkill_kills_the_workers_and_closes_the_output(tmp_path):
+    proc, kids = _start(tmp_path)
+    os.kill(proc.pid, signal.SIGKILL)
+    out, err, waited = _read_all(proc, 10)
+    assert proc.returncode == -signal.SIGKILL and waited < 10
+    deadline = time.monotonic() + 5
+    while _alive(kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(kids), f"processes outlived the killed command: {_alive(kids)}"
+    assert not (tmp_path / "run").exists()
+
+
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
+    proc, kids = _start(tmp_path)
+    os.killpg(proc.pid, signal.SIGINT)                       # a terminal's Ctrl-C reaches the whole group
+    out, err, waited = _read_all(proc, 20)
+    assert proc.returncode == 130, err
+    assert err.decode().strip() == "mdcert paths: interrupted"
+    assert not _alive(kids)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no run directory, no temporary left behind

@@ -126,7 +126,9 @@ def test_every_predicate_and_certificate_docstring_cites_theory() -> None:
 
 
 def test_nothing_refers_outside_the_project() -> None:
-    outside = ["/work/" + "shared", "../" + "shared", "SPEC" + ".md", "CERTIFICATES" + ".md", "shared" + "/SPEC"]
+    # pieces joined at run time, so that this file does not match itself
+    outside = ["/work/" + "shared", "../" + "shared", "SPEC" + ".md", "CERTIFICATES" + ".md", "NOTES" + ".md",
+               "shared" + "/clients"]
     hits = [f"{f.relative_to(ROOT)}: {s}" for f in project_files() for s in outside
             if s in f.read_text(errors="replace")]
     assert not hits, hits

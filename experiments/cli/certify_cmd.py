@@ -7,8 +7,9 @@ says), 1 bad input.
 
 ``--export-w W.npy`` also writes the certified feasible point as a float64 ``.npy`` (attention SVM:
 W, d x d, row-major; decoder SVM: v, length d) and ``--export-direction U.npy`` its unit direction,
-with their rigorous distances to the optimum printed (`certify.export`, docs/theory.md section 4.2).
-Neither is written when nothing was certified.
+with their rigorous distances to the optimum printed (`certify.export`, docs/theory.md section 4.2),
+after the independent checker has accepted the certificate. Neither is written when nothing was
+certified.
 """
 
 from __future__ import annotations
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print("the SVM is infeasible: Gordan certificate g >= 0, sum g = 1, A^T g = 0 (exact)")
     else:
         print(f"nothing proven: {cert.info.get('reason', 'no rigorous enclosure')}")
-    sol = prepare_export(args, cert)
+    sol = prepare_export(args, cert, problem)  # the independent checker accepts it first
     if args.output is not None:
         out = write_text_atomic(args.output, json.dumps(cert.to_json()))
         print(f"time {elapsed:.2f} s; wrote {out}")

@@ -200,3 +200,26 @@ def test_digits_not_reached_exit_2_on_stderr(problem_file, tmp_path, capsys, mon
     assert k < 60 and cap.err.count("\n") == 1
     assert "requested 60 digits were not reached" in cap.err and f"{k} digits" in cap.err
     assert json.loads(out.read_text())["status"] == "optimal"  # what is proven is still written
+
+
+def test_export_refused_when_the_checker_rejects_the_solve(problem_file, tmp_path, capsys, monkeypatch):
+    """A solver bug that claims too much: nothing is exported, and nothing else is written either."""
+    from dataclasses import replace
+    from fractions import Fraction
+
+    import certify.svm as svm_mod
+
+    real = svm_mod.certify_svm
+    # a distance bound of 0 without an exact KKT certificate: a false claim the export would pass on
+    def fake(*a, **k):
+        return replace(real(*a, **k), distance_upper=Fraction(0))
+
+    import certify
+
+    monkeypatch.setattr(svm_mod, "certify_svm", fake)
+    monkeypatch.setattr(certify, "certify_svm", fake)  # the lazily resolved package attribute too
+    out, W = tmp_path / "c.json", tmp_path / "W.npy"
+    assert main(["certify", str(problem_file), "--p", "1.75", "--digits", "20", "-o", str(out), "--export-w", str(W)]) == 1
+    err = capsys.readouterr().err
+    assert "does not verify against this problem (distance_upper" in err and err.strip().count("\n") == 0
+    assert not list(tmp_path.iterdir())

@@ -20,6 +20,8 @@ _EXPORTS: dict[str, str] = {
     "model_output": "experiments.model",
     "logistic_loss": "experiments.model",
     "loss": "experiments.model",
+    "AttentionOutput": "experiments.attention_output",
+    "attention_output": "experiments.attention_output",
     "lp_norm": "experiments.optim.mirror",
     "psi": "experiments.optim.mirror",
     "mirror_map": "experiments.optim.mirror",

@@ -2,6 +2,10 @@
 
 Logits ``s_it = x_it^T W z_i`` (no 1/sqrt(d) scaling), output ``f(X_i) = v^T X_i^T softmax(X_i W z_i)``,
 loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` with the logistic loss ``l(u) = log(1 + e^{-u})`` by default.
+The output and its gradient come from `experiments.attention_output` (the engine's saturation-safe
+formula as an autograd Function): ``loss(...).backward()`` keeps the gradient's direction once the
+top attention weight rounds to 1.0. Variable-length problems (docs/theory.md section 1.x) pass
+``mask`` (``ProblemTensors.mask``): padding gets logit ``-inf``, weight 0.
 
 Every functional entry point accepts leading batch dimensions on ``W`` (``[..., d, d]``) and ``v``
 (``[..., d]`` or a shared ``[d]``), so B trajectories are evaluated in one call: ``loss(W[B,d,d], v,
@@ -17,6 +21,7 @@ import torch
 from torch import nn
 
 from certify.errors import MdcertError
+from experiments.attention_output import attention_output, mask_logits
 
 __all__ = [
     "LOSSES",
@@ -35,13 +40,24 @@ __all__ = [
 ]
 
 
-class ProblemTensors(NamedTuple):
-    """Torch tensors of an `AttentionProblem` (X [n,T,d], y [n], z [n,d], v [d])."""
-
+class _Tensors(NamedTuple):
     X: torch.Tensor
     y: torch.Tensor
     z: torch.Tensor
     v: torch.Tensor
+
+
+class ProblemTensors(_Tensors):
+    """Torch tensors of an `AttentionProblem`: the tuple ``(X [n,T,d], y [n], z [n,d], v [d])`` (so
+    ``X, y, z, v = problem_tensors(problem)`` unpacks) and the attribute ``mask``, the valid tokens
+    [n,T] (bool) of a variable-length problem, None for a full-length one; pass it as ``mask=``."""
+
+    mask: torch.Tensor | None
+
+    def __new__(cls, X, y, z, v, mask: torch.Tensor | None = None) -> "ProblemTensors":
+        self = super().__new__(cls, X, y, z, v)
+        self.mask = mask
+        return self
 
 
 def problem_tensors(problem, dtype: torch.dtype = torch.float64, device=None) -> ProblemTensors:
@@ -50,27 +66,30 @@ def problem_tensors(problem, dtype: torch.dtype = torch.float64, device=None) ->
     def t(a):
         return torch.from_numpy(np.array(a, dtype=np.float64)).to(dtype=dtype, device=device).contiguous()
 
-    return ProblemTensors(t(problem.X), t(problem.y), t(problem.z), t(problem.v))
+    lengths = getattr(problem, "lengths", None)
+    mask = None if lengths is None else torch.from_numpy(np.array(problem.token_mask)).to(device=device)
+    return ProblemTensors(t(problem.X), t(problem.y), t(problem.z), t(problem.v), mask)
 
 
-def attention_logits(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """Logits ``s[..., i, t] = x_it^T W z_i``.
+def attention_logits(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits ``s[..., i, t] = x_it^T W z_i`` (``-inf`` at padding).
 
     Args:
         X: tokens ``[n, T, d]``.
         z: comparison vectors ``[n, d]``.
         W: attention matrices ``[..., d, d]``.
+        mask: valid tokens ``[n, T]`` (bool), or None for full length.
 
     Returns:
         ``[..., n, T]``.
     """
     Wz = torch.einsum("...de,ne->...nd", W, z)  # [..., n, d]
-    return torch.einsum("ntd,...nd->...nt", X, Wz)
+    return mask_logits(torch.einsum("ntd,...nd->...nt", X, Wz), mask)
 
 
-def attention_softmax(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """Attention weights ``softmax_t(s_it)`` ``[..., n, T]`` (max-subtracted, stable)."""
-    return torch.softmax(attention_logits(X, z, W), dim=-1)
+def attention_softmax(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Attention weights ``softmax_t(s_it)`` ``[..., n, T]`` (max-subtracted, stable; 0 at padding)."""
+    return torch.softmax(attention_logits(X, z, W, mask), dim=-1)
 
 
 attention_scores = attention_softmax
@@ -81,10 +100,11 @@ def _token_values(X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.einsum("ntd,...d->...nt", X, v)
 
 
-def model_output(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """Model outputs ``f(X_i) = v^T X_i^T softmax(X_i W z_i)`` as ``[..., n]``."""
-    weights = attention_softmax(X, z, W)
-    return (weights * _token_values(X, v)).sum(dim=-1)
+def model_output(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, v: torch.Tensor,
+                 mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Model outputs ``f(X_i) = v^T X_i^T softmax(X_i W z_i)`` as ``[..., n]`` (saturation-safe value and
+    gradient: `experiments.attention_output.AttentionOutput`)."""
+    return attention_output(attention_logits(X, z, W, mask), _token_values(X, v))
 
 
 def logistic_loss(u: torch.Tensor) -> torch.Tensor:
@@ -129,6 +149,7 @@ def loss(
     z: torch.Tensor,
     *,
     loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic",
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Empirical loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` (docs/theory.md section 1).
 
@@ -137,11 +158,12 @@ def loss(
         v: ``[d]`` (shared) or ``[..., d]`` (one decoder per trajectory).
         X: ``[n, T, d]``; y: ``[n]`` in {-1, +1}; z: ``[n, d]``.
         loss_fn: ``"logistic"`` (default, via logsigmoid), ``"exponential"``, ``"linear"`` or a callable.
+        mask: valid tokens ``[n, T]`` of a variable-length problem (``ProblemTensors.mask``), or None.
 
     Returns:
         ``[...]`` (a 0-d tensor for an unbatched W).
     """
-    return get_loss(loss_fn)(y * model_output(X, z, W, v)).mean(dim=-1)
+    return get_loss(loss_fn)(y * model_output(X, z, W, v, mask)).mean(dim=-1)
 
 
 class AttentionModel(nn.Module):
@@ -197,11 +219,13 @@ class AttentionModel(nn.Module):
         return cls(problem.d, train_decoder=train_decoder, v=torch.from_numpy(np.array(problem.v, dtype=np.float64)), W0=W0,
                    dtype=dtype, device=device)
 
-    def forward(self, X: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        """Outputs ``f(X_i)`` ``[n]``."""
-        return model_output(X, z, self.W, self.v)
+    def forward(self, X: torch.Tensor, z: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Outputs ``f(X_i)`` ``[n]`` (``mask``: valid tokens of a variable-length problem)."""
+        return model_output(X, z, self.W, self.v, mask)
 
     def loss(self, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, *,
-             loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic") -> torch.Tensor:
-        """``L(W, v)`` on the given data (0-d tensor)."""
-        return loss(self.W, self.v, X, y, z, loss_fn=loss_fn)
+             loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic",
+             mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``L(W, v)`` on the given data (0-d tensor); ``mask``: ``ProblemTensors.mask`` of a
+        variable-length problem (None: every token is valid)."""
+        return loss(self.W, self.v, X, y, z, loss_fn=loss_fn, mask=mask)

@@ -91,7 +91,7 @@ def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
     try:
         for k in range(steps):
             opt.zero_grad(set_to_none=True)
-            value = model.loss(data.X, data.y, data.z, loss_fn=loss)
+            value = model.loss(data.X, data.y, data.z, loss_fn=loss, mask=data.mask)
             value.backward()
             opt.step()
             out[k + 1] = model.W.detach().numpy()
@@ -194,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
         if alpha is not None and alpha.strip().lower() == FROM_TRAINING:
             WK = trajectory[-1]
             logits = np.einsum("ntd,de,ne->nt", problem.X, WK, problem.z)
+            logits[~problem.token_mask] = -np.inf          # padding is never attended
             alpha = [int(a) for a in np.argmax(logits, axis=1)]
     ctx = CheckContext(problem, digits=args.digits)
     report = check_theorem(theorem.number, ctx, p=p, alpha=alpha, loss=args.loss, W0=W0, mu=mu, R=R,

@@ -110,23 +110,29 @@ def record_schedule(steps: int, records: int, *, spacing: str = "log") -> np.nda
 
 @dataclass(frozen=True)
 class StackedData:
-    """Per-dataset float64 numpy arrays: X (D,n,T,d), y (D,n), z (D,n,d), v (D,d)."""
+    """Per-dataset float64 numpy arrays: X (D,n,T,d), y (D,n), z (D,n,d), v (D,d); mask (D,n,T) of the
+    valid tokens, None when every dataset is full length (docs/theory.md section 1.x)."""
 
     X: np.ndarray
     y: np.ndarray
     z: np.ndarray
     v: np.ndarray
+    mask: np.ndarray | None = None
 
 
 def stack_problems(problems: Sequence) -> StackedData:
-    """Stack `AttentionProblem`s of equal shape (n, T, d) into arrays with a leading dataset axis."""
+    """Stack `AttentionProblem`s of equal shape (n, T, d) into arrays with a leading dataset axis
+    (pad shorter ones with `AttentionProblem.padded` first)."""
     if len(problems) == 0:
         raise MdcertError("no datasets given; pass at least one problem")
     shapes = {(pr.n, pr.T, pr.d) for pr in problems}
     if len(shapes) != 1:
-        raise MdcertError(f"all datasets must have the same (n, T, d); got {sorted(shapes)}")
+        raise MdcertError(f"all datasets must have the same (n, T, d); got {sorted(shapes)} "
+                          f"(pad to a common T with AttentionProblem.padded)")
+    padded = any(getattr(pr, "lengths", None) is not None for pr in problems)
+    mask = np.stack([pr.token_mask for pr in problems]) if padded else None
     return StackedData(np.stack([pr.X for pr in problems]), np.stack([pr.y for pr in problems]),
-                       np.stack([pr.z for pr in problems]), np.stack([pr.v for pr in problems]))
+                       np.stack([pr.z for pr in problems]), np.stack([pr.v for pr in problems]), mask)
 
 
 def _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr):
@@ -176,7 +182,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
     """Run B mirror-descent trajectories at once (docs/theory.md section 2) and record them at log-spaced steps.
 
     Args:
-        problems: datasets (equal n, T, d); trajectory b uses ``problems[data_index[b]]``.
+        problems: datasets (equal n, T, d; padding of variable-length problems is masked);
+            trajectory b uses ``problems[data_index[b]]``.
         data_index, p, lr, steps: per trajectory, length B (p parsed exactly, e.g. "1.75").
         W0: (B, d, d) initial attention matrices.
         normalize: divide each gradient by its dual norm ``||G||_q`` (docs/theory.md section 2 option).
@@ -230,7 +237,8 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
     for key, members in keys.items():
         mem = np.asarray(members)
         lk, vk = key[-2], key[-1]
-        gdata = {"X": data.X[di[mem]], "z": data.z[di[mem]], "y": data.y[di[mem]]}
+        gdata = {"X": data.X[di[mem]], "z": data.z[di[mem]], "y": data.y[di[mem]],
+                 "mask": None if data.mask is None else data.mask[di[mem]]}
         groups.append(PathGroup(mem, [ps[b] for b in mem], lk, gdata, W0[mem], v0[mem], normalize, train_decoder,
                                 vk, dev, dt))
 

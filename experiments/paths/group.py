@@ -42,6 +42,8 @@ class PathGroup:
             return torch.tensor(np.asarray(a), dtype=dtype, device=device)
 
         self.X, self.z, self.y = t(data["X"]), t(data["z"]), t(data["y"])
+        mask = data.get("mask")                          # valid tokens (B,n,T), None: full length
+        self.mask = None if mask is None else torch.tensor(np.asarray(mask), dtype=torch.bool, device=device)
         self.Xt = self.X.transpose(-1, -2).contiguous()
         self.ny = -self.y
         self.gscale = -self.y / self.y.shape[-1]
@@ -88,7 +90,8 @@ class PathGroup:
         """Keep the rows in ``mask``; returns their index tensor (to slice per-step quantities)."""
         idx = torch.as_tensor(np.flatnonzero(mask), device=self.device)
         self.gids = self.gids[mask]
-        for name in self._STATE + (("Qv",) if self.train_decoder else ()):
+        extra = (("Qv",) if self.train_decoder else ()) + (("mask",) if self.mask is not None else ())
+        for name in self._STATE + extra:
             setattr(self, name, getattr(self, name).index_select(0, idx))
         self._set_exponents([x for x, k in zip(self.p_list, mask) if k])
         self.frozen = self.device.type != "cpu" or not bool(self.alive.all())
@@ -98,7 +101,7 @@ class PathGroup:
     def forward(self):
         """``(a, f, g, c, M)`` at the current iterate (see `forward`)."""
         return forward(self.W, self.Xt, self.z, self.h, self.y, self.ny, self.gscale, self.arange,
-                        None if self.device.type == "cpu" else True)
+                        None if self.device.type == "cpu" else True, self.mask)
 
     def gradients(self, fw):
         """``(G, Gv, ok)`` at the current iterate: normalized if asked; ``ok`` False where undefined."""

@@ -10,8 +10,10 @@ directly (not as the difference ``h - f``, which cancels to rounding noise once 
 below ~1e-16, as in a softmax backward pass), and the gradient, linear in the small weights
 ``a_it (t != m)``, is formed from ``a_it e^M <= 1`` where M is the smallest top-vs-runner-up logit
 gap; normalized steps only need its direction, so they neither stall on underflow nor lose
-precision at any horizon. (The measured consequence: the looped autograd baseline departs from
-this engine exactly where the attention saturates.)
+precision at any horizon. The softmax output and its logit derivatives are those of
+`experiments.attention_output` (`output_terms`, `output_dlogits`), the same functions behind the
+model's autograd route, so the two agree to rounding (tested). Padding tokens of variable-length
+problems (docs/theory.md section 1.x) get logit ``-inf`` (``mask``): weight 0, derivative 0.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 
 import torch
 
+from experiments.attention_output import mask_logits, output_dlogits, output_terms
 from experiments.optim.mirror import signed_pow
 from experiments.model import logistic_loss
 
@@ -31,7 +34,7 @@ __all__ = ["SCALE_ABOVE", "forward", "grad_W", "grad_v", "mean_loss", "token_val
 SCALE_ABOVE = {torch.float64: 300.0, torch.float32: 40.0}
 
 
-def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True):
+def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True, mask=None):
     """Analytic forward pass of a group (docs/theory.md section 1, logistic loss).
 
     Args:
@@ -39,6 +42,7 @@ def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | No
         ny, gscale, arange: optional precomputed ``-y``, ``-y/n`` and ``arange(T)``.
         scaled: form ``c`` from the e^M-scaled weights (True), directly with ``M = None`` returned
             (False), or decide on the host: scaled only when ``M > SCALE_ABOVE`` somewhere (None).
+        mask: valid tokens (B,n,T) bool, or None (full length: no masking op at all).
 
     Returns:
         ``a`` attention (B,n,T), ``f`` outputs (B,n), ``g = dL/df`` (B,n), ``c = e^M dL/ds`` (B,n,T)
@@ -48,25 +52,17 @@ def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | No
         ``a_t e^M <= 1`` keep the gradient's direction exact to rounding however saturated the
         attention is (``dL/dW = e^-M * sum c x z^T``; normalized steps need only the direction).
     """
-    n, T = y.shape[-1], h.shape[-1]
+    n = y.shape[-1]
     zW = torch.bmm(z, W.transpose(1, 2))                            # (B,n,d): (W z_i)_j
-    s = (Xt * zW.unsqueeze(-1)).sum(dim=-2)                         # (B,n,T) logits
-    smax, m = s.max(dim=-1, keepdim=True)
-    r = s - smax                                                    # <= 0, exactly 0 at the top token m
-    top = (torch.arange(T, device=s.device) if arange is None else arange) == m   # one-hot of m
+    s = mask_logits((Xt * zW.unsqueeze(-1)).sum(dim=-2), mask)      # (B,n,T) logits, -inf at padding
+    ot = output_terms(s, h, arange)                                 # a, f, D = h - h_m, delta = f - h_m
+    a, f, D, delta, r, top, Z = ot
     M = -r.masked_fill(top, -math.inf).amax(dim=-1, keepdim=True).amax(dim=-2, keepdim=True)
-    e = torch.exp(r)                                                # stable: the top token has e = 1
-    Z = e.sum(dim=-1, keepdim=True)
-    a = e / Z
-    hm = h.gather(-1, m)
-    D = h - hm                                                      # h_t - h_m (0 at m)
-    delta = (a * D).sum(dim=-1, keepdim=True)                       # f - h_m, accurate when saturated
-    f = (hm + delta).squeeze(-1)
     g = torch.sigmoid(f * (-y if ny is None else ny)).mul_(-y / n if gscale is None else gscale)
     if scaled is None:                                              # host decision (free on the CPU)
         scaled = bool(M.max() > SCALE_ABOVE.get(s.dtype, 40.0))
     if not scaled:                                                  # no underflow risk: c = a (h - f) g
-        return a, f, g, (D - delta).mul_(a).mul_(g.unsqueeze(-1)), None
+        return a, f, g, output_dlogits(ot).mul_(g.unsqueeze(-1)), None
     a_s = torch.exp((r + M).clamp_max_(0.0)).div_(Z)                # a_t e^M for t != m (<= 1)
     delta_s = (a_s * D).sum(dim=-1, keepdim=True)                   # delta e^M
     c = torch.where(top, a * delta_s.neg_(), a_s.mul_(D - delta)).mul_(g.unsqueeze(-1))
@@ -95,17 +91,18 @@ def token_values(X, v):
     return (X * v[:, None, None, :]).sum(dim=-1)
 
 
-def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, v: torch.Tensor):
+def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, v: torch.Tensor,
+                  mask: torch.Tensor | None = None):
     """Analytic loss and gradients of a batch, as the engine computes them (docs/theory.md section 1).
 
     Args:
-        W: (B, d, d); X: (B, n, T, d); y: (B, n); z: (B, n, d); v: (B, d).
+        W: (B, d, d); X: (B, n, T, d); y: (B, n); z: (B, n, d); v: (B, d); mask: (B, n, T) valid tokens or None.
 
     Returns:
         ``(loss (B,), dL/dW (B,d,d), dL/dv (B,d), attention (B,n,T))``.
     """
     Xt = X.transpose(-1, -2)
-    a, f, g, c, M = forward(W, Xt, z, token_values(X, v), y)
+    a, f, g, c, M = forward(W, Xt, z, token_values(X, v), y, mask=mask)
     return mean_loss(f, y), grad_W(c, Xt, z).mul_(torch.exp(-M)), grad_v(a, g, X), a
 
 

@@ -79,6 +79,9 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
         raise MdcertError(f"invalid starts {starts!r}; give a number of random starts >= 0")
     if starts == 0 and not svm_start and not dual_start:
         raise MdcertError("no starts: use at least one random start, the SVM start or the uniform-dual start")
+    if getattr(problem, "lengths", None) is not None:  # ExcessLoss / JointObjective know no padding yet
+        raise MdcertError("regularization paths do not support variable-length problems (lengths) yet; "
+                          "give a full-length problem")
     alpha = resolve_alpha(problem, alpha)
     if reference is None:
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)

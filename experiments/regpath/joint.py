@@ -206,6 +206,9 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
     radii = as_radii(radii)
     rf = r_of_R if isinstance(r_of_R, RadiusFunction) else parse_radius_function(r_of_R)
     rs = rf.values(radii)
+    if getattr(problem, "lengths", None) is not None:  # ExcessLoss / JointObjective know no padding yet
+        raise MdcertError("regularization paths do not support variable-length problems (lengths) yet; "
+                          "give a full-length problem")
     alpha = resolve_alpha(problem, alpha)
     reference, v_reference, refs = joint_references(problem, p, alpha, reference, v_reference, digits)
     obj = JointObjective(problem.X, problem.y, problem.z, loss=loss)

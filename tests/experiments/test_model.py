@@ -137,3 +137,31 @@ def test_other_losses():
 def test_bad_inputs(call, pattern):
     with pytest.raises(MdcertError, match=pattern):
         call()
+
+
+# ---------------------------------------------------------------------------------------------- padding
+def test_masked_loss_and_gradient_are_the_mean_over_unpadded_examples():
+    base = synthetic_problem(n=4, T=6, d=5, seed=8)
+    L = np.array([6, 2, 4, 3])
+    X = np.where(np.arange(6)[None, :, None] < L[:, None, None], base.X, 0.0)
+    prob = AttentionProblem(X, base.y, base.z, base.v, lengths=L)
+    data = problem_tensors(prob)
+    assert data.mask is not None and problem_tensors(base).mask is None
+    W = torch.randn(5, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(4), requires_grad=True)
+    value = loss(W, data.v, data.X, data.y, data.z, mask=data.mask)
+    (G,) = torch.autograd.grad(value, W)
+    parts, grads = [], []
+    for i in range(4):
+        one = problem_tensors(AttentionProblem(X[i:i + 1, :L[i]], base.y[i:i + 1], base.z[i:i + 1], base.v))
+        li = loss(W, one.v, one.X, one.y, one.z)
+        parts.append(li.detach())
+        grads.append(torch.autograd.grad(li, W)[0])
+    torch.testing.assert_close(value.detach(), sum(parts) / 4, rtol=1e-14, atol=0)
+    torch.testing.assert_close(G, sum(grads) / 4, rtol=1e-12, atol=0)
+    a = attention_softmax(data.X, data.z, W.detach(), data.mask)
+    assert torch.all(a[~data.mask] == 0)
+    model = AttentionModel.from_problem(prob, W0=W.detach())
+    assert model.loss(data.X, data.y, data.z, mask=data.mask).item() == value.item()
+    assert not torch.equal(model(data.X, data.z), model(data.X, data.z, data.mask))   # padding would matter
+    X_, y_, z_, v_ = data                                                                # still a 4-tuple
+    assert X_ is data.X

@@ -353,3 +353,68 @@ def test_float32_saturated_p11_keeps_a_gradient(problems, W0) -> None:
     res = run_paths(problems[:2], data_index=[0, 1], p=["1.1", "1.1"], lr=[0.1] * 2, steps=[200] * 2, W0=W0[:2],
                     normalize=True, dtype="float32", records=5)
     assert list(res.status) == ["ok", "ok"] and np.all(np.isfinite(res.W_final))
+
+
+# ---------------------------------------------------------------------------------------------- padding
+def _variable_problem(seed: int, L=(8, 5, 3, 8, 2, 6)):
+    from certify import AttentionProblem
+
+    base = synthetic_problem(seed=seed)
+    L = np.asarray(L)
+    X = np.where(np.arange(8)[None, :, None] < L[:, None, None], base.X, 0.0)
+    return AttentionProblem(X, base.y, base.z, base.v, lengths=L)
+
+
+def test_full_length_lengths_give_bitwise_identical_paths(problems, W0) -> None:
+    from certify import AttentionProblem
+
+    same = [AttentionProblem(pr.X, pr.y, pr.z, pr.v, lengths=[pr.T] * pr.n) for pr in problems]
+    kw = dict(data_index=range(4), p=["1.75", "2", "3", "1.75"], lr=[0.1] * 4, steps=[200] * 4, W0=W0, normalize=True)
+    a, b = run_paths(problems, **kw), run_paths(same, **kw)
+    assert np.array_equal(a.W, b.W, equal_nan=True) and np.array_equal(a.W_final, b.W_final)
+    assert np.array_equal(a.attention_final, b.attention_final)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_padded_twin_gives_the_same_paths(W0, normalize) -> None:
+    """More zero padding (and a variable-length problem) changes a path by rounding at most, also past
+    saturation; the padding never gets attention."""
+    probs = [synthetic_problem(seed=0), _variable_problem(1)]
+    twins = [pr.padded(11) for pr in probs]
+    kw = dict(data_index=[0, 1, 1], p=["2", "1.75", "3"], lr=[0.1] * 3, steps=[600] * 3, W0=W0[:3],
+              normalize=normalize)   # normalized: p = 1.75 saturates at step 440
+    a, b = run_paths(probs, **kw), run_paths(twins, **kw)
+    np.testing.assert_allclose(b.W_final, a.W_final, rtol=1e-12, atol=1e-12 * np.abs(a.W_final).max())
+    assert np.array_equal(a.status, b.status)
+    assert np.all(b.attention_final[:, :, 8:] == 0)
+    mask = probs[1].token_mask
+    assert np.all(a.attention_final[1:][:, ~mask] == 0) and np.all(a.final_alpha()[1:] < probs[1].valid_lengths)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 3000.0])  # min top-vs-runner-up gaps 0.05, 1.6, 160
+def test_padded_gradient_is_the_mean_of_the_unpadded_examples(scale) -> None:
+    """loss_and_grad of a variable-length problem equals the mean over its examples, each run alone without
+    padding (loss_and_grad runs the e^M-scaled kernel: -inf padding there too)."""
+    from certify import AttentionProblem
+    from experiments.paths.kernels import loss_and_grad
+
+    pr = _variable_problem(2)
+    W = torch.tensor(np.random.default_rng(3).standard_normal((1, 10, 10)) * scale)
+
+    def t(a):
+        return torch.tensor(np.asarray(a))[None]
+
+    L, G, Gv, a = loss_and_grad(W, t(pr.X), t(pr.y), t(pr.z), t(pr.v), mask=t(pr.token_mask))
+    assert torch.all(a[0][~torch.tensor(pr.token_mask)] == 0) and torch.isfinite(G).all()
+    Ls, Gs, Gvs = [], [], []
+    for i in range(pr.n):
+        k = int(pr.lengths[i])
+        one = AttentionProblem(pr.X[i:i + 1, :k], pr.y[i:i + 1], pr.z[i:i + 1], pr.v)
+        Li, Gi, Gvi, _ = loss_and_grad(W, t(one.X), t(one.y), t(one.z), t(one.v))
+        Ls.append(Li)
+        Gs.append(Gi)
+        Gvs.append(Gvi)
+    torch.testing.assert_close(L, sum(Ls) / pr.n, rtol=1e-14, atol=0)
+    torch.testing.assert_close(Gv, sum(Gvs) / pr.n, rtol=1e-12, atol=1e-300)
+    torch.testing.assert_close(G, sum(Gs) / pr.n, rtol=1e-12, atol=0)
+    assert bool(a.max() == 1.0) == (scale > 100)  # saturated in float64 (top weight 1.0) at scale 3000

@@ -13,7 +13,11 @@ from certify import AttentionProblem, MdcertError, synthetic_problem
 from experiments.regpath.excess_loss import ExcessLoss
 from experiments.regpath.fixed import regularization_path
 from experiments.regpath.sphere import lp_norm_rows, solve_on_sphere
-from experiments.regpath.svm_reference import Reference, bregman_directional, reference_direction
+from experiments.regpath.svm_reference import (
+    Reference,
+    bregman_directional,
+    reference_direction,
+)
 
 
 def test_path_rejects_bad_radii_sequences() -> None:
@@ -147,3 +151,16 @@ def test_must_reach_paper_size_instance(p) -> None:
     assert b[-1] * 10 <= b[0]
     assert path.results[-1].selects_alpha and path.results[-1].stationarity < 1e-10
     assert elapsed < 60
+
+
+def test_variable_length_problems_are_refused_by_every_regularization_path() -> None:
+    from certify import MdcertError, synthetic_problem
+    from experiments.regpath.fixed import regularization_path
+    from experiments.regpath.joint import joint_regularization_path
+    from experiments.regpath.joint_md import joint_md_path
+
+    padded = synthetic_problem(n=2, T=3, d=2, seed=1).padded(5)
+    for call in (lambda: regularization_path(padded, 2), lambda: joint_regularization_path(padded, 2),
+                 lambda: joint_md_path(padded, 2, steps=2)):
+        with pytest.raises(MdcertError, match="do not support variable-length problems"):
+            call()

@@ -16,7 +16,7 @@ weights ``a_t`` of the other tokens are representable (logit gaps below ~700 in 
 
 `AttentionOutput` is the ``torch.autograd.Function`` of ``(s, h) -> f`` whose backward is
 `output_dlogits`; the engine calls `output_terms` and `output_dlogits` themselves (no autograd), so
-the two routes cannot drift apart. Padding tokens (docs/theory.md section 1.x) enter with ``s = -inf``:
+the two routes cannot drift apart. Padding tokens (docs/theory.md section 1.3) enter with ``s = -inf``:
 weight 0, derivative 0.
 """
 

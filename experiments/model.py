@@ -4,7 +4,7 @@ Logits ``s_it = x_it^T W z_i`` (no 1/sqrt(d) scaling), output ``f(X_i) = v^T X_i
 loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` with the logistic loss ``l(u) = log(1 + e^{-u})`` by default.
 The output and its gradient come from `experiments.attention_output` (the engine's saturation-safe
 formula as an autograd Function): ``loss(...).backward()`` keeps the gradient's direction once the
-top attention weight rounds to 1.0. Variable-length problems (docs/theory.md section 1.x) pass
+top attention weight rounds to 1.0. Variable-length problems (docs/theory.md section 1.3) pass
 ``mask`` (``ProblemTensors.mask``): padding gets logit ``-inf``, weight 0.
 
 Every functional entry point accepts leading batch dimensions on ``W`` (``[..., d, d]``) and ``v``

@@ -111,7 +111,7 @@ def record_schedule(steps: int, records: int, *, spacing: str = "log") -> np.nda
 @dataclass(frozen=True)
 class StackedData:
     """Per-dataset float64 numpy arrays: X (D,n,T,d), y (D,n), z (D,n,d), v (D,d); mask (D,n,T) of the
-    valid tokens, None when every dataset is full length (docs/theory.md section 1.x)."""
+    valid tokens, None when every dataset is full length (docs/theory.md section 1.3)."""
 
     X: np.ndarray
     y: np.ndarray

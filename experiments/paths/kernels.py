@@ -13,7 +13,7 @@ gap; normalized steps only need its direction, so they neither stall on underflo
 precision at any horizon. The softmax output and its logit derivatives are those of
 `experiments.attention_output` (`output_terms`, `output_dlogits`), the same functions behind the
 model's autograd route, so the two agree to rounding (tested). Padding tokens of variable-length
-problems (docs/theory.md section 1.x) get logit ``-inf`` (``mask``): weight 0, derivative 0.
+problems (docs/theory.md section 1.3) get logit ``-inf`` (``mask``): weight 0, derivative 0.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ class ExactVector:
             for j, k in enumerate(self.ints):
                 out[j] = _ldexp_int(k, self.exp)
             return out
-        return np.array([float(f) for f in self.fractions()], dtype=np.float64)
+        return np.array([_fraction_float(f) for f in self.fractions()], dtype=np.float64)
 
     def to_json(self) -> dict:
         """Integers as JSON numbers; one beyond Python's 4300-digit str limit as a decimal string
@@ -125,6 +125,14 @@ def _ldexp_int(k: int, e: int) -> float:
         return sign * math.ldexp(float(k >> shift), e + shift)
     except OverflowError:
         return sign * math.inf
+
+
+def _fraction_float(x: Fraction) -> float:
+    """``float(x)``, +-inf beyond the float64 range (float() raises OverflowError there)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.copysign(math.inf, x)
 
 
 def _int_json(k: int) -> int | str:

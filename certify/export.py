@@ -27,7 +27,7 @@ import numpy as np
 
 from certify.certificate import Certificate, CertStatus
 from certify.errors import MdcertError
-from certify.exact import format_fraction
+from certify.exact import format_fraction, format_sci
 
 __all__ = ["CertifiedSolution", "certified_solution"]
 
@@ -67,7 +67,7 @@ class CertifiedSolution:
         shape = " x ".join(str(k) for k in self.point.shape)
         return (f"{name} = certified feasible point of the {self.svm} SVM (float64, {shape}"
                 f"{', row-major' if self.svm == 'attention' else ''}): ||{name} - {name}_mm||_p <= "
-                f"{float(self.distance_upper):.3g}, direction error <= {float(self.direction_error_upper):.3g}")
+                f"{format_sci(self.distance_upper)}, direction error <= {format_sci(self.direction_error_upper)}")
 
     def to_json(self) -> dict:
         """The exact bounds as "num/den" strings (the arrays are not included)."""

@@ -189,8 +189,20 @@ def test_fuzzed_certificates_never_exit_70(files, tmp_path):
 
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            rc = main(["verify", str(tmp_path / "p.npz"), str(tmp_path / "c.json")])
+            rc = main(["verify", str(tmp_path / "p.npz"), str(tmp_path / "c.json"), "--export-w", str(tmp_path / "W.npy")])
         assert rc in (0, 1) and err.getvalue().count("\n") <= 1 + (rc == 0), err.getvalue()[:300]
         assert rc == 0 or err.getvalue().count("\n") == 1
 
     run()
+
+
+def test_valid_certificate_with_huge_weak_bounds_exports(files, tmp_path, capsys):
+    """A true but weak claim (distance <= 1e400) is verified, and exporting it prints the bounds
+    without a float conversion (it exited 70 with OverflowError)."""
+    data = json.loads((files / "cert.json").read_text())
+    for key, zeros in (("distance_upper", 400), ("direction_error_upper", 400), ("bregman_upper", 800)):
+        data[key] = "1" + "0" * zeros + "/1"
+    (tmp_path / "weak.json").write_text(json.dumps(data))
+    assert main(["verify", str(files / "problem.npz"), str(tmp_path / "weak.json"), "--export-w",
+                 str(tmp_path / "W.npy")]) == 0
+    assert "<= 1.00e+400" in capsys.readouterr().out and (tmp_path / "W.npy").exists()

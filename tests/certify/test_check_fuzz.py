@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from certify import AttentionProblem, Certificate, CertStatus, MdcertError, check_certificate, synthetic_problem
+from certify.exact import format_fraction
 from certify.svm import certify_svm
 
 REF_DIGITS = 150
@@ -40,12 +41,19 @@ def _problems() -> dict[str, AttentionProblem]:
     Xd[0, 2] = Xd[0, 0]  # duplicated token: the attention SVM for alpha_0 = 0 is infeasible (zero row)
     dup = AttentionProblem(Xd, np.array([1.0, -1.0]), rng.standard_normal((2, 2)), rng.standard_normal(2),
                            alpha=[0, 1])
-    return {"synth": synthetic_problem(n=4, T=5, d=4, seed=3), "small": small, "infeasible": infeasible, "dup": dup}
+    Xp = rng.standard_normal((3, 4, 2))
+    Xp[0, 2:] = 0.0
+    Xp[2, 3:] = 0.0  # variable-length sequences: padding takes part in no row (docs/theory.md section 1.3)
+    padded = AttentionProblem(Xp, np.array([1.0, 1.0, -1.0]), rng.standard_normal((3, 2)), rng.standard_normal(2),
+                              alpha=[0, 1, 2], lengths=[2, 4, 3])
+    return {"synth": synthetic_problem(n=4, T=5, d=4, seed=3), "small": small, "infeasible": infeasible, "dup": dup,
+            "padded": padded}
 
 
 PROBLEMS = _problems()
 CASES = [(name, svm, p) for name in ("synth", "small") for svm in ("attention", "decoder") for p in P_VALUES] + \
-    [("infeasible", "decoder", "1.5"), ("infeasible", "decoder", "2"), ("dup", "attention", "1.75")]
+    [("infeasible", "decoder", "1.5"), ("infeasible", "decoder", "2"), ("dup", "attention", "1.75"),
+     ("padded", "attention", "1.5"), ("padded", "attention", "3"), ("padded", "decoder", "2")]
 
 
 @functools.lru_cache(maxsize=None)
@@ -167,7 +175,7 @@ def _is_int(x) -> bool:
 def mutate(draw, data: dict):
     d = copy.deepcopy(data)
     kind = draw(st.sampled_from(["digit", "sign", "exp", "support", "delete", "add", "huge", "retype", "scale",
-                                 "identity", "length", "int"]))
+                                 "identity", "length", "int", "tighten", "tighten"]))
     paths = [(k, v) for k, v in _paths(d) if k]
     if kind == "digit":
         cands = [(k, v) for k, v in paths if isinstance(v, str) and "/" in v]
@@ -220,21 +228,39 @@ def mutate(draw, data: dict):
                   "svm": draw(st.sampled_from(["attention", "decoder"])),
                   "status": draw(st.sampled_from(["optimal", "infeasible", "no_verified_result"])),
                   "d": draw(st.integers(0, 12)), "exact_kkt": draw(st.booleans())}[key]
+    elif kind == "tighten":  # a bound moved by 10^-k (relative) in the stronger or the weaker direction
+        names = [k for k in ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper")
+                 if isinstance(d.get(k), str)]
+        if names:
+            name = draw(st.sampled_from(names))
+            try:
+                x = Fraction(d[name])
+            except (ValueError, ZeroDivisionError):
+                x = None
+            if x is not None:
+                k = draw(st.sampled_from([3, 10, 20, 25, 30, 35, 40, 60, 100, 200]))
+                down = draw(st.booleans())  # stronger for an upper bound, weaker for opt_lower
+                x = x * (1 - Fraction(1, 10**k)) if down else x * (1 + Fraction(1, 10**k))
+                d[name] = format_fraction(x)
     elif kind == "length":
         vec = draw(st.sampled_from(["w", "lam", "gordan"]))
         if isinstance(d.get(vec), dict) and isinstance(d[vec].get("ints"), list) and d[vec]["ints"]:
             d[vec]["ints"] = d[vec]["ints"][:-1] if draw(st.booleans()) else d[vec]["ints"] + [0]
-    return d
+    return d, kind if d != data else "no-op"
 
 
 def _one_ulp(problem: AttentionProblem, where: int, up: bool) -> AttentionProblem:
-    X = problem.X.copy()
-    flat = X.reshape(-1)
-    flat[where % flat.size] = np.nextafter(flat[where % flat.size], np.inf if up else -np.inf)
-    return AttentionProblem(X, problem.y, problem.z, problem.v, alpha=problem.alpha)
+    """``problem`` with one entry of z or of a valid token of X moved by one ulp (padding stays zero)."""
+    X, z = problem.X.copy(), problem.z.copy()
+    valid = np.flatnonzero(np.repeat(problem.token_mask[:, :, None], problem.d, axis=2))
+    k = where % (valid.size + z.size)
+    arr, k = (X.reshape(-1), valid[k]) if k < valid.size else (z.reshape(-1), k - valid.size)
+    arr[k] = np.nextafter(arr[k], np.inf if up else -np.inf)
+    return AttentionProblem(X, problem.y, z, problem.v, alpha=problem.alpha, lengths=problem.lengths)
 
 
-STATS = {"cases": 0, "accepted": 0, "rejected": 0, "refused": 0, "false": 0}
+STATS: dict = {"cases": 0, "accepted": 0, "rejected": 0, "refused": 0, "false": 0, "accepted_by_kind": {}}
+_KINDS: list[str] = []  # the mutations of the case being run (for the accepted_by_kind count)
 
 
 def _record() -> None:
@@ -249,12 +275,14 @@ def fuzz_case(draw):
     case = draw(st.integers(0, len(CASES) - 1))
     problem = PROBLEMS[CASES[case][0]]
     data = json.loads(base_certificate(case))
+    _KINDS.clear()
     for _ in range(draw(st.integers(1, 3))):
-        data = draw(mutate(data))
+        data, kind = draw(mutate(data))
+        _KINDS.append(kind)
     if draw(st.integers(0, 4)) == 0:  # the data changed by one ulp, the certificate re-hashed
         problem = _one_ulp(problem, draw(st.integers(0, 10**6)), draw(st.booleans()))
-        if isinstance(data, dict):
-            data["data_hash"] = problem.data_hash()
+        data["data_hash"] = problem.data_hash()
+        _KINDS.append("ulp")
     return problem, data
 
 
@@ -271,6 +299,8 @@ def run_case(problem: AttentionProblem, data) -> None:
         STATS["rejected"] += 1
         return
     STATS["accepted"] += 1
+    for kind in set(_KINDS):
+        STATS["accepted_by_kind"][kind] = STATS["accepted_by_kind"].get(kind, 0) + 1
     bad = false_claims(problem, Certificate.from_json(data))
     STATS["false"] += bool(bad)
     assert not bad, bad
@@ -280,6 +310,7 @@ def _resolve(case):
     """A drawn ``(problem, data)`` or a pinned ``("pin", case index, fields to replace)``."""
     if case[0] != "pin":
         return case
+    _KINDS[:] = ["pinned"]
     data = json.loads(base_certificate(case[1]))
     data.update(case[2])
     return PROBLEMS[CASES[case[1]][0]], data

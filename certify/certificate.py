@@ -127,6 +127,17 @@ def _ldexp_int(k: int, e: int) -> float:
         return sign * math.inf
 
 
+def _shown(x: Any) -> str:
+    """A short, safe display of an untrusted value (never the repr of a huge or deeply nested one)."""
+    if x is None or isinstance(x, (bool, float)):
+        return repr(x)
+    if isinstance(x, int):
+        return repr(x) if x.bit_length() < 256 else f"an integer of {x.bit_length()} bits"
+    if isinstance(x, str):
+        return repr(x[:60]) + ("..." if len(x) > 60 else "")
+    return f"a {type(x).__name__}"
+
+
 def _fraction_float(x: Fraction) -> float:
     """``float(x)``, +-inf beyond the float64 range (float() raises OverflowError there)."""
     try:
@@ -142,14 +153,14 @@ def _int_json(k: int) -> int | str:
 
 def _int_from_json(x: Any) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, str)):
-        raise TypeError(f"{x!r} is not an integer")
+        raise TypeError(f"{_shown(x)} is not an integer")
     return x if isinstance(x, int) else decimal_int(x)
 
 
 def _index(x: Any) -> int:
     """A row index component: an integer, never a float truncated to one."""
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"index {x!r} is not an integer")
+        raise TypeError(f"index {_shown(x)} is not an integer")
     return int(x)
 
 
@@ -296,16 +307,18 @@ class Certificate:
         if not isinstance(data, dict):
             raise MdcertError("a certificate must be a JSON object")
         try:
+            if not isinstance(data.get("status"), str):  # Enum's own error takes the repr of the value
+                raise ValueError
             status = CertStatus(data.get("status"))
         except ValueError:
-            raise MdcertError(f"unknown certificate status {data.get('status')!r}; expected optimal, infeasible "
+            raise MdcertError(f"unknown certificate status {_shown(data.get('status'))}; expected optimal, infeasible "
                               f"or no_verified_result") from None
         svm = data.get("svm")
         if svm not in ("attention", "decoder"):
-            raise MdcertError(f"certificate 'svm' must be 'attention' or 'decoder', got {svm!r}")
+            raise MdcertError(f"certificate 'svm' must be 'attention' or 'decoder', got {_shown(svm)}")
         p = _unfrac(data, "p")
         if p is None or p <= 1:
-            raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {data.get('p')!r}")
+            raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {_shown(data.get('p'))}")
         alpha = data.get("alpha")
         if not isinstance(alpha, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in alpha):
             raise MdcertError("certificate 'alpha' must be a list of integers")
@@ -322,11 +335,14 @@ class Certificate:
         vecs = {k: None if data.get(k) is None else ExactVector.from_json(data[k], name=k)
                 for k in ("w", "lam", "gordan")}
         for key in ("d", "digits"):
-            if not isinstance(data.get(key, 0), int) or isinstance(data.get(key, 0), bool):
-                raise MdcertError(f"certificate field {key!r} must be an integer, got {data.get(key)!r}")
+            val = data.get(key, 0)
+            if not isinstance(val, int) or isinstance(val, bool) or not 0 <= val < 2**31:
+                raise MdcertError(f"certificate field {key!r} must be an integer in 0..2**31-1, got {_shown(val)}")
+        if not isinstance(data.get("data_hash", ""), str):
+            raise MdcertError(f"certificate 'data_hash' must be a string like 'sha256:...', got {_shown(data.get('data_hash'))}")
         if not isinstance(data.get("info") or {}, dict) or not isinstance(data.get("exact_kkt", False), bool):
             raise MdcertError("certificate 'info' must be an object and 'exact_kkt' true or false")
-        return cls(status=status, svm=svm, p=p, alpha=tuple(alpha), data_hash=str(data.get("data_hash", "")),
+        return cls(status=status, svm=svm, p=p, alpha=tuple(alpha), data_hash=data.get("data_hash", ""),
                    opt_lower=_unfrac(data, "opt_lower"), opt_upper=_unfrac(data, "opt_upper"),
                    distance_upper=_unfrac(data, "distance_upper"),
                    direction_error_upper=_unfrac(data, "direction_error_upper"),

@@ -130,3 +130,26 @@ def test_huge_decimal_exponent_is_refused_quickly():
         parse_p("1e100000000")
     with pytest.raises(MdcertError):
         parse_fraction("1e-100000000")
+
+
+def _deep(levels: int = 100_000) -> list:
+    top = x = []
+    for _ in range(levels):
+        x.append([])
+        x = x[0]
+    return top
+
+
+@pytest.mark.parametrize("field", ["status", "svm", "p", "alpha", "data_hash", "d", "digits", "support", "w"])
+def test_from_json_refuses_deep_or_huge_python_values(field):
+    """Values built in Python (not from JSON text, whose depth is bounded): deeply nested or huge
+    values are one-line MdcertErrors, never a RecursionError from a repr or a 4300-digit str error."""
+    from certify import MdcertError
+
+    base = {"status": "optimal", "svm": "attention", "p": "2", "alpha": [0], "data_hash": "sha256:x", "d": 1}
+    for value in (_deep(), 10**6000) if field != "w" else (_deep(),):  # a huge w is the checker's size_limits
+        data = dict(base)
+        data[field] = {"tight": [value]} if field == "support" else {"ints": [value]} if field == "w" else value
+        with pytest.raises(MdcertError) as info:
+            Certificate.from_json(data)
+        assert "\n" not in str(info.value) and len(str(info.value)) < 300

@@ -125,3 +125,14 @@ def test_parse_json_never_crashes(text):
         parse_json(text)
     except MdcertError as exc:
         assert "\n" not in str(exc)
+
+
+def test_limits_import_no_solver():
+    """certify.limits is part of the trusted checker: standard library, numpy and certify.errors only."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "certify" / "limits.py").read_text())
+    mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert mods <= {"__future__", "json", "math", "re", "fractions", "typing", "numpy", "certify.errors"}, mods

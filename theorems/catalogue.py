@@ -20,7 +20,7 @@ from theorems.region import init_in_region
 from theorems.stepsize import step_size_convex_along_path
 from theorems.tokens import (joint_svms_feasible, svm_feasible, tokens_globally_optimal,
                              tokens_locally_optimal)
-from theorems.verdict import HypothesisReport, TheoremReport, Verdict
+from theorems.verdict import HypothesisReport, TheoremReport, Verdict, approx_float
 
 __all__ = ["REFERENCE", "Theorem", "THEOREMS", "get_theorem", "check_theorem"]
 
@@ -166,7 +166,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
             "opt_lower": None if cert.opt_lower is None else format_fraction(cert.opt_lower),
             "opt_upper": None if cert.opt_upper is None else format_fraction(cert.opt_upper),
             "direction_error_upper": None if cert.direction_error_upper is None
-            else float(cert.direction_error_upper),
+            else approx_float(cert.direction_error_upper),
             "support_counts": None if cert.support is None else
             {k: len(getattr(cert.support, k)) for k in ("tight", "inactive", "undecided")},
             "support_tight": None if cert.support is None else [list(r) for r in cert.support.tight],

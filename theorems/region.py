@@ -27,7 +27,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import conjugate, parse_nonnegative, parse_p
+from certify.exact import conjugate, format_sci, parse_nonnegative, parse_p
 from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure, working_precision
 from theorems.context import CheckContext, Predicate, as_context
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
@@ -175,7 +175,7 @@ class InitInRegion(Predicate):
             hi = None if hi is None else hi + delta
             d_ev = Evidence("D_psi(Wbar_mm, Wbar(0))", lo, hi, Method.INTERVAL,
                             detail=f"1 - <grad psi(Wbar(0)), u> in arb at the certified direction u, "
-                                   f"+/- direction error {float(delta):.3g}")
+                                   f"+/- direction error {format_sci(delta, 3)}")
         return d_ev, norm_ev, cert
 
     def check(self, problem) -> HypothesisReport:

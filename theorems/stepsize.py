@@ -29,7 +29,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import format_fraction, parse_nonnegative, parse_p
+from certify.exact import format_fraction, format_sci, parse_nonnegative, parse_p
 from theorems.balls import arb_fraction, enclosure, working_precision
 from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
                               loss_terms, padding_mask, softmax_balls, token_values)
@@ -253,7 +253,7 @@ class StepSizeConvexAlongPath(Predicate):
         elif verdict is Verdict.FAILS:
             msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta" + (f" (first at step {bad[0]})" if bad else "")
                    + seg_note + "; lower the step size"
-                   + (f" below {float(eta / hi):.3g}" if hi is not None and hi > 0 and n_bad else ""))
+                   + (f" below {format_sci(eta / hi, 3)}" if hi is not None and hi > 0 and n_bad else ""))
         else:
             parts = []
             if n_und:

@@ -10,14 +10,13 @@ evidence is rigorous and itself implies HOLDS (`EvidenceError` otherwise).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-from certify.exact import format_fraction
+from certify.exact import format_fraction, format_sci
 
 __all__ = [
     "EvidenceError",
@@ -26,6 +25,7 @@ __all__ = [
     "Method",
     "TheoremReport",
     "Verdict",
+    "approx_float",
     "kleene_and",
 ]
 
@@ -103,13 +103,15 @@ def _fmt(x: Fraction | None) -> str | None:
     return None if x is None else format_fraction(x)
 
 
-def _approx(x: Fraction | None) -> float | None:
+def approx_float(x: Fraction | None) -> float | None:
+    """An informational float of an exact value: None when it is None or beyond the float64 range
+    (JSON has no infinity); a value below the smallest subnormal reads 0.0."""
     if x is None:
         return None
     try:
         return float(x)
     except OverflowError:
-        return math.copysign(math.inf, x)
+        return None
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,10 @@ class Evidence:
         def f(x: Fraction | None, inf: str) -> str:
             if x is None:
                 return inf
-            return f"{float(x):.6g}" if x.denominator != 1 or abs(x) > 10**9 else str(x.numerator)
+            if x.denominator == 1 and abs(x) <= 10**9:
+                return str(x.numerator)
+            text = format_sci(x, 6)  # exact rounding: no float overflow or underflow of huge/tiny bounds
+            return f"{float(text):.6g}" if -5 < int(text.partition("e")[2] or 0) < 6 else text
 
         if self.lo == self.hi and self.lo is not None:
             enc = f(self.lo, "")
@@ -235,8 +240,8 @@ class Evidence:
             "quantity": self.quantity,
             "lo": _fmt(self.lo),
             "hi": _fmt(self.hi),
-            "lo_approx": _approx(self.lo),
-            "hi_approx": _approx(self.hi),
+            "lo_approx": approx_float(self.lo),
+            "hi_approx": approx_float(self.hi),
             "relation": self.relation,
             "threshold": _fmt(self.threshold),
             "method": self.method.value,

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from certify.errors import MdcertError
-    from certify.exact import parse_p
+    from certify.exact import format_sci, parse_p
     from certify.problem import AttentionProblem
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext
@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     svm = q.get("attention_svm")
     if svm and svm.get("opt_lower"):
         lo, hi = Fraction(svm["opt_lower"]), Fraction(svm["opt_upper"])
-        print(f"||W_mm||_p in [{float(lo):.12g}, {float(hi):.12g}], support rows {svm['support_counts']}")
+        print(f"||W_mm||_p in [{format_sci(lo, 12)}, {format_sci(hi, 12)}], support rows {svm['support_counts']}")
     print(f"time: {timings['total']:.2f} s")
     if args.json:
         payload = report.to_json()

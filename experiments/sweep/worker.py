@@ -130,7 +130,7 @@ def execute(job: Job) -> dict:
     tmp = store.new_tmp(job.key)
     record = _base(job, attempt)
     record["started_at"] = _now()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     error = None
     for path, sha in job.inputs:
         try:
@@ -155,7 +155,8 @@ def execute(job: Job) -> dict:
         else:
             error = _error_line(tmp / "stderr.txt", code)
     record.update(status=(JobStatus.FAILED if error else JobStatus.DONE).value, verdict=verdict, exit_code=code,
-                  error=error, seconds=round(time.perf_counter() - t0, 6), finished_at=_now(),
+                  error=error, seconds=round(time.perf_counter() - t0, 6),
+                  cpu_seconds=round(time.process_time() - c0, 6), finished_at=_now(),
                   outputs=_outputs(tmp))
     _write_record(tmp, record)
     winner = store.commit(tmp, job.key)
@@ -174,7 +175,7 @@ def failed_record(job: Job, error: str, *, attempts: int) -> dict:
     tmp = store.new_tmp(job.key)
     record = _base(job, attempts)
     record.update(pid=None, status=JobStatus.FAILED.value, verdict=None, exit_code=None, error=error,
-                  seconds=None, started_at=None, finished_at=_now(), outputs={})
+                  seconds=None, cpu_seconds=None, started_at=None, finished_at=_now(), outputs={})
     _write_record(tmp, record)
     winner = store.commit(tmp, job.key)
     return index_line(winner if winner is not None else record)

@@ -62,17 +62,16 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 class FileDigests:
-    """sha256 of input files, each read once per sweep (keyed by path, size and mtime)."""
+    """sha256 of input files, each read once per run of a sweep: the first reading is the run's
+    truth (a worker that later sees other bytes fails its job rather than run on them)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, int, int], str] = {}
+        self._cache: dict[str, str] = {}
 
     def __call__(self, path: str) -> str:
-        st = os.stat(path)
-        key = (path, st.st_size, st.st_mtime_ns)
-        if key not in self._cache:
-            self._cache[key] = file_sha256(path)
-        return self._cache[key]
+        if path not in self._cache:
+            self._cache[path] = file_sha256(path)
+        return self._cache[path]
 
 
 def job_key(kind: str, values: dict, files: dict[str, str], version: str) -> str:

@@ -2,10 +2,10 @@
 
 A hand-written scheduler rather than `concurrent.futures`: each worker is a fresh ``python`` process
 (`subprocess`, so a caller's script needs no ``if __name__ == "__main__"`` guard, as ``spawn``
-would) that runs one job at a time over its own socket, so when a worker dies (SIGKILL, the OOM
-killer) the engine knows exactly which job it held. That job alone is retried, on a fresh worker, up
-to ``retries`` times and then recorded failed; a pool-wide BrokenProcessPool would charge every job
-in flight for one death. Workers ignore SIGINT and die with the driver (`certify.process`): Ctrl-C
+would) that runs its jobs in order over its own socket, the next one already queued, so when a
+worker dies (SIGKILL, the OOM killer) the engine knows exactly which job it was running. That job
+alone is retried, on a fresh worker, up to ``retries`` times and then recorded failed; the queued
+one goes back untouched. A pool-wide BrokenProcessPool would charge every job in flight for one death. Workers ignore SIGINT and die with the driver (`certify.process`): Ctrl-C
 reaches the driver, which kills its own workers (by their Popen objects) and keeps every finished
 record.
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from experiments.sweep.jobs import Job
+from experiments.sweep.worker import failed_record
 
 __all__ = ["LocalEngine", "worker_entry"]
 
@@ -100,12 +101,13 @@ class LocalEngine:
         workers: processes (>= 1).
         retries: extra attempts for a job whose worker died (>= 0).
         preload: modules each worker imports before its first job (the kind's `JobKind.preload`).
+        depth: jobs sent ahead to each worker (2: the next job is waiting when one finishes).
     """
 
     name = "local"
 
-    def __init__(self, *, workers: int, retries: int, preload: tuple[str, ...] = ()) -> None:
-        self.workers, self.retries, self.preload = workers, retries, tuple(preload)
+    def __init__(self, *, workers: int, retries: int, preload: tuple[str, ...] = (), depth: int = 2) -> None:
+        self.workers, self.retries, self.preload, self.depth = workers, retries, tuple(preload), depth
         self.slots: list[_Slot] = []
         self.startup_s = 0.0
         self._env = _worker_env()
@@ -146,68 +148,73 @@ class LocalEngine:
         return new
 
     def run(self, jobs: Iterable[Job]) -> Iterator[dict]:
-        """Run ``jobs`` (consumed lazily, at most one in flight per worker); yield index lines."""
-        from experiments.sweep.worker import failed_record
+        """Run ``jobs`` (consumed lazily, ``depth`` queued per worker); yield index lines.
 
+        A worker runs its queue in order, so when it dies the oldest job it was sent and has not
+        answered is the one it was running: that job is charged with the death (retried, or failed
+        after ``retries`` deaths); the jobs queued behind it never started and go back unchanged.
+        """
         source = iter(jobs)
-        retry: deque[Job] = deque()
-        tries: dict[str, int] = {}
-        busy: dict[_Slot, Job] = {}
+        self._retry: deque[Job] = deque()
+        self._deaths: dict[str, int] = {}
+        queued: dict[_Slot, deque[Job]] = {}
         exhausted = False
         while True:
             for slot in list(self.slots):
-                if slot in busy:
-                    continue
-                job = retry.popleft() if retry else (None if exhausted else next(source, None))
-                if job is None:
-                    exhausted = True
-                    break
-                try:
-                    slot.conn.send(job)
-                except (BrokenPipeError, OSError):       # died while idle: not the job's fault
-                    retry.appendleft(job)
-                    self._replace(slot)
-                    continue
-                tries[job.key] = tries.get(job.key, 0) + 1
-                busy[slot] = job
-            if not busy:
+                q = queued.setdefault(slot, deque())
+                while len(q) < self.depth:
+                    if self._retry:
+                        job = self._retry.popleft()
+                    elif exhausted or (job := next(source, None)) is None:
+                        exhausted = True
+                        break
+                    try:
+                        slot.conn.send(job)
+                    except (BrokenPipeError, OSError):   # it died: handled with what it held
+                        self._retry.appendleft(job)
+                        yield from self._died(slot, queued)
+                        break
+                    q.append(job)
+            by_conn = {s.conn: s for s in self.slots if queued.get(s)}
+            if not by_conn:
                 return
-            ready = set(wait([s.conn for s in busy]))   # a result, or end-of-file when a worker died
-            for slot in list(busy):
-                if slot.conn not in ready:
-                    continue
-                msg = None
+            for conn in wait(list(by_conn)):               # a result, or end-of-file when a worker died
+                slot = by_conn[conn]
+                q = queued[slot]
                 try:
-                    while slot.conn.poll():
-                        msg = slot.conn.recv()
-                        if msg[0] != "ready":
-                            break
+                    while conn.poll():
+                        kind, payload = conn.recv()
+                        if kind == "ready":
+                            slot.ready = True
+                            continue
+                        job = q.popleft()
+                        attempts = self._deaths.pop(job.key, 0) + 1
+                        yield payload if kind == "result" else failed_record(job, f"worker error: {payload}",
+                                                                             attempts=attempts)
                 except (EOFError, OSError):
-                    msg = None
-                if msg is not None and msg[0] == "ready":
-                    slot.ready = True
-                    continue
-                job = busy.pop(slot)
-                if msg is not None:
-                    attempts = tries.pop(job.key, 1)
-                    if msg[0] == "result":
-                        yield msg[1]
-                    else:
-                        yield failed_record(job, f"worker error: {msg[1]}", attempts=attempts)
-                    continue
-                try:                                     # its socket closed: reap it to read how it ended
-                    code = slot.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    code = None
-                cause = _death(code)
-                self._replace(slot)
-                attempts = tries[job.key]
-                if attempts <= self.retries:
-                    retry.append(job)
-                else:
-                    tries.pop(job.key)
-                    yield failed_record(job, f"worker process {cause} on all {attempts} attempts; the job may "
-                                             f"need more memory or time than a worker has", attempts=attempts)
+                    yield from self._died(slot, queued)
+
+    def _died(self, slot: _Slot, queued: dict) -> Iterator[dict]:
+        """A worker is gone: replace it, charge its running job, requeue the ones it never started."""
+        try:                                               # reap it to read how it ended
+            code = slot.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        q = queued.pop(slot, deque())
+        new = self._replace(slot)
+        queued[new] = deque()
+        if not q:
+            return
+        running = q.popleft()
+        self._retry.extendleft(reversed(q))
+        attempts = self._deaths.get(running.key, 0) + 1
+        if attempts <= self.retries:
+            self._deaths[running.key] = attempts
+            self._retry.append(running)
+        else:
+            self._deaths.pop(running.key, None)
+            yield failed_record(running, f"worker process {_death(code)} on all {attempts} attempts; the job "
+                                         f"may need more memory or time than a worker has", attempts=attempts)
 
     def close(self, *, kill: bool = False) -> None:
         """Stop the workers: ask them to exit (or SIGKILL them, ``kill``) and reap them."""

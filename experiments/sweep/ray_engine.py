@@ -11,13 +11,14 @@ exhausts its retries is recorded failed by the driver with Ray's one-line reason
 from __future__ import annotations
 
 import logging
+import os
 import time
-from pathlib import Path
 from typing import Iterable, Iterator
 
 from certify.errors import MdcertError
 
 from experiments.sweep.jobs import Job
+from experiments.sweep.local import CODE_ROOT
 
 __all__ = ["RayEngine"]
 
@@ -66,9 +67,9 @@ class RayEngine:
                     raise MdcertError(f"cannot connect to the Ray cluster at {self.address!r} ({_one_line(exc)}); "
                                       f"start it with 'ray start --head' or check --address") from None
             else:
-                code = str(Path(__file__).resolve().parents[2])   # workers import this very mdcert
-                ray.init(num_cpus=self.workers, include_dashboard=False,
-                         runtime_env={"env_vars": {"PYTHONPATH": code}}, **quiet)
+                path = os.pathsep.join(filter(None, [CODE_ROOT, os.environ.get("PYTHONPATH")]))
+                ray.init(num_cpus=self.workers, include_dashboard=False,   # workers import this very mdcert
+                         runtime_env={"env_vars": {"PYTHONPATH": path}}, **quiet)
             self.owned = True
         self.capacity = max(1, int(ray.cluster_resources().get("CPU", self.workers)))
         self._remote = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=False)(execute)

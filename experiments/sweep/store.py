@@ -201,7 +201,7 @@ class Store:
         root = self.root
         if root.exists() and not root.is_dir():
             raise MdcertError(f"{option} {str(root)!r} exists and is not a directory; give a sweep directory")
-        if root.is_dir() and any(root.iterdir()) and not (root / META).is_file():
+        if root.is_dir() and any(p.name != LOCK for p in root.iterdir()) and not (root / META).is_file():
             raise MdcertError(f"{option} {str(root)!r} is a non-empty directory that is not a sweep's; "
                               f"give a new or an earlier sweep's directory")
         resolved = root.resolve()

@@ -167,3 +167,12 @@ def test_ctrl_c_keeps_finished_records_exit_130_and_a_rerun_resumes(tmp_path) ->
     assert rerun.returncode == 0, rerun.stderr
     assert f"{kept} already finished, {8 - kept} done and 0 failed" in rerun.stdout
     assert_complete(out, 8)
+
+
+def test_engine_ray_without_ray_is_one_line(folder, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)                       # `import ray` raises ImportError
+    spec = write_spec(folder, CERTIFY_SPEC)
+    assert main(["sweep", str(spec), "-o", str(tmp_path / "s"), "--engine", "ray", "--progress", "off"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["mdcert sweep: error: --engine ray needs Ray: pip install 'mdcert[ray]' (or use --engine local)"]
+    assert not list((tmp_path / "s").glob("records/*/*"))             # no job ran

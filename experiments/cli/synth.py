@@ -12,6 +12,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--T", type=int, default=8, help="tokens per example (default 8)")
     parser.add_argument("--d", type=int, default=10, help="token dimension (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--min-T", type=int, default=None, dest="min_T",
+                        help="variable lengths: example i keeps lengths[i] tokens, uniform in MIN_T..T, "
+                             "the rest is zero padding (default: every example has T tokens)")
     parser.add_argument("-o", "--output", required=True, help="output file, .npz or .json")
 
 
@@ -24,11 +27,14 @@ def run(args: argparse.Namespace) -> int:
     for name in ("n", "T", "d"):
         if getattr(args, name) > 10 ** 7:
             raise MdcertError(f"invalid {name}: {getattr(args, name)}; at most 1e7 (the problem must fit in memory)")
+    if args.min_T is not None and not 2 <= args.min_T <= args.T:
+        raise MdcertError(f"invalid --min-T {args.min_T}; give 2 <= MIN_T <= T (T = {args.T})")
     check_output_file(args.output, option="-o", suffixes=(".npz", ".json"))
-    problem = synthetic_problem(n=args.n, T=args.T, d=args.d, seed=args.seed)
+    problem = synthetic_problem(n=args.n, T=args.T, d=args.d, seed=args.seed, min_T=args.min_T)
     path = problem.save(args.output)
     tokens = problem.optimal_indices()
     ties = f", ties in {len(tokens.ties)} example(s)" if tokens.ties else ""
-    print(f"wrote {path}: n={problem.n} T={problem.T} d={problem.d} seed={args.seed}, "
+    lengths = "" if problem.lengths is None else f" lengths={list(problem.lengths)}"
+    print(f"wrote {path}: n={problem.n} T={problem.T} d={problem.d}{lengths} seed={args.seed}, "
           f"globally optimal tokens {list(tokens.indices)}{ties}")
     return 0

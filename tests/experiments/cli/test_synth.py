@@ -26,3 +26,22 @@ def test_synth_bad_input_one_line(tmp_path, capsys, argv, pattern) -> None:
     err = capsys.readouterr().err
     assert pattern in err and err.strip().count("\n") == 0
     assert not list(tmp_path.iterdir())
+
+
+def test_synth_min_T_writes_variable_lengths(tmp_path, capsys) -> None:
+    out = tmp_path / "var.npz"
+    assert main(["synth", "--seed", "3", "--min-T", "3", "-o", str(out)]) == 0
+    prob = AttentionProblem.load(out)
+    assert prob.lengths is not None and prob.lengths.min() >= 3 and prob.lengths.max() <= 8
+    assert f"lengths={list(prob.lengths)}" in capsys.readouterr().out
+    full = synthetic_problem(seed=3)
+    np.testing.assert_array_equal(prob.X[prob.token_mask], full.X[prob.token_mask])
+    assert prob.data_hash() == synthetic_problem(seed=3, min_T=3).data_hash()
+
+
+@pytest.mark.parametrize("min_T", ["1", "9"])
+def test_synth_bad_min_T_one_line(tmp_path, capsys, min_T) -> None:
+    assert main(["synth", "--min-T", min_T, "-o", str(tmp_path / "p.npz")]) == 1
+    err = capsys.readouterr().err
+    assert "invalid --min-T" in err and err.strip().count("\n") == 0
+    assert not list(tmp_path.iterdir())

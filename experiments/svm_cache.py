@@ -27,10 +27,10 @@ DIRECTION_TOL = 1e-12
 
 def certify_job(job: tuple) -> dict:
     """Certify one SVM (runs in a worker process: imports certify only, never torch)."""
-    key, X, y, z, v, alpha, p_text, digits = job
+    key, X, y, z, v, alpha, p_text, digits, *rest = job
     from certify import AttentionProblem, CertStatus, certify_svm
 
-    problem = AttentionProblem(X, y, z, v)
+    problem = AttentionProblem(X, y, z, v, lengths=rest[0] if rest else None)  # padding: docs/theory.md section 1.3
     t0 = time.perf_counter()
     d = digits
     while True:
@@ -83,7 +83,7 @@ class Certifier:
         key = self.key(trial, alpha, p)
         if key not in self.jobs:
             pr = self.problems[trial]
-            job = (key, pr.X, pr.y, pr.z, pr.v, key[1], f"{p.numerator}/{p.denominator}", self.digits)
+            job = (key, pr.X, pr.y, pr.z, pr.v, key[1], f"{p.numerator}/{p.denominator}", self.digits, pr.lengths)
             self.jobs[key] = job
             if self.pool is not None:
                 self.futures[key] = self._submit(job)

@@ -5,6 +5,11 @@ The paper's synthetic study (arXiv 2410.14581, section 6), reproducible from ``-
 Trial t uses ``certify.synthetic_problem(n, T, d, seed=1_000_000*seed + t)``; W(0) has N(0,1)
 entries from ``torch.Generator().manual_seed(seed)`` (float64 on the CPU, so every device starts
 from the same bits) and is shared by all p and step sizes of a trial (common random numbers).
+Your own data: ``mdcert paths A.npz B.npz [--init W0.npy | --init-std S --inits K] ...`` runs the same
+grid on the given problem files (equal n and d; shorter T padded, docs/theory.md section 1.3), each
+with its own certified SVM directions; the summary's ``config.problems`` records each file's path and
+sha256 and ``config.init`` how W(0) was made; ``arrays.npz`` maps trajectories to ``trial`` (problem
+index) and ``init`` (initialization index).
 
 After training, each trajectory's alpha is read from its final attention (argmax, as the paper
 does); the SVM of that alpha at the trajectory's own p is certified with `certify.certify_svm`
@@ -44,13 +49,20 @@ __all__ = ["HELP", "configure", "run", "parse_config", "DIRECTION_TOL"]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trials", type=int, default=100, help="datasets (trials), default 100")
+    parser.add_argument("problems", nargs="*", metavar="PROBLEM",
+                        help="problem files (.npz/.json, equal n and d; shorter T padded) to run instead of the "
+                             "synthetic trials; each gets its own certified SVM directions")
+    parser.add_argument("--init", default=None, metavar="W0.npy",
+                        help="initializations: a .npy of shape (d, d) or (K, d, d), used for every dataset")
+    parser.add_argument("--init-std", type=float, default=None, dest="init_std",
+                        help="random initializations with N(0, S^2) entries (default S = 1)")
+    parser.add_argument("--trials", type=int, default=None, help="synthetic datasets (trials), default 100")
     parser.add_argument("--p", default="1.75,2,3", help="comma-separated exponents p > 1 (default 1.75,2,3)")
     parser.add_argument("--steps", default="1500,2000,20000",
                         help="steps per p: one value, or one per p (default 1500,2000,20000)")
     parser.add_argument("--lr", default="0.1", help="comma-separated step sizes, each run with every p (default 0.1)")
     parser.add_argument("--normalize", action="store_true", help="normalized steps G/||G||_q (the paper's setting)")
-    parser.add_argument("--inits", type=int, default=1, help="initializations per dataset (default 1)")
+    parser.add_argument("--inits", type=int, default=None, help="random initializations per dataset (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of data and initializations (default 0)")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     parser.add_argument("--dtype", default="float64", choices=["float64", "float32"], help="default float64")
@@ -68,9 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None,
                         help="certification processes (default: 2 when 2+ CPUs; 0 = in-process)")
     parser.add_argument("--no-certify", action="store_true", help="skip SVM certificates and Bregman curves")
-    parser.add_argument("--n", type=int, default=6, help="examples per dataset (default 6)")
-    parser.add_argument("--T", type=int, default=8, help="tokens per example (default 8)")
-    parser.add_argument("--d", type=int, default=10, help="dimension (default 10)")
+    parser.add_argument("--n", type=int, default=None, help="examples per synthetic dataset (default 6)")
+    parser.add_argument("--T", type=int, default=None, help="tokens per example, synthetic (default 8)")
+    parser.add_argument("--d", type=int, default=None, help="dimension, synthetic (default 10)")
     parser.add_argument("--progress", choices=["auto", "on", "off"], default="auto",
                         help="progress bar on stderr (auto: only on a terminal)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
@@ -79,25 +91,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 # ---------------------------------------------------------------------------------------------- run
 def run(args: argparse.Namespace) -> int:
-    cfg = parse_config(args)
+    from experiments.outputs import check_outside
+    from experiments.paths.inputs import build, resolve_inputs
+
     out = Path(args.out)
+    check_outside(out, {f"the problem file {p!r}": p for p in args.problems} | {"the --init file": args.init},
+                  option="-o")
+    inputs = resolve_inputs(args)                         # loads the files; fills in trials, n, T, d, inits
+    cfg = parse_config(args)
     check_output_dir(out, option="-o", overwrite=args.overwrite)
     t_start = time.perf_counter()
 
-    import torch
-
-    from certify import synthetic_problem
     from experiments.paths.engine import resolve_device, run_paths
     from experiments.paths.summary import measure_against_svms, per_p_entry
 
     device = resolve_device(cfg["device"])
     ps, steps_p, lrs = cfg["p"], cfg["steps"], cfg["lr"]
-    problems = [synthetic_problem(n=args.n, T=args.T, d=args.d, seed=1_000_000 * args.seed + t)
-                for t in range(args.trials)]
-    hashes = [pr.data_hash() for pr in problems]
+    inputs = build(args, inputs)
+    problems, W0_all = inputs.problems, inputs.W0
+    hashes = [pr.data_hash() for pr in inputs.sources]    # certified as the files hold them (padding: no bit)
     d = args.d
-    gen = torch.Generator(device="cpu").manual_seed(args.seed)
-    W0_all = torch.randn((args.trials, args.inits, d, d), generator=gen, dtype=torch.float64).numpy()
 
     # the grid: p x lr x trial x init
     rows = [(pi, li, t, i) for pi in range(len(ps)) for li in range(len(lrs))
@@ -111,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     certifier = None
     opt_keys: list = [None] * B
     if not args.no_certify:
-        certifier = Certifier(problems, hashes, workers=cfg["workers"], digits=args.digits)
+        certifier = Certifier(inputs.sources, hashes, workers=cfg["workers"], digits=args.digits)
         tokens = [pr.optimal_indices() for pr in problems]
         for b in range(B):                                # solved while the paths run
             tk = tokens[trial[b]]
@@ -164,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         alpha_opt=alpha_opt, W0=W0_all[trial, init],
         X=np.stack([pr.X for pr in problems]), y=np.stack([pr.y for pr in problems]),
         z=np.stack([pr.z for pr in problems]), v=np.stack([pr.v for pr in problems]))
+    if any(pr.lengths is not None for pr in problems):
+        arrays["lengths"] = np.stack([pr.valid_lengths for pr in problems])
     if res.v is not None:
         arrays["v_rec"] = res.v
         arrays["v_final"] = res.v_final
@@ -175,7 +190,8 @@ def run(args: argparse.Namespace) -> int:
                    "spacing": args.spacing,
                    "n": args.n, "T": args.T, "d": args.d, "cross": bool(args.cross), "certify": not args.no_certify,
                    "tail": args.tail,
-                   "data_seed": "1000000*seed + trial", "init": "torch.Generator().manual_seed(seed), N(0,1) float64"},
+                   "data_seed": "1000000*seed + trial" if inputs.problem_records is None else None,
+                   "init": inputs.init_record, "problems": inputs.problem_records},
         "device": res.device, "dtype": res.dtype, "trajectories": B,
         "elapsed_s": None,
         "timings_s": {"train": t_train, "certify_wait_after_training": None if cert_summary is None else cert_summary["wait_after_training_s"],

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     path = problem.save(args.output)
     tokens = problem.optimal_indices()
     ties = f", ties in {len(tokens.ties)} example(s)" if tokens.ties else ""
-    lengths = "" if problem.lengths is None else f" lengths={list(problem.lengths)}"
+    lengths = "" if problem.lengths is None else f" lengths={[int(k) for k in problem.lengths]}"
     print(f"wrote {path}: n={problem.n} T={problem.T} d={problem.d}{lengths} seed={args.seed}, "
           f"globally optimal tokens {list(tokens.indices)}{ties}")
     return 0

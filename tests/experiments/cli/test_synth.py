@@ -33,7 +33,7 @@ def test_synth_min_T_writes_variable_lengths(tmp_path, capsys) -> None:
     assert main(["synth", "--seed", "3", "--min-T", "3", "-o", str(out)]) == 0
     prob = AttentionProblem.load(out)
     assert prob.lengths is not None and prob.lengths.min() >= 3 and prob.lengths.max() <= 8
-    assert f"lengths={list(prob.lengths)}" in capsys.readouterr().out
+    assert f"lengths={[int(k) for k in prob.lengths]}" in capsys.readouterr().out
     full = synthetic_problem(seed=3)
     np.testing.assert_array_equal(prob.X[prob.token_mask], full.X[prob.token_mask])
     assert prob.data_hash() == synthetic_problem(seed=3, min_T=3).data_hash()

@@ -50,7 +50,8 @@ def _check_sizes(args: argparse.Namespace, max_d: int) -> None:
     if args.T < 2:
         raise MdcertError(f"invalid --T {args.T}: the maximum length must be >= 2")
     if args.T > 512:
-        raise MdcertError(f"invalid --T {args.T}: at most 512 tokens (the encoder's positions)")
+        why = "the encoder's positions" if args.source == "text" else "an image has at most 16 patch tokens"
+        raise MdcertError(f"invalid --T {args.T}: at most 512 tokens ({why})")
     if args.d is not None and not 1 <= args.d <= max_d:
         raise MdcertError(f"invalid --d {args.d}: the token features have dimension {max_d}; choose 1 <= d <= {max_d}")
 

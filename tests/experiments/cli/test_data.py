@@ -69,6 +69,8 @@ CASES = [
     (["text", "--n", "0"], None, r"invalid --n 0"),
     (["text", "--n", "100000", "--limit", "200"], None, r"invalid --n 100000: the training split has \d+ sequences"),
     (["text", "--T", "1"], None, r"invalid --T 1: the maximum length must be >= 2"),
+    (["text", "--T", "513"], None, r"invalid --T 513: at most 512 tokens \(the encoder's positions\)"),
+    (["digits", "--T", "10000"], None, r"invalid --T 10000: at most 512 tokens \(an image has at most 16"),
     (["text", "--d", "385"], None, r"invalid --d 385: the token features have dimension 384"),
     (["digits", "--d", "21"], None, r"invalid --d 21: the token features have dimension 20"),
     (["digits", "--classes", "3,3"], None, r"invalid --classes '3,3'"),

@@ -247,10 +247,7 @@ def dyadic(values: np.ndarray) -> DyadicArray:
     bits = np.where(nz, np.floor(np.log2(np.maximum(np.abs(k), 1))).astype(np.int64) + 1, 0)
     if int((bits + shift).max()) <= 62:
         return DyadicArray(np.where(nz, k << shift, 0).astype(np.int64), common)
-    ints = np.empty(a.shape, dtype=object)
-    flat_k, flat_s, out = k.ravel(), shift.ravel(), ints.reshape(-1)
-    for idx in range(flat_k.size):
-        out[idx] = int(flat_k[idx]) << int(flat_s[idx])
+    ints = k.astype(object) << shift.astype(object)  # elementwise Python-int shifts (exact)
     return DyadicArray(ints, common)
 
 

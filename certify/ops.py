@@ -2,8 +2,9 @@
 
 ``A = Z 2**eA`` with Z an integer matrix. For the attention SVM a row is ``vec(l_r r_r^T)`` and
 all rows of example i share ``r_r = z_i``, so with the distinct right factors ``Zu`` (n x d):
-``(Z w)_r = l_r^T (W Zu^T)[:, i(r)]`` and ``Z^T lam = (sum_{r in i} lam_r l_r)_i^T Zu``: python-flint
-``fmpz_mat`` products of sizes d x d x n and N x d x n instead of an N x d^2 integer matrix.
+``(Z w)_r = l_r^T (W Zu^T)[:, i(r)]`` and ``Z^T lam = (sum_{r in i} lam_r l_r)_i^T Zu``: one python-flint
+``fmpz_mat`` product of sizes n x d x d and, per example i, one of its rows' left factors
+(k_i x d) with a d-vector: O(N d + n d^2) integer operations, never an N x d^2 or N x n matrix.
 The same structure gives the float Hessian ``A_S diag(D) A_S^T`` in O(n^2 d^2 + N^2 d) instead of
 O(N^2 d^2). The checker (`certify.check`) has its own independent copy of the exact products.
 """
@@ -45,8 +46,49 @@ def _fmpz(rows: int, cols: int, values) -> "object":
     return flint.fmpz_mat(rows, cols, [int(k) for k in values])
 
 
+class _Layout:
+    """Per-system exact data shared by every `ExactOps` of one `ConstraintSystem` (cached on it):
+    object copies of the factors, the example of each row and its offset in the example, and the
+    per-example ``fmpz_mat`` blocks of left factors (built on first use)."""
+
+    def __init__(self, cs: ConstraintSystem) -> None:
+        self.L = cs.left.as_object()
+        self.R = cs.right.as_object() if cs.right is not None else None
+        self.blocks: dict[int, object] = {}
+        if cs.kind != "attention":
+            return
+        from certify.structured import row_factors
+
+        rf = row_factors(cs)  # the example grouping (and the check that its rows share z)
+        self.ex = rf.example
+        n = int(self.ex.max()) + 1 if cs.N else 0
+        counts = np.bincount(self.ex, minlength=n)
+        order = np.argsort(self.ex, kind="stable")
+        self.members = np.split(order, np.cumsum(counts)[:-1]) if n else []  # rows of each example
+        self.offset = np.empty(cs.N, dtype=np.int64)
+        for rows in self.members:
+            self.offset[rows] = np.arange(len(rows))
+        self.Zu = self.R[[int(r[0]) for r in self.members]] if n else self.R[:0]
+
+    def block(self, e: int):
+        """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
+        if e not in self.blocks:
+            rows = self.members[e]
+            self.blocks[e] = _fmpz(len(rows), self.L.shape[1], self.L[rows].ravel())
+        return self.blocks[e]
+
+
+def _layout(cs: ConstraintSystem) -> _Layout:
+    if "exact_layout" not in cs._cache:
+        cs._cache["exact_layout"] = _Layout(cs)
+    return cs._cache["exact_layout"]
+
+
 class ExactOps:
-    """Exact products ``Z w`` and ``Z^T lam`` for one `ConstraintSystem` (optionally a row subset)."""
+    """Exact products ``Z w`` and ``Z^T lam`` for one `ConstraintSystem` (optionally a row subset).
+
+    Attention products go example by example (``fmpz_mat`` blocks of d columns), so they cost
+    O(N d + n d^2) integer operations and memory: never an N x d^2 or N x n matrix."""
 
     def __init__(self, cs: ConstraintSystem, rows: Sequence[int] | None = None) -> None:
         self.cs = cs
@@ -55,50 +97,80 @@ class ExactOps:
         self.m = cs.m
         self.rows = np.arange(cs.N) if rows is None else np.asarray(rows, dtype=np.int64)
         self.N = len(self.rows)
-        self.L = cs.left.as_object()[self.rows]
-        self.Lmat = _fmpz(self.N, self.d, self.L.ravel())
-        self.LmatT = self.Lmat.transpose()
+        self._lay = _layout(cs)
+        self._cache: dict = {}
         if cs.kind == "attention":
-            self.R = cs.right.as_object()[self.rows]
             self.exp = cs.left.exp + cs.right.exp
-            ex = np.array([cs.index[r][0] for r in self.rows], dtype=np.int64)
-            self.groups, self.ex = np.unique(ex, return_inverse=True)  # local example id per row
-            first = np.array([np.flatnonzero(self.ex == g)[0] for g in range(len(self.groups))], dtype=np.int64)
-            self.Zu = self.R[first]  # distinct right factors (one per example)
-            self.Zmat = _fmpz(len(first), self.d, self.Zu.ravel())
+            self.groups, self.ex = np.unique(self._lay.ex[self.rows], return_inverse=True)  # local example id per row
+            self.ex = self.ex.ravel()
+            self.Zu = self._lay.Zu[self.groups]  # distinct right factors (one per example)
+            self.Zmat = _fmpz(len(self.groups), self.d, self.Zu.ravel())
+            order = np.argsort(self.ex, kind="stable")
+            counts = np.bincount(self.ex, minlength=len(self.groups))
+            self._members = np.split(order, np.cumsum(counts)[:-1]) if len(self.groups) else []
         else:
-            self.R = None
             self.exp = cs.left.exp
+
+    @property
+    def L(self) -> np.ndarray:
+        """Exact left factors of these rows (object array of Python ints, N x d)."""
+        return self._lay.L if self.N == self.cs.N else self._lay.L[self.rows]
+
+    @property
+    def R(self) -> np.ndarray | None:
+        """Exact right factors of these rows (attention), else None."""
+        if self._lay.R is None:
+            return None
+        return self._lay.R if self.N == self.cs.N else self._lay.R[self.rows]
 
     def subset(self, rows: Sequence[int]) -> "ExactOps":
         return ExactOps(self.cs, self.rows[np.asarray(rows, dtype=np.int64)])
 
+    def _lmat(self):
+        if "Lmat" not in self._cache:
+            self._cache["Lmat"] = _fmpz(self.N, self.d, self.L.ravel())
+        return self._cache["Lmat"]
+
     def matvec(self, w: Sequence[int]) -> list[int]:
         """Integers of ``Z w`` (value ``* 2**(exp + exp_w)``)."""
-        if self.kind == "attention":
-            V = _fmpz(self.d, self.d, w) * self.Zmat.transpose()  # d x n: W z_i
-            P = self.Lmat * V  # N x n
-            n = len(self.groups)
-            ent = P.entries()
-            return [int(ent[r * n + int(g)]) for r, g in enumerate(self.ex)]
-        return [int(x) for x in (self.Lmat * _fmpz(self.d, 1, w)).entries()]
+        import flint
+
+        if self.kind != "attention":
+            return [int(x) for x in (self._lmat() * _fmpz(self.d, 1, w)).entries()]
+        d = self.d
+        U = (self.Zmat * _fmpz(d, d, w).transpose()).entries()  # row g: (W z_g)^T
+        out = [0] * self.N
+        for g, mine in enumerate(self._members):
+            rows = self.rows[mine]
+            P = self._lay.block(int(self.groups[g])) * flint.fmpz_mat(d, 1, U[g * d:(g + 1) * d])
+            vals = P.entries()
+            for r, o in zip(mine.tolist(), self._lay.offset[rows].tolist()):
+                out[r] = int(vals[o])
+        return out
 
     def rmatvec(self, lam: Sequence[int]) -> list[int]:
         """Integers of ``Z^T lam`` (length m; value ``* 2**(exp + exp_lam)``)."""
-        if self.kind == "attention":
-            n = len(self.groups)
-            B = [0] * (n * self.N)
-            for r, (g, v) in enumerate(zip(self.ex, lam)):
-                B[int(g) * self.N + r] = int(v)
-            S = _fmpz(n, self.N, B) * self.Lmat  # n x d: sum_{r in i} lam_r l_r
-            return [int(x) for x in (S.transpose() * self.Zmat).entries()]
-        return [int(x) for x in (self.LmatT * _fmpz(self.N, 1, lam)).entries()]
+        import flint
+
+        if self.kind != "attention":
+            return [int(x) for x in (self._lmat().transpose() * _fmpz(self.N, 1, lam)).entries()]
+        S = []
+        for g, mine in enumerate(self._members):
+            e = int(self.groups[g])
+            rows = self.rows[mine]
+            vec = [0] * len(self._lay.members[e])
+            for r, o in zip(mine.tolist(), self._lay.offset[rows].tolist()):
+                vec[o] = int(lam[r])
+            S.extend((flint.fmpz_mat(1, len(vec), vec) * self._lay.block(e)).entries())  # sum_r lam_r l_r
+        Sm = flint.fmpz_mat(len(self.groups), self.d, S)
+        return [int(x) for x in (Sm.transpose() * self.Zmat).entries()]
 
     def gram(self):
         """Exact ``Z Z^T`` as an ``fmpz_mat`` (value ``* 2**(2 exp)``)."""
         import flint
 
-        G = self.Lmat * self.LmatT
+        Lmat = self._lmat()
+        G = Lmat * Lmat.transpose()
         if self.kind == "attention":
             H = self.Zmat * self.Zmat.transpose()
             n = len(self.groups)
@@ -109,21 +181,18 @@ class ExactOps:
         return G
 
     def float_rows(self) -> np.ndarray:
-        """Float64 rows (for solvers only; attention: products of the rounded float factors)."""
-        if self.kind != "attention":
-            return self.cs.rows()[self.rows]
-        key = "float_rows_from_factors"
-        if key not in self.cs._cache:
-            full = ExactOps(self.cs) if self.N != self.cs.N else self
-            Lf, Zf = full.float_factors()
-            self.cs._cache[key] = (Lf[:, :, None] * Zf[full.ex][:, None, :]).reshape(full.N, full.m)
-        return self.cs._cache[key][self.rows]
+        """Dense float64 rows of this subset (solvers only; attention: products of the rounded
+        float factors). N x m memory: for working sets, not for a whole large system."""
+        from certify.structured import row_factors
+
+        return row_factors(self.cs).rows(self.rows)
 
     def float_factors(self) -> tuple[np.ndarray, np.ndarray | None]:
         """Float64 left factors (N x d) and distinct right factors (n x d, attention only)."""
-        Lf = int_matrix_to_float(self.L, self.cs.left.exp)
-        Zf = int_matrix_to_float(self.Zu, self.cs.right.exp) if self.kind == "attention" else None
-        return Lf, Zf
+        from certify.structured import row_factors
+
+        rf = row_factors(self.cs)
+        return rf.left[self.rows], (rf.right[self.groups] if self.kind == "attention" else None)
 
     def hessian(self, D: np.ndarray, free: np.ndarray | None = None, *, Lf=None, Zf=None) -> np.ndarray:
         """Float ``A_F diag(D) A_F^T`` for rows F (mask) of this system, D of length m (>= 0)."""
@@ -155,14 +224,27 @@ class ExactOps:
         """For each row, the (local) index of the first row equal to it exactly (coinciding
         constraints, e.g. a duplicated token). Attention rows ``l z^T`` are compared through the
         primitive parts of l and z and the product of their contents (Gauss's lemma)."""
+        if "rep" in self._cache:
+            return self._cache["rep"]
+        full = self.N == self.cs.N and "representatives" in self.cs._cache
+        if full:
+            return self.cs._cache["representatives"]
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
+        L, R = self.L, self.R
+        zkeys = {}
         for r in range(self.N):
-            key = _primitive(self.L[r])
-            if self.R is not None:
-                kz = _primitive(self.R[r])
+            key = _primitive(L[r])
+            if R is not None:
+                g = int(self.ex[r]) if self.kind == "attention" else r
+                if g not in zkeys:
+                    zkeys[g] = _primitive(R[r])
+                kz = zkeys[g]
                 key = (key[0], kz[0], key[1] * kz[1])
             rep[r] = keys.setdefault(key, r)
+        self._cache["rep"] = rep
+        if self.N == self.cs.N:
+            self.cs._cache["representatives"] = rep
         return rep
 
     def structural_zero_columns(self) -> np.ndarray:

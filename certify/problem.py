@@ -226,19 +226,21 @@ class AttentionProblem:
     # ------------------------------------------------------------------ SVM constraints
     def attention_constraints(self, alpha=None) -> ConstraintSystem:
         """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and valid t != alpha_i (docs/theory.md section 3)."""
-        a = resolve_alpha(self, alpha)
+        a = np.asarray(resolve_alpha(self, alpha), dtype=np.int64)
         X, z = self.exact("X"), self.exact("z")
-        index, left, right = [], [], []
-        Xi, zi = X.as_object(), z.as_object()
-        for i in range(self.n):
-            for t in range(int(self.valid_lengths[i])):
-                if t != a[i]:
-                    index.append((i, t))
-                    left.append(Xi[i, a[i]] - Xi[i, t])
-                    right.append(zi[i])
-        L = np.array(left, dtype=object).reshape(len(index), self.d)
-        R = np.array(right, dtype=object).reshape(len(index), self.d)
-        return ConstraintSystem("attention", tuple(index), DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d)
+        keep = self.token_mask.copy()
+        keep[np.arange(self.n), a] = False
+        ii, tt = np.nonzero(keep)  # row-major: example by example, tokens in order
+        Xi = X.ints
+        if Xi.dtype != object and (Xi.size == 0 or int(np.abs(Xi).max()) < 2 ** 61):
+            L = Xi[ii, a[ii]] - Xi[ii, tt]  # int64 differences cannot overflow
+        else:
+            Xo = X.as_object()
+            L = Xo[ii, a[ii]] - Xo[ii, tt]
+        index = tuple(zip(ii.tolist(), tt.tolist()))
+        L = L.reshape(len(index), self.d)
+        R = z.ints[ii].reshape(len(index), self.d)
+        return ConstraintSystem("attention", index, DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d)
 
     def decoder_constraints(self, alpha=None) -> ConstraintSystem:
         """Rows ``y_i x_{i alpha_i}`` of the decoder SVM (docs/theory.md section 3)."""

@@ -1,4 +1,5 @@
-"""Seeded synthetic data of the paper's experiments (arXiv 2410.14581, section 6)."""
+"""Seeded synthetic data: the paper's experiments (arXiv 2410.14581, section 6) and planted-feasible
+instances of the attention SVM (docs/theory.md section 3) for constraint-heavy benchmarks."""
 
 from __future__ import annotations
 
@@ -7,12 +8,18 @@ import numpy as np
 from certify.errors import MdcertError
 from certify.problem import AttentionProblem
 
-__all__ = ["synthetic_problem"]
+__all__ = ["synthetic_problem", "planted_problem"]
 
 
 def _unit(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     g = rng.standard_normal(shape)
     return g / np.linalg.norm(g, axis=-1, keepdims=True)
+
+
+def _sizes(n, T, d) -> None:
+    for name, val, low in (("n", n, 1), ("T", T, 2), ("d", d, 1)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < low:
+            raise MdcertError(f"invalid {name}: {val!r}; need an integer >= {low}")
 
 
 def synthetic_problem(*, n: int = 6, T: int = 8, d: int = 10, seed: int = 0, min_T: int | None = None) -> AttentionProblem:
@@ -28,9 +35,7 @@ def synthetic_problem(*, n: int = 6, T: int = 8, d: int = 10, seed: int = 0, min
             tokens, drawn uniformly from ``min_T..T`` by a second stream (``default_rng([seed, 1])``), and
             the rest is zero padding; the kept tokens are those of the full-length problem of the seed.
     """
-    for name, val, low in (("n", n, 1), ("T", T, 2), ("d", d, 1)):
-        if not isinstance(val, (int, np.integer)) or val < low:
-            raise MdcertError(f"invalid {name}: {val!r}; need an integer >= {low}")
+    _sizes(n, T, d)
     if min_T is not None and (not isinstance(min_T, (int, np.integer)) or not 2 <= min_T <= T):
         raise MdcertError(f"invalid min_T: {min_T!r}; need an integer in 2..T (T = {T})")
     rng = np.random.default_rng(seed)
@@ -43,3 +48,46 @@ def synthetic_problem(*, n: int = 6, T: int = 8, d: int = 10, seed: int = 0, min
     lengths = np.random.default_rng([seed, 1]).integers(min_T, T + 1, size=n)
     X = np.where(np.arange(T)[None, :, None] < lengths[:, None, None], X, 0.0)
     return AttentionProblem(X, y, z, v, lengths=lengths)
+
+
+def planted_problem(*, n: int, T: int, d: int, seed: int = 0, margin: float = 0.25) -> AttentionProblem:
+    """A problem whose attention SVM at its globally optimal tokens is feasible by construction.
+
+    Start from `synthetic_problem` data and a planted ``W* = G / ||G||_F * sqrt(d)`` (G Gaussian).
+    In each example the token ``alpha_i`` with the largest planted score ``x_it^T W* z_i`` is moved
+    (1) along ``y_i v`` until its token score ``y_i v^T x`` leads every other token's by 0.1, so
+    alpha is the globally optimal (and unique) choice, then (2) along the part of ``W* z_i``
+    orthogonal to v (token scores unchanged) until ``(x_{i alpha_i} - x_it)^T W* z_i >= margin``
+    for every t. Hence ``W*/margin`` satisfies every constraint (``A w >= 1``), and the returned
+    problem stores ``alpha``. Same seed, same problem.
+
+    Args:
+        n, T, d: sizes (T >= 2; d >= 2 so that W* z has a part orthogonal to v).
+        seed: random seed.
+        margin: planted margin, > 0.
+    """
+    _sizes(n, T, d)
+    if d < 2:
+        raise MdcertError(f"invalid d: {d!r}; a planted problem needs d >= 2")
+    if not (isinstance(margin, (int, float)) and not isinstance(margin, bool) and 0 < margin < 1e6):
+        raise MdcertError(f"invalid margin: {margin!r}; need a number in (0, 1e6)")
+    base = synthetic_problem(n=n, T=T, d=d, seed=seed)
+    rng = np.random.default_rng([seed, 1])
+    G = rng.standard_normal((d, d))
+    Ws = G / np.linalg.norm(G) * np.sqrt(d)
+    X, y, z, v = base.X.copy(), base.y, base.z, base.v
+    Wz = z @ Ws.T  # (n, d): W* z_i
+    alpha = np.argmax(np.einsum("ntd,nd->nt", X, Wz), axis=1)
+    rows = np.arange(n)
+    gamma = y[:, None] * (X @ v)  # token scores
+    others = np.where(np.arange(T)[None, :] == alpha[:, None], -np.inf, gamma)
+    lift = np.maximum(others.max(axis=1) + 0.1 - gamma[rows, alpha], 0.0)
+    X[rows, alpha] += (lift * y)[:, None] * v[None, :]
+    u = Wz - (Wz @ v)[:, None] * v[None, :]  # part of W* z_i orthogonal to v
+    s = np.einsum("ntd,nd->nt", X, Wz)
+    gap = s[rows, alpha][:, None] - s
+    gap[rows, alpha] = np.inf
+    need = np.maximum(margin - gap.min(axis=1), 0.0) * 1.01 + 1e-3 * margin
+    unorm2 = np.einsum("nd,nd->n", u, u)
+    X[rows, alpha] += (need / np.maximum(unorm2, 1e-300))[:, None] * u  # raises s_alpha by `need`
+    return AttentionProblem(X, y, z, v, alpha=alpha)

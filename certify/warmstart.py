@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["hessian_weights", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "clarabel_start"]
+__all__ = ["hessian_weights", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "smoothed_newton",
+           "clarabel_start"]
 
 
 class WarmStart(NamedTuple):
@@ -32,8 +33,12 @@ def _phi(u: np.ndarray, q: float) -> np.ndarray:
 
 
 @np.errstate(over="ignore", invalid="ignore")
-def _dual(lam: np.ndarray, A: np.ndarray, q: float) -> tuple[float, np.ndarray]:
+def _dual(lam: np.ndarray, A: np.ndarray, q: float, eps: float = 0.0) -> tuple[float, np.ndarray]:
+    """f and its gradient; ``eps > 0``: the smoothed dual with ``(u^2 + eps^2)^(q/2)`` for ``|u|^q``."""
     u = A.T @ lam
+    if eps > 0:
+        sq = u * u + eps * eps
+        return float(np.sum(sq ** (q / 2.0)) / q - lam.sum()), A @ (u * sq ** (q / 2.0 - 1.0)) - 1.0
     au = np.abs(u)
     f = float(np.sum(au ** q) / q - lam.sum())
     g = A @ (np.sign(u) * au ** (q - 1.0)) - 1.0
@@ -72,7 +77,11 @@ def gram_weighted(Af: np.ndarray, wt: np.ndarray, q: float) -> np.ndarray:
     return np.triu(C) + np.triu(C, 1).T
 
 
-def hessian_weights(u: np.ndarray, q: float) -> np.ndarray:
+def hessian_weights(u: np.ndarray, q: float, eps: float = 0.0) -> np.ndarray:
+    """``phi'(u) / (q - 1) = |u|^(q-2)`` (capped at 1e30), or its smoothed twin for ``eps > 0``."""
+    if eps > 0:
+        sq = u * u + eps * eps
+        return sq ** (q / 2.0 - 2.0) * ((q - 1.0) * u * u + eps * eps) / (q - 1.0)
     au = np.abs(u)
     with np.errstate(divide="ignore", over="ignore"):
         wt = np.where(au > 0, au ** (q - 2.0), 0.0)
@@ -85,7 +94,7 @@ def _pg(lam: np.ndarray, g: np.ndarray) -> float:
 
 
 def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13,
-                     max_iter: int = 200, hess=None) -> tuple[np.ndarray, float]:
+                     max_iter: int = 200, hess=None, eps: float = 0.0) -> tuple[np.ndarray, float]:
     """Projected Newton (Bertsekas 1982) on ``min_{lam >= 0} f(lam)``: Newton on the free rows,
     rows in the epsilon-active set (at or near 0, positive gradient) moved towards 0, Armijo search
     along the projection arc ``lam(t)``. Returns (lam, KKT residual of `_kkt`).
@@ -95,15 +104,16 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
     the first-order decrease the Armijo test predicts, and the search then fails at every t. When
     the predicted decrease is below the float resolution of f (near the solution), a step is
     accepted by the decrease of the projected gradient instead: the Armijo test on f would then
-    accept rounding noise (and stall)."""
+    accept rounding noise (and stall). ``eps > 0`` minimizes the smoothed dual instead (see
+    `smoothed_newton`); the returned residual is then its projected gradient."""
     lam = np.maximum(np.asarray(lam, dtype=np.float64), 0.0)
     if not np.any(lam > 0):
         lam = np.full(lam.size, 1.0)
-    f, g = _dual(lam, A, q)
+    f, g = _dual(lam, A, q, eps)
     hist: list[float] = []
     for _ in range(max_iter):
         pg = _pg(lam, g)
-        if pg < tol * max(1.0, float(lam.max())) and _kkt(lam, A, q) < tol:
+        if pg < tol * max(1.0, float(lam.max())) and (eps > 0 or _kkt(lam, A, q) < tol):
             break
         hist.append(pg)
         if len(hist) > 60 and pg > 0.5 * hist[-61]:
@@ -114,7 +124,8 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
         if not F.any():
             break
         u = A.T @ lam
-        H = (q - 1.0) * hess(hessian_weights(u, q), F) if hess is not None else gram_weighted(A[F], hessian_weights(u, q), q)
+        wt = hessian_weights(u, q, eps)
+        H = (q - 1.0) * hess(wt, F) if hess is not None else gram_weighted(A[F], wt, q)
         H += 1e-15 * np.trace(H) / max(1, H.shape[0]) * np.eye(H.shape[0])
         try:
             dF = np.linalg.solve(H, -g[F])
@@ -129,7 +140,7 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
             cand = lam.copy()
             cand[F] = np.maximum(lam[F] + t * dF, 0.0)
             cand[B] = lam[B] * max(0.0, 1.0 - t)
-            fc, gc = _dual(cand, A, q)
+            fc, gc = _dual(cand, A, q, eps)
             if np.isfinite(fc):
                 if t * slope < noise:  # f cannot resolve the decrease: judge by the KKT measure
                     if _pg(cand, gc) < pg:
@@ -143,7 +154,30 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
         if step is None:
             break
         lam, f, g = step
-    return lam, _kkt(lam, A, q)
+    return lam, (_pg(lam, g) if eps > 0 else _kkt(lam, A, q))
+
+
+def smoothed_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13, hess=None,
+                    max_iter: int = 200) -> tuple[np.ndarray, float]:
+    """Projected Newton that survives a near-cusp optimum (q < 2, i.e. p > 2).
+
+    For q < 2 the dual gradient ``A phi(A^T lam)`` has ``phi'(u) = (q-1)|u|^(q-2)``, infinite at
+    ``u = 0``: when an entry of the optimal ``u = A^T lam`` is tiny (seen: 3e-9 next to entries of
+    order 1), Newton's curvature model is wrong a step away and the iteration crawls. Then the
+    smoothed dual (``|u|^q -> (u^2 + eps^2)^(q/2)``, Hessian weights bounded by eps^(q-2)) is
+    minimized for eps = 0.1 median|u|, 100x smaller each stage, warm-started, and the plain
+    Newton finishes. Returns (lam, KKT residual of the plain dual)."""
+    lam, res = projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=min(max_iter, 40))
+    if res < tol or q >= 2.0:
+        return (lam, res) if res < tol else projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=max_iter)
+    u = np.abs(A.T @ lam)
+    eps = 0.1 * float(np.median(u)) if np.any(u > 0) else 1.0
+    floor = 1e-10 * float(u.max()) if np.any(u > 0) else 0.0
+    while eps > floor:
+        lam, _ = projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=max_iter, eps=eps)
+        eps *= 0.01
+    lam2, res2 = projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=max_iter)
+    return (lam2, res2) if res2 <= res else (lam, res)
 
 
 @np.errstate(over="ignore", invalid="ignore")

@@ -1,0 +1,148 @@
+"""Float warm start for constraint-heavy systems, N rows >> m variables (docs/theory.md section 4.5).
+
+Never evidence: the result only seeds `certify.refine`. Two stages, neither of which forms an
+N x N or N x m matrix:
+
+1. L-BFGS-B on the smooth psi-form dual ``min_{lam >= 0} (1/q)||A^T lam||_q^q - 1^T lam`` over all
+   N rows, with the structured products of `certify.structured` (O(N d + n d^2) per evaluation).
+   A few hundred iterations identify most of the active set.
+2. A working set W of rows (the rows with a multiplier, and the nearly active or violated ones):
+   projected Newton (`certify.warmstart.projected_newton`) on the dense rows ``A_W`` only; then
+   every row is checked (``A w >= 1`` by one structured product) and the violated rows join W,
+   until no row is violated. The optimum on W with no violated row is the optimum of the system.
+
+The dual is unbounded exactly when ``A w >= 1`` is infeasible (Gordan): divergence of stage 1 or a
+working set whose Newton solve does not converge is reported with an infinite KKT residual, and
+the caller settles feasibility (`certify.feasible`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from certify.structured import RowFactors
+from certify.warmstart import WarmStart, smoothed_newton
+
+__all__ = ["WorkingSetReport", "working_set_start", "working_set_bytes"]
+
+
+class WorkingSetReport(NamedTuple):
+    """What the working-set solve did (for the certificate's info)."""
+
+    rounds: int
+    rows: int
+    lbfgs_iterations: int
+
+
+def working_set_bytes(rows: int, m: int) -> int:
+    """Float memory of a projected Newton solve on ``rows`` dense rows of length m (rows, their
+    scaled copy, the Hessian and its factorization)."""
+    return 8 * (3 * rows * m + 3 * rows * rows)
+
+
+@np.errstate(over="ignore", invalid="ignore")
+def _phi(u: np.ndarray, q: float) -> np.ndarray:
+    return np.sign(u) * np.abs(u) ** (q - 1.0)
+
+
+def _lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.ndarray, int]:
+    from scipy.optimize import minimize
+
+    N = rf.N
+
+    @np.errstate(over="ignore", invalid="ignore")
+    def fg(lam):
+        u = rf.rmatvec(lam) / sigma
+        au = np.abs(u)
+        f = float(np.sum(au ** q) / q - lam.sum())
+        return f, rf.matvec(np.sign(u) * au ** (q - 1.0)) / sigma - 1.0
+
+    b = float(np.sum(np.abs(rf.rmatvec(np.ones(N)) / sigma) ** q))
+    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
+    res = minimize(fg, np.full(N, c), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * N,
+                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-15, "gtol": 1e-10,
+                            "maxcor": 10})
+    return np.maximum(res.x, 0.0), int(res.nit)
+
+
+def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
+    g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    on = lam > 0
+    r1 = float(np.max(np.abs(g[on]))) if on.any() else 1.0
+    return max(r1, float(np.max(np.maximum(-g, 0.0))))
+
+
+@np.errstate(over="ignore", invalid="ignore")
+def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_rounds: int = 40,
+                      lbfgs_iter: int = 300, max_rows: int | None = None,
+                      budget_bytes: int | None = None) -> tuple[WarmStart, WorkingSetReport]:
+    """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` from structured rows.
+
+    Args:
+        rf: the float factors of the rows.
+        p: exponent (float; the certified p is the exact one used later).
+        tol: KKT tolerance of the Newton solves.
+        max_rounds: working-set rounds before giving up.
+        lbfgs_iter: L-BFGS-B iterations of stage 1.
+        max_rows: most rows a working set may hold (default: as many as ``budget_bytes`` allows,
+            and at most N).
+        budget_bytes: memory for the dense working-set rows (default 2 GiB).
+
+    Returns:
+        (`WarmStart` with lam of length N, `WorkingSetReport`). ``kkt_residual`` is infinite when
+        the dual diverged (the system is then likely infeasible) or a working set grew too large.
+    """
+    q = p / (p - 1.0)
+    N, m = rf.N, rf.m
+    budget = 2 << 30 if budget_bytes is None else int(budget_bytes)
+    cap = N if max_rows is None else min(N, max_rows)
+    while cap > 1 and working_set_bytes(cap, m) > budget:
+        cap = int(cap * 0.9)
+    norms = rf.row_norms()
+    sigma = float(np.median(norms))
+    sigma = sigma if sigma > 0 and math.isfinite(sigma) else 1.0
+
+    def give_up(lam, rounds, rows, nit, why):
+        return (WarmStart(lam / sigma ** p, np.zeros(m), f"working set ({why})", math.inf),
+                WorkingSetReport(rounds, rows, nit))
+
+    lam, nit = _lbfgs(rf, q, sigma, lbfgs_iter)
+    if not np.all(np.isfinite(lam)) or not lam.any():
+        return give_up(np.zeros(N), 0, 0, nit, "dual diverged")
+    g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    top = float(lam.max())
+    order = np.lexsort((g, ~(lam > 1e-8 * top)))  # rows with a multiplier first, then by gradient
+    want = int(np.sum(lam > 1e-8 * top)) + int(np.sum((g < 0.05) & ~(lam > 1e-8 * top)))
+    W = np.sort(order[:max(1, min(cap, want))])
+    lamW = lam[W]
+    inW = np.zeros(N, dtype=bool)
+    for rounds in range(1, max_rounds + 1):
+        inW[:] = False
+        inW[W] = True
+        A = rf.rows(W) / sigma
+        lamW, res = smoothed_newton(A, q, lamW, tol=tol)
+        if not (res < 1e-6 and np.all(np.isfinite(lamW))):
+            return give_up(np.zeros(N), rounds, len(W), nit, f"Newton on {len(W)} rows did not converge, KKT {res:.1e}")
+        w = _phi(A.T @ lamW, q)
+        slack = rf.matvec(w) / sigma - 1.0
+        viol = np.flatnonzero((slack < -max(tol, 1e-10)) & ~inW)
+        if not len(viol):
+            lam = np.zeros(N)
+            lam[W] = lamW
+            lam_out = lam / sigma ** p
+            w_out = _phi(rf.rmatvec(lam_out), q)
+            return (WarmStart(lam_out, w_out, f"structured L-BFGS-B dual + working-set Newton ({rounds} rounds, "
+                              f"{len(W)} of {N} rows)", _kkt_full(rf, q, sigma, lam)),
+                    WorkingSetReport(rounds, len(W), nit))
+        keep = (lamW > 0) | (slack[W] < 0.5)  # rows far from active with no multiplier leave W
+        room = cap - int(keep.sum())
+        if room <= 0:
+            return give_up(np.zeros(N), rounds, len(W), nit, f"working set would exceed {cap} rows")
+        add = viol[np.argsort(slack[viol])[:max(1, min(room, max(256, len(W) // 2)))]]
+        W, lamW = np.concatenate([W[keep], add]), np.concatenate([lamW[keep], np.zeros(len(add))])
+        o = np.argsort(W)
+        W, lamW = W[o], lamW[o]
+    return give_up(np.zeros(N), max_rounds, len(W), nit, f"no convergence in {max_rounds} rounds")

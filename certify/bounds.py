@@ -14,6 +14,8 @@ import math
 from fractions import Fraction
 from typing import NamedTuple, Sequence
 
+import numpy as np
+
 from certify.certificate import ExactVector, SupportClass
 from certify.ops import ExactOps
 from certify.refine import working_precision
@@ -97,23 +99,6 @@ def make_feasible(ops: ExactOps, W: Sequence[int], w_exp: int, *, bits: int) -> 
     return ExactVector(tuple(int(k) * c for k in W), w_exp - k2 - e, 1)
 
 
-def row_q_norms(ops: ExactOps, q: Fraction) -> list:
-    """Balls containing ``||a_i||_q`` (attention rows factor: ``||vec(l r^T)||_q = ||l||_q ||r||_q``)."""
-    from flint import arb
-
-    qa = _ab(q)
-    inv = _ab(1 / q)
-    out = []
-    eL = ops.cs.left.exp
-    for r in range(ops.N):
-        nl = norm_pow(ops.L[r], eL, qa) ** inv if any(ops.L[r]) else arb(0)
-        if ops.R is not None:
-            nr = norm_pow(ops.R[r], ops.cs.right.exp, qa) ** inv if any(ops.R[r]) else arb(0)
-            nl = nl * nr
-        out.append(nl)
-    return out
-
-
 def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *, bits: int,
                 classify: bool = True) -> Bounds | None:
     """All bounds of docs/theory.md section 4 for a feasible dyadic ``w`` and a dyadic ``lam >= 0``."""
@@ -178,19 +163,25 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
         return _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t)
 
 
+#: largest set of rows not certified inactive whose multipliers are bounded (an n x n exact Gram
+#: matrix and its verified inverse diagonal); beyond it those rows stay undecided
+TIGHT_LIMIT = 1500
+
+
 def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:
-    from flint import arb, arb_mat
+    from flint import arb
+
+    from certify.classify import inactive_mask, inverse_diagonal_upper
 
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]
-    norms = row_q_norms(ops, q)
-    inactive = set()
-    for i in range(ops.N):
-        if lam.ints[i] != 0:
-            continue
-        slack = arb(Aw[i]) * two ** e_aw - 1
-        if (slack - norms[i] * dist).lower() > 0:
-            inactive.add(i)
+    qfac = arb_upper(arb(ops.m) ** _ab(1 / q - Fraction(1, 2))) if q < 2 else Fraction(1)  # ||a||_q / ||a||_2
+    dist_up = arb_upper(dist)
+    if dist_up is None or qfac is None:
+        inactive_rows = np.zeros(ops.N, dtype=bool)
+    else:  # twice the distance: the checker's own balls may come out a little wider
+        inactive_rows = inactive_mask(ops, Aw, e_aw, lam.ints, 2 * dist_up, qfac)
+    inactive = set(np.flatnonzero(inactive_rows).tolist())
     rest = [i for i in range(ops.N) if i not in inactive]
     tight = set()
     # coinciding rows form one group; the group's total multiplier is the unique quantity
@@ -199,30 +190,19 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
     for i in rest:
         groups.setdefault(int(rep[i]), []).append(i)
     heads = [g[0] for g in groups.values()]
-    Minv = None
-    if heads:
-        sub = ops.subset(heads)
-        G = sub.gram()
-        for prec in (128, 256, 512):
-            with working_precision(prec):
-                try:
-                    Minv = arb_mat(G).inv()
-                    break
-                except ZeroDivisionError:
-                    continue
-        if Minv is not None:
+    diag = None
+    if heads and len(heads) <= TIGHT_LIMIT:
+        diag = inverse_diagonal_upper(ops.subset(heads).gram())
+        if diag is not None:
             mfac = arb(ops.m) ** _ab(1 / p - Fraction(1, 2)) if p < 2 else arb(1)
             scale = two ** (-ops.exp)
             for k, rows in enumerate(groups.values()):
-                dii = Minv[k, k]
-                if not dii.is_finite():
-                    continue
-                rnorm = _nonneg_up(dii).sqrt() * scale * mfac
+                rnorm = _nonneg_up(_ab(diag[k])).sqrt() * scale * mfac
                 mult = t * arb(sum(lam.ints[i] for i in rows)) * two ** lam.exp - rnorm * eps
                 if mult.lower() > 0:
                     tight.update(rows)
     undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
-    singular = bool(heads) and Minv is None
+    singular = bool(heads) and diag is None  # more precision will not decide the undecided rows
     return SupportClass(tuple(index[i] for i in sorted(tight)), tuple(index[i] for i in sorted(inactive)),
                         tuple(index[i] for i in undecided)), singular
 

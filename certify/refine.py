@@ -92,6 +92,10 @@ def _phi_fixed(U, u_exp, q, bits, nz):
     return out, w_exp
 
 
+#: dense Jacobians from the float rows of the active set up to this many entries |S| * m (400 MB)
+_DENSE_JACOBIAN = 50_000_000
+
+
 def _jacobian(sub: ExactOps, u: np.ndarray, q: float, factors) -> np.ndarray:
     from certify.warmstart import hessian_weights
 
@@ -100,16 +104,21 @@ def _jacobian(sub: ExactOps, u: np.ndarray, q: float, factors) -> np.ndarray:
 
 
 def _factor(J: np.ndarray):
-    """A solver for ``J x = b``: LU when J is well conditioned, else the SVD pseudo-inverse
-    (dependent active rows: the reduced system is consistent but its multipliers are not unique)."""
+    """A solver for ``J x = b`` (J symmetric positive semidefinite): Cholesky when J is well
+    conditioned (its reciprocal condition estimate above 1e-12), else the pseudo-inverse from the
+    eigendecomposition (dependent active rows: the reduced system is consistent but its multipliers
+    are not unique)."""
     import scipy.linalg as sla
 
     if not np.all(np.isfinite(J)):
         return None
-    s = np.linalg.svd(J, compute_uv=False)
-    if s.size and s[-1] > 1e-12 * s[0]:
-        lu = sla.lu_factor(J)
-        return lambda b: sla.lu_solve(lu, b)
+    try:
+        c = sla.cho_factor(J, check_finite=False)
+        d = np.diag(c[0]) ** 2
+        if d.min() > 1e-12 * d.max():  # cheap conditioning proxy of the Cholesky pivots
+            return lambda b: sla.cho_solve(c, b, check_finite=False)
+    except np.linalg.LinAlgError:
+        pass
     pinv = np.linalg.pinv(J, rcond=1e-12, hermitian=True)
     return lambda b: pinv @ b
 
@@ -178,7 +187,7 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                     break
                 if J_lu is None or it in (1, 2, 4):
                     uf = int_vector_to_float(U, u_exp)
-                    J = _jacobian(sub, uf, qf, sub.float_factors()) if ops.m >= 2500 else \
+                    J = _jacobian(sub, uf, qf, sub.float_factors()) if sub.N * ops.m > _DENSE_JACOBIAN else \
                         (qf - 1.0) * _dense_gram(sub.float_rows(), uf, qf)
                     J_lu = _factor(J)
                     if J_lu is None:

@@ -24,17 +24,15 @@ __all__ = ["RowFactors", "row_factors"]
 
 def _to_float(ints: np.ndarray, exp: int) -> np.ndarray:
     """Nearest float64 of ``ints * 2**exp`` (int64 or object integers); +-inf/0 beyond the range."""
-    with np.errstate(over="ignore", under="ignore"):
-        if ints.dtype != object:
-            return np.ldexp(ints.astype(np.float64), exp)
-        try:  # float(int) rounds correctly; ldexp by a power of two is exact in the normal range
-            return np.ldexp(ints.astype(np.float64), exp)
-        except OverflowError:  # integers beyond the float range: scale them one by one
-            pass
-    from certify.ops import ldexp_int
+    from certify.exact import ldexp_array
 
-    flat = np.fromiter((ldexp_int(int(k), exp) for k in ints.ravel()), dtype=np.float64, count=ints.size)
-    return flat.reshape(ints.shape)
+    if ints.dtype == object:
+        try:  # fast path: float(int) rounds correctly, ldexp by a power of two is exact in range
+            with np.errstate(over="ignore", under="ignore"):
+                return np.ldexp(ints.astype(np.float64), exp)
+        except OverflowError:  # integers beyond the float range (subnormal data)
+            pass
+    return ldexp_array(ints, exp)
 
 
 @dataclass(frozen=True, eq=False)

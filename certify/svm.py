@@ -3,6 +3,10 @@
 1. Canonicalize (exact p, exact integer rows, data hash). 2. Float warm start (smooth dual +
 projected Newton; Clarabel fallback). 3. Mixed-precision Newton on the reduced dual system.
 4. Exact/ball bounds and support classification; p = 2 also the exact rational KKT certificate.
+Constraint-heavy attention systems (N d^2 beyond `DENSE_ENTRIES`) take the structured path: no
+N x d^2 or N x N matrix, a working set of rows (`certify.workingset`); the memory a solve needs is
+estimated first (`certify.budget`) and a solve over the budget, or one that runs out of memory,
+is NO_VERIFIED_RESULT with the reason in ``info``.
 Precision is raised (bits doubled) while the requested width is missed or a row is undecided.
 If no rigorous enclosure results, feasibility is certified: infeasible problems get a Gordan
 certificate (status INFEASIBLE), anything else is NO_VERIFIED_RESULT. Never a guess.
@@ -17,17 +21,25 @@ from fractions import Fraction
 import numpy as np
 
 from certify.blas import single_thread_blas
+from certify.budget import default_budget, format_bytes, solve_bytes
 from certify.bounds import Bounds, ball_bounds, exact_kkt_p2, make_feasible
 from certify.certificate import Certificate, CertStatus, ExactVector
 from certify.errors import MdcertError
 from certify.exact import parse_p
-from certify.feasible import constraint_system, feasibility_system
+from certify.feasible import FeasibilityResult, constraint_system, feasibility_system
 from certify.ops import ExactOps
 from certify.problem import AttentionProblem, resolve_alpha
 from certify.refine import refine
+from certify.structured import row_factors
 from certify.warmstart import warm_start
+from certify.workingset import working_set_start
 
-__all__ = ["certify_svm", "target_bits"]
+__all__ = ["certify_svm", "target_bits", "DENSE_ENTRIES", "PATHS"]
+
+#: attention systems with more than this many entries N * d^2 take the structured path under "auto"
+DENSE_ENTRIES = 1 << 20
+#: warm-start paths: "auto" (by size), "dense" (N x m rows, N x N Hessians), "working-set" (structured)
+PATHS = ("auto", "dense", "working-set")
 
 
 #: float failures of the solver side (never of a proof): they end in NO_VERIFIED_RESULT, not a traceback
@@ -53,7 +65,8 @@ def _good(b: Bounds, digits: int) -> bool:
 
 
 def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
-                time_limit: float | None = None) -> Certificate:
+                time_limit: float | None = None, memory_budget: int | None = None,
+                path: str = "auto") -> Certificate:
     """Certified solution of the l_p attention SVM or decoder SVM (docs/theory.md sections 3-4).
 
     Args:
@@ -63,18 +76,28 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         alpha: token indices (None / "opt" / sequence / "0,3,1"); see `resolve_alpha`.
         digits: requested relative width ``(UB - LB)/LB <= 10**-digits`` of the OPT enclosure.
         time_limit: seconds after which no further precision increase is attempted.
+        memory_budget: bytes the solve may use (default: 80% of the available memory, see
+            `certify.budget.default_budget`); a larger estimated need gives NO_VERIFIED_RESULT.
+        path: warm start, one of `PATHS`; "auto" takes "working-set" for attention systems with
+            more than `DENSE_ENTRIES` entries. Both give certificates with the same claims.
 
     Returns:
         A `Certificate`: OPTIMAL (bounds proven), INFEASIBLE (Gordan certificate) or
         NO_VERIFIED_RESULT (nothing proven).
     """
+    if path not in PATHS:
+        raise MdcertError(f"invalid path {path!r}; use one of {', '.join(PATHS)}")
+    if memory_budget is not None and (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer))
+                                      or memory_budget <= 0):
+        raise MdcertError(f"invalid memory_budget {memory_budget!r}; give a positive number of bytes")
+    opts = dict(svm=svm, digits=digits, time_limit=time_limit, memory_budget=memory_budget, path=path)
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
         scaled = _rescaled(problem) if isinstance(problem, AttentionProblem) else None
         if scaled is None:
-            return _certify_svm(problem, p, svm=svm, alpha=alpha, digits=digits, time_limit=time_limit)
+            return _certify_svm(problem, p, alpha=alpha, **opts)
         other, kx, kz = scaled
         a = resolve_alpha(problem, alpha)
-        cert = _certify_svm(other, p, svm=svm, alpha=list(a), digits=digits, time_limit=time_limit)
+        cert = _certify_svm(other, p, alpha=list(a), **opts)
         return _unscale(cert, problem, kx + (kz if svm == "attention" else 0), kx, kz)
 
 
@@ -109,7 +132,14 @@ def _unscale(cert: Certificate, problem: AttentionProblem, k: int, kx: int, kz: 
                    **mul)
 
 
-def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
+def _structured(problem: AttentionProblem, svm: str, path: str) -> tuple[bool, int]:
+    """(take the structured path?, number of rows N) from the sizes alone."""
+    N = int(np.sum(problem.valid_lengths - 1)) if svm == "attention" else problem.n
+    m = problem.d ** 2 if svm == "attention" else problem.d
+    return svm == "attention" and (path == "working-set" or (path == "auto" and N * m > DENSE_ENTRIES)), N
+
+
+def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, path) -> Certificate:
     t0 = time.perf_counter()
     if not isinstance(problem, AttentionProblem):
         raise MdcertError(f"certify_svm needs an AttentionProblem, got {type(problem).__name__}")
@@ -118,8 +148,32 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
         raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
     digits = int(digits)
     a = resolve_alpha(problem, alpha)
+    if svm not in ("attention", "decoder"):
+        constraint_system(problem, svm, a)  # the one error message for an unknown svm
+    structured, N = _structured(problem, svm, path)
+    m = problem.d ** 2 if svm == "attention" else problem.d
+    budget = default_budget() if memory_budget is None else int(memory_budget)
+    need = solve_bytes(N=N, d=problem.d, m=m, n=problem.n, T=problem.T, structured=structured)
+    base = dict(svm=svm, p=pf, alpha=a, data_hash=problem.data_hash(), d=problem.d, digits=digits)
+    if need > budget:
+        return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
+            "reason": f"too large for the memory budget: N = {N} rows x {m} variables needs about "
+                      f"{format_bytes(need)}, the budget is {format_bytes(budget)}; raise memory_budget "
+                      f"(mdcert certify --memory-budget) or certify fewer examples",
+            "memory_estimate_bytes": need, "memory_budget_bytes": budget})
+    try:
+        return _solve(problem, pf, a, base, svm=svm, digits=digits, time_limit=time_limit, t0=t0,
+                      structured=structured, budget=budget)
+    except MemoryError:
+        return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
+            "reason": f"ran out of memory (N = {N} rows x {m} variables, estimate {format_bytes(need)}, "
+                      f"budget {format_bytes(budget)}); lower memory_budget to what is free, or certify fewer examples",
+            "memory_estimate_bytes": need, "memory_budget_bytes": budget,
+            "seconds": round(time.perf_counter() - t0, 4)})
+
+
+def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, budget) -> Certificate:
     cs = constraint_system(problem, svm, a)
-    base = dict(svm=svm, p=pf, alpha=a, data_hash=problem.data_hash(), d=cs.d, digits=digits)
     ops = ExactOps(cs)
     info: dict = {}
 
@@ -137,27 +191,28 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
 
     # a zero row (duplicated token) is infeasible outright
-    if any(not any(ops.L[r]) or (ops.R is not None and not any(ops.R[r])) for r in range(ops.N)):
+    zero = ~np.asarray(cs.left.ints != 0).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
+    if cs.right is not None and cs.N:
+        zero |= ~np.asarray(cs.right.ints != 0).any(axis=1)
+    if zero.any():
         return infeasible_or_unknown("zero constraint row")
-    A = ops.float_rows()
-    hess = None
-    if cs.kind == "attention" and cs.m >= 2500:  # structured Hessian pays off only for large m
-        Lf, Zf = ops.float_factors()
-
-        def hess(D, F):
-            return ops.hessian(D, F, Lf=Lf, Zf=Zf)
-    try:
-        ws = warm_start(A, float(pf), fallbacks=False, hess=hess)
-        if not ws.kkt_residual < 1e-6:  # refine() finishes the active set from here
-            # slow convergence is typical of infeasible or degenerate systems: settle feasibility first
-            feas = feasibility_system(cs)
-            if feas.feasible is False:
-                info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4))
-                return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
-            ws2 = warm_start(A, float(pf), hess=hess, previous=ws)
-            ws = ws2 if ws2.kkt_residual < ws.kkt_residual else ws
-    except _NUMERIC:
-        return infeasible_or_unknown("warm start failed")
+    if structured:
+        try:
+            ws, rep = working_set_start(row_factors(cs), float(pf), budget_bytes=budget // 3)
+        except _NUMERIC:
+            return infeasible_or_unknown("warm start failed")
+        info["warm_start"] = ws.method
+        info["working_set"] = {"rows": rep.rows, "rounds": rep.rounds, "lbfgs_iterations": rep.lbfgs_iterations}
+        if not ws.kkt_residual < 1e-6:
+            return infeasible_or_unknown(f"structured warm start: {ws.method}")
+    else:
+        try:
+            ws = _dense_warm(cs, ops, pf)
+        except _NUMERIC:
+            return infeasible_or_unknown("warm start failed")
+        if isinstance(ws, FeasibilityResult):  # proven infeasible on the way
+            info.update(feasibility=ws.method, seconds=round(time.perf_counter() - t0, 4))
+            return Certificate(status=CertStatus.INFEASIBLE, gordan=ws.gordan_exact, info=info, **base)
     info["warm_start"] = ws.method
     if not np.all(np.isfinite(ws.lam)) or not ws.kkt_residual < 1e-3:
         return infeasible_or_unknown(f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})")
@@ -199,6 +254,27 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit) -> Certificate:
                        distance_upper=best.distance_upper, direction_error_upper=best.direction_error_upper,
                        bregman_upper=best.bregman_upper, support=best.support, w=best.w, lam=best.lam,
                        exact_kkt=best.exact_kkt, info=info, **base)
+
+
+def _dense_warm(cs, ops: ExactOps, pf: Fraction):
+    """The dense warm start (N x m float rows): a `WarmStart`, or the `FeasibilityResult` that
+    proved the system infeasible when Newton converged too slowly."""
+    A = ops.float_rows()
+    hess = None
+    if cs.kind == "attention" and cs.m >= 2500:  # structured Hessian pays off only for large m
+        Lf, Zf = ops.float_factors()
+
+        def hess(D, F):
+            return ops.hessian(D, F, Lf=Lf, Zf=Zf)
+    ws = warm_start(A, float(pf), fallbacks=False, hess=hess)
+    if not ws.kkt_residual < 1e-6:  # refine() finishes the active set from here
+        # slow convergence is typical of infeasible or degenerate systems: settle feasibility first
+        feas = feasibility_system(cs)
+        if feas.feasible is False:
+            return feas
+        ws2 = warm_start(A, float(pf), hess=hess, previous=ws)
+        ws = ws2 if ws2.kkt_residual < ws.kkt_residual else ws
+    return ws
 
 
 def _score(b: Bounds) -> tuple[int, Fraction]:

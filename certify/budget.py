@@ -35,15 +35,16 @@ def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> 
 
     Exact data (Python integers, about 48 bytes each, and python-flint copies) and float factors take
     O(N d + n T d); the dense path holds the N x m float rows and N x N Hessians; the structured path
-    holds working sets of at most ``min(N, 3m)`` dense rows and the refinement's ``|S| <= min(N, m)``
-    square systems."""
+    a working set of about ``min(N, m)`` dense rows (it is capped to the budget as it grows, see
+    `certify.workingset`) and the refinement's systems on the active set ``|S| <= min(N, m)``."""
     data = 48 * (n * T * d + 3 * N * d) + 8 * 8 * N * d
     if not structured:
         return data + 8 * (3 * N * m + 4 * N * N)
+    from certify.bounds import TIGHT_LIMIT
     from certify.workingset import working_set_bytes
 
     s = min(N, m)
-    return data + working_set_bytes(min(N, 3 * m), m) + 8 * (2 * s * m + 4 * s * s) + 96 * s * s
+    return data + working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 96 * min(s, TIGHT_LIMIT) ** 2
 
 
 def format_bytes(b: int) -> str:

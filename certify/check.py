@@ -62,7 +62,7 @@ class _Rows:
         import flint
 
         X, z = problem.exact("X"), problem.exact("z")
-        Xi = X.ints.astype(object)
+        Xi, Zi = X.ints.astype(object), z.ints.astype(object)
         self.d, self.index, left, right = problem.d, [], [], []
         for i in range(problem.n):
             if svm == "decoder":
@@ -73,7 +73,7 @@ class _Rows:
                 if t != alpha[i]:
                     self.index.append((i, t))
                     left.append(Xi[i, alpha[i]] - Xi[i, t])
-                    right.append(z.ints.astype(object)[i])
+                    right.append(Zi[i])
         self.N = len(self.index)
         self.L = np.array(left, dtype=object).reshape(self.N, self.d)
         self.R = np.array(right, dtype=object).reshape(self.N, self.d) if svm == "attention" else None
@@ -274,7 +274,15 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
     q = c.p / (c.p - 1)
     qa, two = _q(q), arb(2)
     bad = []
-    for i in inactive:
+    # exact pre-test: ||a_i||_q <= c ||l_i||_2 ||z_i||_2 (c = 1 if q >= 2, else m^(1/q - 1/2)), each norm at
+    # most isqrt(sum of squares) + 1; a row it leaves open gets the ball test below
+    d_up = _top(arb(1 if q >= 2 else rows.m) ** _q(max(1 / q - Fraction(1, 2), Fraction(0))) * dist * two ** rows.exp)
+    d_up = Fraction(int(d_up.mid().man_exp()[0])) * Fraction(2) ** int(d_up.mid().man_exp()[1]) if d_up.is_finite() else None
+    sq = [[math.isqrt(int(v)) + 1 for v in (F[inactive] ** 2).sum(axis=1)] if F is not None and inactive else None
+          for F in (rows.L, rows.R)]
+    for k, i in enumerate(inactive):
+        if d_up is not None and Aw[i] * scale_w - 1 > sq[0][k] * (sq[1][k] if sq[1] else 1) * d_up:
+            continue
         l_q = _powsum(rows.L[i], 0, q) ** (1 / qa) if any(rows.L[i]) else arb(0)
         if rows.R is not None:
             l_q = l_q * (_powsum(rows.R[i], 0, q) ** (1 / qa) if any(rows.R[i]) else arb(0))
@@ -285,7 +293,8 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
             f"{len(inactive)} rows: a_i^T w - 1 > ||a_i||_q dist")
     if not tight:
         return
-    rest = [i for i in range(rows.N) if i not in set(inactive)]
+    claimed = set(inactive)
+    rest = [i for i in range(rows.N) if i not in claimed]
     if any(lam.ints[i] for i in inactive):
         add("support_tight", False, "lam is nonzero on a row claimed inactive")
         return

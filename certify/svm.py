@@ -32,7 +32,7 @@ from certify.problem import AttentionProblem, resolve_alpha
 from certify.refine import refine
 from certify.structured import row_factors
 from certify.warmstart import warm_start
-from certify.workingset import working_set_start
+from certify.workingset import working_set_bytes, working_set_start
 
 __all__ = ["certify_svm", "target_bits", "DENSE_ENTRIES", "PATHS"]
 
@@ -163,7 +163,7 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
             "memory_estimate_bytes": need, "memory_budget_bytes": budget})
     try:
         return _solve(problem, pf, a, base, svm=svm, digits=digits, time_limit=time_limit, t0=t0,
-                      structured=structured, budget=budget)
+                      structured=structured, budget=budget, need=need)
     except MemoryError:
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
             "reason": f"ran out of memory (N = {N} rows x {m} variables, estimate {format_bytes(need)}, "
@@ -172,7 +172,7 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
             "seconds": round(time.perf_counter() - t0, 4)})
 
 
-def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, budget) -> Certificate:
+def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, budget, need) -> Certificate:
     cs = constraint_system(problem, svm, a)
     ops = ExactOps(cs)
     info: dict = {}
@@ -198,7 +198,8 @@ def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, bud
         return infeasible_or_unknown("zero constraint row")
     if structured:
         try:
-            ws, rep = working_set_start(row_factors(cs), float(pf), budget_bytes=budget // 3)
+            ws, rep = working_set_start(row_factors(cs), float(pf), budget_bytes=max(
+                budget - need + working_set_bytes(min(cs.N, cs.m), cs.m), budget // 4))
         except _NUMERIC:
             return infeasible_or_unknown("warm start failed")
         info["warm_start"] = ws.method

@@ -31,8 +31,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--digits", type=int, default=60, help="requested relative width 1e-DIGITS of the OPT enclosure, 1 to 2000 (default 60); "
                         "exit 2 if it is not reached")
     parser.add_argument("--time-limit", type=float, default=None, help="seconds after which precision is not raised further")
+    parser.add_argument("--memory-budget", default=None, metavar="SIZE",
+                        help="memory the solve may use, e.g. 4G or 512M (default: 80%% of the available memory); "
+                             "a larger problem gets a no_verified_result certificate and exit 2")
     parser.add_argument("-o", "--output", default=None, help="write the certificate JSON here (written atomically)")
     add_export_options(parser)
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``123``, ``512M``, ``4G``, ``1.5GiB`` (binary units K, M, G, T)."""
+    import re
+
+    from certify.errors import MdcertError
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", str(text), flags=re.IGNORECASE)
+    value = float(m.group(1)) * 1024 ** " KMGT".index(m.group(2).upper() or " ") if m else 0.0
+    if not m or not 1 <= value < 2 ** 62:
+        raise MdcertError(f"invalid --memory-budget {text!r}; give a size like 4G, 512M or a number of bytes")
+    return int(value)
 
 
 def add_export_options(parser: argparse.ArgumentParser) -> None:
@@ -120,10 +136,11 @@ def run(args: argparse.Namespace) -> int:
     check_export_paths(args, {"the problem file": args.problem})
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit >= 0):
         raise MdcertError(f"invalid --time-limit {args.time_limit}; give a finite number of seconds >= 0")
+    budget = None if args.memory_budget is None else parse_size(args.memory_budget)
     problem = AttentionProblem.load(args.problem)
     t0 = time.perf_counter()
     cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
-                       time_limit=args.time_limit)
+                       time_limit=args.time_limit, memory_budget=budget)
     elapsed = time.perf_counter() - t0
     print(f"{args.svm} SVM, p = {cert.p.numerator}/{cert.p.denominator}, alpha = {list(cert.alpha)}")
     print(f"status: {cert.status.value}")
@@ -148,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"time {elapsed:.2f} s")
     write_export(args, sol)
+    if "memory_budget_bytes" in cert.info:  # too large for the budget, or out of memory: one line
+        print(f"mdcert certify: {cert.info.get('reason')}", file=sys.stderr)
     if not reached:
         print(f"mdcert certify: the requested {args.digits} digits were not reached (certified relative width "
               f"{_sci(rw)}, {dig}); the bounds proven are in the certificate; raise --time-limit or lower "

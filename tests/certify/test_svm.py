@@ -11,6 +11,7 @@ import pytest
 
 from certify import AttentionProblem, CertStatus, MdcertError, check_certificate, synthetic_problem
 from certify.svm import certify_svm, target_bits
+from certify.synth import planted_problem
 
 PROBLEM = synthetic_problem()
 
@@ -255,3 +256,56 @@ def test_variable_lengths_certify_only_valid_rows():
     assert sorted(rows) == [(i, t) for i in range(prob.n) for t in range(int(L[i])) if t != c.alpha[i]]
     with pytest.raises(MdcertError, match="is a padding token"):
         certify_svm(prob, "2", alpha=[int(L[0])] + [0] * (prob.n - 1))
+
+
+# ---------------------------------------------------------------------- constraint-heavy systems (structured path)
+def _claims(c) -> tuple:
+    return c.status, c.support.tight, c.support.inactive, c.support.undecided
+
+
+@pytest.mark.parametrize("p", ["1.1", "2", "3"])
+@pytest.mark.parametrize("make", [lambda: PROBLEM, lambda: planted_problem(n=40, T=8, d=6, seed=5),
+                                  lambda: _variable_problem(4)])
+def test_working_set_path_makes_the_dense_paths_claims(make, p):
+    prob = make()
+    dense = certify_svm(prob, p, digits=30, path="dense")
+    ws = certify_svm(prob, p, digits=30, path="working-set")
+    assert dense.status is CertStatus.OPTIMAL and _claims(ws) == _claims(dense)
+    assert max(ws.opt_lower, dense.opt_lower) <= min(ws.opt_upper, dense.opt_upper)  # both enclose OPT
+    assert ws.relative_width() <= Fraction(1, 10**30)
+    assert "working-set" in ws.info["warm_start"] and check_certificate(prob, ws).ok
+
+
+def test_constraint_heavy_planted_feasible_takes_the_structured_path():
+    prob = planted_problem(n=70, T=16, d=32, seed=1)  # N = 1050 rows x 1024 variables
+    c = certify_svm(prob, "1.75", digits=30)
+    assert c.status is CertStatus.OPTIMAL and "working-set" in c.info["warm_start"]
+    assert c.relative_width() <= Fraction(1, 10**30) and not c.support.undecided
+    assert check_certificate(prob, c).ok
+
+
+def test_constraint_heavy_infeasible_is_proven_on_the_structured_path():
+    prob = synthetic_problem(n=40, T=8, d=4, seed=0)  # N = 280 rows x 16 variables: infeasible
+    c = certify_svm(prob, "2", digits=30, path="working-set")
+    assert c.status is CertStatus.INFEASIBLE and check_certificate(prob, c).ok
+
+
+def test_memory_budget_gives_no_verified_result_not_memory_error(monkeypatch):
+    c = certify_svm(PROBLEM, "2", memory_budget=4096)
+    assert c.status is CertStatus.NO_VERIFIED_RESULT and "memory budget" in c.info["reason"]
+    assert c.info["memory_estimate_bytes"] > c.info["memory_budget_bytes"] == 4096
+    assert check_certificate(PROBLEM, c).ok  # claims nothing
+
+    import certify.svm as svm_mod
+
+    def oom(*args, **kwargs):
+        raise MemoryError("Unable to allocate 28.6 GiB")
+
+    monkeypatch.setattr(svm_mod, "_solve", oom)
+    c = certify_svm(PROBLEM, "2")
+    assert c.status is CertStatus.NO_VERIFIED_RESULT and c.info["reason"].startswith("ran out of memory")
+    for bad in (0, -5, 1.5, True, "4G"):
+        with pytest.raises(MdcertError, match="memory_budget"):
+            certify_svm(PROBLEM, "2", memory_budget=bad)
+    with pytest.raises(MdcertError, match="invalid path"):
+        certify_svm(PROBLEM, "2", path="sparse")

@@ -65,12 +65,25 @@ def test_no_verified_result_exit_2(problem_file, tmp_path, capsys, monkeypatch):
     assert json.loads(out.read_text())["status"] == "no_verified_result"
 
 
+def test_memory_budget_too_small_one_line_exit_2(problem_file, tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["certify", str(problem_file), "--p", "2", "--memory-budget", "64K", "-o", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "too large for the memory budget" in captured.err
+    assert "Traceback" not in captured.err and "MemoryError" not in captured.err
+    data = json.loads(out.read_text())
+    assert data["status"] == "no_verified_result" and data["info"]["memory_budget_bytes"] == 65536
+    assert check_certificate(AttentionProblem.load(problem_file), data).ok
+
+
 @pytest.mark.parametrize("argv, pattern", [
     (["--p", "1"], "p > 1"),
     (["--p", "x"], "invalid p"),
     (["--p", "2", "--alpha", "0,1"], "one token index per example"),
     (["--p", "2", "--digits", "0"], "invalid digits"),
     (["--p", "2", "-o", "cert.txt"], "must be a .json file"),
+    (["--p", "2", "--memory-budget", "lots"], "invalid --memory-budget"),
+    (["--p", "2", "--memory-budget", "0"], "invalid --memory-budget"),
 ])
 def test_bad_input_one_line_exit_1(problem_file, tmp_path, capsys, argv, pattern):
     argv = [a if a != "cert.txt" else str(tmp_path / "cert.txt") for a in argv]

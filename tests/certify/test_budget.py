@@ -1,0 +1,18 @@
+"""certify.budget: memory estimates grow with N d, never N^2, on the structured path."""
+
+from __future__ import annotations
+
+from certify.budget import default_budget, format_bytes, solve_bytes
+
+
+def test_structured_estimate_is_linear_in_rows():
+    a = solve_bytes(N=62_000, d=64, m=4096, n=2000, T=32, structured=True)
+    b = solve_bytes(N=620_000, d=64, m=4096, n=20_000, T=32, structured=True)
+    assert b < 11 * a  # 10x the rows: at most ~10x the memory (the working sets do not grow)
+    dense = solve_bytes(N=62_000, d=64, m=4096, n=2000, T=32, structured=False)
+    assert dense > 50 * a  # the dense path holds N x N matrices
+
+
+def test_default_budget_and_format():
+    assert default_budget() > 2**20
+    assert format_bytes(3 * 2**30) == "3.0 GiB" and format_bytes(5 * 2**20) == "5 MiB"

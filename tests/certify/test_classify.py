@@ -1,0 +1,65 @@
+"""certify.classify: the integer support tests are sound (checked against exact rationals)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from certify import synthetic_problem
+from certify.classify import inactive_mask, inverse_diagonal_upper, row_norm_bounds
+from certify.ops import ExactOps
+
+
+def _exact_inverse_diagonal(G: list[list[int]]) -> list[Fraction]:
+    n = len(G)
+    inv = flint.fmpq_mat(flint.fmpz_mat(G)).inv()
+    return [Fraction(int(inv[i, i].p), int(inv[i, i].q)) for i in range(n)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 12), bits=st.integers(1, 200), seed=st.integers(0, 2**32 - 1))
+@example(n=2, bits=3, seed=0)  # small integers: nothing is shifted out (k = 0)
+@example(n=12, bits=200, seed=1)  # 400-bit Gram entries
+def test_inverse_diagonal_bounds_are_valid_and_tight(n, bits, seed):
+    rng = np.random.default_rng(seed)
+    B = [[int(x) << max(0, bits - 30) for x in rng.integers(-2**30, 2**30, size=n + 2)] for _ in range(n)]
+    G = [[sum(a * b for a, b in zip(B[i], B[j])) for j in range(n)] for i in range(n)]
+    up = inverse_diagonal_upper(flint.fmpz_mat(G))
+    exact = _exact_inverse_diagonal(G)
+    assert up is not None
+    for u, e in zip(up, exact):
+        assert e <= u <= e * (1 + Fraction(1, 10**6))
+
+
+def test_singular_gram_is_not_verified():
+    G = [[1, 2], [2, 4]]
+    assert inverse_diagonal_upper(flint.fmpz_mat(G)) is None
+    assert inverse_diagonal_upper(flint.fmpz_mat(0, 0, [])) == []
+
+
+def test_row_norm_bounds_and_inactive_mask_are_sound():
+    cs = synthetic_problem(n=3, T=5, d=4, seed=2).attention_constraints("opt")
+    ops = ExactOps(cs)
+    B, e = row_norm_bounds(ops)
+    Z, ez = cs.exact_rows()
+    for r in range(cs.N):
+        exact2 = sum(int(k) ** 2 for k in Z[r]) * Fraction(2) ** (2 * ez)
+        assert exact2 <= (B[r] * Fraction(2) ** e) ** 2 <= 4 * exact2  # within a factor 2
+    # a point w with A w = Aw 2**e_aw: rows with slack above ||a||_2 dist are proven, others not
+    rng = np.random.default_rng(0)
+    w = [int(k) for k in rng.integers(-2**40, 2**40, size=cs.m)]
+    Aw = ops.matvec(w)
+    e_aw = -10 - max(abs(k).bit_length() for k in Aw)  # scale so that 1 = 2**-e_aw is representable
+    lam = [0] * cs.N
+    lam[0] = 1
+    dist = Fraction(1, 10**6)
+    mask = inactive_mask(ops, Aw, e_aw, lam, dist, Fraction(1))
+    assert not mask[0]  # a row with a multiplier is never inactive
+    for r in np.flatnonzero(mask):
+        slack = Aw[r] * Fraction(2) ** e_aw - 1
+        assert slack > B[r] * Fraction(2) ** e * dist

@@ -345,6 +345,17 @@ class AttentionProblem:
                 raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
         return cls.from_dict(data)
 
+    def describe(self) -> str:
+        """One line for tools: shape, lengths and provenance (docs/theory.md section 1.3)."""
+        text = f"n={self.n} T={self.T} d={self.d}"
+        if self.lengths is not None:
+            L = self.lengths
+            text += f", lengths {int(L.min())}..{int(L.max())} ({int(L.sum())} of {self.n * self.T} tokens valid)"
+        if self.provenance:
+            items = [f"{k}={json.dumps(v, sort_keys=True)[:60]}" for k, v in list(self.provenance.items())[:6]]
+            text += "; provenance: " + ", ".join(items) + (", ..." if len(self.provenance) > 6 else "")
+        return text
+
     def __repr__(self) -> str:
         pad = "" if self.lengths is None else f", lengths={list(self.lengths)}"
         return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)}{pad})"

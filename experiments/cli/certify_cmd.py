@@ -142,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
                        time_limit=args.time_limit, memory_budget=budget)
     elapsed = time.perf_counter() - t0
+    if problem.lengths is not None or problem.provenance:
+        print(f"problem: {problem.describe()}")
     print(f"{args.svm} SVM, p = {cert.p.numerator}/{cert.p.denominator}, alpha = {list(cert.alpha)}")
     print(f"status: {cert.status.value}")
     reached = True

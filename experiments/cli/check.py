@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> int:
     ctx = CheckContext(problem, digits=args.digits)
     report = check_theorem(theorem.number, ctx, p=p, alpha=alpha, loss=args.loss, W0=W0, mu=mu, R=R,
                            eta=eta, trajectory=trajectory, segment=args.segment)
+    if problem.lengths is not None or problem.provenance:
+        print(f"problem: {problem.describe()}")
     print(format_table(report))
     timings["total"] = round(time.perf_counter() - t0, 3)
     q = report.quantities

@@ -250,3 +250,12 @@ def test_padded_twin_has_the_same_rows_and_tokens() -> None:
     assert twin.with_alpha([0, 1, 2, 3]).lengths.tolist() == [5] * 4
     with pytest.raises(MdcertError, match="cannot pad to T = 4"):
         prob.padded(4)
+
+
+def test_describe_shows_lengths_and_provenance() -> None:
+    prob = _variable()
+    assert prob.describe().startswith(f"n=5 T=6 d=3, lengths {prob.lengths.min()}..{prob.lengths.max()} ")
+    assert synthetic_problem(n=2, T=3, d=2, seed=0).describe() == "n=2 T=3 d=2"
+    many = {f"k{i}": i for i in range(8)} | {"source": {"file": "c.csv", "sha256": "ab"}}
+    text = AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=prob.lengths, provenance=many).describe()
+    assert "provenance: k0=0" in text and text.endswith(", ...") and "\n" not in text

@@ -92,6 +92,9 @@ def test_a_padded_problem_certifies_and_checks(files, tmp_path, capsys) -> None:
     d, good = files
     out = tmp_path / "cert.json"
     assert main(["certify", str(d / "padded.npz"), "--p", "2", "--digits", "20", "-o", str(out)]) == 0
+    assert f"problem: {good.describe()}" in capsys.readouterr().out
     assert main(["verify", str(d / "padded.npz"), str(out)]) == 0
     assert main(["check", str(d / "padded.npz"), "--p", "2"]) in (0, 2)
-    capsys.readouterr()
+    assert f"problem: {good.describe()}" in capsys.readouterr().out         # check shows it too
+    assert main(["certify", str(d / "other.npz"), "--p", "2", "--digits", "10"]) == 0
+    assert "problem:" not in capsys.readouterr().out            # a full-length problem prints as before

@@ -67,8 +67,9 @@ def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[s
 
 def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
                      inputs: dict[str, str | os.PathLike | None] | None = None) -> Path:
-    """Validate a run directory before any work: not a file, empty unless ``overwrite``, writable
-    parent, neither one of ``inputs`` nor containing one (`check_outside`).
+    """Validate a run directory before any work: not a file, empty unless ``overwrite`` (and then a
+    run directory: it holds a summary.json), writable parent, neither one of ``inputs`` nor containing
+    one (`check_outside`).
 
     Raises:
         MdcertError: with one line naming the option, the path and the fix.
@@ -79,8 +80,12 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
     check_outside(out, inputs or {}, option=option)
     if out.exists() and not out.is_dir():
         raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}")
+    if out.is_dir() and any(out.iterdir()):
+        if not overwrite:
+            raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}")
+        if not (out / "summary.json").is_file():  # never replace a directory of the user's files
+            raise MdcertError(f"{option} {str(out)!r} is not an mdcert run directory (it has no summary.json); "
+                              f"--overwrite replaces only run directories - choose another {option}")
     _check_parent(out, option)
     return out
 

@@ -182,6 +182,12 @@ def run(args: argparse.Namespace) -> int:
     timings = {}
     alpha = args.alpha
     if args.init is not None:
+        from experiments.resources import check_memory
+
+        # the float64 path, then its exact integer logits and ball evaluations (Python objects)
+        check_memory((args.steps + 1) * (problem.d ** 2 + problem.n * problem.T) * 300,
+                     what=f"a checked path of {args.steps} steps (d={problem.d}, n={problem.n}, T={problem.T})",
+                     fix="reduce --steps")
         W0 = _load_init(args.init, problem.d)
         if not np.any(W0):
             raise MdcertError("--init is the zero matrix; its direction is undefined - give a nonzero W0")

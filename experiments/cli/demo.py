@@ -7,6 +7,7 @@ Each stage runs the same code path as its own command (``synth``, ``certify``, `
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -55,10 +56,14 @@ def run(args: argparse.Namespace) -> int:
     from certify.exact import parse_p
     from experiments.outputs import check_output_dir, check_seed
 
+    from experiments.paths.config import check_float_p
+
     start = time.perf_counter()
-    parse_p(args.p, name="--p")
+    check_float_p(parse_p(args.p, name="--p"), str(args.p))  # the demo trains a float64 path at this p
     check_seed(args.seed)
     if args.out is not None:
+        if not str(args.out).strip():
+            raise MdcertError("-o is empty; give a new directory name")
         if Path(args.out).exists():
             raise MdcertError(f"output directory {args.out!r} already exists; choose a new one")
         check_output_dir(args.out, option="-o", overwrite=False)
@@ -92,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
                     "-o", str(out / "paths")])
             _stage("6. figures", ["plot", str(out / "paths")])
         except RuntimeError as exc:
-            print(f"mdcert demo: {exc}" + ("" if tmp is not None else f"; removed the partial {str(out)!r}"))
+            print(f"mdcert demo: {exc}" + ("" if tmp is not None else f"; removed the partial {str(out)!r}"),
+                  file=sys.stderr)
             return 1
         print(f"\ndemo finished in {time.perf_counter() - start:.1f} s"
               + (f"; outputs in {out}" if tmp is None else " (outputs were temporary; use -o DIR to keep them)"))

@@ -84,8 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _one_line(exc: BaseException) -> str:
     """The first line of an exception's message, with an actionable form for OS and memory errors."""
     if isinstance(exc, OSError) and exc.strerror:
-        where = f" {exc.filename!r}" if exc.filename is not None else ""
-        return f"{exc.strerror}:{where}; check the path and its permissions"
+        where = f": {exc.filename!r}" if exc.filename is not None else " while reading an input"
+        return f"{exc.strerror}{where}; check the path and its permissions"
     text = str(exc).strip()
     msg = text.splitlines()[0] if text else type(exc).__name__
     if isinstance(exc, MemoryError):

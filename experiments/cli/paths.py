@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                   option="-o")
     inputs = resolve_inputs(args)                         # loads the files; fills in trials, n, T, d, inits
     cfg = parse_config(args)
-    check_output_dir(out, option="-o", overwrite=args.overwrite)
+    check_output_dir(args.out, option="-o", overwrite=args.overwrite)
     t_start = time.perf_counter()
 
     from experiments.paths.engine import resolve_device, run_paths

@@ -29,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
             raise MdcertError(f"invalid {name}: {getattr(args, name)}; at most 1e7 (the problem must fit in memory)")
     if args.min_T is not None and not 2 <= args.min_T <= args.T:
         raise MdcertError(f"invalid --min-T {args.min_T}; give 2 <= MIN_T <= T (T = {args.T})")
+    from experiments.resources import check_memory
+
+    check_memory(8 * 4 * args.n * args.T * args.d, what=f"a problem of n={args.n}, T={args.T}, d={args.d}",
+                 fix="reduce --n, --T or --d")
     check_output_file(args.output, option="-o", suffixes=(".npz", ".json"))
     problem = synthetic_problem(n=args.n, T=args.T, d=args.d, seed=args.seed, min_T=args.min_T)
     path = problem.save(args.output)

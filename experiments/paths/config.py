@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 
 from certify.errors import MdcertError
+from experiments.resources import check_memory
 
 __all__ = ["parse_config", "MAX_STEPS", "P_GAP_RANGE", "check_float_p"]
 
@@ -93,6 +94,11 @@ def parse_config(args: argparse.Namespace) -> dict:
     dev = str(args.device).strip().lower()
     if dev not in ("auto", "cpu", "cuda") and not (dev.startswith("cuda:") and dev[5:].isdigit()):
         raise MdcertError(f"unknown device {args.device!r}; use auto, cpu, cuda or cuda:N")
+    B = args.trials * args.inits * len(ps) * len(lrs)
+    n, T, d = args.n, args.T, args.d
+    check_memory(8 * (4 * args.trials * n * T * d + B * (args.records * (d * d + n + 2) + 6 * n * T + 8 * d * d)),
+                 what=f"{B} trajectories of {args.trials} datasets (n={n}, T={T}, d={d}, {args.records} records)",
+                 fix="reduce --trials, --inits, --records or the sizes --n, --T, --d")
     workers = args.workers
     if workers is None:
         workers = 2 if (os.cpu_count() or 1) >= 2 else 0

@@ -130,6 +130,7 @@ def norm_line(fit: dict | None) -> str:
     if "error" in fit:
         return f"norm: not fitted ({fit['error']})"
     ci = interval_text(fit["ci"])
+    fit = {k: (float("nan") if v is None and k in ("coefficient", "r2", "other_r2") else v) for k, v in fit.items()}
     if fit["law"] == "power":
         exp = "" if fit["expected"] is None else f", 1/(p-1) = {fit['expected']:.3g}"
         bound = "" if fit["bound_ratio_max"] is None else f", <= {fit['bound_ratio_max']:.3g} x the dual-step bound"

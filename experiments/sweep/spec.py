@@ -112,6 +112,8 @@ def _parse(text: str, suffix: str, name: str) -> object:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise MdcertError(f"SPEC {name} is not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib recurses once per nested array or table
+            raise MdcertError(f"SPEC {name} is nested too deeply") from None
     import yaml
 
     try:

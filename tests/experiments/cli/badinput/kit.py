@@ -210,6 +210,7 @@ def check_case(argv: list[str], match: str, *, files: Path, out_dir: Path, capsy
     assert len(lines) == 1, err
     assert "Traceback" not in err and "internal error" not in err, err
     assert lines[0].startswith(prefix or f"mdcert {argv[0]}: error: "), err
+    assert "error: " in lines[0] or lines[0].startswith("NOT verified: "), err
     assert re.search(match, lines[0]), (match, lines[0])
     assert listing(out_dir) == set(), "a failed command left output behind"
     assert digest(files) == before, "a failed command changed an input or wrote next to it"

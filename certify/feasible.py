@@ -101,9 +101,14 @@ def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarr
         if nullity == 1:
             cands = [basis[:, 0]]
         else:
-            Bf = basis.astype(np.float64)
+            # columns scaled by exact powers of two into float range (a basis of data from 5e-324 to 1
+            # has integers beyond 2**1024); only a candidate: it is re-checked exactly below
+            shifts = [max(0, max(abs(int(x)) for x in basis[:, j]).bit_length() - 60) for j in range(nullity)]
+            Bf = np.array([[float(int(basis[i, j]) >> shifts[j]) for j in range(nullity)] for i in range(k)])
             c, *_ = np.linalg.lstsq(Bf, lam_float[support], rcond=None)
-            fr = [Fraction(float(x)).limit_denominator(10**12) for x in c]
+            if not np.all(np.isfinite(c)):
+                continue
+            fr = [Fraction(float(x)).limit_denominator(10**12) / 2 ** s for x, s in zip(c, shifts)]
             den = math.lcm(*[f.denominator for f in fr])
             coef = np.array([f.numerator * (den // f.denominator) for f in fr], dtype=object)
             cands = [basis.dot(coef)]

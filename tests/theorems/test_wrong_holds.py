@@ -204,6 +204,10 @@ PINNED_PROBLEMS = [
     # a weakly active row: tight at the optimum with a zero multiplier
     (AttentionProblem(np.array([[[1.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]]), np.array([1.0, 1.0]),
                       np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([1.0, 1.0])), [0, 0]),
+    # found by the slow hunt: tokens 1, 5e-324 and -2 make a Gordan basis with integers beyond 2**1024
+    # (certify/feasible.py converted it to float: OverflowError)
+    (AttentionProblem(np.array([[[1.0], [0.0]], [[5e-324], [0.0]], [[-2.0], [0.0]]]), -np.ones(3), np.zeros((3, 1)),
+                      np.zeros(1)), [0, 0, 0]),
 ]
 
 

@@ -127,7 +127,7 @@ def row_factors(cs: ConstraintSystem) -> RowFactors:
             rank = np.empty(cs.N, dtype=np.int64)
             rank[order] = np.arange(cs.N) - np.repeat(np.cumsum(counts) - counts, counts)
             slot = local * k + rank
-            if np.array_equal(slot, np.arange(cs.N)):
+            if cs.N == n * k and np.array_equal(slot, np.arange(cs.N)):  # only the last examples short: padded
                 padded, slot = left.reshape(n, k, cs.d), None
             else:
                 padded = np.zeros((n * k, cs.d))

@@ -41,3 +41,16 @@ def test_padding_has_no_row_and_a_padded_layout():
     assert rf.padded.shape == (5, 5, 4)
     full = row_factors(synthetic_problem(n=4, T=5, d=3).attention_constraints("opt"))
     assert full.slot is None and np.shares_memory(full.padded, full.left)  # no copy without padding
+
+
+def test_only_the_last_example_short():
+    """Rows 0..N-1 in slot order but fewer than n*k of them (a real-data problem: one short review last)."""
+    base = synthetic_problem(n=3, T=5, d=3, seed=2)
+    lengths = np.array([5, 5, 3])
+    pr = AttentionProblem(base.X * (np.arange(5)[None, :, None] < lengths[:, None, None]), base.y, base.z, base.v,
+                          lengths=lengths)
+    cs = pr.attention_constraints("opt")
+    rf = row_factors(cs)
+    assert rf.padded.shape == (3, 4, 3) and rf.slot is not None
+    w = np.random.default_rng(0).standard_normal(cs.m)
+    assert np.allclose(rf.matvec(w), cs.rows() @ w, rtol=1e-13, atol=1e-14)

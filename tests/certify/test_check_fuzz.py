@@ -224,7 +224,7 @@ def mutate(draw, data: dict):
     elif kind == "identity":
         key = draw(st.sampled_from(["p", "alpha", "svm", "status", "d", "exact_kkt"]))
         d[key] = {"p": draw(st.sampled_from(["3/2", "7/4", "2/1", "3/1", "11/10", "1/1", "2"])),
-                  "alpha": [0] * len(d.get("alpha") or [0]),
+                  "alpha": [0] * (len(d["alpha"]) if isinstance(d.get("alpha"), list) and d["alpha"] else 1),
                   "svm": draw(st.sampled_from(["attention", "decoder"])),
                   "status": draw(st.sampled_from(["optimal", "infeasible", "no_verified_result"])),
                   "d": draw(st.integers(0, 12)), "exact_kkt": draw(st.booleans())}[key]

@@ -36,7 +36,8 @@ class OutputTerms(NamedTuple):
 
     Attributes:
         a: attention weights; f: outputs ``[..., n]``; D: ``h_t - h_m``; delta: ``f - h_m`` ``[..., n, 1]``;
-        r: ``s - max s`` (``<= 0``, 0 at the top token); top: one-hot of the top token m; Z: ``sum e^r``.
+        r: ``s - max s`` (``<= 0``, 0 at the top token); top: one-hot of the top token m (None when not
+        asked for); Z: ``sum e^r``.
     """
 
     a: torch.Tensor
@@ -53,18 +54,22 @@ def mask_logits(s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return s if mask is None else s.masked_fill(~mask, -math.inf)
 
 
-def output_terms(s: torch.Tensor, h: torch.Tensor, arange: torch.Tensor | None = None) -> OutputTerms:
+def output_terms(s: torch.Tensor, h: torch.Tensor, arange: torch.Tensor | None = None, *,
+                 with_top: bool = True) -> OutputTerms:
     """Saturation-safe softmax output of logits ``s`` and token values ``h`` (same shape ``[..., n, T]``).
 
     Args:
         s: logits, ``-inf`` at padding (at least two finite entries per example).
         h: token values ``v^T x_it``.
         arange: optional precomputed ``arange(T)`` on the device of ``s``.
+        with_top: also form the one-hot ``top`` (None otherwise; the autograd route does not need it).
     """
     T = s.shape[-1]
     smax, m = s.max(dim=-1, keepdim=True)
     r = s - smax                                                    # <= 0, exactly 0 at the top token m
-    top = (torch.arange(T, device=s.device) if arange is None else arange) == m   # one-hot of m
+    top = None
+    if with_top:
+        top = (torch.arange(T, device=s.device) if arange is None else arange) == m   # one-hot of m
     e = torch.exp(r)                                                # stable: the top token has e = 1
     Z = e.sum(dim=-1, keepdim=True)
     a = e / Z
@@ -80,22 +85,19 @@ def output_dlogits(terms: OutputTerms) -> torch.Tensor:
 
 
 class AttentionOutput(torch.autograd.Function):
-    """``f = AttentionOutput.apply(s, h)``: `output_terms` forward, `output_dlogits` backward."""
+    """``f = AttentionOutput.apply(s, h)``: `output_terms` forward, `output_dlogits` backward (first
+    derivatives only: a second backward raises instead of silently ignoring the saved terms' dependence
+    on ``s``)."""
 
     @staticmethod
-    def forward(s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        t = output_terms(s, h)
-        return t.f, t.a, t.D, t.delta
-
-    @staticmethod
-    def setup_context(ctx, inputs, output) -> None:  # type: ignore[override]
-        _, a, D, delta = output
-        ctx.save_for_backward(a, D, delta)
-        ctx.mark_non_differentiable(a, D, delta)
+    def forward(ctx, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        t = output_terms(s, h, with_top=False)
+        ctx.save_for_backward(t.a, t.D, t.delta)
+        return t.f
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, gf, _ga, _gD, _gdelta):  # type: ignore[override]
+    def backward(ctx, gf: torch.Tensor):  # type: ignore[override]
         a, D, delta = ctx.saved_tensors
         g = gf.unsqueeze(-1)
         ds = output_dlogits(OutputTerms(a, None, D, delta, None, None, None)).mul_(g)  # type: ignore[arg-type]
@@ -106,4 +108,4 @@ def attention_output(s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     """Differentiable ``f = sum_t softmax_t(s) h_t`` ``[..., n]`` (``s`` and ``h`` are broadcast together)."""
     if h.shape != s.shape:
         s, h = torch.broadcast_tensors(s, h)
-    return AttentionOutput.apply(s, h)[0]
+    return AttentionOutput.apply(s, h)

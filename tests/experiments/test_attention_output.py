@@ -77,7 +77,7 @@ def test_gradient_matches_autograd_of_the_plain_formula_when_not_saturated():
     g = torch.Generator().manual_seed(0)
     s = torch.randn(3, 4, 6, dtype=torch.float64, generator=g, requires_grad=True)
     h = torch.randn(3, 4, 6, dtype=torch.float64, generator=g, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, b: AttentionOutput.apply(a, b)[0], (s, h))
+    assert torch.autograd.gradcheck(AttentionOutput.apply, (s, h))
     w = torch.randn(3, 4, dtype=torch.float64, generator=g)
     (attention_output(s, h) * w).sum().backward()
     gs, gh = s.grad.clone(), h.grad.clone()
@@ -122,3 +122,11 @@ def test_issue_reproduction_3000_steps(p):
     assert np.abs(_unit(model) - _unit(engine)).max() < 1e-14
     ref = _unit(mp_md_path(PROBLEM, W0, p=p, lr=0.1, steps=3000))
     assert np.abs(_unit(model) - ref).max() < 1e-13 and np.abs(_unit(engine) - ref).max() < 1e-13
+
+
+def test_second_derivatives_are_refused_not_wrong():
+    s = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
+    h = torch.randn(2, 4, dtype=torch.float64)
+    (g,) = torch.autograd.grad(attention_output(s, h).sum(), s, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad|trying to differentiate"):
+        torch.autograd.grad(g.sum(), s)

@@ -221,7 +221,8 @@ def parse_loss(loss: Any):
         expr = loss.xreplace({s: u for s in loss.free_symbols if getattr(s, "name", None) == "u"})
         floats = expr.atoms(sp.Float)
         if floats:  # binary floats are exact rationals: reason about the value that was given
-            expr = expr.xreplace({f: sp.Rational(*Fraction(float(f)).as_integer_ratio()) for f in floats})
+            expr = expr.xreplace({f: sp.Rational(f) for f in floats})
+            check_expr_bounds(expr, loss)
     else:
         if not isinstance(loss, str) or not loss.strip():
             raise MdcertError(f"invalid loss {loss!r}; give a name ({', '.join(NAMED_LOSSES)}) or an expression in u")

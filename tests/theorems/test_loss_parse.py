@@ -65,3 +65,10 @@ def test_bounds_on_api_expressions():
 def test_symbol_named_u_is_the_real_variable():
     expr, u = parse_loss(-sp.Symbol("u"))
     assert expr == -u and u.is_real
+
+
+def test_api_floats_become_exact_rationals_within_the_bounds():
+    expr, u = parse_loss(sp.Float("1e400") * sp.exp(-sp.Symbol("u")))
+    assert not expr.atoms(sp.Float) and expr.has(sp.exp)
+    with pytest.raises(MdcertError, match="number too large"):
+        parse_loss(sp.Float("1e99999") * sp.Symbol("u"))

@@ -30,7 +30,9 @@ SCALES = [1.0, 0.5, 3.0, 2.0 ** -500, 2.0 ** 500, 2.0 ** -1000]
 
 
 def _settings(default: int, slow: int):
-    return [settings(max_examples=default, deadline=None, suppress_health_check=list(HealthCheck)),
+    """The default run is derandomized (the same cases every time: it runs in everyone's landing suite);
+    the slow run explores new ones."""
+    return [settings(max_examples=default, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True),
             settings(max_examples=slow, deadline=None, suppress_health_check=list(HealthCheck))]
 
 
@@ -232,7 +234,7 @@ def test_the_oracle_catches_a_wrong_holds(monkeypatch) -> None:
 
 @pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
 def test_token_predicates_never_contradict_the_exact_truth(config) -> None:
-    @_settings(150, 3000)[config]
+    @_settings(100, 3000)[config]
     @given(degenerate_problems())
     def run(case):
         _token_predicates(*case)
@@ -288,7 +290,7 @@ def loss_cases(draw):
 
 @pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
 def test_loss_admissible_never_contradicts_the_closed_form(config) -> None:
-    @_settings(60, 600)[config]
+    @_settings(40, 600)[config]
     @given(loss_cases())
     @example(("-u + sin(u)", True))           # l' = cos u - 1 <= 0 with isolated zeros
     @example(("-u + 2*sin(u)", False))

@@ -59,6 +59,15 @@ def _start(tmp_path):
     return proc, kids
 
 
+def _assert_gone(kids: set[int], seconds: float = 5) -> None:
+    """Every child ends within a few seconds (multiprocessing's resource tracker exits once the
+    pipes of all its clients are closed)."""
+    deadline = time.monotonic() + seconds
+    while _alive(kids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(kids), f"processes outlived the command: {_alive(kids)}"
+
+
 def _read_all(proc, seconds: float) -> tuple[bytes, bytes, float]:
     t0 = time.monotonic()
     try:
@@ -76,10 +85,7 @@ def test_sigkill_kills_the_workers_and_closes_the_output(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     out, err, waited = _read_all(proc, 10)
     assert proc.returncode == -signal.SIGKILL and waited < 10
-    deadline = time.monotonic() + 5
-    while _alive(kids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(kids), f"processes outlived the killed command: {_alive(kids)}"
+    _assert_gone(kids)
     assert not (tmp_path / "run").exists()
 
 
@@ -89,5 +95,5 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     out, err, waited = _read_all(proc, 20)
     assert proc.returncode == 130, err
     assert err.decode().strip() == "mdcert paths: interrupted"
-    assert not _alive(kids)
+    _assert_gone(kids)
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # no run directory, no temporary left behind

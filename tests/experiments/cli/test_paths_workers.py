@@ -15,8 +15,9 @@ import pytest
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 
-#: certification at 400 digits keeps both workers busy for several seconds while the paths train
-ARGS = ["paths", "--trials", "4", "--steps", "3000", "--digits", "400", "--workers", "2", "--progress", "off"]
+#: certification at 1000 digits keeps both workers busy for seconds, and 10^6 steps keep the command
+#: training for minutes even on a quiet machine (the tests stop it after about two seconds)
+ARGS = ["paths", "--trials", "4", "--steps", "1000000", "--digits", "1000", "--workers", "2", "--progress", "off"]
 
 
 def _ppid(pid: int) -> int | None:

@@ -160,7 +160,8 @@ SYNTH = JobKind(
 
 PATHS = JobKind(
     name="paths", command="paths",
-    params=(Param("p", ParamType.TEXT, "--p", check=check_p_list),
+    params=(Param("problem", ParamType.FILE, None),     # one problem file a job (the command takes several)
+            Param("p", ParamType.TEXT, "--p", check=check_p_list),
             Param("steps", ParamType.TEXT, "--steps"),
             Param("lr", ParamType.TEXT, "--lr"),
             Param("trials", ParamType.INT, "--trials", check=_int_range("trials", 1, 10 ** 6)),

@@ -34,6 +34,9 @@ def test_paths_argv_is_accepted_by_the_paths_command() -> None:
     assert argv[-2:] == ["-o", "/r/run"]
     args = build_parser()[0].parse_args(argv)
     assert (args.p, args.trials, args.normalize, args.no_certify, args.seed) == ("1.75,2", 2, True, True, 3)
+    on_file = get_kind("paths").argv({"problem": "/d/a.npz", "p": "2", "lr": "0.1"}, "/r")
+    assert on_file[:2] == ["paths", "/d/a.npz"]                        # problems x p x lr x inits
+    assert build_parser()[0].parse_args(on_file).problems == ["/d/a.npz"]
 
 
 @pytest.mark.slow

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "regpath": ("experiments.cli.regpath", "regularization paths (Theorems 6 and 31)"),
     "plot": ("experiments.cli.plot", "figures for a run directory written by paths or regpath"),
     "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
+    "study": ("experiments.cli.study", "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning"),
     "data": ("experiments.cli.data", "attention problems from real data (text, digits), offline, with provenance"),
 }
 

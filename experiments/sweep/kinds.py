@@ -120,6 +120,7 @@ KINDS: dict[str, str] = {
     "check": "experiments.sweep.commands:CHECK",
     "synth": "experiments.sweep.commands:SYNTH",
     "paths": "experiments.sweep.commands:PATHS",
+    "study": "experiments.sweep.study_kind:STUDY",
 }
 
 _LOADED: dict[str, JobKind] = {}

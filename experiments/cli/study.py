@@ -1,0 +1,77 @@
+"""``mdcert study KIND -o DIR``: the paper's transformer experiments (sentiment encoder, small ViT),
+offline, with step sizes tuned on validation, several seeds, intervals, causal token tests and pruning
+(docs/theory.md section 6.5; the directory: docs/formats.md).
+
+Kinds come from the registry `experiments.studies.kinds.KINDS`. Resumable: rerunning into the same
+DIR reuses every finished run (keyed by its configuration) and redoes only what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "the paper's transformer studies (sentiment, vision): tuned optimizers, seeds, intervals, causal tests, pruning"
+
+__all__ = ["HELP", "configure", "run"]
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from experiments.studies.kinds import get_kind, kind_names
+
+    sub = parser.add_subparsers(dest="kind", metavar="KIND", parser_class=type(parser))
+    for name in kind_names():
+        kind = get_kind(name)
+        p = sub.add_parser(name, help=kind.help, description=kind.help)
+        kind.configure(p)
+        p.add_argument("-o", "--out", required=True, metavar="DIR",
+                       help="study directory (created; rerunning into it reuses finished runs)")
+        p.add_argument("--seeds", type=int, default=None, help="final seeds per optimizer (default 5; --quick 2)")
+        p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                       help="auto (CUDA when available), cpu or cuda")
+        p.add_argument("--quick", action="store_true", help="a small, fast version of the study (a smoke run)")
+        p.add_argument("--lr", type=float, default=None,
+                       help="skip tuning: train every optimizer with this step size (one point of a sweep grid)")
+        p.add_argument("--seed-start", type=int, default=0, help="final seeds are SEED_START .. SEED_START+SEEDS-1 (default 0)")
+        p.add_argument("--threads", type=int, default=1,
+                       help="torch intra-op threads (default 1: fastest for these small models on a busy CPU)")
+        p.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
+                       help="progress bars with ETA on stderr (auto: only on a terminal)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from certify.errors import MdcertError
+
+    if not getattr(args, "kind", None):
+        from experiments.studies.kinds import kind_names
+
+        raise MdcertError(f"give a study: mdcert study {{{','.join(kind_names())}}} -o DIR")
+    if args.seeds is None:
+        args.seeds = 2 if args.quick else 5
+    if not 1 <= args.seeds <= 1000:
+        raise MdcertError(f"--seeds {args.seeds}: give a number between 1 and 1000")
+    if args.lr is not None and not (args.lr > 0 and args.lr < float("inf")):
+        raise MdcertError(f"--lr {args.lr}: give a positive finite step size")
+    if not 0 <= args.seed_start <= 2 ** 31:
+        raise MdcertError(f"--seed-start {args.seed_start}: give an integer between 0 and 2147483648")
+    if not 1 <= args.threads <= 1024:
+        raise MdcertError(f"--threads {args.threads}: give a number between 1 and 1024")
+    from experiments.studies.kinds import get_kind
+    from experiments.studies.runner import open_study
+    from experiments.studies.train import resolve_device, set_determinism
+
+    kind = get_kind(args.kind)
+    device = resolve_device(args.device)
+    set_determinism(args.threads)
+    kind_setup = getattr(sys.modules[kind.run.__module__], "build_setups", None)
+    if kind_setup is not None:      # validate every option (and load the data) before the directory is made
+        kind_setup(args)
+    options = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "progress", "command")}
+    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    ctx = open_study(args.out, kind=args.kind, options=options, device=device, progress=progress is not False)
+    summary = kind.run(args, ctx)
+    print(f"study {args.kind}: {ctx.trained} run(s) trained in {ctx.seconds:.1f} s, {ctx.reused} reused; "
+          f"report {ctx.root / 'report.md'}")
+    for line in summary.get("headline", []):
+        print(line)
+    return 0

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     progress = {"auto": None, "on": True, "off": False}[args.progress]
     ctx = open_study(args.out, kind=args.kind, options=options, device=device, progress=progress is not False)
     summary = kind.run(args, ctx)
-    print(f"study {args.kind}: {ctx.trained} run(s) trained in {ctx.seconds:.1f} s, {ctx.reused} reused; "
+    print(f"study {args.kind}: {ctx.trained} run(s) trained in {ctx.seconds:.1f} s ({ctx.cpu_seconds:.1f} s CPU), "
+          f"{ctx.reused} reused; "
           f"report {ctx.root / 'report.md'}")
     for line in summary.get("headline", []):
         print(line)

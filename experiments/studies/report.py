@@ -134,7 +134,8 @@ def write_report(ctx, study: str, setups, results: dict) -> dict:
 
     sizes = [summarize(s, results[s.size]) for s in setups]
     summary = {"study": study, "sizes": sizes, "interval": "95% Student-t interval over seeds; differences paired by seed",
-               "runs_trained_now": ctx.trained, "runs_reused": ctx.reused, "train_seconds_now": ctx.seconds}
+               "runs_trained_now": ctx.trained, "runs_reused": ctx.reused, "train_seconds_now": ctx.seconds,
+               "train_cpu_seconds_now": ctx.cpu_seconds}
     summary["figures"] = write_figures(ctx.root, study, sizes)
     summary["headline"] = _headline(sizes)
     ctx.write("summary.json", dumps(summary))

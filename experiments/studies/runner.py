@@ -70,6 +70,7 @@ class StudyContext:
     reused: int = 0
     keys: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
     def record_path(self, key: str) -> Path:
         return self.root / RUNS / f"{key}.json"
@@ -90,13 +91,15 @@ class StudyContext:
         if found is not None and found.get("config") == _clean(config):
             self.reused += 1
             return found
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         result = work(config)
-        seconds = time.perf_counter() - t0
-        record = {"key": key, "label": label, "config": config, "seconds": seconds, "result": result}
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        record = {"key": key, "label": label, "config": config, "seconds": seconds, "cpu_seconds": cpu,
+                  "load": os.getloadavg()[0], "result": result}
         write_text_atomic(self.record_path(key), dumps(record))
         self.trained += 1
         self.seconds += seconds
+        self.cpu_seconds += cpu
         return json.loads(dumps(record))
 
     def bar(self, total: int, desc: str, *, leave: bool = True):

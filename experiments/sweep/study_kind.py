@@ -75,5 +75,5 @@ STUDY = JobKind(
             Param("quick", ParamType.BOOL, "--quick"),
             Param("device", ParamType.TEXT, "--device", choices=("auto", "cpu", "cuda"))),
     output_flag="-o", output_name="study", ok_codes=frozenset({0}), verdict=study_verdict,
-    verdicts=("beat", "no difference shown", "worse", "done"), extra_argv=("--progress", "off"),
+    verdicts=("beat", "no difference shown", "worse", "no interval (fewer than 2 seeds)", "done"), extra_argv=("--progress", "off"),
     preload=("numpy", "torch", "experiments.studies.protocol"))

@@ -9,7 +9,7 @@ DIR reuses every finished run (keyed by its configuration) and redoes only what 
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 
 HELP = "the paper's transformer studies (sentiment, vision): tuned optimizers, seeds, intervals, causal tests, pruning"
 
@@ -34,9 +34,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="skip tuning: train every optimizer with this step size (one point of a sweep grid)")
         p.add_argument("--seed-start", type=int, default=0, help="final seeds are SEED_START .. SEED_START+SEEDS-1 (default 0)")
         p.add_argument("--threads", type=int, default=1,
-                       help="torch intra-op threads (default 1: fastest for these small models on a busy CPU)")
+                       help="torch intra-op threads per process (default 1: fastest for these small models on a busy CPU)")
+        p.add_argument("--workers", type=int, default=None,
+                       help="processes running independent runs at once (default: 2 on a CPU with 2 or more cores, 1 on CUDA)")
         p.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                        help="progress bars with ETA on stderr (auto: only on a terminal)")
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,14 +71,16 @@ def run(args: argparse.Namespace) -> int:
 
     kind = get_kind(args.kind)
     device = resolve_device(args.device)
+    workers = args.workers if args.workers is not None else (1 if device.type == "cuda" else min(2, _cpus()))
+    if not 1 <= workers <= 256:
+        raise MdcertError(f"--workers {args.workers}: give a number of processes between 1 and 256")
     set_determinism(args.threads)
-    kind_setup = getattr(sys.modules[kind.run.__module__], "build_setups", None)
-    if kind_setup is not None:      # validate every option (and load the data) before the directory is made
-        kind_setup(args)
+    kind.setups(args)           # validate every option (and load the data) before the directory is made
     options = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "progress", "command")}
     progress = {"auto": None, "on": True, "off": False}[args.progress]
-    ctx = open_study(args.out, kind=args.kind, options=options, device=device, progress=progress is not False)
-    summary = kind.run(args, ctx)
+    ctx = open_study(args.out, kind=args.kind, options=options, device=device, progress=progress is not False,
+                     args=args, workers=workers, threads=args.threads)
+    summary = kind.execute(args, ctx)
     print(f"study {args.kind}: {ctx.trained} run(s) trained in {ctx.seconds:.1f} s ({ctx.cpu_seconds:.1f} s CPU), "
           f"{ctx.reused} reused; "
           f"report {ctx.root / 'report.md'}")

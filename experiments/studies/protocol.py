@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["Setup", "run_protocol"]
+__all__ = ["Setup", "run_protocol", "work"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,71 +71,92 @@ def _steps(setup: Setup) -> int:
     return setup.epochs * math.ceil(len(setup.train) / setup.batch)
 
 
-def _train(setup: Setup, spec, lr: float, seed: int, ctx, bar):
+class _NoBar:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+
+def _no_bar(total: int, desc: str, *, leave: bool = True) -> _NoBar:
+    return _NoBar()
+
+
+def _train(setup: Setup, spec, lr: float, seed: int, device, bar):
     from experiments.studies.train import train_model
 
     model = setup.build(seed)
     curves = train_model(model, setup.task, setup.train, spec=spec, lr=lr, epochs=setup.epochs, batch=setup.batch,
-                         seed=seed, device=ctx.device, val=(setup.task, setup.val), on_step=bar.update)
+                         seed=seed, device=device, val=(setup.task, setup.val), on_step=bar.update)
     return model, curves
 
 
 def run_protocol(setup: Setup, ctx) -> dict:
     """Tune, train and analyse; returns ``{"tuning": {opt: [records]}, "lr": {opt: lr}, "final": {opt: [records]}}``."""
+    from experiments.studies.runner import Unit
+
     out: dict = {"tuning": {}, "lr": {}, "final": {}, "edge": {}}
     base = {"study": setup.study, "size": setup.size, **setup.config}
-    n_tune = 0 if setup.fixed_lr is not None else sum(len(setup.grids[s.key]) for s in setup.specs)
+    tag = f"{setup.study} size {setup.size}"
+
+    def unit(phase, spec, lr, seed, cfg):
+        where = (setup.study, setup.size, phase, spec.key, lr, seed)
+        label = f"{phase} {spec.label} " + (f"lr={lr:g}" if phase == "tune" else f"seed {seed}")
+        return Unit(cfg, label, lambda: work(setup, phase, spec, lr, seed, ctx.device, ctx.bar), where)
+
     if setup.fixed_lr is not None:
         for spec in setup.specs:
             out["tuning"][spec.key], out["lr"][spec.key], out["edge"][spec.key] = [], setup.fixed_lr, False
-    with ctx.bar(n_tune, f"{setup.study} size {setup.size}: tuning") as runs:
-        for spec in (setup.specs if setup.fixed_lr is None else ()):
-            recs = []
-            for lr in setup.grids[spec.key]:
-                cfg = {**base, "phase": "tune", "optimizer": spec.key, "p": spec.p, "lr": lr, "seed": 0}
-                recs.append(ctx.run_unit(cfg, lambda c, spec=spec, lr=lr: _tune_work(setup, spec, lr, ctx),
-                                         label=f"tune {spec.label} lr={lr:g}"))
-                runs.update(1)
-            scores = [(-1.0 if r["result"]["diverged"] else (r["result"]["val_acc"] or -1.0)) for r in recs]
+    else:
+        units = [unit("tune", spec, lr, 0, {**base, "phase": "tune", "optimizer": spec.key, "p": spec.p, "lr": lr,
+                                             "seed": 0})
+                 for spec in setup.specs for lr in setup.grids[spec.key]]
+        recs = iter(ctx.run_units(units, f"{tag}: tuning"))
+        for spec in setup.specs:
+            mine = [next(recs) for _ in setup.grids[spec.key]]
+            scores = [(-1.0 if r["result"]["diverged"] else (r["result"]["val_acc"] or -1.0)) for r in mine]
             best = int(np.argmax(scores))
-            out["tuning"][spec.key] = recs
+            out["tuning"][spec.key] = mine
             out["lr"][spec.key] = setup.grids[spec.key][best]
             out["edge"][spec.key] = best in (0, len(scores) - 1)
-    with ctx.bar(len(setup.specs) * setup.seeds, f"{setup.study} size {setup.size}: final runs") as runs:
-        for spec in setup.specs:
-            lr = out["lr"][spec.key]
-            recs = []
-            for seed in range(setup.seed_start, setup.seed_start + setup.seeds):
-                cfg = {**base, "phase": "final", "optimizer": spec.key, "p": spec.p, "lr": lr, "seed": seed,
-                       "finetune_steps": setup.finetune_steps, "sparsities": list(setup.sparsities),
-                       "causal": setup.causal}
-                recs.append(ctx.run_unit(cfg, lambda c, spec=spec, lr=lr, seed=seed: _final_work(setup, spec, lr, seed, ctx),
-                                         label=f"final {spec.label} seed {seed}"))
-                runs.update(1)
-            out["final"][spec.key] = recs
+    seeds = range(setup.seed_start, setup.seed_start + setup.seeds)
+    units = [unit("final", spec, out["lr"][spec.key], seed,
+                  {**base, "phase": "final", "optimizer": spec.key, "p": spec.p, "lr": out["lr"][spec.key], "seed": seed,
+                   "finetune_steps": setup.finetune_steps, "sparsities": list(setup.sparsities), "causal": setup.causal})
+             for spec in setup.specs for seed in seeds]
+    recs = iter(ctx.run_units(units, f"{tag}: final runs"))
+    for spec in setup.specs:
+        out["final"][spec.key] = [next(recs) for _ in seeds]
     return out
 
 
-def _tune_work(setup: Setup, spec, lr: float, ctx) -> dict:
-    with ctx.bar(_steps(setup), f"  {spec.label} lr={lr:g}", leave=False) as bar:
-        _, curves = _train(setup, spec, lr, 0, ctx, bar)
-    return {"val_acc": curves.val_acc[-1] if curves.val_acc else None, "curves": curves.as_dict(),
-            "diverged": curves.diverged}
+def work(setup: Setup, phase: str, spec, lr: float, seed: int, device, bar=_no_bar) -> dict:
+    """The result of one run: a tuning run (``phase == "tune"``) or a final run with its analyses."""
+    if phase == "tune":
+        with bar(_steps(setup), f"  {spec.label} lr={lr:g}", leave=False) as b:
+            _, curves = _train(setup, spec, lr, seed, device, b)
+        return {"val_acc": curves.val_acc[-1] if curves.val_acc else None, "curves": curves.as_dict(),
+                "diverged": curves.diverged}
+    return _final_work(setup, spec, lr, seed, device, bar)
 
 
-def _final_work(setup: Setup, spec, lr: float, seed: int, ctx) -> dict:
+def _final_work(setup: Setup, spec, lr: float, seed: int, device, bar) -> dict:
     from experiments.studies.prune import PruneSetting, prune_and_measure
     from experiments.studies.train import evaluate
     from experiments.studies.weights import histogram, threshold_counts
 
     total = _steps(setup) + setup.finetune_steps * len(setup.prune_sets) * len(setup.sparsities)
-    with ctx.bar(total, f"  {spec.label} seed {seed}", leave=False) as bar:
-        model, curves = _train(setup, spec, lr, seed, ctx, bar)
+    with bar(total, f"  {spec.label} seed {seed}", leave=False) as b:
+        model, curves = _train(setup, spec, lr, seed, device, b)
         res: dict = {"curves": curves.as_dict(), "diverged": curves.diverged}
         if curves.diverged:
             res["test_acc"] = None
             return res
-        res["test_acc"] = evaluate(model, setup.task, setup.test, device=ctx.device)
+        res["test_acc"] = evaluate(model, setup.task, setup.test, device=device)
         res["val_acc"] = curves.val_acc[-1] if curves.val_acc else None
         att = setup.attention(model)
         res["weights"] = {"threshold": threshold_counts(att), "histogram": histogram(att),
@@ -143,11 +164,11 @@ def _final_work(setup: Setup, spec, lr: float, seed: int, ctx) -> dict:
         if setup.causal:
             from experiments.studies.causal import causal_test
 
-            res["causal"] = causal_test(model, setup.task, setup.test, seed=seed, device=ctx.device)
+            res["causal"] = causal_test(model, setup.task, setup.test, seed=seed, device=device)
         if setup.sparsities:
             res["prune"] = prune_and_measure(model, sets=setup.prune_sets, sparsities=setup.sparsities,
                                              task=setup.task, train_idx=setup.train, test_idx=setup.test,
                                              setting=PruneSetting(spec, lr, setup.batch, seed, setup.finetune_steps),
-                                             device=ctx.device, time_idx=setup.test[:setup.time_limit],
-                                             on_step=bar.update)
+                                             device=device, time_idx=setup.test[:setup.time_limit],
+                                             on_step=b.update)
     return res

@@ -21,13 +21,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from certify.errors import MdcertError
 
 from experiments.outputs import write_text_atomic
 
-__all__ = ["FORMAT", "run_key", "StudyContext", "open_study", "dumps"]
+__all__ = ["FORMAT", "run_key", "Unit", "StudyContext", "open_study", "dumps", "worker_init", "remote_unit"]
 
 FORMAT = "mdcert-study-1"
 META = "study.json"
@@ -58,14 +58,28 @@ def run_key(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One run: its configuration (the key), a label, the in-process work, and ``where`` (what a
+    worker process needs to rebuild it: study, size, phase, optimizer key, step size, seed)."""
+
+    config: dict
+    label: str
+    local: Callable[[], dict]
+    where: tuple
+
+
 @dataclass
 class StudyContext:
-    """What a study kind runs with: its directory, device, progress and the run store."""
+    """What a study kind runs with: its directory, device, progress, worker processes and the run store."""
 
     root: Path
     kind: str
     device: object
     progress: bool = True
+    args: object = None
+    workers: int = 1
+    threads: int = 1
     trained: int = 0
     reused: int = 0
     keys: list[str] = field(default_factory=list)
@@ -93,14 +107,58 @@ class StudyContext:
             return found
         t0, c0 = time.perf_counter(), time.process_time()
         result = work(config)
-        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-        record = {"key": key, "label": label, "config": config, "seconds": seconds, "cpu_seconds": cpu,
+        unit = Unit(config, label, lambda: result, ())
+        return self._store(unit, key, result, time.perf_counter() - t0, time.process_time() - c0)
+
+    def _store(self, unit: Unit, key: str, result: dict, seconds: float, cpu: float) -> dict:
+        record = {"key": key, "label": unit.label, "config": unit.config, "seconds": seconds, "cpu_seconds": cpu,
                   "load": os.getloadavg()[0], "result": result}
         write_text_atomic(self.record_path(key), dumps(record))
         self.trained += 1
         self.seconds += seconds
         self.cpu_seconds += cpu
         return json.loads(dumps(record))
+
+    def run_units(self, units: Sequence[Unit], desc: str) -> list[dict]:
+        """The records of ``units`` in order: finished ones read, the others run, in ``workers``
+        processes when there are several (each record is the same as in-process: a run depends only
+        on its configuration and the thread count)."""
+        records: list = [None] * len(units)
+        pending = []
+        for i, u in enumerate(units):
+            key = run_key(u.config)
+            self.keys.append(key)
+            found = self.load(key)
+            if found is not None and found.get("config") == _clean(u.config):
+                records[i] = found
+                self.reused += 1
+            else:
+                pending.append((i, key))
+        with self.bar(len(units), desc) as bar:
+            bar.update(len(units) - len(pending))
+            if self.workers <= 1 or len(pending) <= 1:
+                for i, key in pending:
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    result = units[i].local()
+                    records[i] = self._store(units[i], key, result, time.perf_counter() - t0, time.process_time() - c0)
+                    bar.update(1)
+                return records
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            ex = ProcessPoolExecutor(max_workers=min(self.workers, len(pending)),
+                                     mp_context=multiprocessing.get_context("spawn"), initializer=worker_init,
+                                     initargs=(os.getpid(), self.threads))
+            try:
+                futures = {ex.submit(remote_unit, self.kind, self.args, units[i].where): (i, key) for i, key in pending}
+                for f in as_completed(futures):
+                    i, key = futures[f]
+                    result, seconds, cpu = f.result()
+                    records[i] = self._store(units[i], key, result, seconds, cpu)
+                    bar.update(1)
+            finally:
+                ex.shutdown(wait=True, cancel_futures=True)
+        return records
 
     def bar(self, total: int, desc: str, *, leave: bool = True):
         """A tqdm bar on stderr with ETA (disabled when stderr is not a terminal or progress is off)."""
@@ -113,7 +171,39 @@ class StudyContext:
         return write_text_atomic(self.root / name, text)
 
 
-def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool = True) -> StudyContext:
+def worker_init(parent_pid: int, threads: int) -> None:
+    """Initializer of a worker process: die with the parent, deterministic kernels, ``threads`` threads."""
+    from certify.process import die_with_parent
+    from experiments.studies.train import set_determinism
+
+    die_with_parent(parent_pid)
+    set_determinism(threads)
+
+
+_SETUPS: dict = {}
+
+
+def remote_unit(kind: str, args, where: tuple) -> tuple[dict, float, float]:
+    """Run one unit in a worker: rebuild the kind's setups from ``args`` (once per process), then
+    `experiments.studies.protocol.work`; returns ``(result, seconds, cpu_seconds)``."""
+    from experiments.studies.kinds import get_kind
+    from experiments.studies.protocol import work
+    from experiments.studies.train import resolve_device
+
+    study, size, phase, key, lr, seed = where
+    cache = (kind, repr(sorted(vars(args).items())))
+    if cache not in _SETUPS:
+        _SETUPS.clear()
+        _SETUPS[cache] = {s.size: s for s in get_kind(kind).setups(args)}
+    setup = _SETUPS[cache][size]
+    spec = next(s for s in setup.specs if s.key == key)
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = work(setup, phase, spec, lr, seed, resolve_device(args.device))
+    return result, time.perf_counter() - t0, time.process_time() - c0
+
+
+def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool = True,
+               args=None, workers: int = 1, threads: int = 1) -> StudyContext:
     """Create or reopen the study directory ``root`` for ``kind``; refuse anything else there.
 
     Raises:
@@ -139,4 +229,4 @@ def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, pro
         check_output_dir(out, option="-o", overwrite=False)
     (out / RUNS).mkdir(parents=True, exist_ok=True)
     write_text_atomic(meta, dumps({"format": FORMAT, "kind": kind, "options": options, "status": "running"}))
-    return StudyContext(out, kind, device, progress)
+    return StudyContext(out, kind, device, progress, args, workers, threads)

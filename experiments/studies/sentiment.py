@@ -19,7 +19,7 @@ from certify.errors import MdcertError
 
 from experiments.studies.kinds import StudyKind
 
-__all__ = ["STUDY", "GRIDS", "QUICK_GRIDS", "load_sentiment", "configure", "run"]
+__all__ = ["STUDY", "GRIDS", "QUICK_GRIDS", "load_sentiment", "configure", "build_setups"]
 
 #: step-size grids, three values per optimizer (same size for all), log-spaced by 2-3, placed from pilot runs
 #: (4,000 reviews, 2-6 epochs, seed 0): p = 1.1 diverged at 1, p = 2 at 1, p = 3 overshot at 0.01
@@ -131,13 +131,4 @@ def _setup(size, specs, width, max_len, dropout, epochs, batch, ft, train_limit,
                  fixed_lr=fixed_lr, seed_start=seed_start)
 
 
-def run(args, ctx) -> dict:
-    from experiments.studies.protocol import run_protocol
-    from experiments.studies.report import write_report
-
-    setups = build_setups(args)
-    results = {s.size: run_protocol(s, ctx) for s in setups}
-    return write_report(ctx, "sentiment", setups, results)
-
-
-STUDY = StudyKind("sentiment", "the paper's sentiment encoder on the offline Rotten Tomatoes corpus", configure, run)
+STUDY = StudyKind("sentiment", "the paper's sentiment encoder on the offline Rotten Tomatoes corpus", configure, build_setups)

@@ -1,4 +1,4 @@
-"""The registry of study kinds of ``mdcert study`` (docs/theory.md section 6.5).
+"""The registry of study kinds of ``mdcert study``, and the option parsers they share (docs/theory.md section 6.5).
 
 A `StudyKind` adds its own options to its sub-parser and runs with a `experiments.studies.runner.StudyContext`
 (the run store, device, progress, worker processes). `KINDS` maps a kind's name to ``"module:ATTRIBUTE"`` and is
@@ -14,7 +14,7 @@ from typing import Callable
 
 from certify.errors import MdcertError
 
-__all__ = ["StudyKind", "KINDS", "get_kind", "kind_names", "run_setups"]
+__all__ = ["StudyKind", "KINDS", "get_kind", "kind_names", "run_setups", "parse_sizes", "parse_optimizers"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +80,32 @@ def get_kind(name: str) -> StudyKind:
             raise TypeError(f"registry entry {KINDS[name]!r} is not the StudyKind {name!r}")
         _LOADED[name] = kind
     return _LOADED[name]
+
+def parse_sizes(text: str, *, allowed: tuple[int, ...]) -> list[int]:
+    """``"3,4,6"`` -> ``[3, 4, 6]``; each must be one of ``allowed``; no repeats."""
+    parts = [s.strip() for s in str(text).split(",")]
+    if not parts or any(not s.isdigit() for s in parts):
+        raise MdcertError(f"--size {text!r}: give sizes like 3 or 3,4,6")
+    sizes = [int(s) for s in parts]
+    bad = [s for s in sizes if s not in allowed]
+    if bad:
+        raise MdcertError(f"--size {bad[0]}: use one of {', '.join(map(str, allowed))}")
+    if len(set(sizes)) != len(sizes):
+        raise MdcertError(f"--size {text!r} repeats a size")
+    return sizes
+
+
+def parse_optimizers(text: str, grids: dict) -> list:
+    """``"1.1,2,3,adam"`` -> `OptimizerSpec` list; each needs a step-size grid in ``grids``; GD (p = 2) first
+    is not required, but the paired differences of the report need it in the list."""
+    from experiments.studies.train import parse_optimizer
+
+    specs = [parse_optimizer(s) for s in str(text).split(",")]
+    keys = [s.key for s in specs]
+    if len(set(keys)) != len(keys):
+        raise MdcertError(f"--optimizers {text!r} repeats an optimizer")
+    for s in specs:
+        if s.key not in grids:
+            known = ", ".join(k[1:] if k.startswith("p") else k for k in grids)
+            raise MdcertError(f"--optimizers: no step-size grid for {s.label}; use {known}")
+    return specs

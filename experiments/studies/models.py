@@ -2,7 +2,7 @@
 
 Both are stacks of pre-norm blocks ``x + Attn(LN x)``, ``x + FFN(LN x)`` whose attention has separate
 query, key, value and output matrices (``nn.Linear``, named ``q``, ``k``, ``v``, ``o``), so that the
-weight counts and pruning of `experiments.studies.weights` and `experiments.studies.prune` can name
+weight counts and pruning of `experiments.studies.prune` can name
 each attention matrix. Attention is written out (``softmax(Q K^T / sqrt(d_h) + mask)``) so the
 last block's attention can be returned for the causal tests of `experiments.studies.causal`.
 
@@ -131,12 +131,19 @@ class Encoder(nn.Module):
         return self.ln(x), attn
 
 
-def _init_linear(module: nn.Module, gen: torch.Generator) -> None:
+def _init_linear(module: nn.Module, gen: torch.Generator, std: float | None = INIT_STD) -> None:
+    """Linear weights N(0, std^2) and zero biases; ``std=None``: torch's default initialization,
+    drawn from ``gen`` (kaiming-uniform weights, uniform biases)."""
     for m in module.modules():
         if isinstance(m, nn.Linear):
             with torch.no_grad():
-                m.weight.normal_(0.0, INIT_STD, generator=gen)
-                m.bias.zero_()
+                if std is None:
+                    bound = 1.0 / math.sqrt(m.in_features)
+                    m.weight.uniform_(-bound, bound, generator=gen)
+                    m.bias.uniform_(-bound, bound, generator=gen)
+                else:
+                    m.weight.normal_(0.0, std, generator=gen)
+                    m.bias.zero_()
 
 
 class TextClassifier(nn.Module):
@@ -180,10 +187,11 @@ class TextClassifier(nn.Module):
 
 class VisionTransformer(nn.Module):
     """A small ViT: non-overlapping ``patch x patch`` patches, a linear patch embedding, a learned
-    class token and position embeddings, `Encoder`, a linear head on the class token."""
+    class token and position embeddings, `Encoder`, a linear head on the class token. ``init_std``:
+    the Linear weights' standard deviation, or None (the default) for torch's initialization."""
 
     def __init__(self, cfg: EncoderConfig, *, image: int, patch: int, channels: int = 1, classes: int = 10,
-                 seed: int = 0) -> None:
+                 seed: int = 0, init_std: float | None = None) -> None:
         super().__init__()
         if image % patch:
             raise ValueError(f"image size {image} is not a multiple of the patch {patch}")
@@ -198,7 +206,7 @@ class VisionTransformer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = Encoder(cfg)
         self.head = nn.Linear(cfg.width, classes)
-        _init_linear(self, gen)
+        _init_linear(self, gen, init_std)
 
     def patches(self, images: torch.Tensor) -> torch.Tensor:
         """(b, c, H, W) -> (b, patches, c * patch^2)."""

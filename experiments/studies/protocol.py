@@ -5,7 +5,7 @@ seed with it and analyse the trained models (docs/theory.md section 6.5).
    same number of values), seed 0, trained on the training split; the step size with the highest
    final validation accuracy is kept (ties: the first in the grid). A diverged run scores -1.
 2. Final runs: for each optimizer and seed ``0 .. seeds-1``, train with the kept step size, then
-   measure test accuracy, the weight counts and histograms (`experiments.studies.weights`), the
+   measure test accuracy, the weight counts and histograms (`experiments.studies.prune`), the
    pruning results (`experiments.studies.prune`) and, for text, the causal token tests
    (`experiments.studies.causal`). Seed ``s`` gives every optimizer the same initialization, batch
    order and dropout masks, so optimizers are paired by seed.
@@ -147,7 +147,7 @@ def work(setup: Setup, phase: str, spec, lr: float, seed: int, device, bar=_no_b
 def _final_work(setup: Setup, spec, lr: float, seed: int, device, bar) -> dict:
     from experiments.studies.prune import PruneSetting, prune_and_measure
     from experiments.studies.train import evaluate
-    from experiments.studies.weights import histogram, threshold_counts
+    from experiments.studies.prune import histogram, threshold_counts
 
     total = _steps(setup) + setup.finetune_steps * len(setup.prune_sets) * len(setup.sparsities)
     with bar(total, f"  {spec.label} seed {seed}", leave=False) as b:

@@ -1,5 +1,10 @@
-"""Actual pruning of trained models: magnitude masks, accuracy before and after a masked fine-tune,
-stored size in a sparse format and measured inference time (docs/theory.md section 6.5).
+"""Weight statistics and actual pruning of trained models (docs/theory.md section 6.5).
+
+Threshold counts and histograms: the paper counts attention entries with ``|w| >= 0.06`` and reads
+fewer such entries for p near 1 as sparser weights. A count describes the trained weights; it is not
+a pruning result. What removing the small entries does to accuracy, size and time is measured by
+the pruning below: magnitude masks, accuracy before and after a masked fine-tune, stored size in a
+sparse format and measured inference time.
 
 `magnitude_masks` zeroes the ``round(s * N)`` entries of smallest magnitude among the ``N`` entries of
 a set of matrices (one global threshold over the set; ties broken by position), so exactly that
@@ -26,10 +31,35 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["SPARSITIES", "magnitude_masks", "apply_masks", "zero_fraction", "csr_bytes", "model_bytes",
-           "SparseLinear", "sparsify_linears", "time_forward", "prune_and_measure"]
+__all__ = ["THRESHOLD", "HIST_EDGES", "threshold_counts", "histogram", "SPARSITIES", "magnitude_masks", "apply_masks",
+           "zero_fraction", "csr_bytes", "model_bytes", "SparseLinear", "sparsify_linears", "time_forward",
+           "PruneSetting", "prune_and_measure"]
 
 SPARSITIES = (0.5, 0.7, 0.9, 0.95)
+
+THRESHOLD = 0.06
+#: fixed histogram bins (so runs and optimizers are comparable); entries outside fall in the end bins
+HIST_EDGES = np.linspace(-0.3, 0.3, 61)
+
+
+def threshold_counts(matrices: dict[str, torch.Tensor], *, threshold: float = THRESHOLD) -> dict[str, dict]:
+    """Per matrix: ``{"count": #|w| >= threshold, "size": entries, "fraction": count / size}``, plus ``"all"``."""
+    out: dict[str, dict] = {}
+    total = size = 0
+    for name, w in matrices.items():
+        c = int((w.detach().abs() >= threshold).sum())
+        out[name] = {"count": c, "size": int(w.numel()), "fraction": c / w.numel()}
+        total, size = total + c, size + int(w.numel())
+    out["all"] = {"count": total, "size": size, "fraction": total / max(size, 1)}
+    return out
+
+
+def histogram(matrices: dict[str, torch.Tensor], *, edges: np.ndarray = HIST_EDGES) -> dict:
+    """Counts of all entries of ``matrices`` in ``edges`` (clipped into the end bins), and summary moments."""
+    w = torch.cat([m.detach().reshape(-1).double().cpu() for m in matrices.values()]).numpy()
+    counts, _ = np.histogram(np.clip(w, edges[0], edges[-1]), bins=edges)
+    return {"edges": edges.tolist(), "counts": counts.tolist(), "mean_abs": float(np.abs(w).mean()),
+            "max_abs": float(np.abs(w).max()), "size": int(w.size)}
 
 
 def magnitude_masks(matrices: dict[str, torch.Tensor], sparsity: float) -> dict[str, torch.Tensor]:
@@ -164,7 +194,7 @@ def prune_and_measure(model: nn.Module, *, sets: dict[str, callable], sparsities
                    "acc_pruned": evaluate(pruned, task, test_idx, device=device), **model_bytes(pruned, mats)}
             linears = {n for n, m in pruned.named_modules() if isinstance(m, nn.Linear) and
                        any(m.weight is w for w in mats.values())}
-            sparse_model = sparsify_linears(pruned.cpu() if device.type == "cpu" else pruned, linears)
+            sparse_model = sparsify_linears(pruned, linears)
             row["sparse_seconds"] = time_forward(sparse_model, task, time_idx, device=device, repeats=repeats)
             names = {id(w): n for n, w in pruned.named_parameters()}
             grad_mask = {names[id(w)]: masks[k] for k, w in mats.items()}

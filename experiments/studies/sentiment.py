@@ -83,7 +83,7 @@ def _int_option(value, default, name, lo, hi):
 
 def build_setups(args) -> list:
     """The `experiments.studies.protocol.Setup` of every requested size (options validated first)."""
-    from experiments.studies.common import parse_optimizers, parse_sizes
+    from experiments.studies.kinds import parse_optimizers, parse_sizes
 
     quick = bool(args.quick)
     sizes = parse_sizes(args.size, allowed=(1, 2, 3, 4, 6, 8, 12))

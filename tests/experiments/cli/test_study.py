@@ -14,7 +14,7 @@ import pytest
 from experiments.cli.main import main
 
 TINY = ["--optimizers", "1.1,2", "--seeds", "2", "--train-limit", "100", "--test-limit", "40", "--width", "3",
-        "--epochs", "1", "--finetune-steps", "1", "--progress", "off"]
+        "--epochs", "1", "--finetune-steps", "1", "--progress", "off", "--workers", "1"]
 
 
 def _results(root: Path) -> dict:
@@ -63,6 +63,12 @@ def test_deterministic_from_the_seed(tiny):
     assert _results(tiny / "a") == _results(tiny / "b")
 
 
+@pytest.mark.slow
+def test_worker_processes_give_the_same_records(tiny):
+    assert main(["study", "sentiment", "--quick", *TINY, "--workers", "2", "-o", str(tiny / "c")]) == 0
+    assert _results(tiny / "a") == _results(tiny / "c")
+
+
 @pytest.mark.parametrize("argv, pattern", [
     (["study"], r"give a study"),
     (["study", "sentiment"], r"required: -o"),
@@ -82,6 +88,10 @@ def test_deterministic_from_the_seed(tiny):
     (["study", "vision", "--width", "30", "-o", "X"], r"not a multiple of size 4"),
     (["study", "vision", "--device", "tpu", "-o", "X"], r"invalid choice: 'tpu'"),
     (["study", "sentiment", "--threads", "0", "-o", "X"], r"--threads 0"),
+    (["study", "sentiment", "--workers", "0", "-o", "X"], r"--workers 0"),
+    (["study", "sentiment", "--lr=-1", "-o", "X"], r"--lr -1.0: give a positive"),
+    (["study", "sentiment", "--lr", "nan", "-o", "X"], r"--lr nan: give a positive"),
+    (["study", "sentiment", "--seed-start=-5", "-o", "X"], r"--seed-start -5"),
 ])
 def test_bad_inputs_one_line_exit_1(argv, pattern, tmp_path, capsys):
     import re

@@ -66,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.threads <= 1024:
         raise MdcertError(f"--threads {args.threads}: give a number between 1 and 1024")
     from experiments.studies.kinds import get_kind
-    from experiments.studies.runner import open_study
+    from experiments.studies.runner import check_study_dir, open_study
     from experiments.studies.train import resolve_device, set_determinism
 
     kind = get_kind(args.kind)
+    check_study_dir(args.out, kind=args.kind)
     device = resolve_device(args.device)
     workers = args.workers if args.workers is not None else (1 if device.type == "cuda" else min(2, _cpus()))
     if not 1 <= workers <= 256:

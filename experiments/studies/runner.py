@@ -27,7 +27,7 @@ from certify.errors import MdcertError
 
 from experiments.outputs import write_text_atomic
 
-__all__ = ["FORMAT", "run_key", "Unit", "StudyContext", "open_study", "dumps", "worker_init", "remote_unit"]
+__all__ = ["FORMAT", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps", "worker_init", "remote_unit"]
 
 FORMAT = "mdcert-study-1"
 META = "study.json"
@@ -202,16 +202,17 @@ def remote_unit(kind: str, args, where: tuple) -> tuple[dict, float, float]:
     return result, time.perf_counter() - t0, time.process_time() - c0
 
 
-def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool = True,
-               args=None, workers: int = 1, threads: int = 1) -> StudyContext:
-    """Create or reopen the study directory ``root`` for ``kind``; refuse anything else there.
+def check_study_dir(root: str | os.PathLike, *, kind: str) -> Path:
+    """Refuse, before any work, an output that is empty, a file, unwritable, a non-empty directory
+    that is not a study, or a study of another kind; returns the path.
 
     Raises:
-        MdcertError: ``root`` is a file, an unwritable place, a non-empty directory that is not a
-            study, or a study of another kind.
+        MdcertError: one line naming -o and the fix.
     """
     from experiments.outputs import check_output_dir
 
+    if not str(root).strip():
+        raise MdcertError("-o is empty; give a study directory")
     out = Path(root)
     meta = out / META
     if out.is_dir() and any(out.iterdir()):
@@ -227,6 +228,13 @@ def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, pro
                               f"not {kind!r}; give another directory")
     else:
         check_output_dir(out, option="-o", overwrite=False)
+    return out
+
+
+def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool = True,
+               args=None, workers: int = 1, threads: int = 1) -> StudyContext:
+    """Create or reopen the study directory ``root`` for ``kind`` (`check_study_dir` first)."""
+    out = check_study_dir(root, kind=kind)
     (out / RUNS).mkdir(parents=True, exist_ok=True)
-    write_text_atomic(meta, dumps({"format": FORMAT, "kind": kind, "options": options, "status": "running"}))
+    write_text_atomic(out / META, dumps({"format": FORMAT, "kind": kind, "options": options, "status": "running"}))
     return StudyContext(out, kind, device, progress, args, workers, threads)

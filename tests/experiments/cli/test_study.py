@@ -1,4 +1,5 @@
-"""``mdcert study``: a tiny end-to-end study, determinism, resumability and bad inputs (experiments/cli/study.py)."""
+"""``mdcert study``: a tiny end-to-end study, determinism, resumability, refused directories (experiments/cli/study.py;
+the bad command lines: tests/experiments/cli/badinput/test_study.py)."""
 
 from __future__ import annotations
 
@@ -67,44 +68,6 @@ def test_deterministic_from_the_seed(tiny):
 def test_worker_processes_give_the_same_records(tiny):
     assert main(["study", "sentiment", "--quick", *TINY, "--workers", "2", "-o", str(tiny / "c")]) == 0
     assert _results(tiny / "a") == _results(tiny / "c")
-
-
-@pytest.mark.parametrize("argv, pattern", [
-    (["study"], r"give a study"),
-    (["study", "sentiment"], r"required: -o"),
-    (["study", "poetry", "-o", "X"], r"invalid choice: 'poetry'"),
-    (["study", "sentiment", "--size", "5", "-o", "X"], r"--size 5: use one of"),
-    (["study", "sentiment", "--size", "3,3", "-o", "X"], r"repeats a size"),
-    (["study", "sentiment", "--size", "three", "-o", "X"], r"give sizes like 3"),
-    (["study", "sentiment", "--optimizers", "1.1,sgd", "-o", "X"], r"unknown optimizer 'sgd'"),
-    (["study", "sentiment", "--optimizers", "1.7", "-o", "X"], r"no step-size grid for p=1.7"),
-    (["study", "sentiment", "--optimizers", "2,gd", "-o", "X"], r"repeats an optimizer"),
-    (["study", "sentiment", "--width", "50", "-o", "X"], r"not a multiple of size 3"),
-    (["study", "sentiment", "--seeds", "0", "-o", "X"], r"--seeds 0"),
-    (["study", "sentiment", "--epochs", "0", "-o", "X"], r"--epochs 0"),
-    (["study", "sentiment", "--dropout", "1.5", "-o", "X"], r"--dropout 1.5"),
-    (["study", "sentiment", "--max-len", "4", "-o", "X"], r"--max-len 4"),
-    (["study", "sentiment", "--train-limit", "3", "-o", "X"], r"--train-limit 3"),
-    (["study", "vision", "--width", "30", "-o", "X"], r"not a multiple of size 4"),
-    (["study", "vision", "--device", "tpu", "-o", "X"], r"invalid choice: 'tpu'"),
-    (["study", "sentiment", "--threads", "0", "-o", "X"], r"--threads 0"),
-    (["study", "sentiment", "--workers", "0", "-o", "X"], r"--workers 0"),
-    (["study", "sentiment", "--lr=-1", "-o", "X"], r"--lr -1.0: give a positive"),
-    (["study", "sentiment", "--lr", "nan", "-o", "X"], r"--lr nan: give a positive"),
-    (["study", "sentiment", "--seed-start=-5", "-o", "X"], r"--seed-start -5"),
-])
-def test_bad_inputs_one_line_exit_1(argv, pattern, tmp_path, capsys):
-    import re
-
-    argv = [str(tmp_path / "out") if a == "X" else a for a in argv]
-    try:
-        code = main(argv)
-    except SystemExit as exc:      # argparse's own errors exit through the parser
-        code = exc.code
-    assert code == 1
-    err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and re.search(pattern, err), err
-    assert "Traceback" not in err and not (tmp_path / "out").exists()
 
 
 def test_refuses_a_non_study_directory_and_another_kind(tiny, tmp_path, capsys):

@@ -31,8 +31,8 @@ def test_argv_is_the_single_command() -> None:
 
 
 def test_unknown_kind_lists_the_known_ones() -> None:
-    with pytest.raises(MdcertError, match="unknown sweep kind 'study'; use one of certify, check, synth, paths"):
-        get_kind("study")
+    with pytest.raises(MdcertError, match="unknown sweep kind 'poetry'; use one of certify, check, synth, paths, study"):
+        get_kind("poetry")
 
 
 def test_a_new_kind_is_one_module_and_one_registry_line(monkeypatch) -> None:

@@ -1,62 +1,91 @@
 #!/usr/bin/env bash
-# One prepared device check for the batched path engine on a CUDA machine (issue 6 "Must reach":
-# 300 trajectories x 10^6 steps in <= 60 s on one modern GPU). Run from the repository root:
-#   bash benchmarks/paths_gpu.sh            # total budget about 8 minutes
-# It (1) prints the device, (2) runs the CPU == CUDA test, (3) measures throughput of the paper's
-# 300-trajectory batch (100 trials x p = 1.75, 2, 3, normalized steps, lr 0.1, float64) on a short
-# horizon and extrapolates to 10^6 steps, and (4) runs the full 10^6 steps only if the projection
-# fits the time left. Everything it prints goes into benchmarks/README.md (paths section).
+# One prepared device check for the batched path engine: the paper's synthetic study at long horizons
+# (default 300 trajectories = 100 trials x p in {1.75, 2, 3}, normalized steps, lr 0.1, float64,
+# 10^6 steps, log-spaced records) on one CUDA device. Run from anywhere:
+#   bash benchmarks/paths_gpu.sh                              # total budget about 8 minutes on a GPU
+#   bash benchmarks/paths_gpu.sh --device cpu --trials 2 --steps 300 --short 50 --out /tmp/run   # CPU smoke
+# Steps: (1) the device; (2) the gpu-marked tests (CUDA only); (3) throughput of the whole batch on a
+# short horizon (--short steps), projected to --steps; (4) the full run through `mdcert paths` (training
+# on the device, certified SVMs on CPU workers) only when the projection fits --full-limit seconds,
+# then (5) the rate verdict at each horizon (benchmarks/paths_horizons.py). Everything it prints goes
+# into benchmarks/README.md (paths section), with the load average it prints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
-FULL_LIMIT_S=${FULL_LIMIT_S:-300}
+DEVICE=cuda TRIALS=100 STEPS=1000000 SHORT=20000 RECORDS=241 FULL_LIMIT=300 OUT=${TMPDIR:-/tmp}/mdcert_paths_gpu WORKERS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --device) DEVICE=$2; shift 2;; --trials) TRIALS=$2; shift 2;; --steps) STEPS=$2; shift 2;;
+    --short) SHORT=$2; shift 2;; --records) RECORDS=$2; shift 2;; --full-limit) FULL_LIMIT=$2; shift 2;;
+    --out) OUT=$2; shift 2;; --workers) WORKERS=(--workers "$2"); shift 2;;
+    *) echo "paths_gpu.sh: unknown option $1 (use --device --trials --steps --short --records --full-limit --out --workers)" >&2
+       exit 1;;
+  esac
+done
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-$PY - <<'EOF'
-import torch
+$PY - "$DEVICE" <<'EOF'
+import sys, torch
 print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
-if torch.cuda.is_available():
+if sys.argv[1].startswith("cuda"):
+    assert torch.cuda.is_available(), "no CUDA device"
     print("device:", torch.cuda.get_device_name(0))
 EOF
 
-timeout 240 $PY -m pytest tests/experiments/test_paths.py -m gpu -q -p no:cacheprovider || echo "gpu test FAILED or timed out"
+if [ "${DEVICE%%:*}" = cuda ]; then
+  timeout 240 $PY -m pytest -m gpu -q -p no:cacheprovider tests/experiments/paths tests/experiments/testing \
+    || echo "gpu tests FAILED or timed out"
+fi
 
-FULL_LIMIT_S=$FULL_LIMIT_S timeout 600 $PY - <<'EOF'
-import os, time
+PROJ=$($PY - "$DEVICE" "$TRIALS" "$SHORT" "$STEPS" <<'EOF'
+import sys, time
 import numpy as np
 import torch
 from certify import synthetic_problem
 from experiments.paths import run_paths
 
-assert torch.cuda.is_available(), "no CUDA device"
-trials = 100
+device, trials, short, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 problems = [synthetic_problem(seed=t) for t in range(trials)]
 W0 = torch.randn((trials, 10, 10), generator=torch.Generator().manual_seed(0), dtype=torch.float64).numpy()
 di = np.tile(np.arange(trials), 3)
 ps = ["1.75"] * trials + ["2"] * trials + ["3"] * trials
+B = 3 * trials
 
-def run(K, dtype="float64", group_by_p=None):
-    torch.cuda.synchronize()
+def run(K):
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
-    r = run_paths(problems, data_index=di, p=ps, lr=[0.1] * 300, steps=[K] * 300, W0=W0[di], normalize=True,
-                  device="cuda", dtype=dtype, records=64, progress=False, group_by_p=group_by_p)
-    torch.cuda.synchronize()
+    r = run_paths(problems, data_index=di, p=ps, lr=[0.1] * B, steps=[K] * B, W0=W0[di], normalize=True,
+                  device=device, records=64, spacing="log", progress=False)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
     return r, time.perf_counter() - t0
 
-run(200)                                         # warm-up (CUDA context, kernels)
-for K in (2000, 20000):
-    r, t = run(K)
-    print(f"300 trajectories x {K} steps: {t:.2f}s -> {K / t:.0f} steps/s, projected 10^6 steps: {1e6 / K * t:.0f}s"
-          f" (status {dict(zip(*np.unique(r.status, return_counts=True)))})")
-rg, tg = run(2000, group_by_p=True)
-print(f"one group per p (3 programs): 300 x 2000 steps {tg:.2f}s (vs one program with per-row exponents above)")
-r32, t32 = run(20000, "float32")
-print(f"float32: 300 x 20000 steps {t32:.2f}s -> projected 10^6: {1e6 / 20000 * t32:.0f}s")
-proj = 1e6 / 20000 * t
-limit = float(os.environ.get("FULL_LIMIT_S", "300"))
-if proj <= limit:
-    r, t = run(10**6)
-    print(f"MEASURED 300 trajectories x 10^6 steps: {t:.1f}s (target <= 60 s); status "
-          f"{dict(zip(*np.unique(r.status, return_counts=True)))}; notes {list(r.notes)}")
-else:
-    print(f"full 10^6-step run skipped: projected {proj:.0f}s exceeds FULL_LIMIT_S={limit:.0f}s")
+run(max(2, short // 100))                           # warm-up (CUDA context, kernels)
+r, t = run(short)
+proj = steps / short * t
+print(f"{B} trajectories x {short} steps on {device}: {t:.2f}s -> {short / t:.0f} steps/s, projected {steps} steps: "
+      f"{proj:.0f}s (status {dict(zip(*np.unique(r.status, return_counts=True)))})", file=sys.stderr)
+print(f"{proj:.3f}")
 EOF
+)
+if awk -v p="$PROJ" -v l="$FULL_LIMIT" 'BEGIN { exit !(p <= l) }'; then
+  T0=$(date +%s.%N)
+  $PY -m experiments.cli paths --trials "$TRIALS" --p 1.75,2,3 --steps "$STEPS" --lr 0.1 --normalize \
+    --device "$DEVICE" --records "$RECORDS" --spacing log --progress off --overwrite -o "$OUT" ${WORKERS[@]+"${WORKERS[@]}"}
+  T1=$(date +%s.%N)
+  $PY - "$OUT" "$T0" "$T1" <<'EOF'
+import json, sys
+s = json.loads(open(sys.argv[1] + "/summary.json").read())
+print(f"MEASURED {s['trajectories']} trajectories x {max(s['config']['steps'])} steps on {s['device']}: training "
+      f"{s['timings_s']['train']:.1f}s, whole run {float(sys.argv[3]) - float(sys.argv[2]):.1f}s; notes {s['float_limits']}")
+EOF
+  H=""
+  for h in 1000 10000 100000 1000000 10000000; do [ "$h" -le "$STEPS" ] && H="$H${H:+,}$h"; done
+  [ -n "$H" ] || H=$STEPS
+  $PY benchmarks/paths_horizons.py "$OUT" --horizons "$H" --json "$OUT/horizons.json"
+else
+  echo "full run skipped: projected ${PROJ}s exceeds --full-limit ${FULL_LIMIT}s"
+fi
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

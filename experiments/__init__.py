@@ -29,7 +29,7 @@ _EXPORTS: dict[str, str] = {
     "bregman": "experiments.optim.mirror",
     "lp_normalize": "experiments.optim.mirror",
     "dual_exponent": "experiments.optim.mirror",
-    "check_mirror_update": "experiments.testing.kit",
+    "check_mirror_update": "experiments.testing.check",
     "regularization_path": "experiments.regpath.fixed",
     "parse_radii": "experiments.regpath.grid",
     "joint_regularization_path": "experiments.regpath.joint",

@@ -6,12 +6,19 @@ from certify.lazy import lazy_exports
 
 #: public name -> defining module
 _EXPORTS: dict[str, str] = {
-    "PROPERTIES": "experiments.testing.kit",
-    "as_step_function": "experiments.testing.kit",
-    "attention_problems": "experiments.testing.kit",
-    "bounded_tensors": "experiments.testing.kit",
-    "check_mirror_update": "experiments.testing.kit",
-    "exponents": "experiments.testing.kit",
+    "PROPERTIES": "experiments.testing.check",
+    "REGIMES": "experiments.testing.strategies",
+    "Exponent": "experiments.testing.adapters",
+    "KitReport": "experiments.testing.report",
+    "KitUsageError": "experiments.testing.adapters",
+    "Outcome": "experiments.testing.report",
+    "attention_problems": "experiments.testing.strategies",
+    "bounded_tensors": "experiments.testing.strategies",
+    "check_mirror_update": "experiments.testing.check",
+    "exponents": "experiments.testing.strategies",
+    "make_adapter": "experiments.testing.adapters",
+    "regime_of": "experiments.testing.strategies",
+    "run_kit": "experiments.testing.check",
 }
 
 __all__ = sorted(_EXPORTS)

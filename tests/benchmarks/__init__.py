@@ -1,0 +1,1 @@
+"""Tests of the benchmark scripts (their code paths at tiny sizes)."""

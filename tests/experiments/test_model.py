@@ -22,7 +22,7 @@ from experiments.model import (
     model_output,
     problem_tensors,
 )
-from experiments.testing.kit import attention_problems
+from experiments.testing import attention_problems
 
 
 def naive_loss(problem, W, v):

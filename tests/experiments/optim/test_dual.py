@@ -14,7 +14,7 @@ import experiments.optim.kernels as kernels_mod
 from certify import lp
 from experiments import LpMirrorDescent
 from experiments.optim.optimizer import simple_update
-from experiments.testing.kit import check_mirror_update
+from experiments.testing import check_mirror_update
 
 
 def _opt(param, p="1.75", **kw):

@@ -1,0 +1,153 @@
+"""The property-test kit's entry points (docs/theory.md section 2): `run_kit` runs every property of an
+l_p mirror-descent update in every (p regime, dtype, device) cell and returns a `KitReport`;
+`check_mirror_update` does the same and raises ``AssertionError`` with the failing cells.
+
+Example (a step function; an optimizer class or factory works the same way):
+
+    >>> from experiments.testing import check_mirror_update
+    >>> check_mirror_update(lambda W, G, lr, p: my_step(W, G, lr, p))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+
+from certify import lp as ref
+from experiments.testing.adapters import Kind, KitUsageError, make_adapter
+from experiments.testing.groups import GROUPS
+from experiments.testing.properties import SINGLE, Context
+from experiments.testing.reference import Expectation
+from experiments.testing.report import CellResult, KitReport, Outcome
+from experiments.testing.strategies import REGIMES, exponents, p_text, regime_of
+
+__all__ = ["PROPERTIES", "DEFAULT_RTOL", "run_kit", "check_mirror_update"]
+
+PROPERTIES = tuple(SINGLE) + tuple(GROUPS)
+#: relative tolerance of the dual-space comparisons per dtype (about 80 ulps for float32)
+DEFAULT_RTOL = {torch.float64: 1e-9, torch.float32: 1e-5}
+
+
+def _skip_reason(prop: str, kind: Kind, regime: str, normalize: str | None) -> str | None:
+    if prop in ("param_groups", "grad_none", "closure") and kind is Kind.STEP:
+        return "needs an optimizer (a step function has no parameter groups or closure)"
+    if prop == "normalization" and normalize is None:
+        return "no normalized step declared (normalize='global' or 'per_tensor')"
+    if prop == "gradient_descent" and regime != "two":
+        return "only at p = 2"
+    return None
+
+
+def _devices(devices: Sequence[str]) -> list[torch.device]:
+    out = []
+    for name in devices:
+        dev = torch.device(name)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise KitUsageError(f"device {name!r} requested but CUDA is not available")
+        out.append(dev)
+    return out
+
+
+def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = "float",
+            properties: Sequence[str] = PROPERTIES, regimes: Sequence[str] = REGIMES,
+            dtypes: Sequence[torch.dtype] = (torch.float64, torch.float32), devices: Sequence[str] = ("cpu",),
+            normalize: str | None = None, norm: Any = "dual", max_examples: int = 25, rtol: float | None = None,
+            gd_bitwise: bool = False, mirror_map: Callable | None = None,
+            inverse_mirror_map: Callable | None = None, shrink: bool = True) -> KitReport:
+    """Run the docs/theory.md section 2 properties against ``update`` and report per p regime.
+
+    Args:
+        update: a step function ``(W, G, lr, p) -> W_new``, an Optimizer class taking ``lr=`` and ``p=``,
+            or a factory ``(params, lr, p) -> Optimizer`` (see `experiments.testing.adapters`).
+        kind: "auto" (guess from the signature), "step" or "optimizer".
+        p: test only this exponent (its regime); default: every regime of ``regimes``.
+        p_as: p reaches user code as a float ("float", an `Exponent` whose ``.exact`` is the Fraction)
+            or as the Fraction itself ("fraction").
+        properties: a subset of `PROPERTIES`; regimes: a subset of `experiments.testing.strategies.REGIMES`.
+        dtypes: float64 and/or float32; devices: "cpu" and/or "cuda".
+        normalize: the update's declared gradient normalization: None, "global" (one norm over all
+            tensors of a group) or "per_tensor"; norm: "dual" (``||G||_q``) or a number r (``||G||_r``).
+        max_examples: hypothesis examples per cell; rtol: dual-space tolerance (default per dtype).
+        gd_bitwise: at p = 2 require bitwise ``torch.add(W, G, alpha=-lr)``.
+        mirror_map, inverse_mirror_map: optional user maps ``(tensor, p) -> tensor`` to round-trip.
+        shrink: shrink each failure to a minimal counterexample (False: report the first one found,
+            faster).
+
+    Raises:
+        KitUsageError: the update cannot be called as given (the message names ``kind=``), unknown
+            options, or CUDA requested without CUDA.
+    """
+    unknown = set(properties) - set(PROPERTIES)
+    if unknown:
+        raise KitUsageError(f"unknown properties {sorted(unknown)}; choose from {PROPERTIES}")
+    if normalize not in (None, "global", "per_tensor"):
+        raise KitUsageError(f"normalize must be None, 'global' or 'per_tensor', got {normalize!r}")
+    if norm != "dual" and not (isinstance(norm, (int, float)) and norm >= 1):
+        raise KitUsageError(f"norm must be 'dual' or a number >= 1, got {norm!r}")
+    bad_dt = [d for d in dtypes if d not in DEFAULT_RTOL]
+    if bad_dt:
+        raise KitUsageError(f"dtypes must be torch.float64 and/or torch.float32, got {bad_dt}")
+    adapter = make_adapter(update, kind=kind, p_as=p_as)
+    devs = _devices(devices)
+    if p is not None:
+        exact = ref.exponents_of(p).exact
+        regimes, fixed = [regime_of(exact)], st.just(exact)
+    else:
+        bad_r = set(regimes) - set(REGIMES)
+        if bad_r:
+            raise KitUsageError(f"unknown regimes {sorted(bad_r)}; choose from {REGIMES}")
+        fixed = None
+    # no "explain" phase: it re-runs the failing case hundreds of times and adds little here
+    cfg = settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
+                   phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target) + ((Phase.shrink,) if shrink else ()),
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                          HealthCheck.data_too_large])
+    builders = {**SINGLE, **GROUPS}
+    results = []
+    for prop in properties:
+        for regime in regimes:
+            skip = _skip_reason(prop, adapter.kind, regime, normalize)
+            for dev in devs:
+                for dt in dtypes:
+                    name = str(dt).replace("torch.", "")
+                    if skip:
+                        results.append(CellResult(prop, regime, name, dev.type, Outcome.SKIPPED, skip))
+                        continue
+                    ctx = Context(adapter, dt, dev, Expectation(normalize, norm, rtol or DEFAULT_RTOL[dt]),
+                                  gd_bitwise, mirror_map, inverse_mirror_map)
+                    test = cfg(builders[prop](ctx, fixed if fixed is not None else exponents(regime=regime)))
+                    try:
+                        test()
+                    except AssertionError as exc:
+                        results.append(CellResult(prop, regime, name, dev.type, Outcome.FAILED,
+                                                  str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                        continue
+                    except Unsatisfiable:
+                        results.append(CellResult(prop, regime, name, dev.type, Outcome.SKIPPED,
+                                                  "no valid example in this regime"))
+                        continue
+                    results.append(CellResult(prop, regime, name, dev.type, Outcome.PASSED, "", max_examples))
+    opts = [f"p={p_text(p)}" if p is not None else f"regimes {', '.join(regimes)}",
+            "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes), "devices " + ", ".join(devices),
+            f"normalize={normalize!r}" + (f" by {'||G||_q' if norm == 'dual' else f'||G||_{norm}'}" if normalize else ""),
+            f"p passed as {p_as}", f"{max_examples} examples per cell"]
+    return KitReport(adapter.how(), "; ".join(opts), tuple(results))
+
+
+def check_mirror_update(update: Callable, **options) -> KitReport:
+    """`run_kit`, raising ``AssertionError`` with the failing cells (each regime's counterexample) if any.
+
+    Call it from a plain test function (not one decorated with ``@given``); it respects the active
+    hypothesis profile (e.g. the deterministic ``ci`` profile) apart from its own settings.
+
+    Returns:
+        The `KitReport` when every cell passes.
+    """
+    report = run_kit(update, **options)
+    if not report.ok:
+        raise AssertionError(report.format(failures_only=True))
+    return report

@@ -24,3 +24,10 @@ def test_first_lines_are_setup_with_demo_and_the_test_command() -> None:
 def test_python_example_runs() -> None:
     code = re.search(r"```python\n(.*?)```", README, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_property_kit_example_runs() -> None:
+    """The kit section's worked adapter example (README: Property-test kit) runs and its asserts hold."""
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if b.startswith("# property-test kit")]
+    assert len(blocks) == 1
+    exec(compile(blocks[0], "README.md", "exec"), {})

@@ -175,8 +175,9 @@ def make_gradient_descent(ctx: Context, ps):
                                           f"{float((new - gd).abs().max())} (lr={lr}, {ctx.dtype})")
         scale = np.abs(to_np(W)) + lr * np.abs(to_np(G)) / c
         bad = np.abs(to_np(new) - to_np(gd)) > ctx.expect.rtol * scale + 1e-300
-        assert not bad.any(), (f"p = 2 is not gradient descent: got {fmt(to_np(new)[bad])}, expected W - lr*G = "
-                               f"{fmt(to_np(gd)[bad])} (lr={lr}, {ctx.dtype})")
+        rule = "W - lr*G/||G||" if ctx.expect.normalize else "W - lr*G"
+        assert not bad.any(), (f"p = 2 is not gradient descent: got {fmt(to_np(new)[bad])}, expected {rule} = "
+                               f"{fmt(to_np(gd)[bad])} (G={fmt(to_np(G)[bad])}, lr={lr}, {ctx.dtype})")
 
     return gradient_descent
 
@@ -231,6 +232,9 @@ def make_descent(ctx: Context, ps):
         if lr is None:  # G = 0, or no lr >= 1e-18 is small enough: nothing to check here
             return
         new = run_step(ctx, W, G, lr, p, "descent")
+        assert bool(torch.isfinite(new).all()), (
+            f"descent fails: non-finite W+={fmt(to_np(new), 4)} for W={fmt(to_np(W), 4)}, G={fmt(g, 4)} at "
+            f"p={p_text(p)}, lr={lr:.3e}, {ctx.dtype}")
         dW = to_np(new) - to_np(W)
         change = float(np.dot(g.ravel(), dW.ravel()) + 0.5 * np.dot(dW.ravel(), dW.ravel()))
         tol = 16 * ctx.eps * float(np.sum(np.abs(g) * (np.abs(to_np(W)) + np.abs(to_np(new)))))

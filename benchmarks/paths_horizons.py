@@ -7,7 +7,7 @@ The reference SVM of each trajectory is the one of its final attention at the ru
 horizon H < K uses the direction the path converges to, not the SVM of its attention at step H).
 
 Usage: ``python benchmarks/paths_horizons.py RUN [--horizons 1e3,1e4,1e5,1e6] [--tail 0.01 | --start K]
-[--json OUT]``.
+[--average geometric|arithmetic] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments.paths.plots import load_run  # noqa: E402
-from experiments.paths.rates import bregman_floor, clean_json, interval_text, rates_by_horizon  # noqa: E402
+from experiments.paths.rates import bregman_floor, clean_json, rates_by_horizon  # noqa: E402
+from experiments.paths.text import interval_text  # noqa: E402
 
 
-def horizon_rows(run_dir: str | Path, horizons, *, tail: float = 0.01, start: int = 3, bootstrap: int = 1000) -> list:
+def horizon_rows(run_dir: str | Path, horizons, *, tail: float = 0.01, start: int = 3, bootstrap: int = 1000,
+                 average: str = "geometric") -> list:
     """One dict per (p, lr, horizon): verdict, state, exponents with intervals, held-out errors."""
     summary, arrays = load_run(run_dir)
     if "bregman" not in arrays:
@@ -40,7 +42,7 @@ def horizon_rows(run_dir: str | Path, horizons, *, tail: float = 0.01, start: in
         worst = float(np.nanmax(err)) if np.any(np.isfinite(err)) else None
         floor = bregman_floor(float(e["p"]), d * d, direction_error=worst)
         table = rates_by_horizon(steps[valid], arrays["bregman"][sel][:, valid], horizons, tail_fraction=tail,
-                                 start=start, floor=floor, bootstrap=bootstrap)
+                                 start=start, floor=floor, bootstrap=bootstrap, average=average)
         for H, fit in table.items():
             row = {"p": e["p_text"], "lr": e["lr"], "horizon": H, "trajectories": int(sel.size)}
             if isinstance(fit, str):
@@ -77,10 +79,12 @@ def main(argv=None) -> int:
     ap.add_argument("--tail", type=float, default=0.01, help="window k >= TAIL * H (default 0.01)")
     ap.add_argument("--start", type=int, default=3, help="and k >= START (a fixed start: --tail 0 --start 100)")
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--average", choices=["geometric", "arithmetic"], default="geometric")
     ap.add_argument("--json", default=None, help="also write the rows as JSON")
     args = ap.parse_args(argv)
     horizons = [int(float(h)) for h in args.horizons.split(",")]
-    rows = horizon_rows(args.run, horizons, tail=args.tail, start=args.start, bootstrap=args.bootstrap)
+    rows = horizon_rows(args.run, horizons, tail=args.tail, start=args.start, bootstrap=args.bootstrap,
+                        average=args.average)
     print(markdown(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(clean_json(rows), indent=1))

@@ -19,9 +19,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from certify.errors import MdcertError
-from experiments.paths.rates import bootstrap_means, clean_json, fit_line, interval_text, tail_mask
+from experiments.paths.rates import bootstrap_means, clean_json, fit_line, tail_mask
 
-__all__ = ["NormFit", "fit_norm_growth", "normalized_bound", "norm_line"]
+__all__ = ["NormFit", "fit_norm_growth", "normalized_bound"]
 
 
 @dataclass(frozen=True)
@@ -121,18 +121,3 @@ def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, normalized: bool, p
     return NormFit(law, "normalized" if normalized else "constant", float(c1[0]), ci, float(c0[0]),
                    _r2(Y, float(rmse[0])), _r2(other, float(rmse_o[0])), expected, ratio, int(k[0]), int(k.size),
                    int(sub.shape[0]), nboot, float(level))
-
-
-def norm_line(fit: dict | None) -> str:
-    """One line from a `NormFit` JSON dict: the fitted law of the step rule with its interval."""
-    if not fit:
-        return "norm: not measured"
-    if "error" in fit:
-        return f"norm: not fitted ({fit['error']})"
-    ci = interval_text(fit["ci"])
-    fit = {k: (float("nan") if v is None and k in ("coefficient", "r2", "other_r2") else v) for k, v in fit.items()}
-    if fit["law"] == "power":
-        exp = "" if fit["expected"] is None else f", 1/(p-1) = {fit['expected']:.3g}"
-        bound = "" if fit["bound_ratio_max"] is None else f", <= {fit['bound_ratio_max']:.3g} x the dual-step bound"
-        return f"||W||_p ~ k^{fit['coefficient']:.3g}{ci} (R^2 {fit['r2']:.3f}{exp}{bound})"
-    return f"||W||_p ~ {fit['coefficient']:.3g}{ci} log k + c (R^2 {fit['r2']:.3f}; power law R^2 {fit['other_r2']:.3f})"

@@ -158,10 +158,14 @@ def _rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label:
         ax.set_title(f"{label}: no finite curve", fontsize=9)
         return
     c = c[rows]
-    ax.plot(k, c.mean(axis=0), "k.", ms=3, label=f"mean over {c.shape[0]} trajectories")
+    geo = fit.get("average", "arithmetic") == "geometric"
+    name = "geometric mean" if geo else "mean"
+    ax.plot(k, np.exp(np.log(c).mean(axis=0)) if geo else c.mean(axis=0), "k.", ms=3,
+            label=f"{name} over {c.shape[0]} trajectories")
     if c.shape[0] > 1:
-        lo, hi = np.percentile(bootstrap_means(c, 400, np.random.default_rng(0)), [2.5, 97.5], axis=0)
-        ax.fill_between(k, lo, hi, color="0.6", alpha=0.35, lw=0, label="95% bootstrap band of the mean")
+        boot = bootstrap_means(np.log(c) if geo else c, 400, np.random.default_rng(0))
+        lo, hi = np.percentile(np.exp(boot) if geo else boot, [2.5, 97.5], axis=0)
+        ax.fill_between(k, lo, hi, color="0.6", alpha=0.35, lw=0, label=f"95% bootstrap band of the {name}")
     sel = fit.get("selection")
     if sel and "tail_from_step" in fit:
         split = sel["split_step"]

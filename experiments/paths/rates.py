@@ -1,7 +1,8 @@
 """Measured decay rates of training paths (docs/theory.md section 6; the paper's Theorems 10 and 11).
 
-Two laws are fitted to the mean over trajectories of a decay curve ``D(k)`` (the directional Bregman
-divergence), by least squares in log space:
+Two laws are fitted to the average over trajectories of a decay curve ``D(k)`` (the directional
+Bregman divergence; by default the geometric mean, exp of the mean of log D, the typical trajectory),
+by least squares in log space:
 
 - ``log``:   ``D(k) = C (log k)^(-a)``, the inverse-logarithmic family of Theorem 11 (its p < 2, p = 2
   and p > 2 forms differ in the exponent; ``a`` is fitted, a theoretical exponent can be passed as
@@ -29,8 +30,7 @@ import numpy as np
 from certify.errors import MdcertError
 
 __all__ = ["Verdict", "CurveState", "ModelFit", "Selection", "RateFit", "MODELS", "fit_line", "tail_mask",
-           "bootstrap_means", "bregman_floor", "fit_rates", "rates_by_horizon", "clean_json", "rate_line",
-           "interval_text"]
+           "bootstrap_means", "bregman_floor", "fit_rates", "rates_by_horizon", "clean_json"]
 
 MODELS = ("log", "power")
 #: late values within this factor of the floor count as "at the float floor"
@@ -112,6 +112,7 @@ class RateFit:
         bootstrap: resamples used; level: interval level; floor: the resolution floor used (or None);
         predicted: a theoretical exponent of the log law given by the caller, and whether it lies in
             the interval (None when not given).
+        average: the fitted curve, "geometric" (exp of the mean of log D) or "arithmetic" (mean of D).
     """
 
     fits: dict
@@ -126,6 +127,7 @@ class RateFit:
     level: float
     floor: float | None
     predicted: tuple | None = None
+    average: str = "geometric"
 
     @property
     def verdict(self) -> Verdict:
@@ -140,6 +142,7 @@ class RateFit:
                                                         "late_minus_early_ci": self.slopes[2]},
                            "tail_from_step": self.tail_from, "points": self.points, "trials": self.trials,
                            "bootstrap": self.bootstrap, "level": self.level, "floor": self.floor,
+                           "average": self.average,
                            "predicted_log_exponent": None if self.predicted is None else
                            {"value": self.predicted[0], "in_interval": self.predicted[1]},
                            **{name: asdict(f) for name, f in self.fits.items()}})
@@ -269,7 +272,7 @@ def _state(k, y, boots, level, floor, slope_ci) -> tuple[CurveState, str, tuple]
 def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.01, start: int = 3,
               holdout: float = 1 / 3,
               bootstrap: int = 1000, seed: int = 0, level: float = 0.95, min_ratio: float = 1.25,
-              floor: float | None = None, predicted: float | None = None) -> RateFit:
+              floor: float | None = None, predicted: float | None = None, average: str = "geometric") -> RateFit:
     """Fit both laws to the mean of ``curves`` on ``k >= tail_fraction * max k`` and choose between them.
 
     Args:
@@ -285,6 +288,9 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         min_ratio: the worse held-out error must be at least this multiple of the better one.
         floor: resolution floor of D (`bregman_floor`); None: no floor check.
         predicted: a theoretical exponent of the log law to report against its interval.
+        average: the curve fitted: "geometric" (default: exp of the mean of log D, the typical
+            trajectory) or "arithmetic" (the mean of D, what the paper plots; dominated by the slowest
+            trajectories, so one late transient of one trajectory shapes its tail).
 
     Raises:
         MdcertError: fewer than 3 usable points in each part, or no usable trajectory.
@@ -309,9 +315,14 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         raise MdcertError(f"need at least 3 fitted and 2 held-out tail points, got {int(early.sum())} and "
                           f"{int((~early).sum())}; record more points (--records) or widen the tail (--tail)")
     nt = good.shape[0]
-    y = np.log(good.mean(axis=0))
+    if average not in ("arithmetic", "geometric"):
+        raise MdcertError(f"average must be 'arithmetic' or 'geometric', got {average!r}")
+    geo = average == "geometric"
+    y = np.log(good).mean(axis=0) if geo else np.log(good.mean(axis=0))
     rng = np.random.default_rng(seed)
-    boots = np.log(bootstrap_means(good, bootstrap, rng)) if bootstrap > 0 and nt > 1 else None
+    boots = None
+    if bootstrap > 0 and nt > 1:
+        boots = bootstrap_means(np.log(good), bootstrap, rng) if geo else np.log(bootstrap_means(good, bootstrap, rng))
     fits = {}
     for m in MODELS:
         x = _x(m, k)
@@ -351,7 +362,7 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         ci = fits["log"].ci
         pred = (float(predicted), None if ci is None else bool(ci[0] <= predicted <= ci[1]))
     return RateFit(fits, sel, state, why, slopes, int(k[0]), int(k.size), int(nt),
-                   0 if boots is None else int(boots.shape[0]), float(level), floor, pred)
+                   0 if boots is None else int(boots.shape[0]), float(level), floor, pred, average)
 
 
 def rates_by_horizon(steps: np.ndarray, curves: np.ndarray, horizons, **options) -> dict:
@@ -370,18 +381,3 @@ def rates_by_horizon(steps: np.ndarray, curves: np.ndarray, horizons, **options)
             out[int(H)] = str(exc)
     return out
 
-
-def interval_text(ci) -> str:
-    """``[lo, hi]`` with 3 significant digits, or an empty string for None."""
-    return "" if not ci or ci[0] is None else f" [{ci[0]:.3g}, {ci[1]:.3g}]"
-
-
-def rate_line(fit: dict | None) -> str:
-    """One line from a `RateFit` JSON dict: the verdict, what decided it and both exponents."""
-    if not fit:
-        return "rate: not measured"
-    if "error" in fit:
-        return f"rate: not fitted ({fit['error']})"
-    lf, pf = fit["log"], fit["power"]
-    return (f"rate {fit['verdict']} ({fit['reason']}); (log k)^-a: a = {lf['exponent']:.3g}{interval_text(lf['ci'])}, "
-            f"k^-b: b = {pf['exponent']:.3g}{interval_text(pf['ci'])}")

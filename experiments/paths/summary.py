@@ -93,7 +93,8 @@ def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str,
         """fit_rates with the floor set by float64 resolution and the certificates' direction error."""
         worst = float(np.nanmax(direction_errors)) if np.any(np.isfinite(direction_errors)) else None
         floor = bregman_floor(float(p), d * d, direction_error=worst)
-        return lambda k, c: fit_rates(k, c, tail_fraction=args.tail, floor=floor)
+        return lambda k, c: fit_rates(k, c, tail_fraction=args.tail, floor=floor,
+                                      average=getattr(args, "average", "geometric"))
 
     steps_row = res.record_steps[sel[0]]
     entry = {"p": float(p), "p_exact": f"{p.numerator}/{p.denominator}", "p_text": p_text,

@@ -9,7 +9,7 @@ import torch
 
 from certify import MdcertError, synthetic_problem
 from experiments.paths.engine import run_paths
-from experiments.paths.growth import fit_norm_growth, norm_line, normalized_bound
+from experiments.paths.growth import fit_norm_growth, normalized_bound
 
 STEPS = np.concatenate([[0], np.unique(np.round(np.geomspace(1, 1e6, 121)).astype(int))])
 
@@ -25,7 +25,6 @@ def test_power_growth_of_normalized_steps(p) -> None:
     lo, hi = fit.ci
     assert lo <= fit.coefficient <= hi and abs(fit.coefficient - 1 / (p - 1)) < 0.02 / (p - 1)
     assert fit.bound_ratio_max == pytest.approx(0.9) and fit.r2 > 0.999
-    assert "1/(p-1) = " in norm_line(fit.to_json()) and "dual-step bound" in norm_line(fit.to_json())
 
 
 def test_log_growth_of_constant_steps() -> None:
@@ -35,7 +34,6 @@ def test_log_growth_of_constant_steps() -> None:
     assert fit.law == "log" and fit.expected is None and fit.bound_ratio_max is None
     assert fit.ci[0] <= 1.5 <= fit.ci[1] and fit.r2 > 0.999 and fit.other_r2 < fit.r2
     assert np.allclose(fit.curve(k[1:]), 3.0 + 1.5 * np.log(k[1:]), rtol=0.02)
-    assert norm_line(fit.to_json()).startswith("||W||_p ~ 1.5")
 
 
 @pytest.mark.parametrize("p", ["1.75", "3"])
@@ -52,4 +50,3 @@ def test_engine_paths_respect_the_dual_step_bound(p) -> None:
 def test_norm_fit_needs_points() -> None:
     with pytest.raises(MdcertError, match="at least 3"):
         fit_norm_growth(np.array([0, 1]), np.ones((2, 2)), normalized=True)
-    assert norm_line({"error": "x"}) == "norm: not fitted (x)" and norm_line(None) == "norm: not measured"

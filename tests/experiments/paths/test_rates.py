@@ -17,7 +17,6 @@ from experiments.paths.rates import (
     bregman_floor,
     fit_line,
     fit_rates,
-    rate_line,
     rates_by_horizon,
     tail_mask,
 )
@@ -142,9 +141,6 @@ def test_tail_nan_handling_and_json() -> None:
     assert js["verdict"] in ("power", "inconclusive") and js["state"] == "asymptotic"
     assert set(js) >= {"log", "power", "selection", "reason", "tail_from_step", "trials", "slopes", "floor"}
     assert set(js["selection"]["early_fits"]) == {"log", "power"}
-    line = rate_line(js)
-    assert line.startswith(f"rate {js['verdict']} (") and "a = " in line and "b = " in line
-    assert rate_line({"error": "too short"}) == "rate: not fitted (too short)" and rate_line(None) == "rate: not measured"
 
 
 def test_bootstrap_is_seeded_and_resamples_trajectories() -> None:
@@ -185,3 +181,17 @@ def test_bregman_floor() -> None:
 def test_fit_errors(steps, curves, options, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern):
         fit_rates(steps, curves, **options)
+
+
+def test_one_slow_trajectory_shapes_the_arithmetic_mean_not_the_geometric_one() -> None:
+    """31 trajectories D = C k^-1.5 and one that stays near 0.5 until k ~ 10^4 (a late transient)."""
+    k = STEPS.astype(float)
+    curves = _curves("power", 1.5, trials=32)
+    curves[0] = 0.5 / (1 + (k / 1e4) ** 4)
+    geo = fit_rates(STEPS, curves, bootstrap=400)
+    ari = fit_rates(STEPS, curves, bootstrap=400, average="arithmetic")
+    assert geo.average == "geometric" and geo.verdict is Verdict.POWER
+    assert ari.average == "arithmetic" and ari.verdict is Verdict.INCONCLUSIVE
+    assert fit_rates(STEPS, _curves("log", 2.0), average="arithmetic", bootstrap=300).verdict is Verdict.LOG
+    with pytest.raises(MdcertError, match="average must be"):
+        fit_rates(STEPS, curves, average="median")

@@ -148,7 +148,7 @@ def test_state_dict_keeps_the_dual_and_load_checks_it():
 def test_check_mirror_update_kit_passes(cache_dual):
 
     check_mirror_update(lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, cache_dual=cache_dual),
-                        max_examples=8)
+                        max_examples=5, dtypes=(torch.float64,))
 
 
 def test_failed_step_leaves_parameter_and_usable_cache():

@@ -52,3 +52,11 @@ def test_report_table():
     assert "closure            p = 2          skipped: needs an optimizer" in text
     assert "passed" not in report.format(failures_only=True).split("\n", 3)[-1]
     assert report.format(width=40).count("...") == 0 and str(report) == text
+
+
+@pytest.mark.slow
+def test_full_default_run_on_the_project_optimizer():
+    report = check_mirror_update(LpMirrorDescent, gd_bitwise=True)
+    per_tensor = check_mirror_update(lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, normalize_gradient=True),
+                                     normalize="per_tensor")
+    assert report.ok and per_tensor.ok

@@ -257,12 +257,12 @@ def make_overflow(ctx: Context, ps):
         W = ctx.tensor(np.ones(size))
         if mode == "overflow":
             t = (emax + 6) * float(p - 1)                   # |Q|^(1/(p-1)) > fmax for |Q| > 2^t
-            big = fmax / 4 if t > emax - 2 else 2.0 ** t
+            inverse = t <= emax - 2                         # 2^t representable: the inverse map can overflow
             if ctx.expect.normalize:                        # the step is lr per unit norm: lr itself is big
-                assume(p < 2)                               # (for p >= 2 a normalized step cannot overflow)
-                G, lr = np.full(size, -1.0), big
-            elif p < 2:                                     # the inverse map overflows
-                G, lr = np.full(size, -big), 1.0
+                assume(inverse)                             # (otherwise a normalized step cannot overflow)
+                G, lr = np.full(size, -1.0), 2.0 ** t
+            elif inverse:                                   # the inverse map overflows (p < 2, not too close)
+                G, lr = np.full(size, -(2.0 ** t)), 1.0
             else:                                           # the dual step lr*G itself overflows
                 G, lr = np.full(size, -fmax / 2), 8.0
         else:

@@ -195,6 +195,9 @@ class Certificate:
         w: the returned feasible point (exact, length m, row-major ``vec(W)`` for attention).
         lam: the dual vector (exact, >= 0, length N, in constraint-row order).
         gordan: infeasibility certificate (exact, >= 0, nonzero, ``A^T g = 0``), length N.
+        gordan_basis: None, or m row positions: then ``gordan`` is a Gordan vector up to rounding and
+            a correction on these rows, verified with exact integer products, makes it an exact one
+            (`certify.verified`, docs/theory.md section 4.4).
         exact_kkt: True when ``w`` is the exact optimum with ``w = A^T lam`` (p = 2 rational KKT).
         digits: the requested number of digits.
         info: diagnostics (timings, methods); NOT certified, may hold floats.
@@ -214,6 +217,7 @@ class Certificate:
     w: ExactVector | None = None
     lam: ExactVector | None = None
     gordan: ExactVector | None = None
+    gordan_basis: tuple[int, ...] | None = None
     exact_kkt: bool = False
     d: int = 0
     digits: int = 0
@@ -282,6 +286,7 @@ class Certificate:
             "w": None if self.w is None else self.w.to_json(),
             "lam": None if self.lam is None else self.lam.to_json(),
             "gordan": None if self.gordan is None else self.gordan.to_json(),
+            **({} if self.gordan_basis is None else {"gordan_basis": [int(b) for b in self.gordan_basis]}),
             "info": self.info,
         }
 
@@ -334,6 +339,10 @@ class Certificate:
                 raise MdcertError("certificate 'support' lists must hold integer index lists like [i, t]") from None
         vecs = {k: None if data.get(k) is None else ExactVector.from_json(data[k], name=k)
                 for k in ("w", "lam", "gordan")}
+        basis = data.get("gordan_basis")
+        if basis is not None and (not isinstance(basis, list) or
+                                  not all(isinstance(b, int) and not isinstance(b, bool) for b in basis)):
+            raise MdcertError("certificate 'gordan_basis' must be a list of row positions (integers)")
         for key in ("d", "digits"):
             val = data.get(key, 0)
             if not isinstance(val, int) or isinstance(val, bool) or not 0 <= val < 2**31:
@@ -348,4 +357,5 @@ class Certificate:
                    direction_error_upper=_unfrac(data, "direction_error_upper"),
                    bregman_upper=_unfrac(data, "bregman_upper"), support=support,
                    exact_kkt=bool(data.get("exact_kkt", False)), d=int(data.get("d", 0)),
-                   digits=int(data.get("digits", 0)), info=dict(data.get("info") or {}), **vecs)
+                   digits=int(data.get("digits", 0)), info=dict(data.get("info") or {}),
+                   gordan_basis=None if basis is None else tuple(basis), **vecs)

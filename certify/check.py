@@ -12,7 +12,8 @@ exact integers and outward-rounded arb balls:
   lower bound on its unique multiplier ``t lam_i - ||r_i||_p eps`` with ``||r_i||_2^2 = (M^-1)_ii``,
   ``M = A_S' A_S'^T`` on the rows S' not claimed inactive (which must carry all of lam);
   with ``exact_kkt`` (p = 2): ``w = A^T lam`` and complementary slackness, in exact rationals;
-- infeasible: ``g >= 0``, ``g != 0``, ``A^T g = 0`` exactly (Gordan).
+- infeasible: ``g >= 0``, ``g != 0``, ``A^T g = 0`` exactly (Gordan), or up to a correction on a basis of
+  rows verified with exact products (`certify.verified`).
 
 A claim is accepted only if it is implied by (at least as weak as) what is recomputed. A certificate
 is untrusted input: before any arithmetic, every integer, exponent and bound must lie within the
@@ -35,6 +36,7 @@ from certify.errors import MdcertError
 from certify.exact import format_fraction, format_sci
 from certify.limits import size_budget, size_violation
 from certify.problem import AttentionProblem
+from certify.verified import gordan_check
 
 __all__ = ["ClaimCheck", "CheckResult", "check_certificate"]
 
@@ -379,12 +381,8 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
         try:
             if cert.status is CertStatus.OPTIMAL:
                 _check_optimal(rows, cert, add)
-            elif cert.status is CertStatus.INFEASIBLE:
-                g = cert.gordan
-                ok = g is not None and len(g) == rows.N and all(k >= 0 for k in g.ints) and any(g.ints) \
-                    and not any(rows.ATlam(g.ints))
-                add("gordan", ok, "g >= 0, g != 0, A^T g = 0 (exact): A w >= 1 is infeasible" if ok
-                    else "not a Gordan certificate (need g >= 0, g != 0, A^T g = 0 exactly)")
+            elif cert.status is CertStatus.INFEASIBLE:  # an exact Gordan vector, or one up to a verified correction
+                add("gordan", *gordan_check(rows, cert.gordan, cert.gordan_basis))
             else:
                 add("status", True, "no_verified_result: nothing is claimed")
             if cert.status is not CertStatus.OPTIMAL:  # claims that only an optimal certificate proves

@@ -26,7 +26,10 @@ from certify.exact import dyadic
 from certify.ops import ExactOps
 from certify.problem import AttentionProblem, ConstraintSystem
 
-__all__ = ["FeasibilityResult", "feasibility", "feasibility_system", "constraint_system"]
+__all__ = ["FeasibilityResult", "feasibility", "feasibility_system", "constraint_system", "DENSE_LP_ENTRIES"]
+
+#: largest dense feasibility LP (rows x (variables + 1)) handed to HiGHS; beyond it nothing is claimed
+DENSE_LP_ENTRIES = 4_000_000
 
 
 class FeasibilityResult(NamedTuple):
@@ -221,12 +224,17 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
     ops = ExactOps(cs)
     index = cs.index
     # trivial certificates: a zero row (e.g. a duplicated token) makes A w >= 1 infeasible
-    zero_rows = [r for r in range(ops.N) if all(int(k) == 0 for k in ops.L[r])
-                 or (ops.R is not None and all(int(k) == 0 for k in ops.R[r]))]
+    zero = ~np.asarray(cs.left.ints != 0).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
+    if cs.right is not None and cs.N:
+        zero |= ~np.asarray(cs.right.ints != 0).any(axis=1)
+    zero_rows = np.flatnonzero(zero).tolist()
     if zero_rows:
         g = [0] * ops.N
         g[zero_rows[0]] = 1
         return FeasibilityResult(False, None, ExactVector(tuple(g), 0, 1), "zero row", index)
+    if ops.N * (ops.m + 1) > DENSE_LP_ENTRIES:  # a dense LP this size takes minutes to hours in HiGHS
+        return FeasibilityResult(None, None, None, f"not proven (the dense feasibility LP of {ops.N} rows x "
+                                 f"{ops.m} variables is not attempted beyond {DENSE_LP_ENTRIES} entries)", index)
     A, shifts = _normalized_rows(ops)  # row r scaled by a positive power of two: same feasibility, no overflow
     norms = np.linalg.norm(A, axis=1)
     if not np.all(np.isfinite(A)) or not np.all(norms > 0):

@@ -27,6 +27,7 @@ from certify.certificate import Certificate, CertStatus, ExactVector
 from certify.errors import MdcertError
 from certify.exact import parse_p
 from certify.feasible import FeasibilityResult, constraint_system, feasibility_system
+from certify.gordan import near_gordan
 from certify.ops import ExactOps
 from certify.problem import AttentionProblem, resolve_alpha
 from certify.refine import refine
@@ -205,6 +206,11 @@ def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, bud
         info["warm_start"] = ws.method
         info["working_set"] = {"rows": rep.rows, "rounds": rep.rounds, "lbfgs_iterations": rep.lbfgs_iterations}
         if not ws.kkt_residual < 1e-6:
+            ng = near_gordan(cs, ws.lam) if rep.diverged else None
+            if ng is not None:
+                info.update(feasibility="near-Gordan vector from the diverging dual, correction on a basis verified "
+                                        "with exact integer products", seconds=round(time.perf_counter() - t0, 4))
+                return Certificate(status=CertStatus.INFEASIBLE, gordan=ng[0], gordan_basis=ng[1], info=info, **base)
             return infeasible_or_unknown(f"structured warm start: {ws.method}")
     else:
         try:

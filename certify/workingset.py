@@ -35,6 +35,7 @@ class WorkingSetReport(NamedTuple):
     rounds: int
     rows: int
     lbfgs_iterations: int
+    diverged: bool = False  # the dual ran off along a (near-)Gordan direction: likely infeasible
 
 
 def working_set_bytes(rows: int, m: int) -> int:
@@ -87,31 +88,36 @@ def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_round
         tol: KKT tolerance of the Newton solves.
         max_rounds: working-set rounds before giving up.
         lbfgs_iter: L-BFGS-B iterations of stage 1.
-        max_rows: most rows a working set may hold (default: as many as ``budget_bytes`` allows,
-            and at most N).
+        max_rows: most rows a working set may hold (default: 3m, or fewer if ``budget_bytes`` says so).
         budget_bytes: memory for the dense working-set rows (default 2 GiB).
 
     Returns:
         (`WarmStart` with lam of length N, `WorkingSetReport`). ``kkt_residual`` is infinite when
-        the dual diverged (the system is then likely infeasible) or a working set grew too large.
+        the dual diverged (the system is then likely infeasible; lam is then the L-BFGS-B iterate,
+        whose direction is nearly a Gordan vector, see `certify.gordan`) or a working set grew too large.
     """
     q = p / (p - 1.0)
     N, m = rf.N, rf.m
     budget = 2 << 30 if budget_bytes is None else int(budget_bytes)
-    cap = N if max_rows is None else min(N, max_rows)
+    cap = min(N, 3 * m) if max_rows is None else min(N, max_rows)  # a support has at most m rows (generic)
     while cap > 1 and working_set_bytes(cap, m) > budget:
         cap = int(cap * 0.9)
     norms = rf.row_norms()
     sigma = float(np.median(norms))
     sigma = sigma if sigma > 0 and math.isfinite(sigma) else 1.0
 
-    def give_up(lam, rounds, rows, nit, why):
+    def give_up(lam, rounds, rows, nit, why, diverged=False):
         return (WarmStart(lam / sigma ** p, np.zeros(m), f"working set ({why})", math.inf),
-                WorkingSetReport(rounds, rows, nit))
+                WorkingSetReport(rounds, rows, nit, diverged))
 
     lam, nit = _lbfgs(rf, q, sigma, lbfgs_iter)
     if not np.all(np.isfinite(lam)) or not lam.any():
         return give_up(np.zeros(N), 0, 0, nit, "dual diverged")
+    # at a dual optimum ||A^T lam||_q^q = 1^T lam (KKT); along a Gordan direction the ratio tends to 0
+    ratio = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q)) / float(lam.sum())
+    if not ratio > 1e-6:
+        return give_up(lam, 0, 0, nit, f"dual diverges (||A^T lam||_q^q / 1^T lam = {ratio:.1e}): likely infeasible",
+                       diverged=True)
     g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
     top = float(lam.max())
     order = np.lexsort((g, ~(lam > 1e-8 * top)))  # rows with a multiplier first, then by gradient

@@ -1,0 +1,95 @@
+"""certify.verified (trusted): the correction bound is sound, forged near-Gordan certificates fail."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from certify import CertStatus, check_certificate, synthetic_problem
+from certify.svm import certify_svm
+from certify.synth import planted_problem
+from certify.verified import solution_bound
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 10), bits=st.integers(1, 120), seed=st.integers(0, 2**32 - 1))
+@example(m=3, bits=2, seed=0)  # small integers: nothing shifted out
+@example(m=10, bits=120, seed=7)  # 120-bit entries: the shifted part F enters the bound
+def test_solution_bound_is_a_bound(m, bits, seed):
+    rng = np.random.default_rng(seed)
+    M = np.array([[int(x) << max(0, bits - 40) for x in rng.integers(-2**40, 2**40, size=m)] for _ in range(m)],
+                 dtype=object)
+    R = [int(x) for x in rng.integers(-2**50, 2**50, size=m)]
+    beta = solution_bound(M, R)
+    Mq = flint.fmpz_mat([[int(v) for v in row] for row in M])
+    if Mq.rank() < m:
+        assert beta is None
+        return
+    x = Mq.solve(flint.fmpz_mat(m, 1, R))
+    top = max(abs(Fraction(int(v.p), int(v.q))) for v in x.entries())
+    inv = flint.fmpq_mat(Mq).inv()
+    inv_norm = max(sum(abs(Fraction(int(inv[i, j].p), int(inv[i, j].q))) for j in range(m)) for i in range(m))
+    if beta is not None:  # None is allowed (ill-conditioned), a wrong bound never
+        assert top <= beta <= 2 * inv_norm * max(abs(r) for r in R)  # sound, and as tight as ||M^-1|| ||R||
+
+
+def test_singular_and_malformed_systems_are_not_verified():
+    assert solution_bound(np.array([[1, 2], [2, 4]], dtype=object), [1, 1]) is None
+    assert solution_bound(np.zeros((0, 0), dtype=object), []) is None
+    assert solution_bound(np.array([[1, 0]], dtype=object), [1]) is None
+
+
+@pytest.fixture(scope="module")
+def infeasible():
+    prob = synthetic_problem(n=60, T=12, d=5, seed=1)  # N = 660 rows x 25 variables
+    c = certify_svm(prob, "2", digits=20, path="working-set")
+    return prob, c
+
+
+def test_structured_infeasible_certificate_uses_a_verified_basis(infeasible):
+    prob, c = infeasible
+    assert c.status is CertStatus.INFEASIBLE and c.gordan_basis is not None and len(c.gordan_basis) == 25
+    assert check_certificate(prob, c).ok
+    d = c.to_json()
+    assert check_certificate(prob, d).ok and d["gordan_basis"] == list(c.gordan_basis)
+
+
+def _forged(c, **changes):
+    d = c.to_json()
+    d.update(changes)
+    return d
+
+
+def test_forged_near_gordan_certificates_fail(infeasible):
+    prob, c = infeasible
+    g = c.gordan.to_json()
+    B = list(c.gordan_basis)
+    small = dict(g, ints=[k if i != B[0] else 0 for i, k in enumerate(c.gordan.ints)])  # no room for a correction
+    for d in (_forged(c, gordan_basis=B[:-1]), _forged(c, gordan_basis=B[:-1] + [B[0]]),
+              _forged(c, gordan_basis=B[:-1] + [len(c.gordan) + 5]), _forged(c, gordan=small),
+              _forged(c, gordan=dict(g, ints=[1] * len(c.gordan)))):
+        res = check_certificate(prob, d)
+        assert not res.ok and res.first_failure.startswith("gordan"), res.first_failure
+    without = c.to_json()
+    del without["gordan_basis"]  # as an exact Gordan vector it is not one
+    assert not check_certificate(prob, without).ok
+
+
+def test_feasible_problem_never_gets_a_near_gordan_certificate():
+    prob = planted_problem(n=40, T=8, d=4, seed=2)  # feasible by construction, N = 280 > m = 16
+    ok = certify_svm(prob, "2", digits=20)
+    assert ok.status is CertStatus.OPTIMAL
+    rng = np.random.default_rng(0)
+    for trial in range(3):  # random nonnegative vectors with random bases: never accepted
+        ints = [int(k) for k in rng.integers(1, 2**40, size=280)]
+        d = _forged(ok, status="infeasible", gordan={"ints": ints, "exp": -40, "den": 1},
+                    gordan_basis=sorted(rng.choice(280, size=16, replace=False).tolist()))
+        for k in ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper", "support",
+                  "w", "lam"):
+            d[k] = None
+        assert not check_certificate(prob, d).ok

@@ -59,6 +59,7 @@ def run_setups(name: str, setups: Callable[[argparse.Namespace], list]):
 KINDS: dict[str, str] = {
     "sentiment": "experiments.studies.sentiment:STUDY",
     "vision": "experiments.studies.vision:STUDY",
+    "realdata": "experiments.studies.realdata.study:STUDY",
 }
 
 _LOADED: dict[str, StudyKind] = {}

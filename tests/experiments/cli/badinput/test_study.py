@@ -9,6 +9,7 @@ from tests.experiments.cli.badinput.kit import check_case, params
 
 S = "mdcert study sentiment: error: "  # argparse errors of a kind carry its name
 V = "mdcert study vision: error: "
+R = "mdcert study realdata: error: "
 CASES = [
     (["study"], r"give a study"),
     (["study", "poetry", "-o", "{o}/s"], r"invalid choice: 'poetry'", 1, "mdcert study: error: "),
@@ -32,6 +33,16 @@ CASES = [
     (["study", "vision", "--size", "5", "-o", "{o}/s"], r"--size 5: use one of"),
     (["study", "sentiment", "-o", "{d}/good.npz"], r"exists and is not a directory"),
     (["study", "sentiment", "-o", ""], r"-o is empty"),
+    # realdata: refused before any data is read or certified
+    (["study", "realdata", "--embed", "bert", "-o", "{o}/s"], r"invalid choice: 'bert'", 1, R),
+    *[(["study", "realdata", "--quick", *extra, "-o", "{o}/s"], m) for extra, m in [
+        (["--modalities", "audio"], r"invalid --modalities 'audio'"), (["--modalities", "text,text"], r"invalid --modalities"),
+        (["--modalities", ""], r"invalid --modalities"), (["--seeds", "0"], r"--seeds 0"),
+        (["--seeds", "500"], r"--seeds 500: give between 1 and 100"), (["--workers", "0"], r"--workers 0"),
+        (["--workers", "100"], r"--workers 100: give a number of certification processes"),
+        (["--lr", "0.1"], r"--lr and --seed-start are options of the transformer studies"),
+        (["--seed-start", "3"], r"--lr and --seed-start are options of the transformer studies")]],
+    (["study", "realdata", "--quick", "-o", "{d}/good.npz"], r"exists and is not a directory"),
 ]
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from experiments.outputs import write_text_atomic
-from experiments.paths.rates import clean_json, interval_text
+from experiments.paths.rates import clean_json
+from experiments.paths.text import interval_text
 
 __all__ = ["frontier_summary", "headline", "markdown", "plot_frontier", "plot_paths", "write_outputs", "FIGURES"]
 

@@ -3,7 +3,7 @@
 Writes ``RUN/summary.json`` (``"kind": "regpath"``, one ``path`` entry per radius) and
 ``RUN/path.npz`` (the solutions), each through a temporary file and a rename. Everything that can
 fail on bad input (radii, p, alpha, r(R), an infeasible or tied reference) fails before anything
-is written.
+is written. Variable-length problems (docs/theory.md section 1.3) run on their valid tokens only.
 """
 
 from __future__ import annotations
@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_dir(args.output, option="-o", overwrite=args.overwrite,
                            inputs={"the problem file": None if args.problem == JOINT_EXAMPLE else args.problem})
     problem = _load(args.problem)
+    if problem.lengths is not None or problem.provenance:
+        print(f"problem: {problem.describe()}")
     alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
     reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)
 
@@ -151,7 +153,9 @@ def run(args: argparse.Namespace) -> int:
     summary = {"kind": "regpath", "format": "mdcert-regpath/1", "joint": bool(args.joint),
                "r_of_R": r_fun.text if r_fun is not None else None,
                "problem": {"source": args.problem, "n": problem.n, "T": problem.T, "d": problem.d,
-                           "data_hash": problem.data_hash()},
+                           "data_hash": problem.data_hash(),
+                           **({"lengths": [int(k) for k in problem.lengths]} if problem.lengths is not None else {}),
+                           **({"provenance": problem.provenance} if problem.provenance else {})},
                "command": {"p": args.p, "radii": args.radii, "starts": args.starts, "seed": args.seed,
                            "alpha": args.alpha, "loss": args.loss, "digits": args.digits},
                **summary_body}

@@ -8,6 +8,10 @@ With ``gamma_it = y_i v^T x_it`` and reference tokens
 are of order ``exp(-R x margin)`` (below float64 resolution of L itself). The solver minimizes
 ``log E`` computed with log-sum-exp from ``log delta_i``; its gradient ``grad L / E`` stays of
 order R, so progress continues to R = 10^3 and beyond, where a plain L-BFGS on L stalls at R ~ 30.
+
+Variable-length problems (docs/theory.md section 1.3) pass ``mask`` (valid tokens, (n, T) bool): padding
+gets logit ``-inf`` (softmax weight 0, gradient 0) and ``log c = -inf``, and the reference tokens
+``a_i`` are the argmax over valid tokens only. Without a mask nothing changes (the same operations).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["LOSSES", "logsumexp", "log_loss_values", "log_neg_derivative", "ExcessLoss"]
+__all__ = ["LOSSES", "logsumexp", "log_loss_values", "log_neg_derivative", "token_columns", "ExcessLoss"]
 
 LOSSES = ("logistic", "exponential")
 
@@ -58,19 +62,48 @@ def log_neg_derivative(u: np.ndarray, loss: str = "logistic") -> np.ndarray:
     return -u if loss == "exponential" else -np.logaddexp(0.0, u)
 
 
+def token_columns(mask, n: int, T: int) -> tuple[np.ndarray | None, int]:
+    """The valid-token mask in the form the kernels use: ``(mask, width)``.
+
+    ``width`` is the number of leading token columns kept: trailing columns that are padding in
+    every example take part in nothing and are dropped (so zero padding appended to a full-length
+    problem leaves exactly the full-length arithmetic). ``mask`` is the read-only bool (n, width)
+    mask of the kept columns, or None when it has no padding (then the unmasked code runs).
+    """
+    if mask is None:
+        return None, T
+    m = np.asarray(mask)
+    if m.dtype != np.bool_ or m.shape != (n, T):
+        raise MdcertError(f"the token mask must be a bool array of shape ({n}, {T}), got {m.dtype} {m.shape}")
+    if np.any(m.sum(axis=1) < 2):
+        raise MdcertError("the token mask leaves an example with fewer than 2 valid tokens")
+    width = int(np.flatnonzero(m.any(axis=0))[-1]) + 1
+    m = m[:, :width].copy()
+    if m.all():
+        return None, width
+    m.setflags(write=False)
+    return m, width
+
+
 class ExcessLoss:
     """Log of the excess loss ``E(W) = L(W) - L_*`` for a fixed decoder, batched over W (module doc).
 
     Args:
         X: tokens (n, T, d); y: labels (n,); z: comparison vectors (n, d); v: decoder (d,).
         loss: "logistic" (default) or "exponential".
+        mask: valid tokens (n, T) bool of a variable-length problem (``AttentionProblem.token_mask``),
+            or None (full length). Trailing all-padding columns are dropped (`token_columns`):
+            ``self.T`` and the token axis of `logits` are the kept width.
     """
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, v: np.ndarray, *, loss: str = "logistic") -> None:
+    def __init__(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, v: np.ndarray, *, loss: str = "logistic",
+                 mask: np.ndarray | None = None) -> None:
         if loss not in LOSSES:
             raise MdcertError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
         self.loss = loss
         X = np.asarray(X, dtype=np.float64)
+        self.mask, width = token_columns(mask, X.shape[0], X.shape[1])
+        X = X[:, :width]
         self.n, self.T, self.d = X.shape
         self.m = self.d * self.d
         z = np.asarray(z, dtype=np.float64)
@@ -78,9 +111,12 @@ class ExcessLoss:
         self.K = np.einsum("itj,ik->itjk", X, z).reshape(self.n * self.T, self.m)
         gamma = np.asarray(y, dtype=np.float64)[:, None] * np.einsum("itd,d->it", X, np.asarray(v, dtype=np.float64))
         self.gamma = gamma
-        self.ref = np.argmax(gamma, axis=1)
+        valid = gamma if self.mask is None else np.where(self.mask, gamma, -np.inf)
+        self.ref = np.argmax(valid, axis=1)                         # over valid tokens only
         self.g = gamma[np.arange(self.n), self.ref]                 # reference score per example
-        c = self.g[:, None] - gamma                                 # >= 0
+        c = self.g[:, None] - gamma                                 # >= 0 on valid tokens
+        if self.mask is not None:
+            c = np.where(self.mask, c, 0.0)                         # padding: log c = -inf, no term
         with np.errstate(divide="ignore"):
             self.log_c = np.where(c > 0, np.log(np.where(c > 0, c, 1.0)), -np.inf)
         self.log_n = math.log(self.n)
@@ -91,8 +127,9 @@ class ExcessLoss:
         return np.logaddexp(0.0, -u) if self.loss == "logistic" else np.exp(-u)
 
     def logits(self, Wflat: np.ndarray) -> np.ndarray:
-        """Logits (S, n, T) of a batch of flattened W (S, m)."""
-        return (Wflat @ self.K.T).reshape(-1, self.n, self.T)
+        """Logits (S, n, T) of a batch of flattened W (S, m) (``-inf`` at padding)."""
+        s = (Wflat @ self.K.T).reshape(-1, self.n, self.T)
+        return s if self.mask is None else np.where(self.mask[None], s, -np.inf)
 
     def evaluate(self, Wflat: np.ndarray, *, grad: bool = True) -> dict:
         """``log E``, its gradient w.r.t. vec(W) and side quantities for a batch (S, m).

@@ -79,9 +79,6 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
         raise MdcertError(f"invalid starts {starts!r}; give a number of random starts >= 0")
     if starts == 0 and not svm_start and not dual_start:
         raise MdcertError("no starts: use at least one random start, the SVM start or the uniform-dual start")
-    if getattr(problem, "lengths", None) is not None:  # ExcessLoss / JointObjective know no padding yet
-        raise MdcertError("regularization paths do not support variable-length problems (lengths) yet; "
-                          "give a full-length problem")
     alpha = resolve_alpha(problem, alpha)
     if reference is None:
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)
@@ -90,7 +87,7 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
                           f"but the path needs the attention SVM at p = {format_fraction(p)}")
     if reference.direction.size != problem.d * problem.d:
         raise MdcertError(f"reference has {reference.direction.size} entries, expected d*d = {problem.d * problem.d}")
-    obj = ExcessLoss(problem.X, problem.y, problem.z, problem.v, loss=loss)
+    obj = ExcessLoss(problem.X, problem.y, problem.z, problem.v, loss=loss, mask=problem.token_mask)
     kappa = sphere_kappa(p, param)
     pf = float(p)
     rng = np.random.default_rng(seed)

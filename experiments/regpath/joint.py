@@ -25,7 +25,6 @@ import numpy as np
 from certify.blas import single_thread_blas
 from certify.errors import MdcertError
 from certify.exact import format_fraction, parse_p
-from experiments.regpath.excess_loss import ExcessLoss
 from experiments.regpath.joint_objective import DecoderLoss, JointObjective
 from experiments.regpath.radius_function import RadiusFunction, parse_radius_function
 from experiments.regpath.grid import as_radii
@@ -135,7 +134,7 @@ def _block_solve(obj: JointObjective, thW, thv, R, r, p, *, rounds: int, max_ite
         vs = solve_on_sphere(DecoderLoss(obj.features(W), obj.loss), thv, r, p, param=param, max_iter=max_iter,
                              polish=polish)
         thv = vs.theta
-        Ws = solve_on_sphere(ExcessLoss(obj.X, obj.y, obj.z, vs.W, loss=obj.loss), thW, R, p, param=param,
+        Ws = solve_on_sphere(obj.excess_loss(vs.W), thW, R, p, param=param,
                              max_iter=max_iter, polish=polish)
         thW = Ws.theta
         logL = obj.log_loss(Ws.W, vs.W)
@@ -143,7 +142,7 @@ def _block_solve(obj: JointObjective, thW, thv, R, r, p, *, rounds: int, max_ite
             break
         logL_prev = logL
     W, v = Ws.W, vs.W
-    gW = ExcessLoss(obj.X, obj.y, obj.z, v, loss=obj.loss).evaluate(W[None, :])
+    gW = obj.excess_loss(v).evaluate(W[None, :])
     gv = DecoderLoss(obj.features(W), obj.loss).evaluate(v[None, :])
     sW, _ = ball_gap(gW["grad"][0], W, R, p)
     sv, _ = ball_gap(gv["grad"][0], v, r, p)
@@ -206,12 +205,9 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
     radii = as_radii(radii)
     rf = r_of_R if isinstance(r_of_R, RadiusFunction) else parse_radius_function(r_of_R)
     rs = rf.values(radii)
-    if getattr(problem, "lengths", None) is not None:  # ExcessLoss / JointObjective know no padding yet
-        raise MdcertError("regularization paths do not support variable-length problems (lengths) yet; "
-                          "give a full-length problem")
     alpha = resolve_alpha(problem, alpha)
     reference, v_reference, refs = joint_references(problem, p, alpha, reference, v_reference, digits)
-    obj = JointObjective(problem.X, problem.y, problem.z, loss=loss)
+    obj = JointObjective(problem.X, problem.y, problem.z, loss=loss, mask=problem.token_mask)
     kappa = sphere_kappa(p, param)
     m, d = problem.d * problem.d, problem.d
     rng = np.random.default_rng(seed)
@@ -267,20 +263,23 @@ def theorem31_quantities(problem, v_reference: Reference, alpha: Sequence[int]) 
     With the certified decoder SVM point ``v_mm`` (exact rationals when certified): the token
     scores ``y_i v_mm^T x_it`` (1 on the decoder's support examples, > 1 off it), per example the
     alpha token's score, the best other token's score and their gap, and the decoder support set.
-    Scores are computed exactly (rationals) and rounded to float64 for the report.
+    Scores are computed exactly (rationals) and rounded to float64 for the report. Only valid tokens
+    count (docs/theory.md section 1.3): row i of ``decoder_scores`` has ``lengths[i]`` entries.
     """
     X = problem.X
-    n, T, d = X.shape
+    n, _, d = X.shape
+    lengths = [int(k) for k in problem.valid_lengths]
     if v_reference.exact is not None:
         v = list(v_reference.exact)
     else:
         v = [Fraction(float(x)) for x in v_reference.direction]
-    Xq = [[[Fraction(float(X[i, t, k])) for k in range(d)] for t in range(T)] for i in range(n)]
-    scores = [[int(problem.y[i]) * sum(Xq[i][t][k] * v[k] for k in range(d)) for t in range(T)] for i in range(n)]
+    Xq = [[[Fraction(float(X[i, t, k])) for k in range(d)] for t in range(lengths[i])] for i in range(n)]
+    scores = [[int(problem.y[i]) * sum(Xq[i][t][k] * v[k] for k in range(d)) for t in range(lengths[i])]
+              for i in range(n)]
     per = []
     for i in range(n):
         a = alpha[i]
-        others = [scores[i][t] for t in range(T) if t != a]
+        others = [scores[i][t] for t in range(lengths[i]) if t != a]
         best_other = max(others)
         per.append({"example": i, "alpha_token": a, "alpha_score": float(scores[i][a]),
                     "best_other_score": float(best_other), "score_gap": float(scores[i][a] - best_other),

@@ -68,12 +68,9 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
     p = parse_p(p)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise MdcertError(f"invalid steps {steps!r}; need an integer >= 1")
-    if getattr(problem, "lengths", None) is not None:  # ExcessLoss / JointObjective know no padding yet
-        raise MdcertError("regularization paths do not support variable-length problems (lengths) yet; "
-                          "give a full-length problem")
     alpha = resolve_alpha(problem, alpha)
     reference, v_reference, refs = joint_references(problem, p, alpha, reference, v_reference, digits)
-    obj = JointObjective(problem.X, problem.y, problem.z, loss=loss)
+    obj = JointObjective(problem.X, problem.y, problem.z, loss=loss, mask=problem.token_mask)
     d = problem.d
     W = torch.zeros(d, d, dtype=torch.float64, requires_grad=True)
     v = torch.zeros(d, dtype=torch.float64, requires_grad=True)

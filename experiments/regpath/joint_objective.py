@@ -1,7 +1,9 @@
 """Log-domain objectives of joint training (docs/theory.md section 5, Theorem 31): ``L(W, v)`` with scale-free
 gradients of both blocks (`JointObjective`) and the convex decoder block ``log L(v)`` for fixed
 attended features (`DecoderLoss`, in the `experiments.regpath.excess_loss.ExcessLoss.evaluate` format so
-that `experiments.regpath.sphere.solve_on_sphere` solves it)."""
+that `experiments.regpath.sphere.solve_on_sphere` solves it). A variable-length problem passes ``mask``
+(docs/theory.md section 1.3): padding gets logit ``-inf``, so it has softmax weight 0 in the attended features,
+the loss and both gradients, and is never the softmax argmax."""
 
 from __future__ import annotations
 
@@ -9,24 +11,38 @@ import math
 
 import numpy as np
 
-from experiments.regpath.excess_loss import ExcessLoss, log_loss_values, log_neg_derivative, logsumexp
+from experiments.regpath.excess_loss import ExcessLoss, token_columns, log_loss_values, log_neg_derivative, logsumexp
 
 __all__ = ["JointObjective", "DecoderLoss"]
 
 
 class JointObjective:
-    """``L(W, v)`` in log domain with scale-free gradients for both blocks (float64 numpy)."""
+    """``L(W, v)`` in log domain with scale-free gradients for both blocks (float64 numpy).
 
-    def __init__(self, X, y, z, *, loss: str = "logistic") -> None:
-        self.X = np.asarray(X, dtype=np.float64)
+    ``mask``: valid tokens (n, T) bool of a variable-length problem (``AttentionProblem.token_mask``), or
+    None; trailing all-padding columns are dropped (`token_columns`: ``self.X``, ``self.T`` and the
+    token axis of `log_softmax` are the kept width).
+    """
+
+    def __init__(self, X, y, z, *, loss: str = "logistic", mask: np.ndarray | None = None) -> None:
+        X = np.asarray(X, dtype=np.float64)
+        self.mask, width = token_columns(mask, X.shape[0], X.shape[1])
+        self.X = X[:, :width]
         self.y = np.asarray(y, dtype=np.float64)
         self.z = np.asarray(z, dtype=np.float64)
         self.n, self.T, self.d = self.X.shape
         self.loss = loss
         self.K = np.einsum("itj,ik->itjk", self.X, self.z).reshape(self.n * self.T, self.d * self.d)
 
+    def excess_loss(self, v: np.ndarray) -> ExcessLoss:
+        """The fixed-decoder objective of this data at decoder ``v`` (the W block)."""
+        return ExcessLoss(self.X, self.y, self.z, v, loss=self.loss, mask=self.mask)
+
     def log_softmax(self, W: np.ndarray) -> np.ndarray:
+        """Log attention weights (n, T), ``-inf`` at padding."""
         s = (np.asarray(W, dtype=np.float64).ravel() @ self.K.T).reshape(self.n, self.T)
+        if self.mask is not None:
+            s = np.where(self.mask, s, -np.inf)
         return s - logsumexp(s, axis=1)[:, None]
 
     def features(self, W: np.ndarray) -> np.ndarray:
@@ -36,7 +52,7 @@ class JointObjective:
 
     def log_loss(self, W: np.ndarray, v: np.ndarray) -> float:
         """``log L(W, v)``, exact in log domain (the decoder split of `ExcessLoss`)."""
-        obj = ExcessLoss(self.X, self.y, self.z, v, loss=self.loss)
+        obj = self.excess_loss(v)
         logE = float(obj.evaluate(np.asarray(W, dtype=np.float64).ravel()[None, :], grad=False)["log_excess"][0])
         return float(np.logaddexp(obj.log_base_loss, logE))
 

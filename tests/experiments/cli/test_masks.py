@@ -46,7 +46,8 @@ BAD_FILES = [("short.npz", r"lengths\[1\] = 1 leaves fewer than 2 tokens"),
 COMMANDS = [["certify", "{p}", "--p", "2", "-o", "{o}/cert.json"],
             ["check", "{p}", "--p", "2", "--json", "{o}/report.json"],
             ["verify", "{p}", "{d}/cert.json"],
-            ["paths", "{p}", "--p", "2", "--steps", "3", "--no-certify", "--progress", "off", "-o", "{o}/run"]]
+            ["paths", "{p}", "--p", "2", "--steps", "3", "--no-certify", "--progress", "off", "-o", "{o}/run"],
+            ["regpath", "{p}", "--p", "2", "-o", "{o}/rp"]]
 
 
 def _assert_refused(argv, pattern, d, out, capsys) -> None:
@@ -82,10 +83,36 @@ def test_alpha_in_the_padding_is_refused(files, tmp_path, capsys, command) -> No
     _assert_refused(argv, rf"alpha\[{i}\] = {int(L[i])} is a padding token", d, tmp_path, capsys)
 
 
-def test_regpath_refuses_a_padded_problem(files, tmp_path, capsys) -> None:
-    d, _ = files
-    argv = ["regpath", str(d / "padded.npz"), "--p", "2", "-o", str(tmp_path / "rp")]
-    _assert_refused(argv, r"do not support variable-length problems", d, tmp_path, capsys)
+@pytest.mark.parametrize("joint", [False, True], ids=["fixed", "joint"])
+def test_regpath_runs_a_padded_problem_like_its_unpadded_twin(files, tmp_path, capsys, joint) -> None:
+    import json
+
+    d, good = files
+    full = synthetic_problem(n=2, T=3, d=3, seed=1)
+    full.save(tmp_path / "full.npz")
+    twin = full.padded(5)
+    twin.save(tmp_path / "twin.npz")
+    extra = ["--joint", "--r-of-R", "R"] if joint else []
+    runs = {}
+    for name in ("full", "twin"):
+        argv = ["regpath", str(tmp_path / f"{name}.npz"), "--p", "2", "--radii", "2:20:2", "--starts", "1",
+                *extra, "-o", str(tmp_path / f"run_{name}")]
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert (f"problem: {twin.describe()}" in out) == (name == "twin")    # shown for a padded problem only
+        runs[name] = json.loads((tmp_path / f"run_{name}" / "summary.json").read_text())
+        with np.load(tmp_path / f"run_{name}" / "path.npz") as a:
+            runs[name]["W"] = a["W"]
+    a, b = runs["full"], runs["twin"]
+    assert "lengths" not in a["problem"] and b["problem"]["lengths"] == [3, 3]
+    assert np.max(np.abs(a["W"] - b["W"])) <= 1e-12 * np.max(np.abs(a["W"]))
+    assert a["decay"] == b["decay"] and [e["selected_tokens"] for e in a["path"]] == [e["selected_tokens"] for e in b["path"]]
+    rp = tmp_path / "rp"
+    assert main(["regpath", str(d / "padded.npz"), "--p", "2", "--radii", "2:20:2", "--starts", "1", *extra,
+                 "-o", str(rp)]) == 0                                          # a variable-length one runs too
+    summary = json.loads((rp / "summary.json").read_text())
+    assert summary["problem"]["lengths"] == [int(k) for k in good.valid_lengths]
+    assert all(t < k for e in summary["path"] for t, k in zip(e["selected_tokens"], good.valid_lengths))
 
 
 def test_a_padded_problem_certifies_and_checks(files, tmp_path, capsys) -> None:
@@ -94,7 +121,10 @@ def test_a_padded_problem_certifies_and_checks(files, tmp_path, capsys) -> None:
     assert main(["certify", str(d / "padded.npz"), "--p", "2", "--digits", "20", "-o", str(out)]) == 0
     assert f"problem: {good.describe()}" in capsys.readouterr().out
     assert main(["verify", str(d / "padded.npz"), str(out)]) == 0
+    assert f"problem: {good.describe()}" in capsys.readouterr().out         # verify shows it too
     assert main(["check", str(d / "padded.npz"), "--p", "2"]) in (0, 2)
     assert f"problem: {good.describe()}" in capsys.readouterr().out         # check shows it too
     assert main(["certify", str(d / "other.npz"), "--p", "2", "--digits", "10"]) == 0
     assert "problem:" not in capsys.readouterr().out            # a full-length problem prints as before
+    assert main(["verify", str(d / "other.npz"), str(d / "cert.json")]) == 0
+    assert "problem:" not in capsys.readouterr().out

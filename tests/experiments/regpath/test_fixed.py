@@ -18,6 +18,7 @@ from experiments.regpath.svm_reference import (
     bregman_directional,
     reference_direction,
 )
+from tests.experiments.regpath.twins import assert_same_path, padded_twin
 
 
 def test_path_rejects_bad_radii_sequences() -> None:
@@ -153,14 +154,27 @@ def test_must_reach_paper_size_instance(p) -> None:
     assert elapsed < 60
 
 
-def test_variable_length_problems_are_refused_by_every_regularization_path() -> None:
-    from certify import MdcertError, synthetic_problem
-    from experiments.regpath.fixed import regularization_path
-    from experiments.regpath.joint import joint_regularization_path
-    from experiments.regpath.joint_md import joint_md_path
+# ------------------------------------------------------------------------------ padding (docs/theory.md section 1.3)
+def test_a_padded_twin_has_the_same_regularization_path() -> None:
+    P = synthetic_problem()                                     # the paper instance, n=6 T=8 d=10
+    Q = padded_twin(P, seed=0)
+    assert Q.lengths is not None and Q.T > P.T
+    a = regularization_path(P, "1.75", radii=(10.0, 1000.0, 3), starts=1)
+    b = regularization_path(Q, "1.75", radii=(10.0, 1000.0, 3), starts=1)
+    assert_same_path(a, b)
+    # by design (trailing all-padding columns are dropped) the arithmetic is the full-length one
+    assert all(ra.W.tobytes() == rb.W.tobytes() for ra, rb in zip(a.results, b.results))
+    assert a.base_loss == b.base_loss and a.alpha == b.alpha
+    assert b.decay()["ratio_first_over_last"] > 100              # the path does converge to the SVM
 
-    padded = synthetic_problem(n=2, T=3, d=2, seed=1).padded(5)
-    for call in (lambda: regularization_path(padded, 2), lambda: joint_regularization_path(padded, 2),
-                 lambda: joint_md_path(padded, 2, steps=2)):
-        with pytest.raises(MdcertError, match="do not support variable-length problems"):
-            call()
+
+def test_a_variable_length_path_uses_valid_tokens_only_and_ignores_extra_padding() -> None:
+    P = synthetic_problem(n=5, T=6, d=4, seed=2, min_T=3)
+    assert len(set(P.valid_lengths.tolist())) > 1
+    a = regularization_path(P, "2", radii=(10.0, 1000.0, 3), starts=1)
+    assert a.alpha == P.optimal_indices().indices
+    for res in a.results:
+        assert all(t < k for t, k in zip(res.selected, P.valid_lengths))
+        assert res.stationarity < 1e-8
+    assert a.results[-1].selects_alpha and a.decay()["ratio_first_over_last"] > 100
+    assert_same_path(a, regularization_path(padded_twin(P, seed=1), "2", radii=(10.0, 1000.0, 3), starts=1))

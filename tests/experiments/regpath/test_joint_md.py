@@ -77,3 +77,11 @@ def test_joint_md_path_matches_plain_autograd_training() -> None:
     assert last["step"] == steps
     assert last["norm_W"] == pytest.approx(lp_norm_rows(W.detach().numpy().ravel()[None, :], 1.75)[0], rel=1e-7)
     assert last["norm_v"] == pytest.approx(lp_norm_rows(v.detach().numpy()[None, :], 1.75)[0], rel=1e-7)
+
+
+def test_a_padded_twin_has_the_same_joint_md_path() -> None:
+    """docs/theory.md section 1.3: zero padding appended to the example changes no record."""
+    J = joint_example()
+    a = joint_md_path(J, "2", steps=60, lr=0.1, records=6)
+    b = joint_md_path(J.padded(J.T + 2), "2", steps=60, lr=0.1, records=6)
+    assert a.records == b.records and a.skipped_W == b.skipped_W and a.skipped_v == b.skipped_v

@@ -82,3 +82,34 @@ def test_scaled_gradients_match_high_precision_at_saturation() -> None:
         gw, gv = _mp_gradients(J, W, v)
         assert np.allclose(GW.ravel() / np.linalg.norm(GW), gw, atol=1e-13)
         assert np.allclose(Gv / np.linalg.norm(Gv), gv, atol=1e-13)
+
+
+def test_padded_joint_objective_matches_masked_autograd_and_ignores_padding() -> None:
+    """docs/theory.md section 1.3: padding has softmax weight 0, in the loss and in both gradients."""
+    torch = pytest.importorskip("torch")
+    from experiments.model import loss as model_loss
+    from experiments.model import problem_tensors
+
+    P = synthetic_problem(n=4, T=5, d=3, seed=2, min_T=2)
+    assert P.lengths is not None
+    obj = JointObjective(P.X, P.y, P.z, mask=P.token_mask)
+    data = problem_tensors(P)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        W, v = rng.standard_normal((3, 3)) * 2, rng.standard_normal(3) * 2
+        lsm = obj.log_softmax(W)
+        assert np.all(lsm[~obj.mask] == -np.inf) and np.all(np.isfinite(lsm[obj.mask]))
+        Wt, vt = torch.tensor(W, requires_grad=True), torch.tensor(v, requires_grad=True)
+        L = model_loss(Wt, vt, data.X, data.y, data.z, mask=data.mask)
+        L.backward()
+        GW, Gv = obj.scaled_gradients(W, v)
+        for mine, ref in ((GW, Wt.grad.numpy()), (Gv, vt.grad.numpy())):
+            assert np.allclose(mine / np.linalg.norm(mine), ref / np.linalg.norm(ref), atol=1e-13)
+        assert obj.log_loss(W, v) == pytest.approx(math.log(L.item()), rel=1e-13)
+        feats = [P.y[i] * np.exp(JointObjective(P.X[i:i + 1, :k], P.y[i:i + 1], P.z[i:i + 1]).log_softmax(W))[0]
+                 @ P.X[i, :k] for i, k in enumerate(P.valid_lengths)]
+        np.testing.assert_allclose(obj.features(W), np.array(feats), rtol=1e-14, atol=1e-15)
+    Q = P.padded(P.T + 2)                                      # more padding: the same arithmetic
+    twin = JointObjective(Q.X, Q.y, Q.z, mask=Q.token_mask)
+    for a, b in zip(obj.scaled_gradients(W, v), twin.scaled_gradients(W, v)):
+        assert a.tobytes() == b.tobytes()

@@ -5,7 +5,12 @@ loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` with the logistic loss ``l(u) = log
 The output and its gradient come from `experiments.attention_output` (the engine's saturation-safe
 formula as an autograd Function): ``loss(...).backward()`` keeps the gradient's direction once the
 top attention weight rounds to 1.0. Variable-length problems (docs/theory.md section 1.3) pass
-``mask`` (``ProblemTensors.mask``): padding gets logit ``-inf``, weight 0.
+``mask`` (``ProblemTensors.mask``): padding gets logit ``-inf``, weight 0. A forgotten mask is an
+error, not a silent use of the padding: the token tensor ``X`` of a padded problem's
+`ProblemTensors` carries its mask, and every entry point given that ``X`` with ``mask=None`` raises
+`MdcertError`. Only that tensor object carries it: one derived from it (``X.to(device)``, ``X[idx]``)
+does not, so build the tensors where they are used (``problem_tensors(problem, device=...)``) or
+pass ``mask=`` explicitly.
 
 Every functional entry point accepts leading batch dimensions on ``W`` (``[..., d, d]``) and ``v``
 (``[..., d]`` or a shared ``[d]``), so B trajectories are evaluated in one call: ``loss(W[B,d,d], v,
@@ -27,6 +32,7 @@ __all__ = [
     "LOSSES",
     "ProblemTensors",
     "problem_tensors",
+    "padding_mask_of",
     "attention_logits",
     "attention_scores",
     "attention_softmax",
@@ -47,17 +53,49 @@ class _Tensors(NamedTuple):
     v: torch.Tensor
 
 
+#: the attribute of a padded problem's token tensor X that holds its mask (see `padding_mask_of`)
+_MASK_ATTRIBUTE = "mdcert_token_mask"
+
+
 class ProblemTensors(_Tensors):
     """Torch tensors of an `AttentionProblem`: the tuple ``(X [n,T,d], y [n], z [n,d], v [d])`` (so
     ``X, y, z, v = problem_tensors(problem)`` unpacks) and the attribute ``mask``, the valid tokens
-    [n,T] (bool) of a variable-length problem, None for a full-length one; pass it as ``mask=``."""
+    [n,T] (bool) of a variable-length problem, None for a full-length one; pass it as ``mask=``.
+
+    With a mask, ``X`` is marked with it (module docstring): the model refuses that ``X`` without
+    ``mask=``. ``_replace`` keeps the mask (``_replace(mask=...)`` changes it) and marks a new ``X``.
+    """
 
     mask: torch.Tensor | None
 
     def __new__(cls, X, y, z, v, mask: torch.Tensor | None = None) -> "ProblemTensors":
         self = super().__new__(cls, X, y, z, v)
         self.mask = mask
+        if mask is not None and isinstance(X, torch.Tensor):
+            setattr(X, _MASK_ATTRIBUTE, mask)
         return self
+
+    def _replace(self, **changes) -> "ProblemTensors":
+        """A copy with fields replaced (X, y, z, v and mask); the mask is kept unless given."""
+        mask = changes.pop("mask", self.mask)
+        unknown = set(changes) - set(self._fields)
+        if unknown:
+            raise ValueError(f"got unexpected field names: {sorted(unknown)!r}")
+        return ProblemTensors(*(changes.get(f, getattr(self, f)) for f in self._fields), mask=mask)
+
+    def __reduce__(self):
+        return (ProblemTensors, (*self, self.mask))
+
+
+def padding_mask_of(X: torch.Tensor) -> torch.Tensor | None:
+    """The mask a padded problem's `ProblemTensors` attached to its token tensor ``X`` (None if none)."""
+    return getattr(X, _MASK_ATTRIBUTE, None)
+
+
+def _require_mask(X: torch.Tensor, mask: torch.Tensor | None) -> None:
+    if mask is None and padding_mask_of(X) is not None:
+        raise MdcertError("X is the token tensor of a variable-length problem (its ProblemTensors has a mask): "
+                          "pass mask=data.mask so that padding takes no part (docs/theory.md section 1.3)")
 
 
 def problem_tensors(problem, dtype: torch.dtype = torch.float64, device=None) -> ProblemTensors:
@@ -78,11 +116,16 @@ def attention_logits(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: to
         X: tokens ``[n, T, d]``.
         z: comparison vectors ``[n, d]``.
         W: attention matrices ``[..., d, d]``.
-        mask: valid tokens ``[n, T]`` (bool), or None for full length.
+        mask: valid tokens ``[n, T]`` (bool), or None for full length (refused for the ``X`` of a
+            padded problem's `ProblemTensors`, module docstring).
 
     Returns:
         ``[..., n, T]``.
+
+    Raises:
+        MdcertError: ``mask`` is None but ``X`` is a padded problem's token tensor.
     """
+    _require_mask(X, mask)
     Wz = torch.einsum("...de,ne->...nd", W, z)  # [..., n, d]
     return mask_logits(torch.einsum("ntd,...nd->...nt", X, Wz), mask)
 

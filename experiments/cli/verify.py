@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     result = check_certificate(problem, data, p=args.p, svm=args.svm, alpha=alpha)
     elapsed = time.perf_counter() - t0
+    if problem.lengths is not None or problem.provenance:     # as 'mdcert certify' and 'mdcert check' show it
+        print(f"problem: {problem.describe()}")
     if args.verbose:
         for claim in result.claims:
             print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {claim.detail}")

@@ -162,6 +162,49 @@ def test_masked_loss_and_gradient_are_the_mean_over_unpadded_examples():
     assert torch.all(a[~data.mask] == 0)
     model = AttentionModel.from_problem(prob, W0=W.detach())
     assert model.loss(data.X, data.y, data.z, mask=data.mask).item() == value.item()
-    assert not torch.equal(model(data.X, data.z), model(data.X, data.z, data.mask))   # padding would matter
+    bare = data.X.clone()                                      # a derived tensor carries no mask mark
+    assert not torch.equal(model(bare, data.z), model(data.X, data.z, data.mask))        # padding would matter
     X_, y_, z_, v_ = data                                                                # still a 4-tuple
     assert X_ is data.X
+
+
+def _padded_tensors():
+    base = synthetic_problem(n=3, T=4, d=3, seed=2)
+    return base, problem_tensors(base.padded(6))
+
+
+def test_replace_keeps_the_mask_and_a_new_mask_can_be_given():
+    import copy
+    import pickle
+
+    base, data = _padded_tensors()
+    X2 = data.X * 2
+    moved = data._replace(X=X2)
+    assert type(moved) is type(data) and moved.mask is data.mask and moved.X is X2 and moved.y is data.y
+    assert moved._replace(mask=None).mask is None and data.mask is not None      # the original is unchanged
+    with pytest.raises(MdcertError, match="pass mask="):
+        loss(torch.zeros(3, 3, dtype=torch.float64), data.v, X2, data.y, data.z)  # the replaced X is marked too
+    for clone in (pickle.loads(pickle.dumps(data)), copy.copy(data), copy.deepcopy(data)):
+        assert torch.equal(clone.mask, data.mask) and torch.equal(clone.X, data.X)
+    full = problem_tensors(base)
+    assert full.mask is None and full._replace(v=full.v * 0).mask is None
+    with pytest.raises(ValueError, match="unexpected field names"):
+        data._replace(W=1)
+
+
+def test_a_forgotten_mask_on_padded_tensors_is_an_error_not_silent_padding():
+    base, data = _padded_tensors()
+    W = torch.randn(3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    model = AttentionModel(3, v=data.v, W0=W)
+    calls = [lambda: attention_logits(data.X, data.z, W), lambda: attention_softmax(data.X, data.z, W),
+             lambda: model_output(data.X, data.z, W, data.v), lambda: loss(W, data.v, data.X, data.y, data.z),
+             lambda: model(data.X, data.z), lambda: model.loss(data.X, data.y, data.z)]
+    for call in calls:
+        with pytest.raises(MdcertError, match=r"variable-length problem .* pass mask=data\.mask"):
+            call()
+    # with the mask: the padded twin's loss is its full-length problem's (docs/theory.md section 1.3)
+    full = problem_tensors(base)
+    assert loss(W, data.v, data.X, data.y, data.z, mask=data.mask).item() == pytest.approx(
+        loss(W, full.v, full.X, full.y, full.z).item(), rel=1e-15)
+    assert torch.isfinite(model.loss(data.X, data.y, data.z, mask=data.mask))
+    assert loss(W, full.v, full.X, full.y, full.z).isfinite()               # full length: no mask needed

@@ -171,7 +171,8 @@ TIGHT_LIMIT = 1500
 def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:
     from flint import arb
 
-    from certify.classify import inactive_mask, inverse_diagonal_upper
+    from certify.classify import inactive_mask
+    from certify.verified import inverse_diagonal_upper
 
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]

@@ -36,7 +36,7 @@ from certify.errors import MdcertError
 from certify.exact import format_fraction, format_sci
 from certify.limits import size_budget, size_violation
 from certify.problem import AttentionProblem
-from certify.verified import gordan_check
+from certify.verified import gordan_check, inverse_diagonal_upper
 
 __all__ = ["ClaimCheck", "CheckResult", "check_certificate"]
 
@@ -270,8 +270,7 @@ def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, 
 
 
 def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, add) -> None:
-    import flint
-    from flint import arb, arb_mat
+    from flint import arb
 
     q = c.p / (c.p - 1)
     qa, two = _q(q), arb(2)
@@ -303,25 +302,15 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
     groups: dict = {}  # exactly coinciding rows share one multiplier (their sum is unique)
     for i in rest:
         groups.setdefault(rows.key(i), []).append(i)
-    Minv = None
-    for prec in (128, 256, 512):
-        old, flint.ctx.prec = flint.ctx.prec, prec
-        try:
-            Minv = arb_mat(rows.gram([g[0] for g in groups.values()])).inv()
-            break
-        except ZeroDivisionError:
-            continue
-        finally:
-            flint.ctx.prec = old
-    if Minv is None:
+    diag = inverse_diagonal_upper(rows.gram([g[0] for g in groups.values()]))  # exact, verified
+    if diag is None:
         add("support_tight", False, "A_S' A_S'^T (distinct rows) not provably invertible")
         return
     proven = set()
     for k, grp in enumerate(groups.values()):
-        dii = Minv[k, k]
-        rnorm = _top(dii).sqrt() * two ** (-rows.exp) * mfac
+        rnorm = _q(diag[k]).sqrt() * two ** (-rows.exp) * mfac
         mult = t * arb(sum(lam.ints[i] for i in grp)) * two ** lam.exp / lam.den - rnorm * eps
-        if dii.is_finite() and mult.lower() > 0:
+        if diag[k] > 0 and mult.lower() > 0:
             proven.update(grp)
     bad = [rows.index[i] for i in tight if i not in proven]
     add("support_tight", not bad, f"multiplier not provably positive: {bad[:3]}" if bad else

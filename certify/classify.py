@@ -8,13 +8,8 @@ approximate inverse of the second one, and any choice gives a valid bound.
   ``<= m^(1/q - 1/2) ||l||_2 ||z||_2`` for q < 2, with ``||l||_2 <= isqrt(sum l_j^2) + 1``. One
   vectorized pass over the N rows, no ball per row.
 - Certainly tight needs upper bounds of ``(M^-1)_ii`` for the exact integer Gram matrix M of the
-  rows not certified inactive. With ``M = 2^k (G + F)``, G the integers of M shifted right by k
-  (below 2^53), ``0 <= F_ij < 1``, and Y an integer approximate inverse of G scaled by ``2^s``:
-  ``Y (G + F) = 2^s (I - H)``, ``||H||_2 <= theta = (||2^s I - Y G||_F + n ||Y||_F) / 2^s`` (no n term
-  when k = 0: then F = 0);
-  if ``theta < 1`` then ``(G + F)^-1 = (I - H)^-1 Y 2^-s`` and
-  ``((G + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) ||Y||_F)`` (Rump-style verification). The
-  product ``Y G`` has entries below 2^53: one fast ``fmpz_mat`` product, no ball inverse.
+  rows not certified inactive: `certify.verified.inverse_diagonal_upper` (the checker's own, trusted
+  verification, shared here), one ``fmpz_mat`` product of 53-bit integers instead of a ball inverse.
 """
 
 from __future__ import annotations
@@ -24,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["row_norm_bounds", "inactive_mask", "inverse_diagonal_upper"]
+__all__ = ["row_norm_bounds", "inactive_mask"]
 
 
 def _norm2_upper(M: np.ndarray) -> list[int]:
@@ -66,43 +61,3 @@ def inactive_mask(ops, Aw: list[int], e_aw: int, lam_ints, dist_upper: Fraction,
     D = one.numerator
     num, den = c.numerator, c.denominator
     return np.array([lam_ints[i] == 0 and (Aw[i] - D) * den > B[i] * num for i in range(ops.N)], dtype=bool)
-
-
-def inverse_diagonal_upper(G) -> list[Fraction] | None:
-    """Rigorous upper bounds of the diagonal of ``G^-1`` for an exact symmetric positive definite
-    integer matrix G (python-flint ``fmpz_mat``); None when the verification fails (G singular or
-    too ill-conditioned for one float inverse)."""
-    import flint
-
-    n = G.nrows()
-    if n == 0:
-        return []
-    ge = [int(x) for x in G.entries()]
-    top = max(abs(x).bit_length() for x in ge)
-    k = max(0, top - 52)
-    Gp = [x >> k for x in ge]  # floor: G = 2^k (Gp + F), 0 <= F_ij < 1
-    Gf = np.array(Gp, dtype=np.float64).reshape(n, n)  # exact (|Gp| < 2^53)
-    try:
-        Yf = np.linalg.inv(Gf)
-    except np.linalg.LinAlgError:
-        return None
-    big = float(np.max(np.abs(Yf))) if np.all(np.isfinite(Yf)) else 0.0
-    if not big > 0:
-        return None
-    s = 52 - math.ceil(math.log2(big))
-    Y = np.round(np.ldexp(Yf, s)).astype(np.int64)
-    Yl = Y.tolist()
-    P = flint.fmpz_mat(Yl) * flint.fmpz_mat(n, n, Gp)  # exact
-    two_s = 1 << s if s >= 0 else None
-    if two_s is None:
-        return None
-    pe = [int(x) for x in P.entries()]
-    e2 = sum((v - (two_s if i % (n + 1) == 0 else 0)) ** 2 for i, v in enumerate(pe))
-    y2 = sum(int(v) * int(v) for v in Y.ravel())
-    yf = math.isqrt(y2) + 1  # >= ||Y||_F
-    theta = Fraction(math.isqrt(e2) + 1 + (n * yf if k else 0), two_s)  # F = 0 when nothing was shifted out
-    if theta >= Fraction(1, 2):
-        return None
-    extra = theta / (1 - theta) * yf
-    scale = Fraction(1, two_s) / (1 << k)
-    return [(Yl[i][i] + extra) * scale for i in range(n)]

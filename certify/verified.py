@@ -14,6 +14,11 @@ Mp the integers of M shifted right by k (below 2^53) and ``0 <= F_ij < 1``; Y an
 approximate inverse of Mp scaled by ``2^s``. Then ``Y 2^-(s+k) M = I - H`` with
 ``||H||_inf <= theta = (||2^s I - Y Mp||_inf + [k > 0] m ||Y||_inf) / 2^s``; if ``theta < 1``, M is
 invertible and ``||x||_inf <= ||Y||_inf ||R||_inf 2^-(s+k) / (1 - theta)``.
+
+The same verification bounds the diagonal of the inverse of an exact symmetric positive definite
+Gram matrix G (tight rows, docs/theory.md section 4.3), with Frobenius norms: ``G = 2^k (Gp + F)``,
+``Y (Gp + F) = 2^s (I - H)``, ``||H||_2 <= theta = (||2^s I - Y Gp||_F + [k > 0] n ||Y||_F) / 2^s``;
+if ``theta < 1/2`` then ``((Gp + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) ||Y||_F)``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["solution_bound", "gordan_check"]
+__all__ = ["solution_bound", "gordan_check", "inverse_diagonal_upper"]
 
 
 def solution_bound(M: np.ndarray, R: Sequence[int]) -> Fraction | None:
@@ -81,3 +86,43 @@ def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
     ok = beta is not None and beta < min(g.ints[b] for b in B)
     return ok, ("g >= 0 plus a verified correction on the basis rows is an exact Gordan vector: A w >= 1 is "
                 "infeasible" if ok else "the correction on the basis rows is not provably smaller than g there")
+
+
+def inverse_diagonal_upper(G) -> list[Fraction] | None:
+    """Rigorous upper bounds of the diagonal of ``G^-1`` for an exact symmetric positive definite
+    integer matrix G (python-flint ``fmpz_mat``); None when the verification fails (G singular or
+    too ill-conditioned for one float inverse)."""
+    import flint
+
+    n = G.nrows()
+    if n == 0:
+        return []
+    ge = [int(x) for x in G.entries()]
+    top = max(abs(x).bit_length() for x in ge)
+    k = max(0, top - 52)
+    Gp = [x >> k for x in ge]  # floor: G = 2^k (Gp + F), 0 <= F_ij < 1
+    Gf = np.array(Gp, dtype=np.float64).reshape(n, n)  # exact (|Gp| < 2^53)
+    try:
+        Yf = np.linalg.inv(Gf)
+    except np.linalg.LinAlgError:
+        return None
+    big = float(np.max(np.abs(Yf))) if np.all(np.isfinite(Yf)) else 0.0
+    if not big > 0:
+        return None
+    s = 52 - math.ceil(math.log2(big))
+    Y = np.round(np.ldexp(Yf, s)).astype(np.int64)
+    Yl = Y.tolist()
+    P = flint.fmpz_mat(Yl) * flint.fmpz_mat(n, n, Gp)  # exact
+    two_s = 1 << s if s >= 0 else None
+    if two_s is None:
+        return None
+    pe = [int(x) for x in P.entries()]
+    e2 = sum((v - (two_s if i % (n + 1) == 0 else 0)) ** 2 for i, v in enumerate(pe))
+    y2 = sum(int(v) * int(v) for v in Y.ravel())
+    yf = math.isqrt(y2) + 1  # >= ||Y||_F
+    theta = Fraction(math.isqrt(e2) + 1 + (n * yf if k else 0), two_s)  # F = 0 when nothing was shifted out
+    if theta >= Fraction(1, 2):
+        return None
+    extra = theta / (1 - theta) * yf
+    scale = Fraction(1, two_s) / (1 << k)
+    return [(Yl[i][i] + extra) * scale for i in range(n)]

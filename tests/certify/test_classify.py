@@ -11,7 +11,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from certify import synthetic_problem
-from certify.classify import inactive_mask, inverse_diagonal_upper, row_norm_bounds
+from certify.classify import inactive_mask, row_norm_bounds
+from certify.verified import inverse_diagonal_upper
 from certify.ops import ExactOps
 
 

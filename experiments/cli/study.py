@@ -38,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--workers", type=int, default=None,
                        help="processes running independent runs at once (default: 2 on a CPU with 2 or more cores, 1 on CUDA)")
         p.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
-                       help="progress bars with ETA on stderr (auto: only on a terminal)")
+                       help="progress bars with ETA on stderr (auto: only on a terminal; on: always; off: never)")
 
 
 def _cpus() -> int:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     kind.setups(args)           # validate every option (and load the data) before the directory is made
     options = {k: v for k, v in sorted(vars(args).items()) if k not in ("out", "progress", "command")}
     progress = {"auto": None, "on": True, "off": False}[args.progress]
-    ctx = open_study(args.out, kind=args.kind, options=options, device=device, progress=progress is not False,
+    ctx = open_study(args.out, kind=args.kind, options=options, device=device, progress=progress,
                      args=args, workers=workers, threads=args.threads)
     summary = kind.execute(args, ctx)
     print(f"study {args.kind}: {ctx.trained} run(s) trained in {ctx.seconds:.1f} s ({ctx.cpu_seconds:.1f} s CPU), "

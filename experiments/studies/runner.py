@@ -76,7 +76,7 @@ class StudyContext:
     root: Path
     kind: str
     device: object
-    progress: bool = True
+    progress: bool | None = None
     args: object = None
     workers: int = 1
     threads: int = 1
@@ -161,11 +161,11 @@ class StudyContext:
         return records
 
     def bar(self, total: int, desc: str, *, leave: bool = True):
-        """A tqdm bar on stderr with ETA (disabled when stderr is not a terminal or progress is off)."""
+        """A tqdm bar on stderr with ETA: ``progress`` None shows it only on a terminal, True always, False never."""
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, leave=leave, file=sys.stderr, dynamic_ncols=True,
-                    disable=(not self.progress) or None, mininterval=0.5)
+                    disable=None if self.progress is None else not self.progress, mininterval=0.5)
 
     def write(self, name: str, text: str) -> Path:
         return write_text_atomic(self.root / name, text)
@@ -231,7 +231,7 @@ def check_study_dir(root: str | os.PathLike, *, kind: str) -> Path:
     return out
 
 
-def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool = True,
+def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool | None = None,
                args=None, workers: int = 1, threads: int = 1) -> StudyContext:
     """Create or reopen the study directory ``root`` for ``kind`` (`check_study_dir` first)."""
     out = check_study_dir(root, kind=kind)

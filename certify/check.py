@@ -33,7 +33,7 @@ import numpy as np
 
 from certify.certificate import Certificate, CertStatus
 from certify.errors import MdcertError
-from certify.exact import format_fraction, format_sci
+from certify.exact import format_exact, format_fraction, format_sci
 from certify.limits import size_budget, size_violation
 from certify.problem import AttentionProblem
 from certify.verified import gordan_check, inverse_diagonal_upper
@@ -346,7 +346,7 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
     add("data_hash", cert.data_hash == problem.data_hash(), "certificate names this data" if
         cert.data_hash == problem.data_hash() else "data hash differs: the certificate is about other data")
     if p is not None:
-        add("p", parse_p(p) == cert.p, f"certificate p = {format_fraction(cert.p)[:80]}, expected {parse_p(p)}")
+        add("p", parse_p(p) == cert.p, f"certificate p = {format_exact(cert.p)[:80]}, expected {format_exact(parse_p(p))}")
     if svm is not None:
         add("svm", svm == cert.svm, f"certificate svm = {cert.svm}, expected {svm}")
     if cert.d != problem.d:  # consumers reshape w with it

@@ -17,7 +17,7 @@ import numpy as np
 from certify.errors import MdcertError
 
 __all__ = ["DyadicArray", "dyadic", "parse_p", "parse_nonnegative", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
-           "decimal_int", "decimal_digits", "format_sci", "ldexp_array"]
+           "decimal_int", "decimal_digits", "format_exact", "format_g", "format_sci", "ldexp_array"]
 
 
 def parse_p(p: Any, *, name: str = "p") -> Fraction:
@@ -126,7 +126,63 @@ def format_sci(x: Fraction, digits: int = 3) -> str:
     ctx = Context(prec=digits + 24, Emin=MIN_EMIN, Emax=MAX_EMAX)
     val = ctx.multiply(Decimal(q), ctx.power(Decimal(2), shift))
     out = format(Context(prec=digits, Emin=MIN_EMIN, Emax=MAX_EMAX).plus(val), f".{digits - 1}e")
+    mant, _, ex = out.partition("e")
+    out = f"{mant}e{ex[0]}{ex[1:].zfill(2)}"  # Python's float style: 4.28e+00, 1.20e-05, 9.88e-1000
     return "-" + out if x < 0 else out
+
+
+def format_g(x: Fraction | int, digits: int = 6) -> str:
+    """``x`` to ``digits`` significant digits in the style of ``%g`` (``0.00693621``, ``1.27823``,
+    ``3.33333e+399``, ``1e-400``), computed exactly: no float overflow or underflow."""
+    x = Fraction(x)
+    if x == 0:
+        return "0"
+    text = format_sci(x, digits)
+    mant, _, ex = text.partition("e")
+    exp10 = int(ex)
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    if -4 <= exp10 < digits:
+        sign, body = ("-", mant[1:]) if mant.startswith("-") else ("", mant)
+        figures = body.replace(".", "")
+        if exp10 >= 0:
+            figures = figures.ljust(exp10 + 1, "0")
+            whole, frac = figures[:exp10 + 1], figures[exp10 + 1:]
+        else:
+            whole, frac = "0", "0" * (-exp10 - 1) + figures
+        return sign + whole + ("." + frac if frac else "")
+    return f"{mant}e{ex}"
+
+
+def format_exact(p: Fraction | int) -> str:
+    """An exact rational (the exponent p, a step size) as a user reads it: ``3`` (not ``3/1``), ``1.75`` for the terminating decimal 7/4,
+    ``4/3`` for one that does not terminate, ``1e400`` for a huge power of ten; always exact (display
+    only: files keep `format_fraction`'s ``"num/den"``)."""
+    x = Fraction(p)
+    sign, x = ("-" if x < 0 else ""), abs(x)
+    den, twos, fives = x.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    fraction = f"{decimal_str(x.numerator)}/{decimal_str(x.denominator)}" if x.denominator != 1 else None
+    if den != 1:  # no terminating decimal
+        return sign + (fraction if len(fraction) <= 40 else "~" + format_sci(x, 12))
+    scale = max(twos, fives)          # x = m / 10**scale exactly
+    m = x.numerator * 2 ** (scale - twos) * 5 ** (scale - fives)
+    zeros = 0
+    while m and m % 10 == 0 and zeros < 10 ** 6:
+        m, zeros = m // 10, zeros + 1
+    digits, exp10 = decimal_str(m), zeros - scale       # x = m * 10**exp10, m without trailing zeros
+    if len(digits) > 40:
+        return sign + (fraction if fraction and len(fraction) <= 40 else "~" + format_sci(x, 12))
+    if 0 <= exp10 and len(digits) + exp10 <= 16:
+        return sign + digits + "0" * exp10
+    if exp10 < 0 and -exp10 <= len(digits) + 6:
+        whole, frac = digits[:exp10] or "0", digits[exp10:].rjust(-exp10, "0")
+        return f"{sign}{whole}.{frac}"
+    lead = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{lead}e{exp10 + len(digits) - 1}"
 
 
 def format_fraction(x: Fraction | int) -> str:

@@ -130,11 +130,12 @@ def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
 
 
 def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter: int | None = None,
-           max_active_changes: int = 20) -> Refined:
+           max_active_changes: int = 20, progress=None) -> Refined:
     """Newton refinement of a float dual estimate ``lam0`` (psi form) to about ``bits`` bits.
 
     A step with the float64 Jacobian gains 40-50 bits, so the default ``max_iter`` grows with
-    ``bits`` (``80 + bits // 24``); a run that stops gaining (4 steps without halving) ends early."""
+    ``bits`` (``80 + bits // 24``); a run that stops gaining (4 steps without halving) ends early.
+    ``progress(log2 residual)``, when given, is told the residual after every step."""
     max_iter = 80 + bits // 24 if max_iter is None else max_iter
     q = p / (p - 1)
     qf = float(q)
@@ -180,6 +181,8 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                 r = int_vector_to_float(res_ints, e + sh)
                 lg = float(top + e) if top else float("-inf")  # log2 max |residual|, within 1
                 res_hist.append(lg)
+                if progress is not None:
+                    progress(lg)
                 if lg < -bits or (it > 3 and lg >= res_hist[-2] - 1 and lg < -bits + 40):
                     converged = lg < -bits + 40
                     break

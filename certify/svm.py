@@ -67,7 +67,7 @@ def _good(b: Bounds, digits: int) -> bool:
 
 def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
                 time_limit: float | None = None, memory_budget: int | None = None,
-                path: str = "auto") -> Certificate:
+                path: str = "auto", progress=None) -> Certificate:
     """Certified solution of the l_p attention SVM or decoder SVM (docs/theory.md sections 3-4).
 
     Args:
@@ -81,6 +81,8 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
             `certify.budget.default_budget`); a larger estimated need gives NO_VERIFIED_RESULT.
         path: warm start, one of `PATHS`; "auto" takes "working-set" for attention systems with
             more than `DENSE_ENTRIES` entries. Both give certificates with the same claims.
+        progress: optional callable ``progress(fraction, stage)`` told the estimated fraction of the
+            work done (0..1, from the bits the refinement has reached) and what runs now.
 
     Returns:
         A `Certificate`: OPTIMAL (bounds proven), INFEASIBLE (Gordan certificate) or
@@ -91,7 +93,8 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
     if memory_budget is not None and (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer))
                                       or memory_budget <= 0):
         raise MdcertError(f"invalid memory_budget {memory_budget!r}; give a positive number of bytes")
-    opts = dict(svm=svm, digits=digits, time_limit=time_limit, memory_budget=memory_budget, path=path)
+    opts = dict(svm=svm, digits=digits, time_limit=time_limit, memory_budget=memory_budget, path=path,
+                progress=progress if progress is not None else _no_progress)
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
         scaled = _rescaled(problem) if isinstance(problem, AttentionProblem) else None
         if scaled is None:
@@ -100,6 +103,10 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         a = resolve_alpha(problem, alpha)
         cert = _certify_svm(other, p, alpha=list(a), **opts)
         return _unscale(cert, problem, kx + (kz if svm == "attention" else 0), kx, kz)
+
+
+def _no_progress(fraction: float, stage: str) -> None:
+    return None
 
 
 def _rescaled(problem: AttentionProblem) -> tuple[AttentionProblem, int, int] | None:
@@ -140,7 +147,7 @@ def _structured(problem: AttentionProblem, svm: str, path: str) -> tuple[bool, i
     return svm == "attention" and (path == "working-set" or (path == "auto" and N * m > DENSE_ENTRIES)), N
 
 
-def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, path) -> Certificate:
+def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, path, progress) -> Certificate:
     t0 = time.perf_counter()
     if not isinstance(problem, AttentionProblem):
         raise MdcertError(f"certify_svm needs an AttentionProblem, got {type(problem).__name__}")
@@ -164,7 +171,7 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
             "memory_estimate_bytes": need, "memory_budget_bytes": budget})
     try:
         return _solve(problem, pf, a, base, svm=svm, digits=digits, time_limit=time_limit, t0=t0,
-                      structured=structured, budget=budget, need=need)
+                      structured=structured, budget=budget, need=need, progress=progress)
     except MemoryError:
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
             "reason": f"ran out of memory (N = {N} rows x {m} variables, estimate {format_bytes(need)}, "
@@ -173,7 +180,8 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
             "seconds": round(time.perf_counter() - t0, 4)})
 
 
-def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, budget, need) -> Certificate:
+def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, budget, need, progress) -> Certificate:
+    progress(0.0, "warm start")
     cs = constraint_system(problem, svm, a)
     ops = ExactOps(cs)
     info: dict = {}
@@ -226,8 +234,11 @@ def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, bud
     bits = target_bits(pf, digits)
     best: Bounds | None = None
     for attempt in range(4):
+        def reached(lg: float, bits=bits, attempt=attempt) -> None:  # the warm start is about 10% of the work
+            progress(0.1 + 0.8 * min(1.0, max(0.0, -lg / bits)), f"refine to {bits} bits (attempt {attempt + 1})")
         try:
-            ref = refine(ops, pf, ws.lam, bits=bits)
+            ref = refine(ops, pf, ws.lam, bits=bits, progress=reached)
+            progress(0.9, "exact bounds")
             b = None
             if pf == 2 and len(ref.support) <= 64 and cs.m <= 4096:
                 # exact rational KKT: denominators grow like |S| * 220 bits, so small supports only

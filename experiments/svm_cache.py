@@ -64,6 +64,8 @@ class Certifier:
         self.done: dict[tuple, dict] = {}
         self.requests = 0
         self.opt_keys: list = []
+        #: the waiting bar of `results`: None on a terminal only, True / False forced (``--progress``)
+        self.progress: bool | None = None
         self.pool = None
         self._workers: list = []
         if workers > 0:
@@ -106,9 +108,16 @@ class Certifier:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def results(self) -> dict[tuple, dict]:
-        for key, job in self.jobs.items():
-            if key not in self.done:
+        """Every submitted job's result (waits for them; a progress bar on a terminal, see `progress`)."""
+        from experiments.progress import progress
+
+        pending = [key for key in self.jobs if key not in self.done]
+        with progress(len(pending), desc="paths: certified SVMs", unit="svm",
+                      enabled=self.progress if pending else False) as bar:
+            for key in pending:
+                job = self.jobs[key]
                 self.done[key] = self.futures[key].result() if key in self.futures else certify_job(job)
+                bar.update()
         return self.done
 
     def close(self) -> None:

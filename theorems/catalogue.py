@@ -86,7 +86,7 @@ def _missing(name: str, message: str) -> HypothesisReport:
 
 def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any = "logistic", W0: Any = None,
                   mu: Any = None, R: Any = None, eta: Any = None, trajectory: Any = None,
-                  digits: int = 30, segment: bool = False) -> TheoremReport:
+                  digits: int = 30, segment: bool = False, progress=None) -> TheoremReport:
     """Check every hypothesis of a theorem on a problem.
 
     Args:
@@ -101,6 +101,8 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         trajectory: float64 iterates (K+1, d, d) of mirror descent with the fixed decoder.
         digits: precision of the certified SVM solves.
         segment: also prove convexity of ``psi - eta L`` on every whole segment of the trajectory.
+        progress: optional callable ``progress(done, total, name)`` told before each hypothesis is
+            checked (and ``(total, total, "")`` at the end).
 
     Returns:
         TheoremReport with one `HypothesisReport` per hypothesis and measured quantities.
@@ -129,12 +131,16 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "step_size_convex_along_path": "not checked: give --init and --lr to run and record a mirror-descent path",
     }
     reports, timings = [], {}
-    for name in th.hypotheses:
+    for i, name in enumerate(th.hypotheses):
+        if progress is not None:
+            progress(i, len(th.hypotheses), name)
         t0 = time.perf_counter()
         pred = builders[name]()
         rep = _missing(name, missing_msg[name]) if pred is None else pred.check(ctx)
         timings[name] = round(time.perf_counter() - t0, 4)
         reports.append(rep)
+    if progress is not None:
+        progress(len(th.hypotheses), len(th.hypotheses), "")
     quantities: dict[str, Any] = {
         "p": format_fraction(pf),
         "alpha": list(a),

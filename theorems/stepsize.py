@@ -29,7 +29,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import format_fraction, format_sci, parse_nonnegative, parse_p
+from certify.exact import format_exact, format_fraction, format_sci, parse_nonnegative, parse_p
 from theorems.balls import arb_fraction, enclosure, working_precision
 from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
                               loss_terms, padding_mask, softmax_balls, token_values)
@@ -248,8 +248,8 @@ class StepSizeConvexAlongPath(Predicate):
             verdict = verdict & (Verdict.FAILS if s_bad else (Verdict.UNDECIDED if s_und else Verdict.HOLDS))
             seg_note = f"; segment convexity: {s_bad} refuted, {s_und} undecided"
         if verdict is Verdict.HOLDS:
-            msg = (f"D_L <= D_psi/eta proved on all {K} recorded steps (eta={format_fraction(eta)}, "
-                   f"p={format_fraction(p)})" + (" and psi - eta L convex on every segment" if self.segment else ""))
+            msg = (f"D_L <= D_psi/eta proved on all {K} recorded steps (eta={format_exact(eta)}, "
+                   f"p={format_exact(p)})" + (" and psi - eta L convex on every segment" if self.segment else ""))
         elif verdict is Verdict.FAILS:
             msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta" + (f" (first at step {bad[0]})" if bad else "")
                    + seg_note + "; lower the step size"

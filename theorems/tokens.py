@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from certify.exact import format_fraction, parse_p
+from certify.exact import format_exact, format_fraction, parse_p
 from theorems.context import CheckContext, Predicate, as_context
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
@@ -248,7 +248,7 @@ class TokensLocallyOptimal(Predicate):
             why = "the certificate failed the independent checker" if status == "optimal" else \
                 f"no verified SVM solution (status {status})"
             return HypothesisReport(self.name, Verdict.UNDECIDED,
-                                    (Evidence(f"support set of the l_p SVM, p={format_fraction(p)}", None, None,
+                                    (Evidence(f"support set of the l_p SVM, p={format_exact(p)}", None, None,
                                               Method.SOLVER, detail=why),),
                                     f"{why}; retry with more digits or a longer time limit")
         gaps, scale = _score_gaps(ctx, alpha)
@@ -269,7 +269,7 @@ class TokensLocallyOptimal(Predicate):
         hi = min(gap(r) for r in tight) if tight else max(gap(r) for r in undecided)
         bad_tight = [list(r) for r in tight if gap(r) <= 0]
         bad_und = [list(r) for r in undecided if gap(r) <= 0]
-        ev = Evidence(f"min over support tokens (i,t) of gamma_{{i,alpha_i}} - gamma_it (p={format_fraction(p)})",
+        ev = Evidence(f"min over support tokens (i,t) of gamma_{{i,alpha_i}} - gamma_it (p={format_exact(p)})",
                       lo, hi, Method.INTERVAL, ">", Fraction(0),
                       detail="exact scores; support set enclosed by the certified tight and tight-or-undecided rows",
                       data={"tight": [list(r) for r in tight], "undecided": [list(r) for r in undecided],
@@ -282,7 +282,7 @@ class TokensLocallyOptimal(Predicate):
             fails = "alpha is not locally optimal"
         return HypothesisReport.from_evidence(
             self.name, [ev],
-            holds=f"alpha={list(alpha)} is locally optimal for p={format_fraction(p)} "
+            holds=f"alpha={list(alpha)} is locally optimal for p={format_exact(p)} "
                   f"({len(tight)} certified support rows, {len(undecided)} undecided but harmless)",
             fails=fails,
             undecided=f"rows {bad_und[:3]} may be support rows (undecided, e.g. weakly active) and score >= alpha; "

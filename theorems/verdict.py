@@ -16,7 +16,7 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-from certify.exact import format_fraction, format_sci
+from certify.exact import format_fraction, format_g
 
 __all__ = [
     "EvidenceError",
@@ -216,24 +216,34 @@ class Evidence:
         return v
 
     def summary(self) -> str:
-        """A short one-line rendering for tables."""
+        """A short one-line rendering for tables that says what was required and whether it holds:
+        ``D_psi(...): needs <= 0.5, is 1.27823: fails (interval)``; informational evidence reads
+        ``quantity = value (method)``."""
         if (self.relation == "==" and self.threshold == 1 and self.lo in (0, 1) and self.hi in (0, 1)):
             word = {(1, 1): "proved", (0, 0): "refuted"}.get((self.lo, self.hi), "not decided")
+            if word == "proved" and not self.method.rigorous:
+                word = "consistent, not proved"
             return f"{self.quantity}: {word} ({self.method.value})"
+
         def f(x: Fraction | None, inf: str) -> str:
             if x is None:
                 return inf
             if x.denominator == 1 and abs(x) <= 10**9:
                 return str(x.numerator)
-            text = format_sci(x, 6)  # exact rounding: no float overflow or underflow of huge/tiny bounds
-            return f"{float(text):.6g}" if -5 < int(text.partition("e")[2] or 0) < 6 else text
+            return format_g(x, 6)  # exact rounding: no float overflow or underflow of huge/tiny bounds
 
         if self.lo == self.hi and self.lo is not None:
             enc = f(self.lo, "")
         else:
             enc = f"[{f(self.lo, '-inf')}, {f(self.hi, 'inf')}]"
-        req = f" {self.relation} {f(self.threshold, '')}" if self.deciding else ""
-        return f"{self.quantity} = {enc}{req} ({self.method.value})"
+        if not self.deciding:
+            return f"{self.quantity} = {enc} ({self.method.value})"
+        implied = self.implies()
+        if implied is Verdict.UNDECIDED and self._interval_verdict() is Verdict.HOLDS:
+            outcome = "consistent, not proved"  # float or sampled evidence never proves
+        else:
+            outcome = implied.value
+        return f"{self.quantity}: needs {self.relation} {f(self.threshold, '')}, is {enc}: {outcome} ({self.method.value})"
 
     def to_json(self) -> dict:
         return {

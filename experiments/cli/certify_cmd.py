@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
     from certify import AttentionProblem, CertStatus, certify_svm
     from certify.errors import MdcertError
-    from certify.exact import decimal_digits
+    from certify.exact import decimal_digits, format_exact
 
     from experiments.outputs import check_output_file, write_text_atomic
 
@@ -138,13 +138,20 @@ def run(args: argparse.Namespace) -> int:
         raise MdcertError(f"invalid --time-limit {args.time_limit}; give a finite number of seconds >= 0")
     budget = None if args.memory_budget is None else parse_size(args.memory_budget)
     problem = AttentionProblem.load(args.problem)
+    from experiments.progress import progress
+
     t0 = time.perf_counter()
-    cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
-                       time_limit=args.time_limit, memory_budget=budget)
+    with progress(1.0, desc="certify", fraction=True) as bar:
+        def report(fraction: float, stage: str) -> None:
+            bar.set(fraction)
+            bar.stage(stage)
+
+        cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
+                           time_limit=args.time_limit, memory_budget=budget, progress=report)
     elapsed = time.perf_counter() - t0
     if problem.lengths is not None or problem.provenance:
         print(f"problem: {problem.describe()}")
-    print(f"{args.svm} SVM, p = {cert.p.numerator}/{cert.p.denominator}, alpha = {list(cert.alpha)}")
+    print(f"{args.svm} SVM, p = {format_exact(cert.p)}, alpha = {list(cert.alpha)}")
     print(f"status: {cert.status.value}")
     reached = True
     if cert.status is CertStatus.OPTIMAL:
@@ -169,6 +176,11 @@ def run(args: argparse.Namespace) -> int:
     write_export(args, sol)
     if "memory_budget_bytes" in cert.info:  # too large for the budget, or out of memory: one line
         print(f"mdcert certify: {cert.info.get('reason')}", file=sys.stderr)
+    elif cert.status is CertStatus.NO_VERIFIED_RESULT:  # exit 2: say so on stderr, with the reason
+        why = cert.info.get("reason", "no rigorous enclosure")
+        if "warm start" in why and cert.p > 8:  # measured: the paper's problems certify up to p = 8
+            why += f"; the float64 warm start is ill-conditioned at large p (p = {format_exact(cert.p)}), try a smaller p"
+        print(f"mdcert certify: nothing could be verified: {why}", file=sys.stderr)
     if not reached:
         print(f"mdcert certify: the requested {args.digits} digits were not reached (certified relative width "
               f"{_sci(rw)}, {dig}); the bounds proven are in the certificate; raise --time-limit or lower "

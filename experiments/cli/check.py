@@ -72,8 +72,9 @@ def _load_init(path: str, d: int):
     return check_matrix(loaded, d, name=f"--init {path}")
 
 
-def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
-    """Mirror descent on W with the problem's fixed decoder; returns every iterate, float64 (steps+1, d, d)."""
+def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic", progress=None):
+    """Mirror descent on W with the problem's fixed decoder; returns every iterate, float64 (steps+1, d, d).
+    ``progress(k)``, when given, is told the steps done (every 64 steps and at the end)."""
     import numpy as np
     import torch
 
@@ -95,6 +96,8 @@ def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
             value.backward()
             opt.step()
             out[k + 1] = model.W.detach().numpy()
+            if progress is not None and ((k + 1) % 64 == 0 or k + 1 == steps):
+                progress(k + 1)
     finally:
         torch.set_num_threads(threads)
     if not np.all(np.isfinite(out)):
@@ -102,29 +105,49 @@ def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic"):
     return out
 
 
-def _cell(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+def format_table(report, *, width: int | None = None) -> str:
+    """Plain-text table of hypothesis, verdict, key evidence (what was required, what was found, and
+    whether it holds) and what to change, wrapped to ``width`` columns (default: the terminal's,
+    `experiments.terminal.terminal_width`); nothing is cut. Wide terminals get four columns, medium
+    ones three (evidence and message in one), narrow ones one block per hypothesis."""
+    from experiments.terminal import columns, terminal_width, wrap, wrap_lines
 
-
-def format_table(report) -> str:
-    """Plain-text table: hypothesis, verdict, key evidence, what to change."""
-    rows = [("hypothesis", "verdict", "key evidence", "message / what to change")]
+    width = terminal_width() if width is None else max(int(width), 40)
+    entries = []
     for h in report.hypotheses:
         deciding = [e for e in h.evidence if e.deciding]
         telling = [e for e in deciding if e.implies() is h.verdict] or deciding or list(h.evidence)
-        key = telling[0].summary() if telling else "-"
-        rows.append((h.name, h.verdict.value.upper(), key, h.message))
-    widths = (28, 9, 70, 90)
-    lines = ["  ".join(_cell(c, w).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths[:3]) + "  " + "-" * 24)
-    head = f"Theorem {report.theorem}: {report.title}\n  {report.reference}"
-    notes = [f"  {h.name}: {h.message}" for h in report.hypotheses if h.verdict.value != "holds"]
+        entries.append((h.name, h.verdict.value.upper(), telling[0].summary() if telling else "-", h.message))
+    wn = max([len("hypothesis")] + [len(e[0]) for e in entries])
+    rest = width - wn - 9 - 4
+    if rest >= 64:
+        we = rest * 11 // 20
+        widths = (wn, 9, we, rest - we - 2)
+        lines = columns([("hypothesis", "verdict", "key evidence", "message / what to change")], widths)
+        lines.append("  ".join("-" * w for w in widths))
+        for name, verdict, key, msg in entries:
+            lines += columns([(name, verdict, key, msg)], widths)
+    elif rest >= 30:
+        widths = (wn, 9, rest)
+        lines = columns([("hypothesis", "verdict", "key evidence; what to change")], widths)
+        lines.append("  ".join("-" * w for w in widths))
+        pad = " " * (wn + 9 + 4)
+        for name, verdict, key, msg in entries:
+            lines += columns([(name, verdict, key)], widths)
+            lines += wrap(msg, width, first=pad + "-> ", indent=pad + "   ")
+    else:
+        lines = []
+        for i, (name, verdict, key, msg) in enumerate(entries):
+            lines += ([""] if i else []) + wrap(f"{name}: {verdict}", width, first="", indent="    ")
+            lines += wrap(key, width, first="  evidence: ", indent="    ")
+            lines += wrap(msg, width, first="  -> ", indent="    ")
+    head = wrap_lines([f"Theorem {report.theorem}: {report.title}", f"  {report.reference}"], width)
     foot = [f"verdict: {report.verdict.value.upper()} (Kleene AND of the hypotheses)"]
+    notes = [f"  {h.name}: {h.message}" for h in report.hypotheses if h.verdict.value != "holds"]
     if notes:
         foot += ["not holding:"] + notes
     foot.append(f"conclusion (to measure): {report.conclusion}")
-    return "\n".join([head, ""] + lines + [""] + foot)
+    return "\n".join(head + [""] + lines + [""] + wrap_lines(foot, width))
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -139,13 +162,15 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from certify.errors import MdcertError
-    from certify.exact import format_sci, parse_p
+    from certify.exact import format_g, parse_p
+    from experiments.terminal import terminal_width, wrap_lines
     from certify.problem import AttentionProblem
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext
     from certify.exact import parse_nonnegative
 
     from experiments.outputs import check_distinct, check_output_file
+    from experiments.progress import progress
 
     t0 = time.perf_counter()
     theorem = get_theorem(args.theorem)
@@ -195,7 +220,9 @@ def run(args: argparse.Namespace) -> int:
         if loss_name not in ("logistic", "exponential", "linear"):
             raise MdcertError(f"training supports the losses logistic, exponential, linear; got {args.loss!r}")
         t1 = time.perf_counter()
-        trajectory = run_path(problem, W0, lr=float(eta), p=p, steps=args.steps, loss=loss_name)
+        with progress(args.steps, desc="check: training path", unit="step") as bar:
+            trajectory = run_path(problem, W0, lr=float(eta), p=p, steps=args.steps, loss=loss_name,
+                                  progress=bar.set)
         timings["training_path"] = round(time.perf_counter() - t1, 3)
         if alpha is not None and alpha.strip().lower() == FROM_TRAINING:
             WK = trajectory[-1]
@@ -203,20 +230,29 @@ def run(args: argparse.Namespace) -> int:
             logits[~problem.token_mask] = -np.inf          # padding is never attended
             alpha = [int(a) for a in np.argmax(logits, axis=1)]
     ctx = CheckContext(problem, digits=args.digits)
-    report = check_theorem(theorem.number, ctx, p=p, alpha=alpha, loss=args.loss, W0=W0, mu=mu, R=R,
-                           eta=eta, trajectory=trajectory, segment=args.segment)
+    with progress(len(theorem.hypotheses), desc="check: hypotheses", unit="checked", eta=False) as bar:
+        def told(done: int, total: int, name: str) -> None:
+            bar.set(done)
+            bar.stage(name, force=True)
+
+        report = check_theorem(theorem.number, ctx, p=p, alpha=alpha, loss=args.loss, W0=W0, mu=mu, R=R,
+                               eta=eta, trajectory=trajectory, segment=args.segment, progress=told)
+    width = terminal_width()
     if problem.lengths is not None or problem.provenance:
-        print(f"problem: {problem.describe()}")
-    print(format_table(report))
+        print("\n".join(wrap_lines([f"problem: {problem.describe()}"], width)))
+    print(format_table(report, width=width))
     timings["total"] = round(time.perf_counter() - t0, 3)
     q = report.quantities
-    print(f"alpha = {q['alpha']}" + (f" (argmax of the final attention after {args.steps} steps)"
-                                       if args.alpha and args.alpha.strip().lower() == FROM_TRAINING else ""))
+    tail = [f"alpha = {q['alpha']}" + (f" (argmax of the final attention after {args.steps} steps)"
+                                       if args.alpha and args.alpha.strip().lower() == FROM_TRAINING else "")]
     svm = q.get("attention_svm")
     if svm and svm.get("opt_lower"):
         lo, hi = Fraction(svm["opt_lower"]), Fraction(svm["opt_upper"])
-        print(f"||W_mm||_p in [{format_sci(lo, 12)}, {format_sci(hi, 12)}], support rows {svm['support_counts']}")
-    print(f"time: {timings['total']:.2f} s")
+        counts = svm.get("support_counts") or {}
+        tail.append(f"||W_mm||_p in [{format_g(lo, 12)}, {format_g(hi, 12)}], support rows: "
+                    + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    tail.append(f"time: {timings['total']:.2f} s")
+    print("\n".join(wrap_lines(tail, width)))
     if args.json:
         payload = report.to_json()
         payload["inputs"] = {"problem": str(args.problem), "p": args.p, "alpha": args.alpha, "init": args.init,

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Sequence
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "main", "version"]
 
 #: command name -> (module, one-line help). Modules live in experiments/cli/.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -45,8 +45,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def version() -> str:
+    """The installed package's version (importlib.metadata); from the source tree's pyproject.toml
+    when mdcert runs uninstalled; ``unknown`` when neither says."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("mdcert")
+    except PackageNotFoundError:
+        pass
+    try:
+        import tomllib
+        from pathlib import Path
+
+        with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as fh:
+            return str(tomllib.load(fh)["project"]["version"]) + " (source tree, not installed)"
+    except (OSError, KeyError, ValueError):
+        return "unknown (not installed: pip install -e .)"
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     parser = _Parser(prog="mdcert", description="Certificates and experiments for mirror descent on softmax attention.")
+    parser.add_argument("--version", action="version", version=f"mdcert {version()}",
+                        help="print the version of mdcert and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     modules: dict[str, object] = {}
     for name, (module, help_) in COMMANDS.items():
@@ -68,6 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(modules[args.command].run(args) or 0)
+    except BrokenPipeError as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
+        if _stdout_closed():
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not raise
+            return 141
+        print(f"mdcert {args.command}: error: {_one_line(exc)}", file=sys.stderr)  # another pipe broke
+        return 1
     except (MdcertError, ValueError, FloatingPointError, OSError, MemoryError) as exc:
         print(f"mdcert {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
@@ -80,6 +107,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mdcert {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (this is a bug; "
               f"rerun with MDCERT_TRACEBACK=1 for the traceback and report it)", file=sys.stderr)
         return 70
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (poll reports an error on it)."""
+    try:
+        import select
+
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll, or a replaced stdout without a descriptor
+        return False
 
 
 def _one_line(exc: BaseException) -> str:

@@ -128,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     opt_keys: list = [None] * B
     if not args.no_certify:
         certifier = Certifier(inputs.sources, hashes, workers=cfg["workers"], digits=args.digits)
+        certifier.progress = {"auto": None, "on": True, "off": False}[args.progress]
         tokens = [pr.optimal_indices() for pr in problems]
         for b in range(B):                                # solved while the paths run
             tk = tokens[trial[b]]

@@ -12,7 +12,7 @@ import argparse
 
 HELP = "regularization paths W(R) = argmin_{||W||_p <= R} L(W) vs the certified SVM (Theorems 6 and 31)"
 
-__all__ = ["HELP", "configure", "run"]
+__all__ = ["HELP", "configure", "run", "token_notes"]
 
 #: the built-in name of the paper's joint-training example (n=2, T=3, d=2)
 JOINT_EXAMPLE = "joint-example"
@@ -57,6 +57,42 @@ def _load(name: str):
 
         return joint_example()
     return AttentionProblem.load(name)
+
+
+def _num(x) -> str:
+    return f"{x:.3e}" if isinstance(x, (int, float)) else str(x)
+
+
+def _ranges(values: list[float]) -> str:
+    return ", ".join(f"{x:g}" for x in values[:6]) + (f" and {len(values) - 6} more" if len(values) > 6 else "")
+
+
+def token_notes(summary: dict) -> list[str]:
+    """Lines saying where the paths select other tokens than the reference SVM's alpha (softmax argmax):
+    there the divergence to the SVM of alpha does not measure convergence (Theorem 31 for joint runs)."""
+    alpha = [int(a) for a in summary.get("alpha") or []]
+    out = []
+    other = [(r["R"], r["selected_tokens"]) for r in summary.get("path", []) if r.get("selected_tokens") is not None
+             and [int(t) for t in r["selected_tokens"]] != alpha]
+    if alpha and other:
+        kinds = sorted({tuple(t) for _, t in other})
+        joint = any("bregman_to_selected_svm" in r for r in summary["path"])
+        out.append(f"note: at R = {_ranges([R for R, _ in other])} the path selects tokens "
+                   f"{', '.join(str(list(k)) for k in kinds[:3])} instead of the SVM's alpha = {alpha}; D_W there "
+                   f"compares with the SVM of alpha" + (" (bregman_to_selected_svm in summary.json: with the SVM of "
+                                                       "the selected tokens)" if joint else ""))
+    md = summary.get("joint_md")
+    if alpha and md and md.get("records"):
+        last = md["records"][-1]
+        sel = [int(t) for t in last.get("selected_tokens") or []]
+        if sel and sel != alpha:
+            ex = [i for i, (a, s) in enumerate(zip(alpha, sel)) if a != s]
+            out.append(f"note: joint mirror descent ends on tokens {sel}, not the SVM's alpha = {alpha} (examples "
+                       f"{ex[:6]}): it converges toward the SVMs of its own tokens (D_W = "
+                       f"{_num(last.get('bregman_W_to_selected_svm'))}, D_v = "
+                       f"{_num(last.get('bregman_v_to_selected_svm'))}), not those of alpha (D_W = "
+                       f"{_num(last.get('bregman_W'))}, D_v = {_num(last.get('bregman_v'))})")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,13 +143,18 @@ def run(args: argparse.Namespace) -> int:
     alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
     reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)
 
+    from experiments.progress import progress
+
+    bar = progress(len(radii), desc="regpath: radii", unit="R")
+
     def show(res) -> None:
         extra, loss = "", f"loss={res.loss:.6g}"
         if hasattr(res, "r"):
             extra = f" r={res.r:<9.4g} D_v={res.bregman_v_to_svm:.3e}"
             loss = f"log L={res.log_loss:.6g}"
-        print(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} {loss} "
-              f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} winner={res.winner}", flush=True)
+        bar.write(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} {loss} "
+                  f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} winner={res.winner}")
+        bar.update()
 
     import warnings
 
@@ -130,21 +171,26 @@ def run(args: argparse.Namespace) -> int:
                                              alpha=alpha, reference=reference, v_reference=v_reference,
                                              svm_start=not args.no_svm_start, dual_start=not args.no_dual_start,
                                              loss=args.loss, progress=show)
+            bar.close()
             summary_body = path.to_json()
             arrays["W"] = np.stack([r.W for r in path.results])
             arrays["v"] = np.stack([r.v for r in path.results])
             arrays["r"] = np.array(r_values)
             if args.md_steps:
-                md = joint_md_path(problem, p, steps=args.md_steps, lr=args.md_lr, alpha=alpha, reference=reference,
-                                   v_reference=v_reference, loss=args.loss)
+                with progress(args.md_steps, desc="regpath: joint mirror descent", unit="step") as md_bar:
+                    md = joint_md_path(problem, p, steps=args.md_steps, lr=args.md_lr, alpha=alpha,
+                                       reference=reference, v_reference=v_reference, loss=args.loss,
+                                       progress=md_bar.set)
                 summary_body["joint_md"] = md.to_json()
-                print(f"joint mirror descent: {args.md_steps} steps, final D_W={md.records[-1]['bregman_W']:.3e} "
-                      f"D_v={md.records[-1]['bregman_v']:.3e} tokens={md.records[-1]['selected_tokens']}")
+                last = md.records[-1]
+                print(f"joint mirror descent: {args.md_steps} steps, final D_W={_num(last['bregman_W'])} "
+                      f"D_v={_num(last['bregman_v'])} tokens={last['selected_tokens']}")
         else:
             path = regularization_path(problem, p, radii=radii, starts=args.starts, seed=args.seed, alpha=alpha,
                                        reference=reference, svm_start=not args.no_svm_start,
                                        dual_start=not args.no_dual_start, loss=args.loss,
                                        digits=args.digits, progress=show)
+            bar.close()
             summary_body = path.to_json()
             arrays["W"] = np.stack([r.W for r in path.results])
     for w in caught:
@@ -182,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
         (tmp / "summary.json").write_text(text)
     for note in limits:
         print(f"note: float64 limits reached during the path ({note}); values at extreme radii may be inaccurate")
+    for line in token_notes(summary):
+        print(line)
     d = summary["decay"]
     print(f"wrote {out / 'summary.json'}: D(R={radii[0]:g}) = {d['bregman_first']:.3e}, "
           f"D(R={radii[-1]:g}) = {d['bregman_last']:.3e}, ratio {d['ratio_first_over_last']:.3g}")

@@ -24,7 +24,6 @@ import functools
 import hashlib
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -128,11 +127,9 @@ def contextual_outputs(sequences: Sequence[Sequence[int]], *, batch_size: int = 
     torch, model = load_encoder()
     order = sorted(range(len(sequences)), key=lambda i: (len(sequences[i]), i))
     out: list[np.ndarray | None] = [None] * len(sequences)
-    bar = None
-    if progress and sys.stderr.isatty():
-        from tqdm import tqdm
+    from experiments.progress import progress as progress_bar
 
-        bar = tqdm(total=len(sequences), desc="encoding", unit="seq", file=sys.stderr)
+    bar = progress_bar(len(sequences), desc="encoding", unit="seq", enabled=None if progress else False)
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
@@ -145,10 +142,8 @@ def contextual_outputs(sequences: Sequence[Sequence[int]], *, batch_size: int = 
             hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
             for row, i in enumerate(batch):
                 out[i] = np.array(hidden[row, :len(sequences[i])], dtype=np.float32)
-            if bar is not None:
-                bar.update(len(batch))
-    if bar is not None:
-        bar.close()
+            bar.update(len(batch))
+    bar.close()
     return out  # type: ignore[return-value]
 
 

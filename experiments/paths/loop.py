@@ -4,7 +4,6 @@ a progress bar on stderr."""
 
 from __future__ import annotations
 
-import sys
 import time
 
 import numpy as np
@@ -18,23 +17,24 @@ __all__ = ["Recorder", "progress_printer", "run_loop"]
 
 
 def progress_printer(enabled: bool, total: int):
-    state = {"last": 0.0, "t0": time.perf_counter()}
+    """``show(k, active, final=False)``: the training progress (step k of ``total``, active
+    trajectories, ETA) through the shared bar of `experiments.progress` (drawn only when enabled)."""
+    from experiments.progress import progress
+
+    bar = progress(total, desc="paths: training", unit="step", enabled=bool(enabled))
+    state = {"last": 0.0}
 
     def show(k: int, active: int, final: bool = False) -> None:
-        if not enabled:
+        if not bar.enabled:
             return
         now = time.perf_counter()
-        if not final and now - state["last"] < 0.5:
+        if not final and now - state["last"] < 0.25:
             return
         state["last"] = now
-        frac = k / max(total, 1)
-        el = now - state["t0"]
-        eta = el * (1 - frac) / frac if frac > 0 else 0.0
-        sys.stderr.write(f"\rpaths [{'#' * int(30 * frac):<30}] step {k}/{total}  active {active}  "
-                         f"{el:6.1f}s  eta {eta:6.1f}s")
+        bar.set(k)
+        bar.stage(f"{active} active", force=final)
         if final:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+            bar.close()
 
     return show
 

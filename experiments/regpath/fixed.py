@@ -23,7 +23,7 @@ import numpy as np
 
 from certify.blas import single_thread_blas
 from certify.errors import MdcertError
-from certify.exact import format_fraction, parse_p
+from certify.exact import format_exact, parse_p
 from experiments.regpath.excess_loss import ExcessLoss
 from experiments.regpath.grid import as_radii, geometric_radii, parse_radii  # noqa: F401  (re-exported)
 from experiments.regpath.results import RadiusResult, RegPath, rank_starts, start_queue
@@ -83,8 +83,8 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
     if reference is None:
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)
     if reference.p != p or reference.svm != "attention":
-        raise MdcertError(f"the reference is the {reference.svm} SVM at p = {format_fraction(reference.p)}, "
-                          f"but the path needs the attention SVM at p = {format_fraction(p)}")
+        raise MdcertError(f"the reference is the {reference.svm} SVM at p = {format_exact(reference.p)}, "
+                          f"but the path needs the attention SVM at p = {format_exact(p)}")
     if reference.direction.size != problem.d * problem.d:
         raise MdcertError(f"reference has {reference.direction.size} entries, expected d*d = {problem.d * problem.d}")
     obj = ExcessLoss(problem.X, problem.y, problem.z, problem.v, loss=loss, mask=problem.token_mask)

@@ -50,7 +50,7 @@ class JointMDPath:
 
 def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None, reference: Reference | None = None,
                   v_reference: Reference | None = None, loss: str = "logistic", records: int = 40,
-                  digits: int = 30) -> JointMDPath:
+                  digits: int = 30, progress=None) -> JointMDPath:
     """Joint mirror descent on (W, v) from zero with normalized steps (`LpMirrorDescent`, docs/theory.md section 2).
 
     Args:
@@ -58,6 +58,7 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
         alpha: reference tokens (default: problem.alpha, else optimal).
         reference, v_reference: certified SVM references (default: certify_svm).
         records: number of log-spaced steps recorded.
+        progress: optional callable ``progress(k)`` told the steps done (every 256 steps and at the end).
     """
     import torch
 
@@ -99,5 +100,7 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
             rec["bregman_W_to_selected_svm"] = json_number(refs.bregman("attention", rec["selected_tokens"], Wn))
             rec["bregman_v_to_selected_svm"] = json_number(refs.bregman("decoder", rec["selected_tokens"], vn))
             out.append(rec)
+        if progress is not None and (k % 256 == 0 or k == steps):
+            progress(k)
     return JointMDPath(p, float(lr), int(steps), tuple(out), tuple(skipped_W), tuple(skipped_v),
                        time.perf_counter() - t0)

@@ -8,7 +8,6 @@ index is appended line by line, and only the set of keys (64 hex digits a job) i
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -64,11 +63,9 @@ def make_engine(name: str, *, workers: int, retries: int, address: str | None, p
 
 
 def _progress(total: int, enabled: bool | None):
-    from tqdm import tqdm
+    from experiments.progress import progress
 
-    show = sys.stderr.isatty() if enabled is None else enabled
-    return tqdm(total=total, disable=not show or total == 0, desc="sweep", unit="job", file=sys.stderr,
-                dynamic_ncols=True, smoothing=0.1)
+    return progress(total, desc="sweep", unit="job", enabled=enabled if total else False)
 
 
 def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", workers: int = 2, retries: int = 2,
@@ -134,7 +131,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                         job_s += float(line.get("seconds") or 0.0)
                         bar.update(1)
                         if counts["failed"]:
-                            bar.set_postfix(failed=counts["failed"], refresh=False)
+                            bar.stage(f"failed={counts['failed']}")
                 finally:
                     bar.close()
                     run_s = time.perf_counter() - t_run

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from certify.errors import MdcertError
-from certify.exact import (conjugate, decimal_digits, dyadic, format_fraction, format_sci, parse_fraction,
+from certify.exact import (conjugate, decimal_digits, dyadic, format_fraction, format_exact, format_sci, parse_fraction,
                            parse_nonnegative, parse_p)
 
 
@@ -93,9 +93,32 @@ def test_decimal_digits_is_exact(num, k) -> None:
 
 @pytest.mark.parametrize(("x", "text"), [(Fraction(1, 10**1000), "1.00e-1000"), (Fraction(5, 10**324), "5.00e-324"),
                                           (Fraction(10**400 * 3), "3.00e+400"), (Fraction(0), "0"),
-                                          (Fraction(-2, 3), "-6.67e-1")])
+                                          (Fraction(-2, 3), "-6.67e-01"), (Fraction(3, 10**5), "3.00e-05"),
+                                          (Fraction(428, 100), "4.28e+00")])
 def test_format_sci_has_no_float_range(x, text) -> None:
     assert format_sci(x) == text
+
+
+@pytest.mark.parametrize(("p", "text"), [
+    (Fraction(3), "3"), (Fraction(2), "2"), (Fraction(7, 4), "1.75"), (Fraction(11, 10), "1.1"),
+    (Fraction(4, 3), "4/3"), (Fraction(10) ** 400, "1e400"), (Fraction(10 ** 20), "1e20"),
+    (Fraction(123456789, 1000), "123456.789"), (Fraction(1, 10 ** 12), "1e-12"),
+    (1 + Fraction(1, 2 ** 60), "1152921504606846977/1152921504606846976"),
+    (Fraction(10 ** 60 + 1), "~1.00000000000e+60")])
+def test_format_p_is_what_a_user_reads(p, text) -> None:
+    """Whole p prints as ``3`` (never ``3/1``), terminating decimals as decimals, others as num/den."""
+    assert format_exact(p) == text
+    if not text.startswith("~"):
+        assert Fraction(text) == p  # exact, never rounded
+
+
+@settings(max_examples=200, deadline=None)
+@given(num=st.integers(1, 10 ** 25), den=st.integers(1, 10 ** 12))
+@example(num=7, den=4)
+@example(num=3, den=1)
+def test_format_p_round_trips_exactly(num, den) -> None:
+    text = format_exact(Fraction(num, den))
+    assert not text.endswith("/1") and (text.startswith("~") or Fraction(text) == Fraction(num, den))
 
 
 def test_ldexp_array_of_integers_beyond_the_float_range() -> None:

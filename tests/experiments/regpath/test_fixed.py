@@ -30,7 +30,7 @@ def test_path_rejects_bad_radii_sequences() -> None:
             regularization_path(P, "2", radii=radii, reference=ref, starts=1)
     with pytest.raises(MdcertError, match="starts"):
         regularization_path(P, "2", radii=[1.0], reference=ref, starts=-1)
-    with pytest.raises(MdcertError, match="p = 3/1"):
+    with pytest.raises(MdcertError, match=r"needs the attention SVM at p = 3$"):
         regularization_path(P, "3", radii=[1.0], reference=ref, starts=1)
     with pytest.raises(MdcertError, match="expected d\\*d = 4"):
         regularization_path(P, "2", radii=[1.0], reference=Reference.from_float(np.ones(3), "2", (0,)), starts=1)

@@ -57,9 +57,10 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys) -> None:
     from experiments.sweep import runner
 
     monkeypatch.setattr("sys.stderr.isatty", lambda: False, raising=False)
-    assert runner._progress(10, None).disable
+    assert not runner._progress(10, None).enabled
     bar = runner._progress(10, True)
-    assert not bar.disable
+    assert bar.enabled
     bar.update(5)
+    bar.stage("failed=0", force=True)   # redraws now
     bar.close()
-    assert "5/10" in capsys.readouterr().err and runner._progress(0, True).disable
+    assert "5/10" in capsys.readouterr().err and not runner._progress(0, True).enabled

@@ -138,7 +138,7 @@ def format_table(report, *, width: int | None = None) -> str:
     else:
         lines = []
         for i, (name, verdict, key, msg) in enumerate(entries):
-            lines += ([""] if i else []) + wrap(f"{name}: {verdict}", width, first="", indent="    ")
+            lines += ([""] if i else []) + wrap(f"{name}  {verdict}", width, first="", indent="    ")
             lines += wrap(key, width, first="  evidence: ", indent="    ")
             lines += wrap(msg, width, first="  -> ", indent="    ")
     head = wrap_lines([f"Theorem {report.theorem}: {report.title}", f"  {report.reference}"], width)

@@ -17,7 +17,6 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,11 +160,11 @@ class StudyContext:
         return records
 
     def bar(self, total: int, desc: str, *, leave: bool = True):
-        """A tqdm bar on stderr with ETA: ``progress`` None shows it only on a terminal, True always, False never."""
-        from tqdm import tqdm
+        """A progress bar on stderr with ETA (`experiments.progress`): ``progress`` None shows it only on a
+        terminal, True always, False never."""
+        from experiments.progress import progress
 
-        return tqdm(total=total, desc=desc, leave=leave, file=sys.stderr, dynamic_ncols=True,
-                    disable=None if self.progress is None else not self.progress, mininterval=0.5)
+        return progress(total, desc=desc, unit="it", enabled=self.progress, leave=leave)
 
     def write(self, name: str, text: str) -> Path:
         return write_text_atomic(self.root / name, text)

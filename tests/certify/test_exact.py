@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from certify.errors import MdcertError
-from certify.exact import (conjugate, decimal_digits, dyadic, format_fraction, format_exact, format_sci, parse_fraction,
+from certify.exact import (conjugate, decimal_digits, dyadic, format_exact, format_fraction, format_g, format_sci, parse_fraction,
                            parse_nonnegative, parse_p)
 
 
@@ -119,6 +119,22 @@ def test_format_p_is_what_a_user_reads(p, text) -> None:
 def test_format_p_round_trips_exactly(num, den) -> None:
     text = format_exact(Fraction(num, den))
     assert not text.endswith("/1") and (text.startswith("~") or Fraction(text) == Fraction(num, den))
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300), digits=st.sampled_from([3, 6, 12]))
+@example(x=1e-05, digits=6)
+@example(x=123456.0, digits=6)
+@example(x=1234567.0, digits=6)
+def test_format_g_is_printf_g_without_floats(x, digits) -> None:
+    """On a float (an exact dyadic) ``format_g`` agrees with C's correctly rounded ``%g``."""
+    assert format_g(Fraction(x), digits) == f"{x + 0.0:.{digits}g}"  # + 0.0: Fraction(-0.0) is 0
+
+
+@pytest.mark.parametrize(("x", "text"), [(Fraction(1, 10 ** 400), "1e-400"), (Fraction(10 ** 400, 3), "3.33333e+399"),
+                                          (Fraction(1, 3), "0.333333"), (Fraction(3, 10 ** 5), "3e-05"), (Fraction(0), "0")])
+def test_format_g_beyond_the_float_range(x, text) -> None:
+    assert format_g(x) == text
 
 
 def test_ldexp_array_of_integers_beyond_the_float_range() -> None:

@@ -136,3 +136,29 @@ def test_summary_formats_huge_and_tiny_bounds_exactly(x, shown):
     assert ev.summary() == f"x: needs > 0, is {shown}: holds (exact)"
     js = ev.to_json()
     assert js["lo_approx"] == (None if x > 10 ** 308 else float(x))
+
+
+@pytest.mark.parametrize("lo,hi,rel,t,method,text", [
+    (Fraction(127823, 100000), Fraction(127823, 100000), "<=", Fraction(1, 2), Method.INTERVAL,
+     "D: needs <= 0.5, is 1.27823: fails (interval)"),
+    (Fraction(1278229, 10 ** 6), Fraction(1278231, 10 ** 6), "<=", Fraction(1, 2), Method.INTERVAL,
+     "D: needs <= 0.5, is [1.27823, 1.27823]: fails (interval)"),
+    (Fraction(1, 10), Fraction(2, 10), "<=", Fraction(1, 2), Method.EXACT, "D: needs <= 0.5, is [0.1, 0.2]: holds (exact)"),
+    (Fraction(4, 10), Fraction(6, 10), "<=", Fraction(1, 2), Method.INTERVAL,
+     "D: needs <= 0.5, is [0.4, 0.6]: undecided (interval)"),
+    (Fraction(1, 10), Fraction(1, 10), "<", Fraction(1, 2), Method.SAMPLED,
+     "D: needs < 0.5, is 0.1: consistent, not proved (sampled)"),
+    (None, Fraction(3), ">", Fraction(0), Method.INTERVAL, "D: needs > 0, is [-inf, 3]: undecided (interval)"),
+    (Fraction(3, 10 ** 5), None, ">=", Fraction(0), Method.INTERVAL, "D: needs >= 0, is [3e-05, inf]: holds (interval)"),
+    (Fraction(2), Fraction(2), "==", Fraction(0), Method.EXACT, "D: needs == 0, is 2: fails (exact)"),
+])
+def test_summary_says_what_was_required_what_was_found_and_whether_it_holds(lo, hi, rel, t, method, text):
+    """A FAILS row read 'D = [1.27823, 1.27823] <= 0.5 (interval)', as if it held (issue 13)."""
+    assert Evidence("D", lo, hi, method, rel, t).summary() == text
+
+
+def test_summary_of_statements_and_informational_evidence():
+    assert Evidence.statement("s", True, method=Method.EXACT).summary() == "s: proved (exact)"
+    assert Evidence.statement("s", False, method=Method.INTERVAL).summary() == "s: refuted (interval)"
+    assert Evidence.statement("s", True, method=Method.SAMPLED).summary() == "s: consistent, not proved (sampled)"
+    assert Evidence("x", Fraction(1, 3), Fraction(1, 2), Method.SOLVER).summary() == "x = [0.333333, 0.5] (solver)"

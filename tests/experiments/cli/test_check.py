@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from fractions import Fraction
 
@@ -151,3 +152,45 @@ def test_subnormal_and_huge_data_report(tmp_path, capsys, scale_X, scale_z):
     assert "||W_mm||_p in [" in out.out and "internal error" not in out.err
     rep = json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda c: pytest.fail(f"JSON has {c}"))
     assert rep["quantities"]["attention_svm"]["status"] == "optimal"
+
+
+@pytest.fixture(scope="module")
+def failing_report(files):
+    """Theorem 10 on a W(0) outside the region (mu = 0.05): init_in_region FAILS; long names and messages."""
+    from theorems.catalogue import check_theorem
+
+    W0 = np.load(files / "W0.npy")
+    return check_theorem("10", AttentionProblem.load(files / "prob.npz"), p="1.5", W0=W0, mu="0.05", R="0")
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_table_fits_the_width_and_cuts_nothing(failing_report, width):
+    from experiments.cli.check import format_table
+
+    text = format_table(failing_report, width=width)
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= width, [ln for ln in lines if len(ln) > width]
+    assert "..." not in text
+    words = " ".join(text.split())
+    for h in failing_report.hypotheses:          # every message is there in full (wrapped, never cut)
+        assert " ".join(h.message.split()) in words or all(w in words for w in h.message.split())
+        assert h.name in text
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+def test_a_fails_row_names_the_relation_that_failed(failing_report, width):
+    from experiments.cli.check import format_table
+
+    assert failing_report.hypothesis("init_in_region").verdict.value == "fails"
+    words = " ".join(format_table(failing_report, width=width).split())
+    assert re.search(r"D_psi\(Wbar_mm, Wbar\(0\)\): needs <= 0\.05, is (\[[^]]+\]|\S+): fails \(interval\)", words), words
+
+
+@pytest.mark.parametrize("columns", ["60", "200"])
+def test_the_command_follows_COLUMNS(files, capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["check", str(files / "prob.npz"), "--p", "1.5", "--init", str(files / "W0.npy"), "--lr", "0.1",
+                 "--steps", "3", "--mu", "0.05", "--R", "0"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(ln) for ln in out.splitlines()) <= int(columns)
+    assert "needs <= 0.05" in " ".join(out.split()) and "..." not in out

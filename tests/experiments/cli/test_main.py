@@ -44,3 +44,37 @@ def test_cli_does_not_import_torch_for_light_commands(tmp_path) -> None:
             "print(rc, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-2:] == ["0", "False"]
+
+
+def test_version_comes_from_the_package_metadata(capsys) -> None:
+    from importlib.metadata import version as installed
+
+    from experiments.cli.main import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mdcert {installed('mdcert')}" == f"mdcert {version()}"
+
+
+def test_version_without_installed_metadata_reads_the_source_tree(monkeypatch) -> None:
+    import importlib.metadata
+
+    from experiments.cli.main import version
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert version().endswith("(source tree, not installed)")
+
+
+def test_a_closed_stdout_ends_quietly() -> None:
+    """``mdcert check ... | head -1`` printed 'error: Broken pipe while reading an input'."""
+    script = ("import sys; from experiments.cli.main import main; "
+              "sys.argv = ['mdcert']; sys.exit(main(['synth', '--help']))")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                                   # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    proc.wait()
+    assert "Broken pipe" not in err and "Traceback" not in err

@@ -320,7 +320,7 @@ def test_cpu_equals_cuda(problems, W0) -> None:
 def test_progress_bar_goes_to_stderr(problems, W0, capsys) -> None:
     run_paths(problems[:1], data_index=[0], p=["2"], lr=[0.1], steps=[5], W0=W0[:1], progress=True)
     err = capsys.readouterr().err
-    assert "paths [" in err and "step 5/5" in err
+    assert "paths: training" in err and "5/5" in err and " active" in err
     run_paths(problems[:1], data_index=[0], p=["2"], lr=[0.1], steps=[5], W0=W0[:1])   # not a TTY: silent
     assert capsys.readouterr().err == ""
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from certify.exact import format_exact, parse_fraction
 from experiments.outputs import atomic_dir, check_output_dir
 from experiments.paths.text import norm_line, rate_line
 from experiments.paths.config import parse_config
@@ -208,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     for e in per_p:
         bm = e.get("bregman_final_mean")
         bm_txt = f"{bm:.3e} +- {e['bregman_final_std']:.1e}" if bm is not None else "n/a"
-        print(f"  p={e['p_text']} lr={e['lr']} steps={e['steps']}: D_final {bm_txt}; {rate_line(e.get('rate_fit'))}; "
+        print(f"  p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: D_final {bm_txt}; {rate_line(e.get('rate_fit'))}; "
               f"{norm_line(e.get('norm_fit'))}")
     for note in res.notes:
         print(f"  note: {note}")

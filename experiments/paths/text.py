@@ -8,7 +8,7 @@ __all__ = ["interval_text", "rate_line", "norm_line"]
 
 def interval_text(ci) -> str:
     """``[lo, hi]`` with 3 significant digits, or an empty string for None."""
-    return "" if not ci or ci[0] is None else f" [{ci[0]:.3g}, {ci[1]:.3g}]"
+    return "" if not ci or ci[0] is None else f" [{ci[0] + 0.0:.3g}, {ci[1] + 0.0:.3g}]"  # + 0.0: no "-0"
 
 
 def rate_line(fit: dict | None) -> str:
@@ -18,8 +18,8 @@ def rate_line(fit: dict | None) -> str:
     if "error" in fit:
         return f"rate: not fitted ({fit['error']})"
     lf, pf = ({k: (float("nan") if v is None and k == "exponent" else v) for k, v in fit[m].items()} for m in ("log", "power"))
-    return (f"rate {fit['verdict']} ({fit['reason']}); (log k)^-a: a = {lf['exponent']:.3g}{interval_text(lf['ci'])}, "
-            f"k^-b: b = {pf['exponent']:.3g}{interval_text(pf['ci'])}")
+    return (f"rate {fit['verdict']} ({fit['reason']}); (log k)^-a: a = {lf['exponent'] + 0.0:.3g}"
+            f"{interval_text(lf['ci'])}, k^-b: b = {pf['exponent'] + 0.0:.3g}{interval_text(pf['ci'])}")
 
 
 def norm_line(fit: dict | None) -> str:
@@ -28,6 +28,8 @@ def norm_line(fit: dict | None) -> str:
         return "norm: not measured"
     if "error" in fit:
         return f"norm: not fitted ({fit['error']})"
+    if fit.get("r2") is None:  # summary.json's null for NaN: the fitted curve has no variance
+        return "norm: not fitted (||W||_p does not change over the fitted window)"
     ci = interval_text(fit["ci"])
     fit = {k: (float("nan") if v is None and k in ("coefficient", "r2", "other_r2") else v) for k, v in fit.items()}
     if fit["law"] == "power":

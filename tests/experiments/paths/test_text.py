@@ -27,3 +27,13 @@ def test_norm_line_for_both_step_rules() -> None:
     assert norm_line(logn).startswith("||W||_p ~ 1 [1, 1] log k + c (R^2 1.000; power law R^2")
     assert norm_line({"error": "x"}) == "norm: not fitted (x)" and norm_line(None) == "norm: not measured"
     assert interval_text((1.0, 2.0)) == " [1, 2]" and interval_text(None) == ""
+
+
+def test_a_norm_that_does_not_change_is_not_fitted_and_no_minus_zero_is_printed() -> None:
+    """``paths --lr 1e-300``: the norm is constant, R^2 is undefined; the line said '~ 0 log k (R^2 nan)'."""
+    k = np.arange(0, 50)
+    flat = fit_norm_growth(k, np.full((2, k.size), 9.93), normalized=False).to_json()
+    assert flat["r2"] is None or np.isnan(flat["r2"])
+    flat["r2"] = None                                    # as summary.json stores NaN
+    assert norm_line(flat) == "norm: not fitted (||W||_p does not change over the fitted window)"
+    assert interval_text((-0.0, 0.0)) == " [0, 0]"

@@ -13,6 +13,14 @@ def test_quick_demo_runs_every_stage_and_keeps_outputs(tmp_path, capsys) -> None
     text = capsys.readouterr().out
     for stage in ("== 1.", "== 2.", "== 3.", "== 4.", "== 5.", "== 6.", "demo finished"):
         assert stage in text
+    said = [ln for ln in text.splitlines() if ln.startswith("=> ")]
+    assert len(said) == 6 and all("; why it matters: " in ln for ln in said)   # one line per stage
+    assert "proved OPT = 4.28439" in said[1] and "to 67 digits" in said[1] and "p = 1.75" in said[1]
+    assert "5 of 5 hypotheses proved, verdict HOLDS" in said[3]
+    assert "measured 24 trajectories (float64, not a proof)" in said[4] and "p = 3:" in said[4] and "3/1" not in text
+    tail = text[text.index("== summary"):].splitlines()
+    assert [ln.split(".")[0].strip() for ln in tail[1:7]] == ["1", "2", "3", "4", "5", "6"]
+    assert tail[7].startswith("demo finished")
     cert = json.loads((out / "cert.json").read_text())
     assert cert["status"] == "optimal" and cert["p"] == "7/4" and cert["support"]["undecided"] == []
     assert "verified: all" in text

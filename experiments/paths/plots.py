@@ -2,27 +2,159 @@
 
 `plot_paths_run(run_dir)` reads ``summary.json`` and ``arrays.npz`` and writes PNGs next to them:
 
-- ``bregman.png``: mean +- std over trials of ``D_psi(Wbar_mm, Wbar(k))`` per p (alpha from the
-  final attention, and the globally optimal alpha dashed);
+- ``bregman.png``: median and 10-90% band over trajectories of ``D_psi(Wbar_mm, Wbar(k))`` per p
+  (alpha from the final attention, and the globally optimal alpha dashed);
 - ``rate_fit.png``: the mean curve with its 95% bootstrap band, both laws fitted before the held-out
   split and their predictions of the held-out tail, the verdict and the margin that decided it;
-- ``cross.png``: the cross grid (rows: path exponent p, columns: SVM exponent q), when present;
-- ``projections.png``: 2-D projections of a few normalized paths onto the plane of the SVM
-  direction and the initial direction;
+- ``cross.png``: the cross grid (rows: path exponent p, columns: SVM exponent q; median and 10-90%
+  band), when present;
+- ``projections.png``: 2-D projections of up to 8 normalized paths per group onto the plane of the
+  SVM direction and the initial direction, with their starts, final points and SVM directions;
 - ``norm_growth.png``: median ``||W(k)||_p`` with the 10-90% band over trajectories and the fitted law of
   the step rule (normalized: ``C k^e`` beside ``1/(p-1)`` and the dual-step bound; constant: ``log k``).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from certify.errors import MdcertError
+from certify.exact import format_exact
 from experiments.figures import pyplot, read_summary, save_png
 
-__all__ = ["load_run", "plot_paths_run"]
+__all__ = ["BAND", "load_run", "plot_paths_run", "quantile_curves", "band", "log_axes", "projections_panel",
+           "cross_figure"]
+
+#: the quantiles of the bands (percent)
+BAND = (10, 90)
+
+
+def quantile_curves(steps_row: np.ndarray, curves: np.ndarray):
+    """``(k, median, lower, upper, n)`` over the trajectories (rows) of ``curves`` at the recorded steps
+    ``k > 0`` (log axes), ignoring non-finite values; ``n`` is the number of trajectories with a
+    finite value at every drawn step."""
+    valid = steps_row > 0
+    k = steps_row[valid].astype(float)
+    c = np.where(np.isfinite(curves[:, valid]), curves[:, valid], np.nan)
+    n = int(np.sum(np.all(np.isfinite(c), axis=1))) if c.size else 0
+    with np.errstate(invalid="ignore"):
+        if c.shape[0] == 0 or not np.isfinite(c).any():
+            nan = np.full(k.shape, np.nan)
+            return k, nan, nan, nan, 0
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns stay NaN
+            med = np.nanmedian(c, axis=0)
+            lo, hi = np.nanpercentile(c, BAND, axis=0)
+    return k, med, lo, hi, n
+
+
+def band(ax, steps_row: np.ndarray, curves: np.ndarray, label: str, **kw):
+    """The median over trajectories as a line and its 10-90% quantiles as a band, both in the legend;
+    returns the line (None when nothing is finite)."""
+    k, med, lo, hi, n = quantile_curves(steps_row, curves)
+    if not np.isfinite(med).any():
+        return None
+    line, = ax.plot(k, med, label=f"{label}: median of {n} trajectories", **kw)
+    ax.fill_between(k, lo, hi, color=line.get_color(), alpha=0.2, lw=0,
+                    label=f"{label}: {BAND[0]}-{BAND[1]}% of them")
+    return line
+
+
+def log_axes(ax) -> None:
+    """Log-log axes whose tick labels are plain numbers (0.7, 1e-05), readable when the range is
+    under a decade."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    fmt = FuncFormatter(lambda y, _: f"{y:.2g}")
+    ax.yaxis.set_major_formatter(fmt)
+    if hi / max(lo, 1e-300) < 10:  # under a decade: label the minor ticks, plainly
+        ax.yaxis.set_minor_locator(LogLocator(subs=tuple(range(2, 10))))
+        ax.yaxis.set_minor_formatter(fmt)
+    else:
+        ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def projections_panel(ax, arrays: dict, rows: np.ndarray, p: float, label: str, *, max_paths: int = 8) -> int:
+    """Coordinates of ``Wbar(k) = W(k)/||W(k)||_p`` in the orthonormal (Frobenius) basis
+    ``e1 = W_mm/||W_mm||_F``, ``e2`` = the part of ``W(0)`` orthogonal to ``e1``, for at most
+    ``max_paths`` paths of ``rows``, each with its own certified SVM direction; returns how many
+    were drawn (the title and legend say it)."""
+    from matplotlib.lines import Line2D
+
+    rs = arrays["record_steps"]
+    shown = 0
+    for b in rows:
+        ref = arrays["W_mm"][b]
+        if not np.all(np.isfinite(ref)) or shown >= max_paths:
+            continue
+        valid = rs[b] >= 0
+        W = arrays["W"][b][valid]
+        W = W / np.sum(np.abs(W) ** p, axis=(1, 2), keepdims=True) ** (1 / p)
+        e1 = ref / np.linalg.norm(ref)
+        w0 = W[0] - np.sum(W[0] * e1) * e1
+        nrm = np.linalg.norm(w0)
+        if nrm == 0 or not np.all(np.isfinite(W)):
+            continue
+        e2 = w0 / nrm
+        x, y = np.sum(W * e1, axis=(1, 2)), np.sum(W * e2, axis=(1, 2))
+        ax.plot(x, y, "-", lw=1, alpha=0.8)
+        ax.plot(x[0], y[0], "o", ms=4, mfc="none", color="0.35")
+        ax.plot(x[-1], y[-1], "o", ms=3, color="k")
+        ax.plot(np.sum(ref * e1) / np.sum(np.abs(ref) ** p) ** (1 / p), 0.0, "*", ms=10, color="r")
+        shown += 1
+    ax.set_xlabel(r"$\langle \bar W(k), e_1\rangle$, $e_1 = W_{mm}/\|W_{mm}\|_F$")
+    ax.set_ylabel(r"$\langle \bar W(k), e_2\rangle$, $e_2 \perp e_1$ from $W(0)$")
+    ax.set_title(f"{label}: {shown} of {len(rows)} paths drawn", fontsize=9)
+    handles = [Line2D([], [], color="C0", lw=1, label=r"path $\bar W(k) = W(k)/\|W(k)\|_p$"),
+               Line2D([], [], ls="", marker="o", mfc="none", color="0.35", label=r"start $\bar W(0)$"),
+               Line2D([], [], ls="", marker="o", ms=3, color="k", label=r"final iterate $\bar W(K)$"),
+               Line2D([], [], ls="", marker="*", ms=10, color="r",
+                      label=r"certified SVM direction $\bar W_{mm}$ (one per problem)")]
+    ax.legend(handles=handles, fontsize=7, loc="best")
+    ax.grid(True, alpha=0.3)
+    return shown
+
+
+def cross_figure(plt, groups: list, arrays: dict):
+    """The cross grid: rows = path (p, lr) groups, columns = SVM exponents q; each panel the median
+    and 10-90% band of ``D_psi(Wbar_mm^(q), Wbar(k))``; the panel with q = p is the path's own SVM."""
+    qs = arrays["cross_q"]
+    rs = arrays["record_steps"]
+    fig, axes = plt.subplots(len(groups), len(qs), figsize=(3.6 * len(qs) + 0.8, 2.9 * len(groups) + 0.9),
+                             squeeze=False, sharex=True, constrained_layout=True)
+    for i, (label, e, rows) in enumerate(groups):
+        p = Fraction(e["p_exact"])
+        for j, q in enumerate(qs):
+            ax = axes[i, j]
+            qf = Fraction(str(q)).limit_denominator(10 ** 6)
+            own = abs(float(q) - float(p)) < 1e-12
+            band(ax, rs[rows[0]], arrays["cross"][rows, j], "D", color="C3" if own else "C0")
+            log_axes(ax)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.set_title(f"path {label} vs SVM q={format_exact(qf)}" + (" (own)" if own else ""), fontsize=8)
+            if i == len(groups) - 1:
+                ax.set_xlabel("step k")
+            if j == 0:
+                ax.set_ylabel(r"$D_\psi(\bar W^{(q)}_{mm}, \bar W(k))$")
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    n = len(groups[0][2]) if groups else 0
+    handles = [Line2D([], [], color="C0", label="median over the trajectories of the row"),
+               Patch(color="C0", alpha=0.2, label=f"{BAND[0]}-{BAND[1]}% of trajectories"),
+               Line2D([], [], color="C3", label="q = p: the path's own SVM")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
+    fig.suptitle(f"directional Bregman divergence of each path to the certified l_q SVM direction "
+                 f"({n} trajectories per row)", fontsize=9)
+    return fig
 
 
 def load_run(run_dir: str | Path) -> tuple[dict, dict]:
@@ -50,26 +182,8 @@ def _groups(summary: dict, arrays: dict):
     lr = arrays["lr"]
     for e in summary["per_p"]:
         rows = np.flatnonzero((p_ex == e["p_exact"]) & np.isclose(lr, e["lr"]))
-        label = f"p={e.get('p_text', e['p'])}" + (f", lr={e['lr']}" if len({x['lr'] for x in summary['per_p']}) > 1 else "")
+        label = f"p={format_exact(Fraction(e['p_exact']))}" + (f", lr={e['lr']:g}" if len({x['lr'] for x in summary['per_p']}) > 1 else "")
         yield label, e, rows
-
-
-def _mean_std(steps_row: np.ndarray, curves: np.ndarray):
-    valid = steps_row > 0
-    k = steps_row[valid]
-    c = curves[:, valid]
-    with np.errstate(invalid="ignore"):
-        cnt = np.sum(np.isfinite(c), axis=0)
-        m = np.where(cnt > 0, np.nanmean(np.where(np.isfinite(c), c, np.nan), axis=0) if c.size else np.nan, np.nan)
-        s = np.where(cnt > 0, np.nanstd(np.where(np.isfinite(c), c, np.nan), axis=0) if c.size else np.nan, np.nan)
-    return k, m, s
-
-
-def _band(ax, k, m, s, label, **kw):
-    line, = ax.plot(k, m, label=label, **kw)
-    lo = np.maximum(m - s, np.nanmin(m[m > 0]) * 1e-2 if np.any(m > 0) else 1e-300)
-    ax.fill_between(k, lo, m + s, color=line.get_color(), alpha=0.2)
-    return line
 
 
 def plot_paths_run(run_dir: str | Path) -> list[Path]:
@@ -89,20 +203,19 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if "bregman" in arrays:
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.6), squeeze=False)
+            fig, axes = plt.subplots(1, len(groups), figsize=(4.4 * len(groups), 4.3), squeeze=False,
+                                     constrained_layout=True)
             for ax, (label, e, rows) in zip(axes[0], groups):
-                k, m, s = _mean_std(rs[rows[0]], arrays["bregman"][rows])
-                _band(ax, k, m, s, "alpha = argmax final attention")
-                k, m2, s2 = _mean_std(rs[rows[0]], arrays["bregman_opt"][rows])
-                if np.any(np.isfinite(m2)):
-                    _band(ax, k, m2, s2, "alpha = globally optimal", linestyle="--")
-                ax.set_xscale("log")
-                ax.set_yscale("log")
+                band(ax, rs[rows[0]], arrays["bregman"][rows], "SVM of alpha = argmax of the final attention")
+                band(ax, rs[rows[0]], arrays["bregman_opt"][rows], "SVM of the globally optimal alpha",
+                     linestyle="--")
+                log_axes(ax)
                 ax.set_title(label)
                 ax.set_xlabel("step k")
                 ax.set_ylabel(r"$D_\psi(\bar W_{mm}, \bar W(k))$")
-                ax.legend(fontsize=7)
-            fig.tight_layout()
+                ax.grid(True, which="major", alpha=0.3)
+            handles, labels = axes[0][0].get_legend_handles_labels()
+            fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7)
             out.append(save_png(fig, run_dir / "bregman.png"))
 
             fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
@@ -112,25 +225,12 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             out.append(save_png(fig, run_dir / "rate_fit.png"))
 
         if "cross" in arrays:
-            qs = arrays["cross_q"]
-            fig, axes = plt.subplots(len(groups), len(qs), figsize=(3.2 * len(qs), 2.8 * len(groups)), squeeze=False)
-            for i, (label, e, rows) in enumerate(groups):
-                for j, q in enumerate(qs):
-                    ax = axes[i, j]
-                    k, m, s = _mean_std(rs[rows[0]], arrays["cross"][rows, j])
-                    if np.any(np.isfinite(m)):
-                        _band(ax, k, m, s, None)
-                    ax.set_xscale("log")
-                    ax.set_yscale("log")
-                    ax.set_title(f"path {label}, SVM q={q:g}", fontsize=8)
-            fig.tight_layout()
-            out.append(save_png(fig, run_dir / "cross.png"))
+            out.append(save_png(cross_figure(plt, groups, arrays), run_dir / "cross.png"))
 
         if "W_mm" in arrays:
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 3.8), squeeze=False)
+            fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.4), squeeze=False)
             for ax, (label, e, rows) in zip(axes[0], groups):
-                _projections(ax, arrays, rows, float(e["p"]))
-                ax.set_title(label)
+                projections_panel(ax, arrays, rows, float(e["p"]), label)
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "projections.png"))
 
@@ -187,6 +287,7 @@ def _rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label:
     state = fit.get("state")
     ax.set_title(f"{label}: {verdict}" + (f" ({state})" if state and state != "asymptotic" else "") + margin,
                  fontsize=9)
+    log_axes(ax)  # plain tick labels (0.7, not 7 x 10^-1)
     ax.legend(fontsize=6)
 
 
@@ -228,29 +329,3 @@ def _norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label
         bound = normalized_bound(np.median(norms[:, 0]), k, p=float(entry["p"]), lr=float(entry["lr"]))
         ax.plot(k, bound, ":", color="0.4", lw=1, label="dual-step bound (||W0||^(p-1) + lr k)^(1/(p-1))")
     ax.legend(fontsize=6)
-
-
-def _projections(ax, arrays: dict, rows: np.ndarray, p: float, max_paths: int = 8) -> None:
-    """Coordinates of ``Wbar(k)`` in the orthonormal (Frobenius) basis {SVM direction, W(0) residual}."""
-    rs = arrays["record_steps"]
-    shown = 0
-    for b in rows:
-        ref = arrays["W_mm"][b]
-        if not np.all(np.isfinite(ref)) or shown >= max_paths:
-            continue
-        valid = rs[b] >= 0
-        W = arrays["W"][b][valid]
-        W = W / np.sum(np.abs(W) ** p, axis=(1, 2), keepdims=True) ** (1 / p)
-        e1 = ref / np.linalg.norm(ref)
-        w0 = W[0] - np.sum(W[0] * e1) * e1
-        nrm = np.linalg.norm(w0)
-        if nrm == 0:
-            continue
-        e2 = w0 / nrm
-        x, y = np.sum(W * e1, axis=(1, 2)), np.sum(W * e2, axis=(1, 2))
-        ax.plot(x, y, "-", lw=1, alpha=0.8)
-        ax.plot(x[-1], y[-1], "o", ms=3, color="k")
-        ax.plot(np.sum(ref * e1), 0.0, "*", ms=10, color="r")
-        shown += 1
-    ax.set_xlabel("along SVM direction")
-    ax.set_ylabel("along W(0) residual")

@@ -27,6 +27,16 @@ def _floats(values) -> list[float]:
     return out
 
 
+def _p_text(exact, approx) -> str:
+    """p as a user reads it (``2``, ``1.75``) from the summary's exact ``"num/den"``."""
+    from certify.exact import format_exact, parse_fraction
+
+    try:
+        return format_exact(parse_fraction(exact))
+    except Exception:  # an edited summary: show what is there
+        return str(approx if approx is not None else exact)
+
+
 def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     """Write the regpath figures of a run directory and return their paths.
 
@@ -48,7 +58,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     path = summary["path"]
     R = _floats(r["R"] for r in path)
     joint = bool(summary.get("joint"))
-    p = summary.get("p_float", summary.get("p"))
+    p = _p_text(summary.get("p"), summary.get("p_float"))
     outputs: list[Path] = []
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -60,53 +70,74 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
         if any(a != b for a, b in zip(sel_W, _floats(r["bregman_to_svm"] for r in path)) if not math.isnan(a)):
             ax.loglog(R, sel_W, "o:", label="W vs SVM of the selected tokens")
             ax.loglog(R, sel_v, "s:", label="v vs SVM of the selected tokens")
-    ax.set_xlabel("R")
-    ax.set_ylabel("directional Bregman divergence")
+    ax.set_xlabel(r"radius $R$ of the $\ell_p$ ball" + (r" ($W$); $r(R)$ for $v$" if joint else ""))
+    ax.set_ylabel("directional Bregman divergence to the certified SVM")
     ax.set_title(f"regularization path, p = {p}" + (f", r = {summary.get('r_of_R')}" if joint else ""))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     outputs.append(save_png(fig, run / "regpath_bregman.png", tight=True))
 
-    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    stat = [max(s, 1e-17) for s in _floats(r["stationarity"] for r in path)]
-    ax[0].loglog(R, stat, "o-")
-    ax[0].set_xlabel("R")
-    ax[0].set_ylabel("relative l_p-ball gap (floored at 1e-17)")
-    ax[0].set_title("stationarity of the winner")
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    stat = _floats(r["stationarity"] for r in path)
+    floor = 1e-17
+    shown = [max(v, floor) if math.isfinite(v) else math.nan for v in stat]
+    ax[0].loglog(R, shown, "o-", label=r"$(R\|g\|_q + \langle g, W\rangle)/(R\|g\|_q)$ of the winning start")
+    low = [(x, floor) for x, v in zip(R, stat) if math.isfinite(v) and v <= floor]
+    if low:
+        ax[0].plot(*zip(*low), "v", color="C3", ms=8, label=f"below {floor:.0e} (0 in float64): drawn at {floor:.0e}")
+    ax[0].set_xlabel(r"radius $R$")
+    ax[0].set_ylabel("relative first-order gap on the ball")
+    ax[0].set_title("stationarity (0 at a KKT point)", fontsize=10)
     ax[0].grid(True, which="both", alpha=0.3)
+    ax[0].legend(fontsize=7, loc="upper left")
     key = "log_loss" if joint else "log_excess_loss"
     ax[1].semilogx(R, _floats(r.get(key) for r in path), "o-")
-    ax[1].set_xlabel("R")
-    ax[1].set_ylabel("log L" if joint else r"$\log(L - L_*)$")
-    ax[1].set_title("loss (log domain)")
+    ax[1].set_xlabel(r"radius $R$")
+    ax[1].set_ylabel(r"$\log L(W, v)$" if joint else r"$\log(L(W(R)) - L_*)$")
+    ax[1].set_title("loss (natural log)", fontsize=10)
     ax[1].grid(True, which="both", alpha=0.3)
-    outputs.append(save_png(fig, run / "regpath_stationarity.png", tight=True))
+    outputs.append(save_png(fig, run / "regpath_stationarity.png"))
 
     alpha = summary.get("alpha") or []
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(6, 5.2), sharex=True, constrained_layout=True,
+                                   gridspec_kw={"height_ratios": (3, 1.4)})
     if alpha:
         frac = [sum(int(a == b) for a, b in zip(r["selected_tokens"], alpha)) / len(alpha) for r in path]
-        ax.semilogx(R, frac, "o-")
-    for x, r in zip(R, path):
-        ax.annotate(str(r.get("winner", "")), (x, 0.02), rotation=90, fontsize=7, ha="center")
+        ax.semilogx(R, frac, "o-", label=f"alpha = {list(alpha)}" if len(alpha) <= 8 else "the reference alpha")
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel("R")
-    ax.set_ylabel("fraction of examples selecting alpha")
-    ax.set_title("selected tokens (softmax argmax); winner start")
+    ax.set_ylabel("fraction of examples\nselecting alpha")
+    ax.set_title("selected tokens (softmax argmax) along the path", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    outputs.append(save_png(fig, run / "regpath_tokens.png", tight=True))
+    winners = [str(r.get("winner", "")) for r in path]
+    names = sorted(set(winners))
+    ax_w.semilogx(R, [names.index(w) for w in winners], "s", color="0.3")
+    ax_w.set_yticks(range(len(names)), names, fontsize=7)
+    ax_w.set_ylim(-0.6, len(names) - 0.4)
+    ax_w.set_ylabel("winning start", fontsize=8)
+    ax_w.set_xlabel(r"radius $R$")
+    ax_w.grid(True, which="both", alpha=0.3)
+    outputs.append(save_png(fig, run / "regpath_tokens.png"))
 
     md = summary.get("joint_md")
     if md and md.get("records"):
         recs = md["records"]
         steps = _floats(r["step"] for r in recs)
-        fig, ax = plt.subplots(figsize=(5.5, 4))
-        ax.loglog(steps, _floats(r.get("bregman_W") for r in recs), "o-", label="W")
-        ax.loglog(steps, _floats(r.get("bregman_v") for r in recs), "s--", label="v")
-        ax.set_xlabel("mirror-descent step")
-        ax.set_ylabel("directional Bregman divergence to the SVM")
-        ax.set_title(f"joint mirror descent, p = {md.get('p_float')}, lr = {md.get('lr')}")
+        fig, ax = plt.subplots(figsize=(6, 4.3))
+        ax.loglog(steps, _floats(r.get("bregman_W") for r in recs), "o-",
+                  label=r"$D_\psi(\bar W_{mm}, \bar W(k))$, SVM of alpha")
+        ax.loglog(steps, _floats(r.get("bregman_v") for r in recs), "s--",
+                  label=r"$D_\psi(\bar v_{mm}, \bar v(k))$, SVM of alpha")
+        sel_W = _floats(r.get("bregman_W_to_selected_svm") for r in recs)
+        if alpha and any(r.get("selected_tokens") not in (None, list(alpha)) for r in recs):
+            ax.loglog(steps, sel_W, "o:", color="C2", label="W vs the SVM of the selected tokens")
+            ax.loglog(steps, _floats(r.get("bregman_v_to_selected_svm") for r in recs), "s:", color="C4",
+                      label="v vs the SVM of the selected tokens")
+        ax.set_xlabel("mirror-descent step k")
+        ax.set_ylabel("directional Bregman divergence")
+        ax.set_title(f"joint mirror descent (normalized steps), p = {_p_text(md.get('p'), md.get('p_float'))}, "
+                     f"lr = {md.get('lr'):g}", fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=7)
         outputs.append(save_png(fig, run / "regpath_joint_md.png", tight=True))
     return outputs

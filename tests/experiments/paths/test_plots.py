@@ -66,3 +66,45 @@ def test_paths_plotter_rejects_other_kinds(tmp_path) -> None:
     (tmp_path / "summary.json").write_text(json.dumps({"kind": "regpath"}))
     with pytest.raises(MdcertError, match="not a paths run"):
         plot_paths_run(tmp_path)
+
+
+def test_quantile_curves_are_the_median_and_the_10_90_band_of_the_finite_values() -> None:
+    import numpy as np
+
+    from experiments.paths.plots import BAND, quantile_curves
+
+    steps = np.array([0, 1, 10, 100])
+    curves = np.array([[9.0, 1.0, 2.0, 3.0], [9.0, 2.0, 4.0, np.inf], [9.0, 3.0, 6.0, 9.0]])
+    k, med, lo, hi, n = quantile_curves(steps, curves)
+    assert list(k) == [1, 10, 100] and BAND == (10, 90)
+    assert np.allclose(med, [2, 4, 6]) and np.allclose(lo, [1.2, 2.4, 3.6]) and np.allclose(hi, [2.8, 5.6, 8.4])
+    assert n == 2                                   # the row with an inf is not counted as a whole curve
+    assert not np.isfinite(quantile_curves(steps, np.full((2, 4), np.nan))[1]).any()
+
+
+def test_every_panel_names_its_band_markers_and_the_number_of_paths(run_dir) -> None:
+    """Figures fit for a paper (issue 13): bands defined in the legend, axis labels, the number of
+    paths drawn, the SVM direction and final points named."""
+    import numpy as np
+
+    from experiments.figures import pyplot
+    from experiments.paths.plots import band, cross_figure, load_run, projections_panel
+
+    plt = pyplot()
+    summary, arrays = load_run(run_dir)
+    rows = np.flatnonzero(arrays["p_exact"] == summary["per_p"][0]["p_exact"])
+    fig, ax = plt.subplots()
+    band(ax, arrays["record_steps"][rows[0]], arrays["bregman"][rows], "D")
+    labels = ax.get_legend_handles_labels()[1]
+    assert labels == [f"D: median of {len(rows)} trajectories", "D: 10-90% of them"]
+    fig, ax = plt.subplots()
+    drawn = projections_panel(ax, arrays, rows, float(summary["per_p"][0]["p"]), "p=1.75", max_paths=1)
+    assert drawn == 1 and ax.get_title() == f"p=1.75: 1 of {len(rows)} paths drawn"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("certified SVM direction" in t for t in legend) and any("final iterate" in t for t in legend)
+    assert ax.get_xlabel() and ax.get_ylabel()
+    groups = [("p=1.75", summary["per_p"][0], rows)]
+    fig = cross_figure(plt, groups, arrays)
+    assert fig.legends and all(a.get_xlabel() for a in fig.axes[-len(arrays["cross_q"]):])
+    assert fig.axes[0].get_ylabel().startswith(r"$D_\psi")
+    plt.close("all")

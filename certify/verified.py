@@ -32,20 +32,16 @@ import numpy as np
 __all__ = ["solution_bound", "gordan_check", "inverse_diagonal_upper"]
 
 
-def solution_bound(M: np.ndarray, R: Sequence[int]) -> Fraction | None:
-    """An exact upper bound of ``||x||_inf`` for the solution of ``M x = R`` (M a square object array
-    of Python ints, R integers); None when the verification fails (M singular or too ill-conditioned)."""
-    import flint
-
-    m = M.shape[0]
-    if M.shape != (m, m) or len(R) != m or m == 0:
-        return None
-    top = max(abs(int(v)).bit_length() for v in M.ravel())
+def _scaled_inverse(entries: list[int], n: int) -> tuple[list[int], np.ndarray, int, int] | None:
+    """``(Mp, Y, s, k)`` for the n x n integer matrix ``M`` given row-major: ``Mp = M >> k`` (floor, so
+    ``M = 2^k (Mp + F)`` with ``0 <= F_ij < 1``, and ``|Mp| < 2^53``: exact in float64), ``Y`` an int64
+    approximate inverse of Mp scaled by ``2^s`` (``|Y| <= 2^52``, ``s >= 0``). None when the float
+    inverse fails. Floats only choose Y: the callers bound ``2^s I - Y Mp`` exactly."""
+    top = max(abs(x).bit_length() for x in entries)
     k = max(0, top - 52)
-    Mp = (M >> k) if k else M  # floor division by 2^k: M = 2^k (Mp + F), 0 <= F < 1
-    Mf = Mp.astype(np.float64)  # exact: |Mp| <= 2^52
+    Mp = [x >> k for x in entries]
     try:
-        Yf = np.linalg.inv(Mf)
+        Yf = np.linalg.inv(np.array(Mp, dtype=np.float64).reshape(n, n))
     except np.linalg.LinAlgError:
         return None
     big = float(np.max(np.abs(Yf))) if np.all(np.isfinite(Yf)) else 0.0
@@ -54,8 +50,22 @@ def solution_bound(M: np.ndarray, R: Sequence[int]) -> Fraction | None:
     s = 52 - math.ceil(math.log2(big))
     if s < 0:
         return None
-    Y = np.rint(np.ldexp(Yf, s)).astype(np.int64)  # |Y| <= 2^52
-    P = flint.fmpz_mat(Y.tolist()) * flint.fmpz_mat([[int(v) for v in row] for row in Mp])  # exact
+    return Mp, np.rint(np.ldexp(Yf, s)).astype(np.int64), s, k
+
+
+def solution_bound(M: np.ndarray, R: Sequence[int]) -> Fraction | None:
+    """An exact upper bound of ``||x||_inf`` for the solution of ``M x = R`` (M a square object array
+    of Python ints, R integers); None when the verification fails (M singular or too ill-conditioned)."""
+    import flint
+
+    m = M.shape[0]
+    if M.shape != (m, m) or len(R) != m or m == 0:
+        return None
+    approx = _scaled_inverse([int(v) for v in M.ravel()], m)
+    if approx is None:
+        return None
+    Mp, Y, s, k = approx
+    P = flint.fmpz_mat(Y.tolist()) * flint.fmpz_mat(m, m, Mp)  # exact
     E = np.array([int(v) for v in P.entries()], dtype=object).reshape(m, m)
     E[np.arange(m), np.arange(m)] -= 1 << s
     e_inf = int(np.max(np.abs(E).sum(axis=1)))
@@ -97,25 +107,13 @@ def inverse_diagonal_upper(G) -> list[Fraction] | None:
     n = G.nrows()
     if n == 0:
         return []
-    ge = [int(x) for x in G.entries()]
-    top = max(abs(x).bit_length() for x in ge)
-    k = max(0, top - 52)
-    Gp = [x >> k for x in ge]  # floor: G = 2^k (Gp + F), 0 <= F_ij < 1
-    Gf = np.array(Gp, dtype=np.float64).reshape(n, n)  # exact (|Gp| < 2^53)
-    try:
-        Yf = np.linalg.inv(Gf)
-    except np.linalg.LinAlgError:
+    approx = _scaled_inverse([int(x) for x in G.entries()], n)
+    if approx is None:
         return None
-    big = float(np.max(np.abs(Yf))) if np.all(np.isfinite(Yf)) else 0.0
-    if not big > 0:
-        return None
-    s = 52 - math.ceil(math.log2(big))
-    Y = np.round(np.ldexp(Yf, s)).astype(np.int64)
+    Gp, Y, s, k = approx
     Yl = Y.tolist()
     P = flint.fmpz_mat(Yl) * flint.fmpz_mat(n, n, Gp)  # exact
-    two_s = 1 << s if s >= 0 else None
-    if two_s is None:
-        return None
+    two_s = 1 << s
     pe = [int(x) for x in P.entries()]
     e2 = sum((v - (two_s if i % (n + 1) == 0 else 0)) ** 2 for i, v in enumerate(pe))
     y2 = sum(int(v) * int(v) for v in Y.ravel())

@@ -31,3 +31,25 @@ def test_property_kit_example_runs() -> None:
     blocks = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if b.startswith("# property-test kit")]
     assert len(blocks) == 1
     exec(compile(blocks[0], "README.md", "exec"), {})
+
+
+def test_commands_up_to_check_run_in_order(tmp_path, monkeypatch) -> None:
+    """The Commands block, from ``mdcert synth`` through ``mdcert check``, runs as written in an empty
+    directory: every input a line needs (problem.npz, cert.json, W0.npy) is made by a line above it
+    (the check example read a W0.npy that nothing created, issue 13)."""
+    import shlex
+
+    from experiments.cli.main import main
+
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", README, re.S) if "mdcert synth" in b)
+    lines = [ln for ln in block.splitlines() if shlex.split(ln, comments=True)]
+    last = next(i for i, ln in enumerate(lines) if ln.startswith("mdcert check "))
+    monkeypatch.chdir(tmp_path)
+    for line in lines[:last + 1]:
+        argv = shlex.split(line, comments=True)
+        if argv[0] == "mdcert":
+            assert main(argv[1:]) == 0, line
+        else:
+            assert argv[:2] == ["python", "-c"] and len(argv) == 3, line
+            exec(compile(argv[2], "README.md: python -c", "exec"), {})
+    assert (tmp_path / "W0.npy").is_file() and (tmp_path / "report.json").is_file()

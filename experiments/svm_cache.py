@@ -77,6 +77,11 @@ class Certifier:
             self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                             initializer=die_with_parent, initargs=(os.getpid(),))
 
+    @property
+    def processes(self) -> tuple:
+        """The worker processes started so far (`close` kills them)."""
+        return tuple(self._workers)
+
     def key(self, trial: int, alpha, p: Fraction) -> tuple:
         return (self.hashes[trial], tuple(int(a) for a in alpha), p)
 

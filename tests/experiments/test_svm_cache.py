@@ -37,3 +37,24 @@ def test_certify_workers_do_not_import_torch() -> None:
     finally:
         cert.close()
     assert r["status"] == "optimal" and r["torch_loaded"] is False
+
+
+def test_close_kills_a_running_solve_instead_of_waiting_for_it() -> None:
+    """An interrupted ``mdcert paths`` stops at once (issue 11 item 12): `close` SIGKILLs the workers,
+    whatever they are doing, so they never finish their job after the command has given up. Their exit
+    code says so independently of how long the job would have taken (robust on a loaded machine)."""
+    import signal
+    import time
+
+    pr = synthetic_problem(seed=3)
+    cert = Certifier([pr], [pr.data_hash()], workers=2, digits=1000)
+    try:
+        for p in ("3/2", "7/4", "5/2"):
+            cert.submit(0, pr.optimal_indices().indices, Fraction(p))
+        workers = cert.processes
+        assert len(workers) == 2 and all(w.is_alive() for w in workers)
+        time.sleep(0.5)                                             # started, not finished
+    finally:
+        cert.close()
+    assert [w.exitcode for w in workers] == [-signal.SIGKILL] * 2
+    assert cert.pool is None and cert.processes == ()

@@ -221,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
                      if issubclass(w.category, RuntimeWarning)})
     if limits:
         summary["float_limits"] = limits
+    summary["token_notes"] = token_notes(summary)
     text = json.dumps(summary, indent=1, allow_nan=False)
     with atomic_dir(out, overwrite=args.overwrite) as tmp:   # complete run directory or nothing
         with open(tmp / "path.npz", "wb") as fh:
@@ -228,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         (tmp / "summary.json").write_text(text)
     for note in limits:
         print(f"note: float64 limits reached during the path ({note}); values at extreme radii may be inaccurate")
-    for line in token_notes(summary):
+    for line in summary["token_notes"]:
         print(line)
     d = summary["decay"]
     print(f"wrote {out / 'summary.json'}: D(R={radii[0]:g}) = {d['bregman_first']:.3e}, "

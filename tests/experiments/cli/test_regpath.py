@@ -87,3 +87,38 @@ def test_joint_example_run(tmp_path) -> None:
     assert {"bregman_v_to_svm", "stationarity_W", "stationarity_v"} <= set(s["path"][0])
     assert s["joint_md"]["steps"] == 20 and s["joint_md"]["skipped_W_steps"] == [1]
     assert "theorem31_quantities" in s
+
+
+def test_a_theorem_31_run_says_where_the_path_picks_other_tokens(tmp_path, capsys) -> None:
+    """Joint (W, v) regularization path (Theorem 31) on data whose path selects tokens [1, 0, 1], not the
+    SVM's alpha = [0, 1, 0]: the run says so on stdout and in summary.json, with the divergence to the
+    SVMs of the selected tokens; D_W to alpha's SVM alone would read as non-convergence (issue 13)."""
+    synthetic_problem(n=3, T=4, d=3, seed=5).save(tmp_path / "p.npz")
+    run = tmp_path / "run"
+    assert main(["regpath", str(tmp_path / "p.npz"), "--p", "2", "--joint", "--r-of-R", "sqrt(R)",
+                 "--radii", "1:100:3", "-o", str(run)]) == 0
+    out = capsys.readouterr().out
+    s = json.loads((run / "summary.json").read_text())
+    other = [r["R"] for r in s["path"] if r["selected_tokens"] != s["alpha"]]
+    assert other and s["alpha"] == [0, 1, 0]
+    notes = s["token_notes"]
+    assert len(notes) == 1 and notes[0] in out
+    assert notes[0].startswith(f"note: at R = {', '.join(f'{R:g}' for R in other)} the path selects tokens ")
+    assert "instead of the SVM's alpha = [0, 1, 0]" in notes[0] and "bregman_to_selected_svm" in notes[0]
+    assert all("bregman_to_selected_svm" in r for r in s["path"])
+
+
+def test_token_notes_are_empty_when_the_path_selects_alpha() -> None:
+    from experiments.cli.regpath import token_notes
+
+    path = [{"R": 1.0, "selected_tokens": [0, 2]}, {"R": 10.0, "selected_tokens": [0, 2]}]
+    assert token_notes({"alpha": [0, 2], "path": path}) == []
+    path[0]["selected_tokens"] = [1, 2]
+    (note,) = token_notes({"alpha": [0, 2], "path": path})
+    assert note.startswith("note: at R = 1 the path selects tokens [1, 2] instead of the SVM's alpha = [0, 2]")
+    md = {"records": [{"step": 5, "selected_tokens": [1, 2], "bregman_W": 0.5, "bregman_v": 0.4,
+                       "bregman_W_to_selected_svm": 1e-3, "bregman_v_to_selected_svm": 2e-3}]}
+    notes = token_notes({"alpha": [0, 2], "path": path[1:], "joint_md": md})
+    assert notes == ["note: joint mirror descent ends on tokens [1, 2], not the SVM's alpha = [0, 2] (examples [0]): "
+                     "it converges toward the SVMs of its own tokens (D_W = 1.000e-03, D_v = 2.000e-03), not those "
+                     "of alpha (D_W = 5.000e-01, D_v = 4.000e-01)"]

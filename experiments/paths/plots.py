@@ -218,10 +218,10 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7)
             out.append(save_png(fig, run_dir / "bregman.png"))
 
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
+            fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 5.6), squeeze=False,
+                                     constrained_layout=True)
             for ax, (label, e, rows) in zip(axes[0], groups):
                 _rate_panel(ax, rs[rows[0]], arrays["bregman"][rows], e.get("rate_fit") or {}, label)
-            fig.tight_layout()
             out.append(save_png(fig, run_dir / "rate_fit.png"))
 
         if "cross" in arrays:
@@ -234,10 +234,10 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "projections.png"))
 
-        fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.2), squeeze=False)
+        fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 5.4), squeeze=False,
+                                 constrained_layout=True)
         for ax, (label, e, rows) in zip(axes[0], groups):
             _norm_panel(ax, rs[rows[0]], arrays["norm_p"][rows], e, label, bool(summary["config"].get("normalize")))
-        fig.tight_layout()
         out.append(save_png(fig, run_dir / "norm_growth.png"))
     return out
 
@@ -288,7 +288,7 @@ def _rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label:
     ax.set_title(f"{label}: {verdict}" + (f" ({state})" if state and state != "asymptotic" else "") + margin,
                  fontsize=9)
     log_axes(ax)  # plain tick labels (0.7, not 7 x 10^-1)
-    ax.legend(fontsize=6)
+    _legend_below(ax)
 
 
 def _norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label: str, normalized: bool) -> None:
@@ -328,4 +328,11 @@ def _norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label
     if normalized and steps_row[0] == 0 and np.isfinite(norms[:, 0]).all():
         bound = normalized_bound(np.median(norms[:, 0]), k, p=float(entry["p"]), lr=float(entry["lr"]))
         ax.plot(k, bound, ":", color="0.4", lw=1, label="dual-step bound (||W0||^(p-1) + lr k)^(1/(p-1))")
-    ax.legend(fontsize=6)
+    if normalized:
+        log_axes(ax)  # plain tick labels (20, 6), not 2 x 10^1
+    _legend_below(ax)
+
+
+def _legend_below(ax) -> None:
+    """The panel's legend under its axes, where it hides no data."""
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), borderaxespad=0)

@@ -37,6 +37,11 @@ def _p_text(exact, approx) -> str:
         return str(approx if approx is not None else exact)
 
 
+def _legend_below(fig, ax) -> None:
+    """The legend of ``ax`` under the figure (constrained layout keeps it off the axes and labels)."""
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8)
+
+
 def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     """Write the regpath figures of a run directory and return their paths.
 
@@ -61,7 +66,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     p = _p_text(summary.get("p"), summary.get("p_float"))
     outputs: list[Path] = []
 
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = plt.subplots(figsize=(5.8, 5.4 if joint else 4.8), constrained_layout=True)
     ax.loglog(R, _floats(r["bregman_to_svm"] for r in path), "o-", label=r"$D_\psi(\bar W_{mm}, W(R)/\|W(R)\|_p)$")
     if joint:
         ax.loglog(R, _floats(r.get("bregman_v_to_svm") for r in path), "s--", label=r"$D_\psi(\bar v_{mm}, v(r)/\|v(r)\|_p)$")
@@ -70,12 +75,18 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
         if any(a != b for a, b in zip(sel_W, _floats(r["bregman_to_svm"] for r in path)) if not math.isnan(a)):
             ax.loglog(R, sel_W, "o:", label="W vs SVM of the selected tokens")
             ax.loglog(R, sel_v, "s:", label="v vs SVM of the selected tokens")
+    alpha = summary.get("alpha") or []
+    other = [(x, d) for x, d, r in zip(R, _floats(r["bregman_to_svm"] for r in path), path)
+             if alpha and r.get("selected_tokens") is not None and list(r["selected_tokens"]) != list(alpha)]
+    if other:  # there D_W to alpha's SVM does not measure convergence (docs/theory.md section 6)
+        ax.plot(*zip(*other), "o", ms=11, mfc="none", mec="k", mew=1.2, ls="",
+                label=f"R where the path selects other tokens than alpha ({len(other)} of {len(R)})")
     ax.set_xlabel(r"radius $R$ of the $\ell_p$ ball" + (r" ($W$); $r(R)$ for $v$" if joint else ""))
     ax.set_ylabel("directional Bregman divergence to the certified SVM")
     ax.set_title(f"regularization path, p = {p}" + (f", r = {summary.get('r_of_R')}" if joint else ""))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    outputs.append(save_png(fig, run / "regpath_bregman.png", tight=True))
+    _legend_below(fig, ax)
+    outputs.append(save_png(fig, run / "regpath_bregman.png"))
 
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     stat = _floats(r["stationarity"] for r in path)
@@ -89,7 +100,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax[0].set_ylabel("relative first-order gap on the ball")
     ax[0].set_title("stationarity (0 at a KKT point)", fontsize=10)
     ax[0].grid(True, which="both", alpha=0.3)
-    ax[0].legend(fontsize=7, loc="upper left")
+    _legend_below(fig, ax[0])
     key = "log_loss" if joint else "log_excess_loss"
     ax[1].semilogx(R, _floats(r.get(key) for r in path), "o-")
     ax[1].set_xlabel(r"radius $R$")
@@ -98,13 +109,12 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax[1].grid(True, which="both", alpha=0.3)
     outputs.append(save_png(fig, run / "regpath_stationarity.png"))
 
-    alpha = summary.get("alpha") or []
     fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(6, 5.2), sharex=True, constrained_layout=True,
                                    gridspec_kw={"height_ratios": (3, 1.4)})
     if alpha:
         frac = [sum(int(a == b) for a, b in zip(r["selected_tokens"], alpha)) / len(alpha) for r in path]
         ax.semilogx(R, frac, "o-", label=f"alpha = {list(alpha)}" if len(alpha) <= 8 else "the reference alpha")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="best")
     ax.set_ylim(-0.05, 1.05)
     ax.set_ylabel("fraction of examples\nselecting alpha")
     ax.set_title("selected tokens (softmax argmax) along the path", fontsize=10)

@@ -46,3 +46,37 @@ def test_bad_run_directories(tmp_path) -> None:
     (tmp_path / "summary.json").write_text("{")
     with pytest.raises(MdcertError, match="cannot read"):
         plot_regpath_run(tmp_path)
+
+
+def test_every_figure_is_labelled_and_marks_the_radii_with_other_tokens(tmp_path, monkeypatch) -> None:
+    """Figures fit for a paper (issue 13): axis labels and legends everywhere, the radii where the path
+    selects other tokens than alpha marked and counted, and no legend or label overlapping another
+    (in regpath_stationarity.png the winners used to be annotated over the curve)."""
+    import experiments.regpath.plots as plots
+
+    figures = {}
+
+    def keep(fig, path, **kw):
+        fig.canvas.draw()
+        figures[path.name] = fig
+        return path
+
+    monkeypatch.setattr(plots, "save_png", keep)
+    (tmp_path / "summary.json").write_text(json.dumps(_summary(True)))
+    plot_regpath_run(tmp_path)
+    assert set(figures) == {"regpath_bregman.png", "regpath_stationarity.png", "regpath_tokens.png",
+                            "regpath_joint_md.png"}
+    for name, fig in figures.items():
+        renderer = fig.canvas.get_renderer()
+        boxes = [t.get_window_extent(renderer) for t in fig.legends]
+        for ax in fig.axes:
+            assert ax.get_xlabel() or ax.get_shared_x_axes().get_siblings(ax) != [ax], (name, "x label")
+            assert ax.get_ylabel(), (name, "y label")
+            boxes += [t.get_window_extent(renderer) for t in (ax.title, ax.xaxis.label, ax.yaxis.label) if t.get_text()]
+            boxes += [ax.get_legend().get_window_extent(renderer)] if ax.get_legend() else []
+            boxes += [t.get_window_extent(renderer) for t in ax.texts]       # annotations
+        assert fig.legends or any(ax.get_legend() for ax in fig.axes), (name, "no legend")
+        for i, a in enumerate(boxes):
+            assert not any(a.overlaps(b) for b in boxes[i + 1:]), (name, "overlapping labels")
+    legend = [t.get_text() for t in figures["regpath_bregman.png"].legends[0].get_texts()]
+    assert "R where the path selects other tokens than alpha (1 of 3)" in legend

@@ -77,7 +77,10 @@ def token_notes(summary: dict) -> list[str]:
     if alpha and other:
         kinds = sorted({tuple(t) for _, t in other})
         joint = any("bregman_to_selected_svm" in r for r in summary["path"])
-        out.append(f"note: at R = {_ranges([R for R, _ in other])} the path selects tokens "
+        n = len(summary["path"])
+        where = (f"at every R ({_ranges([other[0][0]])} to {_ranges([other[-1][0]])})" if len(other) == n > 1
+                 else f"at R = {_ranges([R for R, _ in other])}")
+        out.append(f"note: {where} the path selects tokens "
                    f"{', '.join(str(list(k)) for k in kinds[:3])} instead of the SVM's alpha = {alpha}; D_W there "
                    f"compares with the SVM of alpha" + (" (bregman_to_selected_svm in summary.json: with the SVM of "
                                                        "the selected tokens)" if joint else ""))

@@ -74,7 +74,10 @@ def _paths_facts(run: Path) -> str:
     parts = []
     for e in s["per_p"]:
         d = e.get("bregman_final_mean")
-        verdict = (e.get("rate_fit") or {}).get("verdict", "n/a")
+        fit = e.get("rate_fit") or {}
+        verdict = fit.get("verdict", "n/a")
+        if fit.get("state") not in (None, "asymptotic"):  # why no law was chosen: transient, floor, ...
+            verdict += f" ({fit['state']})"
         parts.append(f"p = {format_exact(parse_fraction(e['p_exact']))}: D_final {'n/a' if d is None else f'{d:.2e}'}"
                      f", rate {verdict}")
     return f"measured {s['trajectories']} trajectories (float64, not a proof): " + "; ".join(parts)
@@ -154,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
                     "--normalize", "--seed", str(args.seed), "--device", "cpu", "--progress", "off",
                     "-o", str(out / "paths")])
             _said(5, _paths_facts(out / "paths"), "the decay of D_psi to the certified direction is the rate "
-                  "the theory is about; 'inconclusive' means the horizon cannot tell the laws apart", summary)
+                  "the theory is about; 'inconclusive' means this horizon cannot tell the laws apart "
+                  "(see rate_fit.png)", summary)
             _stage("6. figures", ["plot", str(out / "paths")])
             _said(6, f"drew {len(list((out / 'paths').glob('*.png')))} figures of the paths run",
                   "they show the measured rates against both fitted laws, with their bands", summary)

@@ -18,6 +18,11 @@ def test_quick_demo_runs_every_stage_and_keeps_outputs(tmp_path, capsys) -> None
     assert "proved OPT = 4.28439" in said[1] and "to 67 digits" in said[1] and "p = 1.75" in said[1]
     assert "5 of 5 hypotheses proved, verdict HOLDS" in said[3]
     assert "measured 24 trajectories (float64, not a proof)" in said[4] and "p = 3:" in said[4] and "3/1" not in text
+    paths = json.loads((out / "paths" / "summary.json").read_text())
+    for e in paths["per_p"]:                     # each verdict with the state that explains it
+        fit = e["rate_fit"]
+        shown = fit["verdict"] + (f" ({fit['state']})" if fit.get("state") not in (None, "asymptotic") else "")
+        assert f"rate {shown}" in said[4]
     tail = text[text.index("== summary"):].splitlines()
     assert [ln.split(".")[0].strip() for ln in tail[1:7]] == ["1", "2", "3", "4", "5", "6"]
     assert tail[7].startswith("demo finished")

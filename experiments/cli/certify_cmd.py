@@ -103,10 +103,13 @@ def write_export(args: argparse.Namespace, sol) -> None:
 
 
 def _dec(x, digits: int = 25) -> str:
+    """``x`` to ``digits`` significant digits, exponents as everywhere else (``4.13e+150``, ``1.5e-07``)."""
+    import re
     from decimal import Context, Decimal
 
     ctx = Context(prec=digits)
-    return str(ctx.divide(Decimal(x.numerator), Decimal(x.denominator)))
+    text = str(ctx.divide(Decimal(x.numerator), Decimal(x.denominator)))
+    return re.sub(r"E([+-])(\d+)$", lambda m: f"e{m.group(1)}{int(m.group(2)):02d}", text)
 
 
 def _sci(x) -> str:

@@ -236,3 +236,18 @@ def test_export_refused_when_the_checker_rejects_the_solve(problem_file, tmp_pat
     err = capsys.readouterr().err
     assert "does not verify against this problem (distance_upper" in err and err.strip().count("\n") == 0
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("scale, exponent", [(1e-150, "e+150"), (1e150, "e-150")])
+def test_opt_beyond_the_decimal_range_is_printed_with_lower_case_exponents(tmp_path, capsys, scale, exponent):
+    """Data scaled by 1e-150 has OPT ~ 4e150: printed '4.12976...E+150' (issue 13: lower-case exponents)."""
+    from fractions import Fraction
+
+    pr = synthetic_problem(n=3, T=4, d=3, seed=5)
+    AttentionProblem(pr.X * scale, pr.y, pr.z, pr.v).save(tmp_path / "p.npz")
+    assert main(["certify", str(tmp_path / "p.npz"), "--p", "2", "--digits", "30", "-o", str(tmp_path / "c.json")]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("OPT in ["))
+    assert "E" not in line and exponent in line, line
+    lo = Fraction(re.search(r"\[([^,]+),", line).group(1))
+    cert = Certificate.from_json(json.loads((tmp_path / "c.json").read_text()))
+    assert abs(lo - cert.opt_lower) <= cert.opt_lower * Fraction(1, 10 ** 20)   # the printed value is OPT's

@@ -147,7 +147,8 @@ def cross_figure(plt, groups: list, arrays: dict):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    n = len(groups[0][2]) if groups else 0
+    counts = sorted({len(rows) for _, _, rows in groups})
+    n = str(counts[0]) if len(counts) == 1 else ", ".join(str(len(rows)) for _, _, rows in groups)
     handles = [Line2D([], [], color="C0", label="median over the trajectories of the row"),
                Patch(color="C0", alpha=0.2, label=f"{BAND[0]}-{BAND[1]}% of trajectories"),
                Line2D([], [], color="C3", label="q = p: the path's own SVM")]

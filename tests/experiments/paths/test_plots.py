@@ -107,4 +107,5 @@ def test_every_panel_names_its_band_markers_and_the_number_of_paths(run_dir) -> 
     fig = cross_figure(plt, groups, arrays)
     assert fig.legends and all(a.get_xlabel() for a in fig.axes[-len(arrays["cross_q"]):])
     assert fig.axes[0].get_ylabel().startswith(r"$D_\psi")
+    assert fig.get_suptitle().endswith(f"({len(rows)} trajectories per row)")
     plt.close("all")

@@ -309,3 +309,13 @@ def test_memory_budget_gives_no_verified_result_not_memory_error(monkeypatch):
             certify_svm(PROBLEM, "2", memory_budget=bad)
     with pytest.raises(MdcertError, match="invalid path"):
         certify_svm(PROBLEM, "2", path="sparse")
+
+
+@pytest.mark.parametrize("p", ["1.1", "1.75", "3"])
+def test_structured_infeasibility_does_not_depend_on_p(p):
+    # at p = 1.1 the p-dual stalls instead of diverging on this instance; feasibility does not depend
+    # on p, so the p = 2 dual's Gordan direction is used, and re-proved exactly as always
+    prob = synthetic_problem(n=100, T=16, d=8, seed=0)  # N = 1500 rows x 64 variables: infeasible
+    c = certify_svm(prob, p, digits=30, path="working-set")
+    assert c.status is CertStatus.INFEASIBLE and c.gordan_basis is not None
+    assert check_certificate(prob, c).ok

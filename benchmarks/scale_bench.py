@@ -10,7 +10,9 @@ independent checker on the written certificate (a separate subprocess: its time 
 baselines get a wall-clock limit; a baseline past it is reported as such.
 
 Usage:
-  python benchmarks/scale_bench.py [--quick] [--baseline-timeout S] [--json OUT.json]
+  python benchmarks/scale_bench.py [--quick] [--case KIND,n,T,d[,p]] [--no-baselines] [--baseline-timeout S]
+                                   [--json OUT.json]
+  --case: only the rows of that instance (and p), e.g. --case random,2000,32,64,2
   --quick: (100,32,32) at p = 2 and (500,32,32) planted and random at p = 2, baselines at (100,32,32) only
 Full run: (100,32,32) random and planted at p in {1.1, 1.75, 2, 3} (Clarabel at every p, SLSQP at p = 2),
 (500,32,32) planted (Clarabel at every p) and random (Clarabel at p = 2), (2000,32,64) planted (Clarabel
@@ -187,6 +189,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1200.0, help="limit of each of our cases (default 1200 s)")
     ap.add_argument("--baseline-memory", type=float, default=8.0, help="address-space limit of a baseline, GiB")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--case", default=None, help="KIND,n,T,d[,p]: only that instance (and p)")
+    ap.add_argument("--no-baselines", action="store_true", help="ours and the checker only")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child is not None:
@@ -197,9 +201,16 @@ def main() -> None:
     print("| instance (n,T,d) | N x m | p | method | time (s) | RSS (MB) | verdict | checker | load (1-min) |")
     print("|---|---|---|---|---|---|---|---|---|")
     results = []
+    want = None if args.case is None else args.case.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         for kind, n, T, d, ps, baselines in plan(args.quick):
+            if want is not None and [kind, str(n), str(T), str(d)] != want[:4]:
+                continue
             for p in ps:
+                if want is not None and len(want) > 4 and p != want[4]:
+                    continue
+                if args.no_baselines:
+                    baselines = {}
                 spec = dict(kind=kind, n=n, T=T, d=d, p=p, cert=str(Path(tmp) / "cert.json"))
                 ours = run_case({**spec, "what": "ours"}, args.timeout)
                 chk = run_case({**spec, "what": "check"}, args.timeout) if ours.get("seconds") is not None else {}

@@ -17,7 +17,7 @@ from certify.certificate import ExactVector
 from certify.exact import dyadic
 from certify.ops import ExactOps
 from certify.structured import row_factors
-from certify.verified import solution_bound
+from certify.verified import kron_solution_bound
 
 __all__ = ["near_gordan"]
 
@@ -53,9 +53,8 @@ def near_gordan(cs, lam: np.ndarray) -> tuple[ExactVector, tuple[int, ...]] | No
     G = [int(k) for k in dg.ints.ravel()]
     ops = ExactOps(cs)
     U = ops.rmatvec(G)  # exact Z^T G
-    L = cs.left.as_object()[B]
-    cols = L if cs.right is None else (L[:, :, None] * cs.right.as_object()[B][:, None, :]).reshape(len(B), -1)
-    beta = solution_bound(cols.T, U)
+    beta = kron_solution_bound(cs.left.ints[B].astype(object),
+                               None if cs.right is None else cs.right.ints[B].astype(object), U)
     if beta is None or not beta < min(G[b] for b in B):
         return None
     return ExactVector(tuple(G), dg.exp, 1), tuple(int(b) for b in B)

@@ -19,6 +19,11 @@ The same verification bounds the diagonal of the inverse of an exact symmetric p
 Gram matrix G (tight rows, docs/theory.md section 4.3), with Frobenius norms: ``G = 2^k (Gp + F)``,
 ``Y (Gp + F) = 2^s (I - H)``, ``||H||_2 <= theta = (||2^s I - Y Gp||_F + [k > 0] n ||Y||_F) / 2^s``;
 if ``theta < 1/2`` then ``((Gp + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) ||Y||_F)``.
+
+Memory (issue 12: m = 4096 at (n,T,d) = (2000,32,64)): Mp and Y are int64 arrays (exact: their
+entries are at most 2^52), the Kronecker basis matrix is formed and shifted a block of columns at
+a time, and ``Y Mp`` is multiplied and summed a block of rows at a time: no m x m array of Python
+integers is ever formed (it took 4.7 GB at m = 4096).
 """
 
 from __future__ import annotations
@@ -29,19 +34,26 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["solution_bound", "gordan_check", "inverse_diagonal_upper"]
+__all__ = ["solution_bound", "kron_solution_bound", "gordan_check", "inverse_diagonal_upper"]
 
 
-def _scaled_inverse(entries: list[int], n: int) -> tuple[list[int], np.ndarray, int, int] | None:
-    """``(Mp, Y, s, k)`` for the n x n integer matrix ``M`` given row-major: ``Mp = M >> k`` (floor, so
-    ``M = 2^k (Mp + F)`` with ``0 <= F_ij < 1``, and ``|Mp| < 2^53``: exact in float64), ``Y`` an int64
-    approximate inverse of Mp scaled by ``2^s`` (``|Y| <= 2^52``, ``s >= 0``). None when the float
-    inverse fails. Floats only choose Y: the callers bound ``2^s I - Y Mp`` exactly."""
-    top = max(abs(x).bit_length() for x in entries)
-    k = max(0, top - 52)
-    Mp = [x >> k for x in entries]
+_BLOCK = 256  # rows of the exact integer products handled at once (bounds the transient memory)
+
+
+def _row_sums_abs_int64(Y: np.ndarray) -> list[int]:
+    """Exact ``sum_j |Y_ij|`` per row of an int64 matrix with ``|Y| <= 2^52`` (split in 26-bit halves
+    so that no int64 sum can overflow for up to 2^36 columns)."""
+    a = np.abs(Y)
+    hi, lo = a >> 26, a & ((1 << 26) - 1)
+    return [(int(h) << 26) + int(l_) for h, l_ in zip(hi.sum(axis=1), lo.sum(axis=1))]
+
+
+def _inverse_of_shifted(Mp: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``(Y, s)``: an int64 approximate inverse of the int64 matrix Mp (``|Mp| <= 2^52``, exact in
+    float64) scaled by ``2^s`` (``|Y| <= 2^52``, ``s >= 0``); None when the float inverse fails.
+    Floats only choose Y: the callers bound ``2^s I - Y Mp`` exactly."""
     try:
-        Yf = np.linalg.inv(np.array(Mp, dtype=np.float64).reshape(n, n))
+        Yf = np.linalg.inv(Mp.astype(np.float64))
     except np.linalg.LinAlgError:
         return None
     big = float(np.max(np.abs(Yf))) if np.all(np.isfinite(Yf)) else 0.0
@@ -50,31 +62,91 @@ def _scaled_inverse(entries: list[int], n: int) -> tuple[list[int], np.ndarray, 
     s = 52 - math.ceil(math.log2(big))
     if s < 0:
         return None
-    return Mp, np.rint(np.ldexp(Yf, s)).astype(np.int64), s, k
+    np.ldexp(Yf, s, out=Yf)
+    np.rint(Yf, out=Yf)
+    Y = Yf.astype(np.int64)
+    return (Y, s) if int(np.abs(Y).max()) <= 1 << 52 else None  # `_row_sums_abs_int64` relies on it
 
 
-def solution_bound(M: np.ndarray, R: Sequence[int]) -> Fraction | None:
-    """An exact upper bound of ``||x||_inf`` for the solution of ``M x = R`` (M a square object array
-    of Python ints, R integers); None when the verification fails (M singular or too ill-conditioned)."""
+def _residual_row_sums(Y: np.ndarray, Mp: np.ndarray, s: int) -> int:
+    """``max_i sum_j |(Y Mp - 2^s I)_ij|`` exactly (python-flint integer products, ``_BLOCK`` rows of Y
+    at a time; never an m x m matrix of Python integers)."""
     import flint
 
-    m = M.shape[0]
-    if M.shape != (m, m) or len(R) != m or m == 0:
-        return None
-    approx = _scaled_inverse([int(v) for v in M.ravel()], m)
+    m = Mp.shape[0]
+    F = flint.fmpz_mat(Mp.tolist())
+    worst, two_s = 0, 1 << s
+    for i0 in range(0, m, _BLOCK):
+        P = (flint.fmpz_mat(Y[i0:i0 + _BLOCK].tolist()) * F).entries()  # exact
+        for r in range(len(P) // m):
+            row = [int(v) for v in P[r * m:(r + 1) * m]]
+            row[i0 + r] -= two_s
+            worst = max(worst, sum(map(abs, row)))
+    return worst
+
+
+def _bound(Mp: np.ndarray, k: int, R: Sequence[int]) -> Fraction | None:
+    """The bound of `solution_bound` for ``M = 2^k (Mp + F)``, ``0 <= F_ij < 1``, Mp int64 with
+    ``|Mp| <= 2^52`` (module docstring)."""
+    m = Mp.shape[0]
+    approx = _inverse_of_shifted(Mp)
     if approx is None:
         return None
-    Mp, Y, s, k = approx
-    P = flint.fmpz_mat(Y.tolist()) * flint.fmpz_mat(m, m, Mp)  # exact
-    E = np.array([int(v) for v in P.entries()], dtype=object).reshape(m, m)
-    E[np.arange(m), np.arange(m)] -= 1 << s
-    e_inf = int(np.max(np.abs(E).sum(axis=1)))
-    y_inf = int(np.max(np.abs(Y).astype(object).sum(axis=1)))
+    Y, s = approx
+    e_inf = _residual_row_sums(Y, Mp, s)
+    y_inf = max(_row_sums_abs_int64(Y))
     theta = Fraction(e_inf + (m * y_inf if k else 0), 1 << s)
     if theta >= Fraction(1, 2):
         return None
     r_inf = max(abs(int(v)) for v in R)
     return Fraction(y_inf * r_inf, 1 << (s + k)) / (1 - theta)
+
+
+def _shift_to_int64(P: np.ndarray, k: int) -> np.ndarray:
+    """``floor(P / 2^k)`` as int64 for an object (or int64) integer array whose shifted entries lie
+    within ``2^52`` in absolute value (checked: a violation raises, never a wrong matrix)."""
+    if P.dtype != object:
+        P = P.astype(object)
+    out = (P >> k) if k else P  # Python's >> is floor division by 2^k, exact
+    if out.size and max(abs(int(out.max())), abs(int(out.min()))) > 1 << 52:
+        raise ValueError("shifted entries exceed 2^52")
+    return out.astype(np.int64)
+
+
+def solution_bound(M: np.ndarray, R: Sequence[int]) -> Fraction | None:
+    """An exact upper bound of ``||x||_inf`` for the solution of ``M x = R`` (M a square object array
+    of Python ints, R integers); None when the verification fails (M singular or too ill-conditioned)."""
+    m = M.shape[0]
+    if M.ndim != 2 or M.shape != (m, m) or len(R) != m or m == 0:
+        return None
+    top = max(abs(int(v)).bit_length() for v in M.ravel())
+    k = max(0, top - 52)
+    return _bound(_shift_to_int64(np.asarray(M, dtype=object), k), k, R)
+
+
+def kron_solution_bound(L: np.ndarray, Rf: np.ndarray | None, R: Sequence[int]) -> Fraction | None:
+    """`solution_bound` for ``M = Z^T`` whose column k is the Kronecker row ``vec(l_k r_k^T)``
+    (row-major: entry ``a*d + c`` is ``L[k, a] * Rf[k, c]``), or ``l_k`` when ``Rf`` is None. L, Rf:
+    (m', d) integer object arrays with ``m' = d*d`` (attention) or ``d`` (decoder). M is formed
+    ``_BLOCK`` columns at a time, shifted to int64 at once: never an m x m array of Python integers."""
+    L = np.asarray(L, dtype=object)
+    n, d = L.shape if L.ndim == 2 else (0, 0)
+    m = d * d if Rf is not None else d
+    if n != m or m == 0 or len(R) != m or (Rf is not None and np.asarray(Rf).shape != (n, d)):
+        return None
+    Rf = None if Rf is None else np.asarray(Rf, dtype=object)
+
+    def bits(F):  # per row: bit length of the largest absolute entry
+        return np.array([max(abs(int(v)) for v in row).bit_length() for row in F], dtype=np.int64)
+
+    top = int((bits(L) + (bits(Rf) if Rf is not None else 0)).max())  # >= every entry's bit length
+    k = max(0, top - 52)
+    MT = np.empty((m, m), dtype=np.int64)  # rows k: Z_k = column k of M
+    for i0 in range(0, m, _BLOCK):
+        blk = L[i0:i0 + _BLOCK] if Rf is None else \
+            (L[i0:i0 + _BLOCK, :, None] * Rf[i0:i0 + _BLOCK, None, :]).reshape(-1, m)
+        MT[i0:i0 + _BLOCK] = _shift_to_int64(blk, k)
+    return _bound(MT.T, k, R)
 
 
 def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
@@ -91,8 +163,7 @@ def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
     B = [int(b) for b in basis]
     if len(B) != rows.m or len(set(B)) != len(B) or not all(0 <= b < rows.N for b in B):
         return False, f"the Gordan basis must list {rows.m} distinct rows"
-    cols = rows.L[B] if rows.R is None else (rows.L[B][:, :, None] * rows.R[B][:, None, :]).reshape(len(B), -1)
-    beta = solution_bound(cols.T, U)  # M = Z_B^T: column k is row B_k
+    beta = kron_solution_bound(rows.L[B], None if rows.R is None else rows.R[B], U)  # M = Z_B^T
     ok = beta is not None and beta < min(g.ints[b] for b in B)
     return ok, ("g >= 0 plus a verified correction on the basis rows is an exact Gordan vector: A w >= 1 is "
                 "infeasible" if ok else "the correction on the basis rows is not provably smaller than g there")
@@ -107,12 +178,15 @@ def inverse_diagonal_upper(G) -> list[Fraction] | None:
     n = G.nrows()
     if n == 0:
         return []
-    approx = _scaled_inverse([int(x) for x in G.entries()], n)
+    entries = np.array([int(x) for x in G.entries()], dtype=object).reshape(n, n)
+    k = max(0, max(abs(int(v)).bit_length() for v in entries.ravel()) - 52)
+    Gp = _shift_to_int64(entries, k)  # G = 2^k (Gp + F), 0 <= F_ij < 1
+    approx = _inverse_of_shifted(Gp)
     if approx is None:
         return None
-    Gp, Y, s, k = approx
+    Y, s = approx
     Yl = Y.tolist()
-    P = flint.fmpz_mat(Yl) * flint.fmpz_mat(n, n, Gp)  # exact
+    P = flint.fmpz_mat(Yl) * flint.fmpz_mat(Gp.tolist())  # exact
     two_s = 1 << s
     pe = [int(x) for x in P.entries()]
     e2 = sum((v - (two_s if i % (n + 1) == 0 else 0)) ** 2 for i, v in enumerate(pe))

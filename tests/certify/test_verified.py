@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from certify import CertStatus, check_certificate, synthetic_problem
 from certify.svm import certify_svm
 from certify.synth import planted_problem
-from certify.verified import solution_bound
+from certify.verified import kron_solution_bound, solution_bound
 
 
 @settings(max_examples=40, deadline=None)
@@ -42,6 +42,58 @@ def test_singular_and_malformed_systems_are_not_verified():
     assert solution_bound(np.array([[1, 2], [2, 4]], dtype=object), [1, 1]) is None
     assert solution_bound(np.zeros((0, 0), dtype=object), []) is None
     assert solution_bound(np.array([[1, 0]], dtype=object), [1]) is None
+
+
+def _kron_matrix(L, Rf):
+    """M = Z^T with column k the row-major vec(l_k r_k^T) (or l_k), as an object array."""
+    cols = L if Rf is None else (L[:, :, None] * Rf[:, None, :]).reshape(L.shape[0], -1)
+    return np.ascontiguousarray(cols.T)
+
+
+@settings(max_examples=30, deadline=None)
+@given(d=st.integers(1, 4), bits=st.integers(1, 90), seed=st.integers(0, 2**32 - 1), kron=st.booleans())
+@example(d=3, bits=3, seed=0, kron=True)  # small integers: nothing shifted out
+@example(d=4, bits=90, seed=5, kron=True)  # 180-bit products: the shifted part F enters the bound
+@example(d=4, bits=80, seed=1, kron=False)  # decoder rows
+def test_kron_solution_bound_equals_the_dense_bound_and_is_sound(d, bits, seed, kron):
+    rng = np.random.default_rng(seed)
+    m = d * d if kron else d
+
+    def ints(shape):
+        return np.array([int(x) << max(0, bits - 30) for x in rng.integers(-2**30, 2**30, size=shape).ravel()],
+                        dtype=object).reshape(shape)
+
+    L, Rf = ints((m, d)), (ints((m, d)) if kron else None)
+    R = [int(x) for x in rng.integers(-2**50, 2**50, size=m)]
+    M = _kron_matrix(L, Rf)
+    beta = kron_solution_bound(L, Rf, R)
+    Mq = flint.fmpz_mat([[int(v) for v in row] for row in M])
+    if Mq.rank() < m:
+        assert beta is None
+        return
+    if beta is not None:  # None is allowed (ill-conditioned), a wrong bound never
+        x = Mq.solve(flint.fmpz_mat(m, 1, R))
+        assert max(abs(Fraction(int(v.p), int(v.q))) for v in x.entries()) <= beta
+    if not kron:  # decoder rows: the same matrix and the same shift as the dense path, the same bound
+        assert beta == solution_bound(M, R)
+
+
+def test_kron_solution_bound_refuses_malformed_factors():
+    L = np.array([[1, 2], [3, 4], [5, 6], [7, 9]], dtype=object)
+    assert kron_solution_bound(L[:3], L[:3], [1, 1, 1]) is None  # 3 rows of a 2 x 2 system
+    assert kron_solution_bound(L, L[:, :1], [1, 1, 1, 1]) is None  # factor shapes differ
+    assert kron_solution_bound(L, L, [1, 1, 1]) is None  # right-hand side of the wrong length
+    assert kron_solution_bound(np.zeros((0, 0), dtype=object), None, []) is None
+    assert kron_solution_bound(np.array([[1, 1], [2, 2]], dtype=object), None, [1, 1]) is None  # singular
+
+
+def test_kron_solution_bound_never_overflows_int64():
+    # entries far beyond int64 and far apart in size: shifted exactly, bound still sound
+    L = np.array([[1 << 300, 1], [1, (1 << 300) + 1]], dtype=object)
+    R = [1 << 200, 1]
+    beta = kron_solution_bound(L, None, R)
+    x = flint.fmpq_mat(flint.fmpz_mat([[int(v) for v in row] for row in L.T])).solve(flint.fmpq_mat(2, 1, R))
+    assert beta is not None and max(abs(Fraction(int(v.p), int(v.q))) for v in x.entries()) <= beta
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["hessian_weights", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "smoothed_newton",
+__all__ = ["hessian_weights", "newton_direction", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "smoothed_newton",
            "clarabel_start"]
 
 
@@ -77,6 +77,30 @@ def gram_weighted(Af: np.ndarray, wt: np.ndarray, q: float) -> np.ndarray:
     return np.triu(C) + np.triu(C, 1).T
 
 
+def newton_direction(A: np.ndarray, F: np.ndarray, wt: np.ndarray, q: float, rhs: np.ndarray, hess) -> np.ndarray:
+    """Solve ``(H + 1e-15 tr(H)/k I) d = rhs`` for the Newton matrix ``H = (q-1) A_F diag(wt) A_F^T``
+    (or ``(q-1) hess(wt, F)``): Cholesky on the upper triangle that dsyrk writes (no symmetric copy,
+    half the flops of LU; measured 1.5 -> 1.0 s a step on 3,800 x 4,096 rows), LU when H is not
+    numerically positive definite."""
+    from scipy.linalg import cho_factor, cho_solve
+    from scipy.linalg.blas import dsyrk
+
+    if hess is not None:
+        H = (q - 1.0) * hess(wt, F)
+    else:
+        X = A[F] * np.sqrt(wt)  # C order, so X.T is the Fortran-order operand BLAS wants: no copy
+        H = dsyrk(q - 1.0, X.T, trans=1)  # upper triangle of (q-1) X X^T
+        del X
+    k = H.shape[0]
+    H[np.diag_indices(k)] += 1e-15 * np.trace(H) / max(1, k)
+    try:
+        return cho_solve(cho_factor(H, lower=False, check_finite=False), rhs, check_finite=False)
+    except np.linalg.LinAlgError:
+        if hess is None:
+            H = np.triu(H) + np.triu(H, 1).T
+        return np.linalg.solve(H, rhs)
+
+
 def hessian_weights(u: np.ndarray, q: float, eps: float = 0.0) -> np.ndarray:
     """``phi'(u) / (q - 1) = |u|^(q-2)`` (capped at 1e30), or its smoothed twin for ``eps > 0``."""
     if eps > 0:
@@ -123,12 +147,8 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
         F = ~B
         if not F.any():
             break
-        u = A.T @ lam
-        wt = hessian_weights(u, q, eps)
-        H = (q - 1.0) * hess(wt, F) if hess is not None else gram_weighted(A[F], wt, q)
-        H += 1e-15 * np.trace(H) / max(1, H.shape[0]) * np.eye(H.shape[0])
         try:
-            dF = np.linalg.solve(H, -g[F])
+            dF = newton_direction(A, F, hessian_weights(A.T @ lam, q, eps), q, -g[F], hess)
         except np.linalg.LinAlgError:
             break
         slope = -float(g[F] @ dF) + float(g[B] @ lam[B])  # predicted decrease per unit t (> 0)
@@ -170,6 +190,13 @@ def smoothed_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e
     lam, res = projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=min(max_iter, 40))
     if res < tol or q >= 2.0:
         return (lam, res) if res < tol else projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=max_iter)
+    if res < 1e-8:  # no crawl: plain Newton was converging when the 40 steps ran out (measured at
+        # (2000,32,64) p = 3: 7e-8, 5e-9, 2e-11 at steps 38-40); a few more finish it, where the
+        # smoothing stages below would take some 60 more steps
+        lam2, res2 = projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=10)
+        if res2 < tol:
+            return lam2, res2
+        lam, res = (lam2, res2) if res2 < res else (lam, res)
     u = np.abs(A.T @ lam)
     eps = 0.1 * float(np.median(u)) if np.any(u > 0) else 1.0
     floor = 1e-10 * float(u.max()) if np.any(u > 0) else 0.0

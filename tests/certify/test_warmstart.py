@@ -41,3 +41,21 @@ def test_single_constraint_closed_form():
     a = np.array([[3.0, -4.0]])
     ws = warm_start(a, 2.0)
     assert np.allclose(ws.w, [3 / 25, -4 / 25])
+
+
+def testnewton_direction_matches_the_dense_solve_and_falls_back_to_lu():
+    from certify.warmstart import newton_direction, gram_weighted
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((12, 20))
+    F = rng.random(12) < 0.7
+    wt, rhs = rng.random(20) + 0.1, rng.standard_normal(int(F.sum()))
+    H = gram_weighted(A[F], wt, 1.5)
+    H += 1e-15 * np.trace(H) / H.shape[0] * np.eye(H.shape[0])
+    assert np.allclose(newton_direction(A, F, wt, 1.5, rhs, None), np.linalg.solve(H, rhs), rtol=1e-8)
+    S = np.diag(np.r_[1.0, -2.0, 3.0])  # symmetric, not positive definite: Cholesky fails, LU solves
+
+    def indefinite(D, mask):
+        return S.copy()
+
+    assert np.allclose(newton_direction(A, F, wt, 2.0, np.ones(3), indefinite), [1.0, -0.5, 1 / 3])

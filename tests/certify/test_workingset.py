@@ -57,3 +57,25 @@ def test_smoothed_newton_reaches_a_near_cusp_optimum():
     assert res < 1e-11
     lam2, res2 = projected_newton(As, 1.5, lam)
     assert res2 < 1e-11 and np.allclose(lam, lam2, atol=1e-9 * lam.max())
+
+
+def test_converging_plain_newton_finishes_without_smoothing(monkeypatch):
+    # seed 0: plain Newton from L-BFGS-B is at 3.4e-9 after 4 steps and at 6e-15 after 5; with the
+    # first stage capped at 4 steps one more plain stage finishes it (no smoothing stages)
+    import certify.warmstart as wsm
+
+    A = planted_problem(n=30, T=8, d=6, seed=0).attention_constraints().rows()
+    As = A / np.median(np.linalg.norm(A, axis=1))
+    lam0 = wsm.dual_lbfgs(As, 1.5, maxiter=200)
+    calls = []
+    plain = wsm.projected_newton
+
+    def counted(*args, **kw):
+        calls.append(kw.get("eps", 0.0))
+        return plain(*args, **kw)
+
+    monkeypatch.setattr(wsm, "projected_newton", counted)
+    lam, res = wsm.smoothed_newton(As, 1.5, lam0, tol=1e-13, max_iter=4)
+    assert res < 1e-13 and calls == [0.0, 0.0]
+    ref, _ = plain(As, 1.5, lam0, tol=1e-13)
+    assert np.allclose(lam, ref, atol=1e-9 * ref.max())

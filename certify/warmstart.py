@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["hessian_weights", "newton_direction", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton", "smoothed_newton",
-           "clarabel_start"]
+__all__ = ["hessian_weights", "newton_direction", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton",
+           "smoothed_newton", "clarabel_start"]
 
 
 class WarmStart(NamedTuple):

@@ -23,8 +23,8 @@ def test_masks_zero_exactly_the_fraction_of_smallest_entries(s):
     n = sum(w.numel() for w in mats.values())
     kept_min = None
     masks = magnitude_masks(mats, s)
-    dropped_max = max(float(w[mk == 0].abs().max()) for w, mk in zip(mats.values(), masks.values()))
-    kept_min = min(float(w[mk == 1].abs().min()) for w, mk in zip(mats.values(), masks.values()))
+    dropped_max = max(float(w.detach()[mk == 0].abs().max()) for w, mk in zip(mats.values(), masks.values()))
+    kept_min = min(float(w.detach()[mk == 1].abs().min()) for w, mk in zip(mats.values(), masks.values()))
     assert dropped_max <= kept_min
     apply_masks(mats, masks)
     assert zero_fraction(mats) == round(s * n) / n

@@ -70,10 +70,13 @@ def test_curves_that_cannot_separate_the_laws_are_inconclusive(kind, e) -> None:
 
 @settings(deadline=None, max_examples=25)
 @given(kind=st.sampled_from(["log", "power"]), e=st.floats(0.1, 6.0), K=st.sampled_from([1e2, 1e3, 1e4, 1e5]),
-       trials=st.integers(MIN_TRAJECTORIES, 40), noise=st.floats(0.0, 0.3), seed=st.integers(0, 2**16))
+       trials=st.integers(MIN_TRAJECTORIES, 40), noise=st.floats(0.0, 0.05), seed=st.integers(0, 2**16))
 @example(kind="power", e=0.1, K=1e2, trials=MIN_TRAJECTORIES, noise=0.3, seed=0)
 @example(kind="log", e=6.0, K=1e5, trials=40, noise=0.0, seed=0)
 def test_verdict_is_never_the_wrong_law(kind, e, K, trials, noise, seed) -> None:
+    """Low noise: a wrong law here is a bug. Under heavy noise the verdict is a 95%-level decision and a
+    wrong law can happen by chance (log, a = 1, 10^4 steps, 9 trajectories, noise 0.25, seed 292 chose
+    'power'; 1 of 60 seeds there): its frequency is what the next-but-one test bounds."""
     if kind == "power":
         e = min(e, 2.0)
     fit = fit_rates(_steps(K), _curves(kind, e, steps=_steps(K), trials=trials, noise=noise, seed=seed),

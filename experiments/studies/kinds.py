@@ -8,11 +8,11 @@ imported lazily, so a new kind (``realdata``, say) is one module defining a `Stu
 from __future__ import annotations
 
 import argparse
-import importlib
 from dataclasses import dataclass
 from typing import Callable
 
 from certify.errors import MdcertError
+from certify.lazy import lazy_registry
 
 __all__ = ["StudyKind", "KINDS", "get_kind", "kind_names", "run_setups", "parse_sizes", "parse_optimizers"]
 
@@ -62,7 +62,7 @@ KINDS: dict[str, str] = {
     "realdata": "experiments.studies.realdata.study:STUDY",
 }
 
-_LOADED: dict[str, StudyKind] = {}
+_lookup = lazy_registry("study", KINDS, StudyKind)
 
 
 def kind_names() -> list[str]:
@@ -72,15 +72,7 @@ def kind_names() -> list[str]:
 
 def get_kind(name: str) -> StudyKind:
     """The `StudyKind` registered as ``name``; an unknown name is a one-line `MdcertError`."""
-    if name not in KINDS:
-        raise MdcertError(f"unknown study {name!r}; use one of {', '.join(KINDS)}")
-    if name not in _LOADED:
-        module, _, attr = KINDS[name].partition(":")
-        kind = getattr(importlib.import_module(module), attr)
-        if not isinstance(kind, StudyKind) or kind.name != name:
-            raise TypeError(f"registry entry {KINDS[name]!r} is not the StudyKind {name!r}")
-        _LOADED[name] = kind
-    return _LOADED[name]
+    return _lookup(name)
 
 def parse_sizes(text: str, *, allowed: tuple[int, ...]) -> list[int]:
     """``"3,4,6"`` -> ``[3, 4, 6]``; each must be one of ``allowed``; no repeats."""

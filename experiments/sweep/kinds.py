@@ -10,13 +10,12 @@ kind is one module that defines a `JobKind` and one line here, e.g. a study kind
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Callable, Mapping
 
-from certify.errors import MdcertError
+from certify.lazy import lazy_registry
 
 __all__ = ["ParamType", "Param", "JobKind", "KINDS", "get_kind", "kind_names"]
 
@@ -123,7 +122,7 @@ KINDS: dict[str, str] = {
     "study": "experiments.sweep.study_kind:STUDY",
 }
 
-_LOADED: dict[str, JobKind] = {}
+_lookup = lazy_registry("sweep kind", KINDS, JobKind)
 
 
 def kind_names() -> list[str]:
@@ -137,12 +136,4 @@ def get_kind(name: str) -> JobKind:
     Raises:
         MdcertError: no such kind (the message lists the known ones).
     """
-    if not isinstance(name, str) or name not in KINDS:
-        raise MdcertError(f"unknown sweep kind {name!r}; use one of {', '.join(KINDS)}")
-    if name not in _LOADED:
-        module, _, attr = KINDS[name].partition(":")
-        kind = getattr(importlib.import_module(module), attr)
-        if not isinstance(kind, JobKind) or kind.name != name:
-            raise TypeError(f"registry entry {KINDS[name]!r} is not the JobKind {name!r}")
-        _LOADED[name] = kind
-    return _LOADED[name]
+    return _lookup(name)

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from certify.lazy import lazy_exports
+from certify.errors import MdcertError
+from certify.lazy import lazy_exports, lazy_registry
 
 
 def test_loads_on_first_access_and_caches():
@@ -27,3 +28,27 @@ def test_packages_stay_lazy():
             "assert 'certify.svm' not in sys.modules; certify.parse_p; assert 'certify.exact' in sys.modules; "
             "assert 'parse_p' in dir(certify) and 'LpMirrorDescent' in dir(experiments)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_registry_loads_checks_and_caches():
+    entries = {"half": "tests.certify.test_lazy:HALF"}
+    get = lazy_registry("number", entries, Named)
+    assert get("half") is HALF and get("half") is HALF
+    with pytest.raises(MdcertError, match=r"^unknown number 'third'; use one of half$"):
+        get("third")
+    with pytest.raises(MdcertError, match=r"^unknown number 3; use one of half$"):
+        get(3)
+    entries["wrong"] = "tests.certify.test_lazy:HALF"  # the registry is read at each call; .name must match
+    with pytest.raises(TypeError, match="is not the Named 'wrong'"):
+        get("wrong")
+    entries["frac"] = "fractions:Fraction"  # not an instance of the registry's class
+    with pytest.raises(TypeError, match="is not the Named 'frac'"):
+        get("frac")
+
+
+class Named:
+    def __init__(self, name):
+        self.name = name
+
+
+HALF = Named("half")

@@ -9,7 +9,8 @@ DIR reuses every finished run (keyed by its configuration) and redoes only what 
 from __future__ import annotations
 
 import argparse
-import os
+
+from experiments.resources import usable_cpus
 
 HELP = "the paper's transformer studies (sentiment, vision): tuned optimizers, seeds, intervals, causal tests, pruning"
 
@@ -41,13 +42,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="progress bars with ETA on stderr (auto: only on a terminal; on: always; off: never)")
 
 
-def _cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def run(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
 
@@ -72,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     kind = get_kind(args.kind)
     check_study_dir(args.out, kind=args.kind)
     device = resolve_device(args.device)
-    workers = args.workers if args.workers is not None else (1 if device.type == "cuda" else min(2, _cpus()))
+    workers = args.workers if args.workers is not None else (1 if device.type == "cuda" else min(2, usable_cpus()))
     if not 1 <= workers <= 256:
         raise MdcertError(f"--workers {args.workers}: give a number of processes between 1 and 256")
     set_determinism(args.threads)

@@ -13,19 +13,14 @@ import os
 import re
 import sys
 
+from experiments.resources import usable_cpus
+
 HELP = ("run a grid of mdcert jobs (TOML/YAML SPEC) on local workers or Ray; resumable, one record per job; "
         "exit 0 all finished, 4 some failed, 1 bad input, 130 interrupted")
 
 __all__ = ["HELP", "configure", "run"]
 
 _ADDRESS = re.compile(r"^(auto|ray://[^\s/:]+:\d{1,5}|[^\s/:]+:\d{1,5})$")
-
-
-def _cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -46,11 +41,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
-
     from experiments.sweep.runner import run_sweep
     from experiments.sweep.spec import load_spec
 
-    workers = _cpus() if args.workers is None else args.workers
+    workers = usable_cpus() if args.workers is None else args.workers
     if not 1 <= workers <= 4096:
         raise MdcertError(f"invalid --workers {args.workers}; give a number of processes between 1 and 4096")
     if not 0 <= args.retries <= 100:

@@ -68,15 +68,6 @@ def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 3000) -> np.ndarray:
     return np.maximum(res.x, 0.0)
 
 
-def gram_weighted(Af: np.ndarray, wt: np.ndarray, q: float) -> np.ndarray:
-    """``(q-1) Af diag(wt) Af^T`` (symmetric rank-k update, half the flops of a matmul)."""
-    from scipy.linalg.blas import dsyrk
-
-    B = np.asfortranarray(Af * np.sqrt(wt))
-    C = dsyrk(q - 1.0, B)
-    return np.triu(C) + np.triu(C, 1).T
-
-
 def newton_direction(A: np.ndarray, F: np.ndarray, wt: np.ndarray, q: float, rhs: np.ndarray, hess) -> np.ndarray:
     """Solve ``(H + 1e-15 tr(H)/k I) d = rhs`` for the Newton matrix ``H = (q-1) A_F diag(wt) A_F^T``
     (or ``(q-1) hess(wt, F)``): Cholesky on the upper triangle that dsyrk writes (no symmetric copy,

@@ -43,14 +43,14 @@ def test_single_constraint_closed_form():
     assert np.allclose(ws.w, [3 / 25, -4 / 25])
 
 
-def testnewton_direction_matches_the_dense_solve_and_falls_back_to_lu():
-    from certify.warmstart import newton_direction, gram_weighted
+def test_newton_direction_matches_the_dense_solve_and_falls_back_to_lu():
+    from certify.warmstart import newton_direction
 
     rng = np.random.default_rng(3)
     A = rng.standard_normal((12, 20))
     F = rng.random(12) < 0.7
     wt, rhs = rng.random(20) + 0.1, rng.standard_normal(int(F.sum()))
-    H = gram_weighted(A[F], wt, 1.5)
+    H = 0.5 * (A[F] * wt) @ A[F].T  # (q-1) A_F diag(wt) A_F^T, q = 1.5
     H += 1e-15 * np.trace(H) / H.shape[0] * np.eye(H.shape[0])
     assert np.allclose(newton_direction(A, F, wt, 1.5, rhs, None), np.linalg.solve(H, rhs), rtol=1e-8)
     S = np.diag(np.r_[1.0, -2.0, 3.0])  # symmetric, not positive definite: Cholesky fails, LU solves

@@ -58,30 +58,38 @@ class CheckResult(NamedTuple):
 
 
 class _Rows:
-    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder)."""
+    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder).
+
+    Row order: example i, then token t, for every valid token ``t != alpha_i`` (padding tokens
+    ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""
 
     def __init__(self, problem: AttentionProblem, svm: str, alpha: tuple[int, ...]) -> None:
-        import flint
-
         X, z = problem.exact("X"), problem.exact("z")
         Xi, Zi = X.ints.astype(object), z.ints.astype(object)
-        self.d, self.index, left, right = problem.d, [], [], []
-        for i in range(problem.n):
-            if svm == "decoder":
-                self.index.append((i,))
-                left.append(Xi[i, alpha[i]] * (1 if problem.y[i] > 0 else -1))
-                continue
-            for t in range(int(problem.valid_lengths[i])):  # padding tokens t >= lengths[i] give no row
-                if t != alpha[i]:
-                    self.index.append((i, t))
-                    left.append(Xi[i, alpha[i]] - Xi[i, t])
-                    right.append(Zi[i])
+        a = np.asarray(alpha, dtype=np.int64)
+        self.d = problem.d
+        if svm == "decoder":
+            ii, tt = np.arange(problem.n), a
+            self.L = Xi[ii, a] * np.where(np.asarray(problem.y) > 0, 1, -1).astype(object)[:, None]
+            self.R = None
+        else:
+            t = np.arange(problem.T)[None, :]
+            ii, tt = np.nonzero((t < np.asarray(problem.valid_lengths)[:, None]) & (t != a[:, None]))
+            self.L = Xi[ii, a[ii]] - Xi[ii, tt]
+            self.R = Zi[ii]
+        self.index = list(zip(ii.tolist(), tt.tolist())) if svm == "attention" else [(i,) for i in ii.tolist()]
+        self.example = ii  # the example of each row
         self.N = len(self.index)
-        self.L = np.array(left, dtype=object).reshape(self.N, self.d)
-        self.R = np.array(right, dtype=object).reshape(self.N, self.d) if svm == "attention" else None
+        self.L = self.L.reshape(self.N, self.d)
         self.exp = X.exp + (z.exp if svm == "attention" else 0)
         self.m = self.d * self.d if svm == "attention" else self.d
-        self.Lm = flint.fmpz_mat(self.N, self.d, [int(k) for k in self.L.ravel()])
+        self._Lm = None
+
+    @property
+    def Lm(self):  # L as a python-flint matrix, built on first use (2 s at N = 62,000, d = 64)
+        import flint
+        self._Lm = flint.fmpz_mat(self.N, self.d, self.L.ravel().tolist()) if self._Lm is None else self._Lm
+        return self._Lm
 
     def Aw(self, w) -> list[int]:
         import flint
@@ -92,12 +100,18 @@ class _Rows:
         return [int(x) for x in (P.reshape(self.N, self.d) * self.R).sum(axis=1)]
 
     def ATlam(self, lam) -> list[int]:
+        """``A^T lam`` exactly: ``sum_r lam_r l_r`` (decoder), or ``vec(sum_i S_i z_i^T)`` with
+        ``S_i = sum_{r of example i} lam_r l_r`` (attention: every row of example i has ``r_r = z_i``)."""
         import flint
 
         lam = np.array([int(k) for k in lam], dtype=object)
-        B = lam[:, None] if self.R is None else self.R * lam[:, None]
-        Bm = flint.fmpz_mat(self.N, B.shape[1], [int(k) for k in B.ravel()])
-        return [int(x) for x in (self.Lm.transpose() * Bm).entries()]
+        weighted = self.L * lam[:, None]
+        if self.R is None:
+            return [int(x) for x in weighted.sum(axis=0)] if self.N else [0] * self.d
+        starts = np.flatnonzero(np.r_[True, self.example[1:] != self.example[:-1]])  # one per example with rows
+        S, Zs = (flint.fmpz_mat(len(starts), self.d, F.ravel().tolist())
+                 for F in (np.add.reduceat(weighted, starts, axis=0), self.R[starts]))
+        return [int(x) for x in (S.transpose() * Zs).entries()]
 
     def key(self, r: int) -> tuple:
         """Exact identity of row r: primitive parts of l (and z) and the product of their contents."""

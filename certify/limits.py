@@ -131,8 +131,9 @@ class SizeBudget:
 
 def size_budget(*, p: Fraction, rows_L: np.ndarray, rows_R: np.ndarray | None, rows_exp: int, m: int) -> SizeBudget:
     """The `SizeBudget` of exact row factors ``L`` (and ``R`` for attention), N x d object arrays."""
-    def bits(M) -> int:
-        return max((abs(int(k)).bit_length() for k in np.asarray(M).ravel()), default=0)
+    def bits(M) -> int:  # the largest bit length is the bit length of the largest absolute value
+        M = np.asarray(M)
+        return int(np.abs(M).max()).bit_length() if M.size else 0
 
     data_bits = bits(rows_L) + (bits(rows_R) if rows_R is not None else 0)
     return SizeBudget(p=p, data_bits=data_bits, rank=min(len(rows_L), m), rows_exp=rows_exp)

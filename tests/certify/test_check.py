@@ -287,3 +287,36 @@ def test_checker_builds_rows_of_valid_tokens_only():
     assert not res.ok and res.first_failure.startswith("vectors"), res.first_failure
     forged = dict(honest.to_json(), data_hash=as_tokens.data_hash())
     assert not check_certificate(as_tokens, forged).ok
+
+
+@pytest.mark.parametrize("svm", ["attention", "decoder"])
+def test_checker_rows_and_products_equal_the_plain_definitions(svm):
+    """The vectorized rows, ``A w`` and the per-example ``A^T lam`` equal the row-by-row definitions
+    (docs/theory.md section 4.6), padding included."""
+    from certify.check import _Rows
+
+    rng = np.random.default_rng(4)
+    n, T, d = 5, 6, 3
+    lengths = np.array([6, 2, 4, 3, 6])
+    X = np.round(rng.standard_normal((n, T, d)) * 8) / 8
+    X[np.arange(T)[None, :] >= lengths[:, None]] = 0.0
+    alpha = [2, 1, 0, 2, 5]
+    pr = AttentionProblem(X, rng.choice([-1.0, 1.0], n), np.round(rng.standard_normal((n, d)) * 4) / 4,
+                          rng.standard_normal(d), alpha=alpha, lengths=lengths)
+    rows = _Rows(pr, svm, tuple(alpha))
+    Xi, Zi = pr.exact("X").ints.astype(object), pr.exact("z").ints.astype(object)
+    plain = []
+    for i in range(n):
+        if svm == "decoder":
+            plain.append((i, [int(v) * (1 if pr.y[i] > 0 else -1) for v in Xi[i, alpha[i]]], None))
+            continue
+        plain += [(i, [int(v) for v in Xi[i, alpha[i]] - Xi[i, t]], [int(v) for v in Zi[i]])
+                  for t in range(lengths[i]) if t != alpha[i]]
+    assert rows.N == len(plain) and [r[0] for r in rows.index] == [p[0] for p in plain]
+    assert rows.L.tolist() == [p[1] for p in plain]
+    lam = [int(k) for k in rng.integers(0, 1000, size=rows.N)]
+    w = [int(k) for k in rng.integers(-50, 50, size=rows.m)]
+    vec = [(np.array(l_, dtype=object) if r_ is None else np.outer(np.array(l_, dtype=object),
+            np.array(r_, dtype=object)).ravel()) for _, l_, r_ in plain]
+    assert rows.ATlam(lam) == [int(v) for v in sum(k * a for k, a in zip(lam, vec))]
+    assert rows.Aw(w) == [int(np.dot(a, np.array(w, dtype=object))) for a in vec]

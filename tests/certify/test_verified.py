@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from certify import CertStatus, check_certificate, synthetic_problem
 from certify.svm import certify_svm
 from certify.synth import planted_problem
-from certify.verified import kron_solution_bound, solution_bound
+from certify.verified import _split_residual_row_sums, kron_solution_bound, solution_bound
 
 
 @settings(max_examples=40, deadline=None)
@@ -36,6 +36,63 @@ def test_solution_bound_is_a_bound(m, bits, seed):
     inv_norm = max(sum(abs(Fraction(int(inv[i, j].p), int(inv[i, j].q))) for j in range(m)) for i in range(m))
     if beta is not None:  # None is allowed (ill-conditioned), a wrong bound never
         assert top <= beta <= 2 * inv_norm * max(abs(r) for r in R)  # sound, and as tight as ||M^-1|| ||R||
+
+
+@settings(max_examples=40, deadline=None)
+@given(c=st.integers(0, 8), s=st.integers(0, 90), seed=st.integers(0, 2**32 - 1), extreme=st.booleans())
+@example(c=2, s=3, seed=0, extreme=False)  # s < ell: 2^s I goes into the low part
+@example(c=6, s=40, seed=0, extreme=True)  # m = 64, every entry at its largest: partial sums reach 2^53
+@example(c=2, s=90, seed=0, extreme=True)  # s - ell beyond 60: refused
+def test_split_dgemm_residual_is_exact(c, s, seed, extreme):
+    """The two float64 dgemm calls give the exact ``max_i sum_j |(Y P - 2^s I)_ij|`` (module docstring,
+    "Speed"), at the largest entries the bounds allow."""
+    rng = np.random.default_rng(seed)
+    m = (1 << c) - (seed % 3 if c > 2 else 0)  # powers of two (no slack) and sizes just below
+    room = 53 - (m - 1).bit_length()
+    ell = room // 2
+    r = room - ell
+    if extreme:  # one sign per matrix: nothing cancels
+        Y = np.full((m, m), rng.choice([-1, 1]) << r, dtype=np.int64)
+        P = np.full((m, m), rng.choice([-1, 1]) << (2 * ell), dtype=np.int64)
+    else:
+        Y = rng.integers(-(1 << r), (1 << r) + 1, size=(m, m), dtype=np.int64)
+        P = rng.integers(-(1 << 2 * ell), (1 << 2 * ell) + 1, size=(m, m), dtype=np.int64)
+    got = _split_residual_row_sums(Y, P, s, ell)
+    if s - ell > 60:
+        assert got is None
+        return
+    E = flint.fmpz_mat(Y.tolist()) * flint.fmpz_mat(P.tolist()) - (1 << s) * flint.fmpz_mat(m, m, [
+        1 if i == j else 0 for i in range(m) for j in range(m)])
+    assert got == max(sum(abs(int(E[i, j])) for j in range(m)) for i in range(m))
+
+
+def test_split_dgemm_refuses_entries_beyond_its_bounds():
+    m, ell = 64, 23  # room = 47 bits: |Y| <= 2^24, |P| <= 2^46
+    Y = np.ones((m, m), dtype=np.int64)
+    P = np.ones((m, m), dtype=np.int64)
+    assert _split_residual_row_sums(Y, P, 10, ell) is not None
+    for Yb, Pb in ((Y * ((1 << 24) + 1), P), (Y, P * ((1 << 46) + 1))):  # one unit too large
+        assert _split_residual_row_sums(Yb, Pb, 10, ell) is None
+
+
+def test_both_product_paths_give_sound_bounds(monkeypatch):
+    """BLAS (default) and ``MDCERT_EXACT_PRODUCTS=flint`` both bound the true solution; the default
+    does not touch the python-flint product on a well-conditioned system, ``flint`` always does."""
+    import certify.verified as V
+
+    rng = np.random.default_rng(3)
+    M = np.array([[int(x) << 70 for x in row] for row in rng.integers(-2**40, 2**40, size=(24, 24))], dtype=object)
+    R = [int(x) for x in rng.integers(-2**50, 2**50, size=24)]
+    x = flint.fmpq_mat(flint.fmpz_mat([[int(v) for v in row] for row in M])).solve(flint.fmpq_mat(24, 1, R))
+    top = max(abs(Fraction(int(v.p), int(v.q))) for v in x.entries())
+    calls = []
+    real = V._residual_row_sums
+    monkeypatch.setattr(V, "_residual_row_sums", lambda *a: calls.append(1) or real(*a))
+    fast = solution_bound(M, R)
+    assert fast is not None and top <= fast and not calls
+    monkeypatch.setenv("MDCERT_EXACT_PRODUCTS", "flint")
+    slow = solution_bound(M, R)
+    assert slow is not None and top <= slow and calls
 
 
 def test_singular_and_malformed_systems_are_not_verified():
@@ -103,10 +160,13 @@ def infeasible():
     return prob, c
 
 
-def test_structured_infeasible_certificate_uses_a_verified_basis(infeasible):
+def test_structured_infeasible_certificate_uses_a_verified_basis(infeasible, monkeypatch):
     prob, c = infeasible
     assert c.status is CertStatus.INFEASIBLE and c.gordan_basis is not None and len(c.gordan_basis) == 25
     assert check_certificate(prob, c).ok
+    monkeypatch.setenv("MDCERT_EXACT_PRODUCTS", "flint")  # python-flint products only: the same verdict
+    assert check_certificate(prob, c).ok
+    monkeypatch.delenv("MDCERT_EXACT_PRODUCTS")
     d = c.to_json()
     assert check_certificate(prob, d).ok and d["gordan_basis"] == list(c.gordan_basis)
 

@@ -165,7 +165,7 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
 
 #: largest set of rows not certified inactive whose multipliers are bounded (an n x n exact Gram
 #: matrix and its verified inverse diagonal); beyond it those rows stay undecided
-TIGHT_LIMIT = 1500
+TIGHT_LIMIT = 4096
 
 
 def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:
@@ -193,7 +193,7 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
     heads = [g[0] for g in groups.values()]
     diag = None
     if heads and len(heads) <= TIGHT_LIMIT:
-        diag = inverse_diagonal_upper(ops.subset(heads).gram())
+        diag = inverse_diagonal_upper(*ops.subset(heads).gram_factors())
         if diag is not None:
             mfac = arb(ops.m) ** _ab(1 / p - Fraction(1, 2)) if p < 2 else arb(1)
             scale = two ** (-ops.exp)

@@ -44,7 +44,7 @@ def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> 
     from certify.workingset import working_set_bytes
 
     s = min(N, m)
-    return data + working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 96 * min(s, TIGHT_LIMIT) ** 2
+    return data + working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 176 * min(s, TIGHT_LIMIT) ** 2
 
 
 def format_bytes(b: int) -> str:

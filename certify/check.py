@@ -78,40 +78,34 @@ class _Rows:
             self.L = Xi[ii, a[ii]] - Xi[ii, tt]
             self.R = Zi[ii]
         self.index = list(zip(ii.tolist(), tt.tolist())) if svm == "attention" else [(i,) for i in ii.tolist()]
-        self.example = ii  # the example of each row
+        self.example, new = ii, np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
+        self.starts, self.group = np.flatnonzero(new), np.cumsum(new) - 1  # per example: first row; per row: example
         self.N = len(self.index)
         self.L = self.L.reshape(self.N, self.d)
         self.exp = X.exp + (z.exp if svm == "attention" else 0)
         self.m = self.d * self.d if svm == "attention" else self.d
-        self._Lm = None
 
-    @property
-    def Lm(self):  # L as a python-flint matrix, built on first use (2 s at N = 62,000, d = 64)
+    def _fm(self, F):  # rows of d exact integers as a python-flint matrix
         import flint
-        self._Lm = flint.fmpz_mat(self.N, self.d, self.L.ravel().tolist()) if self._Lm is None else self._Lm
-        return self._Lm
+        return flint.fmpz_mat(len(F), self.d, F.ravel().tolist())
 
     def Aw(self, w) -> list[int]:
+        """``A w`` exactly: ``l_r^T w`` (decoder) or ``l_r^T (W z_i)`` with ``W z_i`` once per example."""
         import flint
 
         if self.R is None:
-            return [int(x) for x in (self.Lm * flint.fmpz_mat(self.d, 1, list(w))).entries()]
-        P = np.array([int(x) for x in (self.Lm * flint.fmpz_mat(self.d, self.d, list(w))).entries()], dtype=object)
-        return [int(x) for x in (P.reshape(self.N, self.d) * self.R).sum(axis=1)]
+            return [int(x) for x in (self._fm(self.L) * flint.fmpz_mat(self.d, 1, list(w))).entries()]
+        V = (self._fm(self.R[self.starts]) * flint.fmpz_mat(self.d, self.d, list(w)).transpose()).tolist()
+        return [int(x) for x in (self.L * np.array(V, dtype=object).reshape(-1, self.d)[self.group]).sum(axis=1)]
 
     def ATlam(self, lam) -> list[int]:
         """``A^T lam`` exactly: ``sum_r lam_r l_r`` (decoder), or ``vec(sum_i S_i z_i^T)`` with
         ``S_i = sum_{r of example i} lam_r l_r`` (attention: every row of example i has ``r_r = z_i``)."""
-        import flint
-
-        lam = np.array([int(k) for k in lam], dtype=object)
-        weighted = self.L * lam[:, None]
+        weighted = self.L * np.array([int(k) for k in lam], dtype=object)[:, None]
         if self.R is None:
             return [int(x) for x in weighted.sum(axis=0)] if self.N else [0] * self.d
-        starts = np.flatnonzero(np.r_[True, self.example[1:] != self.example[:-1]])  # one per example with rows
-        S, Zs = (flint.fmpz_mat(len(starts), self.d, F.ravel().tolist())
-                 for F in (np.add.reduceat(weighted, starts, axis=0), self.R[starts]))
-        return [int(x) for x in (S.transpose() * Zs).entries()]
+        S = self._fm(np.add.reduceat(weighted, self.starts, axis=0))
+        return [int(x) for x in (S.transpose() * self._fm(self.R[self.starts])).entries()]
 
     def key(self, r: int) -> tuple:
         """Exact identity of row r: primitive parts of l (and z) and the product of their contents."""
@@ -126,16 +120,16 @@ class _Rows:
         kz = prim(self.R[r])
         return kl[0], kz[0], kl[1] * kz[1]
 
-    def gram(self, rows: list[int]):
-        import flint
-
-        L = flint.fmpz_mat(len(rows), self.d, [int(k) for k in self.L[rows].ravel()])
-        G = L * L.transpose()
+    def gram(self, rows: list[int]) -> tuple:
+        """The exact Gram matrix of ``rows`` as the arguments of `inverse_diagonal_upper`: ``L L^T``
+        (decoder) or the factors of ``(L L^T) o (Z Z^T)`` (attention), arrays of exact integers."""
+        def gram(F):
+            Fm = self._fm(F)
+            return np.array((Fm * Fm.transpose()).tolist(), dtype=object).reshape(len(F), len(F))
         if self.R is None:
-            return G
-        R = flint.fmpz_mat(len(rows), self.d, [int(k) for k in self.R[rows].ravel()])
-        H = R * R.transpose()
-        return flint.fmpz_mat(len(rows), len(rows), [int(a) * int(b) for a, b in zip(G.entries(), H.entries())])
+            return (gram(self.L[rows]),)
+        ex, inv = np.unique(self.example[rows], return_inverse=True)  # the z Gram once per example
+        return gram(self.L[rows]), gram(self.R[np.searchsorted(self.example, ex)])[np.ix_(inv, inv)]
 
 
 def _q(x: Fraction):
@@ -316,7 +310,7 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
     groups: dict = {}  # exactly coinciding rows share one multiplier (their sum is unique)
     for i in rest:
         groups.setdefault(rows.key(i), []).append(i)
-    diag = inverse_diagonal_upper(rows.gram([g[0] for g in groups.values()]))  # exact, verified
+    diag = inverse_diagonal_upper(*rows.gram([g[0] for g in groups.values()]))  # exact, verified
     if diag is None:
         add("support_tight", False, "A_S' A_S'^T (distinct rows) not provably invertible")
         return

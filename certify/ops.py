@@ -165,6 +165,18 @@ class ExactOps:
         Sm = flint.fmpz_mat(len(self.groups), self.d, S)
         return [int(x) for x in (Sm.transpose() * self.Zmat).entries()]
 
+    def gram_factors(self) -> tuple:
+        """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
+        `certify.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
+        ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
+        Lmat = self._lmat()
+        G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)
+        if self.kind != "attention":
+            return (G,)
+        n = len(self.groups)
+        H = np.array((self.Zmat * self.Zmat.transpose()).tolist(), dtype=object).reshape(n, n)
+        return G, H[np.ix_(self.ex, self.ex)]
+
     def gram(self):
         """Exact ``Z Z^T`` as an ``fmpz_mat`` (value ``* 2**(2 exp)``)."""
         import flint

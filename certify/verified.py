@@ -19,6 +19,9 @@ The same verification bounds the diagonal of the inverse of an exact symmetric p
 Gram matrix G (tight rows, docs/theory.md section 4.3), with Frobenius norms: ``G = 2^k (Gp + F)``,
 ``Y (Gp + F) = 2^s (I - H)``, ``||H||_2 <= theta = (||2^s I - Y Gp||_F + [k > 0] n ||Y||_F) / 2^s``;
 if ``theta < 1/2`` then ``((Gp + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) ||Y||_F)``.
+With the split dgemm products below, infinity norms instead: ``theta`` as for the solution bound and
+``((Gp + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) max_j |Y_ji|)``. A Gram matrix of Kronecker rows
+``(L L^T) o (Z Z^T)`` is shifted a block of rows at a time from its two factors.
 
 Memory (issue 12: m = 4096 at (n,T,d) = (2000,32,64)): Mp and Y are int64 arrays (exact: their
 entries are at most 2^52), the Kronecker basis matrix is formed and shifted a block of columns at
@@ -91,52 +94,85 @@ def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52) -> tuple[np.ndarray, int
     return (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None  # the exactness of the products relies on it
 
 
-def _split_residual_row_sums(Y: np.ndarray, P: np.ndarray, s: int, ell: int) -> int | None:
-    """``max_i sum_j |(Y P - 2^s I)_ij|`` exactly from two float64 dgemm calls (module docstring,
-    "Speed"): Y, P int64 (m x m) with ``|P| <= 2^(2 ell)`` and ``m max|Y| 2^ell <= 2^53`` (checked);
-    None when a bound does not hold."""
+def _digits(A: np.ndarray, ell: int, n: int) -> list[np.ndarray]:
+    """``A = sum_k 2^(k ell) D_k`` with ``0 <= D_k < 2^ell`` for ``k < n - 1`` and a signed top digit."""
+    out = []
+    for _ in range(n - 1):
+        out.append(A & ((1 << ell) - 1))
+        A = A >> ell  # floor division by 2^ell
+    return out + [A]
+
+
+def _split_residual_row_sums(Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_digits: int = 1) -> int | None:
+    """``max_i sum_j |(Y P - 2^s I)_ij|`` exactly from float64 dgemm calls on base-``2^ell`` digits
+    (module docstring, "Speed"): P (two digits) and Y (``y_digits`` digits) int64 m x m; every pair of
+    digits must satisfy ``m max|Y_a| max|P_b| <= 2^53`` (checked); None when a bound does not hold."""
     m = P.shape[0]
-    y_max = int(np.abs(Y).max()) if Y.size else 0
-    if int(np.abs(P).max()) > 1 << (2 * ell) or (m * y_max) << ell > 1 << 53 or s - ell > 60:
-        return None  # |partial sums| <= m max|Y| 2^ell must stay within 2^53
-    mask = (1 << ell) - 1
-    hi, lo = (P >> ell).astype(np.float64), (P & mask).astype(np.float64)  # P = 2^ell hi + lo, 0 <= lo < 2^ell
+    top = y_digits  # E = Y P - 2^s I = sum_k c_k 2^(k ell), k = 0..top
+    Yd, Pd = _digits(Y, ell, y_digits), _digits(P, ell, 2)
+    big = [[int(np.abs(D).max()) if D.size else 0 for D in Ds] for Ds in (Yd, Pd)]
+    if any(m * ya * pb > 1 << 53 for ya in big[0] for pb in big[1]) or int(np.abs(Yd[-1]).max()) > 1 << 62:
+        return None  # a partial sum could exceed 2^53 and round
+    j = min(s // ell, top)  # the digit that holds 2^s
+    if s - j * ell > 60:
+        return None
+    Pf = [D.astype(np.float64) for D in Pd]
     worst = 0
     for i0 in range(0, m, _GEMM_BLOCK):
-        Yb = Y[i0:i0 + _GEMM_BLOCK].astype(np.float64)
-        rows = np.arange(Yb.shape[0])
-        c_hi, c_lo = (Yb @ hi).astype(np.int64), (Yb @ lo).astype(np.int64)  # exact: integers <= 2^53
-        if s < ell:
-            c_lo[rows, i0 + rows] -= 1 << s
-        H = c_hi + (c_lo >> ell)  # Y P - 2^s I = 2^ell H + rem, 0 <= rem < 2^ell
-        rem = c_lo & mask
-        if s >= ell:
-            H[rows, i0 + rows] -= 1 << (s - ell)
-        # |2^ell H + rem| = 2^ell |H| + rem when H >= 0, 2^ell |H| - rem when H <= -1
-        signed = np.where(H >= 0, rem, -rem).sum(axis=1)
+        Yb = [D[i0:i0 + _GEMM_BLOCK].astype(np.float64) for D in Yd]
+        rows = np.arange(Yb[0].shape[0])
+        c = [np.zeros((len(rows), m), dtype=np.int64) for _ in range(top + 1)]
+        for a, Ya in enumerate(Yb):
+            for b, Pb in enumerate(Pf):
+                c[a + b] += (Ya @ Pb).astype(np.int64)  # exact: integers <= 2^53
+        c[j][rows, i0 + rows] -= 1 << (s - j * ell)
+        R = np.zeros_like(c[0])  # carry: E = 2^(top ell) c_top + R, 0 <= R < 2^(top ell)
+        for k in range(top):
+            R += (c[k] & ((1 << ell) - 1)) << (k * ell)
+            c[k + 1] += c[k] >> ell
+        H = c[top]
+        # |2^t H + R| = 2^t |H| + R when H >= 0, 2^t |H| - R when H <= -1 (t = top ell, 0 <= R < 2^t)
+        signed = np.where(H >= 0, R, -R).sum(axis=1)
         for h, e in zip(_row_sums_abs_int64(H), signed):
-            worst = max(worst, (h << ell) + int(e))
+            worst = max(worst, (h << (top * ell)) + int(e))
     return worst
+
+
+def _split_inverse(P: np.ndarray, *, enough: int = 4):
+    """``(Y, s, e_inf)`` for an int64 ``P`` with ``|P| <= 2^(2 ell)``: Y of one base-``2^ell`` digit
+    (r = room - ell bits), then, when that leaves ``e_inf >= 2^s / enough``, of two (r = room bits).
+    None when no inverse verifies."""
+    m = P.shape[0]
+    room = 53 - (m - 1).bit_length()  # m <= 2^ceil(log2 m)
+    ell = room // 2
+    best = None
+    for y_digits, bits in ((1, room - ell), (2, room)):
+        approx = _inverse_of_shifted(P, bits=bits)
+        if approx is None:
+            return best
+        Y, s = approx
+        e_inf = _split_residual_row_sums(Y, P, s, ell, y_digits)
+        if e_inf is not None:
+            best = (Y, s, e_inf)
+            if enough * e_inf < 1 << s:
+                return best
+    return best
 
 
 def _split_theta(Mp: np.ndarray, k: int) -> tuple[Fraction, int, int, int] | None:
     """``(theta, ||Y||_inf, s, k')`` from the split dgemm products for ``M = 2^k (Mp + F)``: Mp
-    shifted right by ``k' - k`` more bits to ``2 ell`` bits, Y of ``r`` bits (module docstring);
-    None when theta is not below 1/2 or a bound does not hold."""
+    shifted right by ``k' - k`` more bits to ``2 ell`` bits (module docstring); None when theta is
+    not below 1/2 or a bound does not hold."""
     m = Mp.shape[0]
-    room = 53 - (m - 1).bit_length()  # r + ell with m <= 2^ceil(log2 m)
-    ell = room // 2
+    ell = (53 - (m - 1).bit_length()) // 2
     if ell < 8:
         return None
     extra = max(0, int(np.abs(Mp).max()).bit_length() - 2 * ell)
     P = Mp >> extra  # floor(Mp / 2^extra) = floor(M / 2^(k + extra)): |P| <= 2^(2 ell)
-    approx = _inverse_of_shifted(P, bits=room - ell)
-    if approx is None:
+    found = _split_inverse(P)
+    if found is None:
         return None
-    Y, s = approx
-    e_inf = _split_residual_row_sums(Y, P, s, ell)
-    if e_inf is None:
-        return None
+    Y, s, e_inf = found
     y_inf = max(_row_sums_abs_int64(Y))
     kk = k + extra
     theta = Fraction(e_inf + (m * y_inf if kk else 0), 1 << s)
@@ -248,18 +284,62 @@ def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
                 "infeasible" if ok else "the correction on the basis rows is not provably smaller than g there")
 
 
-def inverse_diagonal_upper(G) -> list[Fraction] | None:
-    """Rigorous upper bounds of the diagonal of ``G^-1`` for an exact symmetric positive definite
-    integer matrix G (python-flint ``fmpz_mat``); None when the verification fails (G singular or
-    too ill-conditioned for one float inverse)."""
+def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
+    """``floor(G o H / 2^k)`` (``G`` alone when H is None) as int64, a block of rows at a time."""
+    n = G.shape[0]
+    P = np.empty((n, n), dtype=np.int64)
+    for i0 in range(0, n, _BLOCK):
+        blk = G[i0:i0 + _BLOCK] if H is None else G[i0:i0 + _BLOCK] * H[i0:i0 + _BLOCK]
+        P[i0:i0 + _BLOCK] = _shift_to_int64(blk, k)
+    return P
+
+
+def _split_inverse_diagonal(G, H, top: int) -> list[Fraction] | None:
+    """`inverse_diagonal_upper` from the split dgemm products with infinity norms: with
+    ``M = 2^k (P + F)``, ``Y (P + F) = 2^s (I - E)``, ``||E||_inf <= theta`` (as in `_split_theta`),
+    ``(P + F)^-1 = 2^-s (I - E)^-1 Y``, so ``((P + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) max_j |Y_ji|)``.
+    One digit of Y is kept only when it gives theta below 1/64: the bounds then stay within a few
+    percent (a Gram matrix squares the condition number of its rows)."""
+    n = G.shape[0]
+    ell = (53 - (n - 1).bit_length()) // 2
+    if ell < 8:
+        return None
+    k = max(0, top - 2 * ell)  # |M| < 2^top: |P| <= 2^(2 ell)
+    P = _shifted_gram(G, H, k)
+    found = _split_inverse(P, enough=64)
+    if found is None:
+        return None
+    Y, s, e_inf = found
+    theta = Fraction(e_inf + (n * max(_row_sums_abs_int64(Y)) if k else 0), 1 << s)
+    if theta >= Fraction(1, 2):
+        return None
+    extra, col, scale = theta / (1 - theta), np.abs(Y).max(axis=0), Fraction(1, 1 << (s + k))
+    return [(int(Y[i, i]) + extra * int(col[i])) * scale for i in range(n)]
+
+
+def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
+    """Rigorous upper bounds of the diagonal of ``M^-1`` for an exact integer Gram matrix M (symmetric
+    positive definite): ``M = G`` (a python-flint ``fmpz_mat`` or an n x n array of exact integers), or,
+    with H (an array of the same shape), the entrywise product ``M = G o H`` (the Gram matrix of
+    Kronecker rows ``vec(l z^T)`` is ``(L L^T) o (Z Z^T)``), formed a block of rows at a time. None
+    when the verification fails (M singular or too ill-conditioned for one float inverse)."""
     import flint
 
-    n = G.nrows()
+    G = G if isinstance(G, np.ndarray) else np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
+    n = G.shape[0]
     if n == 0:
         return []
-    entries = np.array([int(x) for x in G.entries()], dtype=object).reshape(n, n)
-    k = max(0, max(abs(int(v)).bit_length() for v in entries.ravel()) - 52)
-    Gp = _shift_to_int64(entries, k)  # G = 2^k (Gp + F), 0 <= F_ij < 1
+    def top_bits(F):  # |F_ij| <= max_i F_ii for a Gram matrix (Cauchy-Schwarz); checked by the shifts
+        return int(np.abs(np.diagonal(F)).max()).bit_length()
+    top = top_bits(G) + (top_bits(H) if H is not None else 0)  # >= the bit length of every entry of M
+    try:
+        fast = _split_inverse_diagonal(G, H, top) if _blas_products() else None
+        if fast is not None:
+            return fast
+        k = max(0, top - 52)
+        Gp = _shifted_gram(G, H, k)  # M = 2^k (Gp + F), 0 <= F_ij < 1
+    except ValueError:  # an entry beyond the diagonal's size: not a Gram matrix, nothing is verified
+        return None
     approx = _inverse_of_shifted(Gp)
     if approx is None:
         return None

@@ -10,7 +10,7 @@ def test_structured_estimate_is_linear_in_rows():
     b = solve_bytes(N=620_000, d=64, m=4096, n=20_000, T=32, structured=True)
     assert b < 11 * a  # 10x the rows: at most ~10x the memory (the working sets do not grow)
     dense = solve_bytes(N=62_000, d=64, m=4096, n=2000, T=32, structured=False)
-    assert dense > 50 * a  # the dense path holds N x N matrices
+    assert dense > 20 * a  # the dense path holds N x N matrices (the structured one at most m x m)
 
 
 def test_default_budget_and_format():

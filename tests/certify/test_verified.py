@@ -39,26 +39,29 @@ def test_solution_bound_is_a_bound(m, bits, seed):
 
 
 @settings(max_examples=40, deadline=None)
-@given(c=st.integers(0, 8), s=st.integers(0, 90), seed=st.integers(0, 2**32 - 1), extreme=st.booleans())
-@example(c=2, s=3, seed=0, extreme=False)  # s < ell: 2^s I goes into the low part
-@example(c=6, s=40, seed=0, extreme=True)  # m = 64, every entry at its largest: partial sums reach 2^53
-@example(c=2, s=90, seed=0, extreme=True)  # s - ell beyond 60: refused
-def test_split_dgemm_residual_is_exact(c, s, seed, extreme):
-    """The two float64 dgemm calls give the exact ``max_i sum_j |(Y P - 2^s I)_ij|`` (module docstring,
-    "Speed"), at the largest entries the bounds allow."""
+@given(c=st.integers(0, 8), s=st.integers(0, 110), seed=st.integers(0, 2**32 - 1), extreme=st.booleans(),
+       y_digits=st.sampled_from([1, 2]))
+@example(c=2, s=3, seed=0, extreme=False, y_digits=1)  # s < ell: 2^s I goes into the low digit
+@example(c=6, s=40, seed=0, extreme=True, y_digits=1)  # m = 64, every entry at its largest: sums reach 2^53
+@example(c=6, s=70, seed=0, extreme=True, y_digits=2)  # two digits of Y at their largest, 2^s in the top digit
+@example(c=7, s=30, seed=5, extreme=False, y_digits=2)  # 2^s in the middle digit
+@example(c=2, s=110, seed=0, extreme=True, y_digits=1)  # s beyond the top digit by more than 60 bits: refused
+def test_split_dgemm_residual_is_exact(c, s, seed, extreme, y_digits):
+    """The float64 dgemm calls on digits give the exact ``max_i sum_j |(Y P - 2^s I)_ij|`` (module
+    docstring, "Speed"), at the largest entries the bounds allow."""
     rng = np.random.default_rng(seed)
     m = (1 << c) - (seed % 3 if c > 2 else 0)  # powers of two (no slack) and sizes just below
     room = 53 - (m - 1).bit_length()
     ell = room // 2
-    r = room - ell
+    r = room - ell if y_digits == 1 else room
     if extreme:  # one sign per matrix: nothing cancels
         Y = np.full((m, m), rng.choice([-1, 1]) << r, dtype=np.int64)
         P = np.full((m, m), rng.choice([-1, 1]) << (2 * ell), dtype=np.int64)
     else:
         Y = rng.integers(-(1 << r), (1 << r) + 1, size=(m, m), dtype=np.int64)
         P = rng.integers(-(1 << 2 * ell), (1 << 2 * ell) + 1, size=(m, m), dtype=np.int64)
-    got = _split_residual_row_sums(Y, P, s, ell)
-    if s - ell > 60:
+    got = _split_residual_row_sums(Y, P, s, ell, y_digits)
+    if s - min(s // ell, y_digits) * ell > 60:
         assert got is None
         return
     E = flint.fmpz_mat(Y.tolist()) * flint.fmpz_mat(P.tolist()) - (1 << s) * flint.fmpz_mat(m, m, [
@@ -67,11 +70,11 @@ def test_split_dgemm_residual_is_exact(c, s, seed, extreme):
 
 
 def test_split_dgemm_refuses_entries_beyond_its_bounds():
-    m, ell = 64, 23  # room = 47 bits: |Y| <= 2^24, |P| <= 2^46
-    Y = np.ones((m, m), dtype=np.int64)
-    P = np.ones((m, m), dtype=np.int64)
-    assert _split_residual_row_sums(Y, P, 10, ell) is not None
-    for Yb, Pb in ((Y * ((1 << 24) + 1), P), (Y, P * ((1 << 46) + 1))):  # one unit too large
+    m, ell = 64, 23  # room = 47 bits: one digit of Y up to 2^24, P up to 2^46 (top digit 2^23)
+    Y = np.full((m, m), 1 << 24, dtype=np.int64)
+    P = np.full((m, m), 1 << 46, dtype=np.int64)
+    assert _split_residual_row_sums(Y, P, 10, ell) == m * m * (1 << 70) - (1 << 10)  # partial sums reach 2^53
+    for Yb, Pb in ((Y + 1, P), (Y, P + (1 << 23))):  # one unit too large in a digit: a sum could round
         assert _split_residual_row_sums(Yb, Pb, 10, ell) is None
 
 

@@ -79,3 +79,40 @@ def test_converging_plain_newton_finishes_without_smoothing(monkeypatch):
     assert res < 1e-13 and calls == [0.0, 0.0]
     ref, _ = plain(As, 1.5, lam0, tol=1e-13)
     assert np.allclose(lam, ref, atol=1e-9 * ref.max())
+
+
+def test_gram_hessian_is_the_weighted_row_product():
+    from certify.workingset import gram_hessian
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((30, 12))
+    hess = gram_hessian(A)
+    F = rng.random(30) < 0.6
+    assert np.allclose(hess(np.ones(12), F), A[F] @ A[F].T, atol=1e-12)
+    wt = np.ones(12)
+    wt[3] = 0.0  # an entry of u exactly 0: the weights are no longer all 1
+    assert np.allclose(hess(wt, F), (A[F] * wt) @ A[F].T, atol=1e-12)
+
+
+@pytest.mark.parametrize("p", [1.75, 2.0, 3.0])
+def test_working_sets_stay_near_m_rows_from_a_poor_first_stage(monkeypatch, p):
+    # constraint-heavy (N = 1,200 rows, m = 36): 3 L-BFGS-B iterations leave nearly every row with a
+    # multiplier; the first working set then once held up to 3m rows, and rows far from active stayed,
+    # so |F| > m made the Newton matrix singular (at (10^4,32,64): no convergence on 12,288 rows)
+    import certify.workingset as wsm
+
+    cs = planted_problem(n=100, T=13, d=6, seed=3).attention_constraints()
+    m = cs.m
+    sizes = []
+    plain = wsm.smoothed_newton
+
+    def counted(A, *args, **kw):
+        sizes.append(A.shape[0])
+        return plain(A, *args, **kw)
+
+    monkeypatch.setattr(wsm, "smoothed_newton", counted)
+    ws, rep = working_set_start(row_factors(cs), p, lbfgs_iter=3)
+    assert ws.kkt_residual < 1e-10 and rep.rounds == len(sizes) >= 2
+    assert max(sizes) <= m + m // 8 + 64 and sizes[0] <= m + m // 8
+    dense = warm_start(cs.rows(), p)
+    assert np.allclose(ws.w, dense.w, atol=1e-7 * np.abs(dense.w).max())

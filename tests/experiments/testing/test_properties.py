@@ -82,8 +82,10 @@ def test_normalized_step_with_an_epsilon_is_diagnosed():
         n = torch.linalg.vector_norm(G / G.abs().max(), q) * G.abs().max()
         return good_step(W, G / n if n > 0 else G, lr, p)
 
+    # 30 draws: the epsilon shows only on gradients scaled by 10^-12 or less (3 of the 5 scales); with
+    # 6 draws the kit missed it in 2 of about 10 landings (not derandomized outside CI)
     report = run_kit(eps_step, properties=("stationarity",), regimes=("below_two",), normalize="per_tensor",
-                     **{**FAST, "shrink": True})
+                     **{**FAST, "shrink": True, "max_examples": 30})
     assert not report.ok and "plus 2.22e-16 (an epsilon added to the norm)" in report.failures()[0].message
     ok = run_kit(exact_step, properties=("stationarity", "descent", "round_trip", "normalization"),
                  regimes=("below_two", "above_two"), normalize="per_tensor", **FAST)

@@ -131,8 +131,13 @@ class Certifier:
             self.pool.shutdown(wait=False, cancel_futures=True)
             for proc in self._workers:
                 proc.kill()
+            deadline = time.monotonic() + 5
             for proc in self._workers:
                 proc.join(5)
+                # the executor's own thread may reap the process first; its exit code then lands a
+                # moment later (seen once in CI: exitcode None right after join)
+                while proc.exitcode is None and time.monotonic() < deadline:
+                    time.sleep(0.01)
             self._workers, self.pool = [], None
 
 

@@ -25,12 +25,12 @@ the caller settles feasibility (`certify.feasible`).
 from __future__ import annotations
 
 import math
-import os
 from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
 
+from certify.blas import all_cpu_blas
 from certify.structured import RowFactors
 from certify.warmstart import WarmStart, smoothed_newton
 
@@ -84,15 +84,7 @@ THREADED_ENTRIES = 4_000_000
 
 def _blas_threads(entries: int):
     """All usable CPUs for BLAS on a big dense working set, else no change (a context manager)."""
-    if entries < THREADED_ENTRIES:
-        return nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cpus = os.cpu_count() or 1
-    return threadpool_limits(limits=max(1, cpus), user_api="blas")
+    return all_cpu_blas() if entries >= THREADED_ENTRIES else nullcontext()
 
 
 def gram_hessian(A: np.ndarray):

@@ -3,8 +3,8 @@
 A command whose arrays cannot fit is refused with one line naming the estimate and the options that
 shrink it, instead of being killed by the kernel's out-of-memory killer half-way (an exit nobody can
 catch, after minutes of work). The estimate is of the arrays the command allocates; the budget is
-half of the machine's memory (or of the cgroup limit, when one is set). `usable_cpus` counts the CPUs
-this process may run on (the default worker counts of `mdcert study` and `mdcert sweep`).
+half of the machine's memory (or of the cgroup limit, when one is set). `usable_cpus` (from `certify.blas`)
+counts the CPUs this process may run on (the default worker counts of `mdcert study` and `mdcert sweep`).
 """
 
 from __future__ import annotations
@@ -12,17 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from certify.blas import usable_cpus
 from certify.errors import MdcertError
 
 __all__ = ["memory_limit", "check_memory", "usable_cpus"]
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask; the CPU count where there is none), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def memory_limit() -> int | None:

@@ -6,7 +6,9 @@ import numpy as np
 import scipy.linalg  # noqa: F401  (scipy carries its own OpenBLAS; load it before counting)
 from threadpoolctl import threadpool_info
 
-from certify.blas import single_thread_blas
+import os
+
+from certify.blas import all_cpu_blas, single_thread_blas, usable_cpus
 
 
 def _blas_threads() -> list[int]:
@@ -30,3 +32,14 @@ def test_restores_after_an_exception():
     except KeyError:
         pass
     assert _blas_threads() == before
+
+
+def test_all_cpu_blas_lifts_the_single_thread_limit_and_restores_it():
+    with single_thread_blas():
+        with all_cpu_blas():
+            assert _blas_threads() and all(n == usable_cpus() for n in _blas_threads())
+        assert all(n == 1 for n in _blas_threads())
+
+
+def test_usable_cpus_is_the_affinity_mask():
+    assert usable_cpus() == max(1, len(os.sched_getaffinity(0)))

@@ -94,6 +94,13 @@ def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52) -> tuple[np.ndarray, int
     return (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None  # the exactness of the products relies on it
 
 
+def _digit_bits(m: int) -> tuple[int, int]:
+    """``(room, ell)`` for m x m products: ``room = 53 - ceil(log2 m)`` bits per product of two digits
+    (``m 2^room <= 2^53``) and digits of ``ell = room // 2`` bits (module docstring, "Speed")."""
+    room = 53 - (m - 1).bit_length()
+    return room, room // 2
+
+
 def _digits(A: np.ndarray, ell: int, n: int) -> list[np.ndarray]:
     """``A = sum_k 2^(k ell) D_k`` with ``0 <= D_k < 2^ell`` for ``k < n - 1`` and a signed top digit."""
     out = []
@@ -111,7 +118,7 @@ def _split_residual_row_sums(Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_d
     top = y_digits  # E = Y P - 2^s I = sum_k c_k 2^(k ell), k = 0..top
     Yd, Pd = _digits(Y, ell, y_digits), _digits(P, ell, 2)
     big = [[int(np.abs(D).max()) if D.size else 0 for D in Ds] for Ds in (Yd, Pd)]
-    if any(m * ya * pb > 1 << 53 for ya in big[0] for pb in big[1]) or int(np.abs(Yd[-1]).max()) > 1 << 62:
+    if any(m * ya * pb > 1 << 53 for ya in big[0] for pb in big[1]) or big[0][-1] > 1 << 62:
         return None  # a partial sum could exceed 2^53 and round
     j = min(s // ell, top)  # the digit that holds 2^s
     if s - j * ell > 60:
@@ -142,9 +149,7 @@ def _split_inverse(P: np.ndarray, *, enough: int = 4):
     """``(Y, s, e_inf)`` for an int64 ``P`` with ``|P| <= 2^(2 ell)``: Y of one base-``2^ell`` digit
     (r = room - ell bits), then, when that leaves ``e_inf >= 2^s / enough``, of two (r = room bits).
     None when no inverse verifies."""
-    m = P.shape[0]
-    room = 53 - (m - 1).bit_length()  # m <= 2^ceil(log2 m)
-    ell = room // 2
+    room, ell = _digit_bits(P.shape[0])
     best = None
     for y_digits, bits in ((1, room - ell), (2, room)):
         approx = _inverse_of_shifted(P, bits=bits)
@@ -164,7 +169,7 @@ def _split_theta(Mp: np.ndarray, k: int) -> tuple[Fraction, int, int, int] | Non
     shifted right by ``k' - k`` more bits to ``2 ell`` bits (module docstring); None when theta is
     not below 1/2 or a bound does not hold."""
     m = Mp.shape[0]
-    ell = (53 - (m - 1).bit_length()) // 2
+    ell = _digit_bits(m)[1]
     if ell < 8:
         return None
     extra = max(0, int(np.abs(Mp).max()).bit_length() - 2 * ell)
@@ -301,7 +306,7 @@ def _split_inverse_diagonal(G, H, top: int) -> list[Fraction] | None:
     One digit of Y is kept only when it gives theta below 1/64: the bounds then stay within a few
     percent (a Gram matrix squares the condition number of its rows)."""
     n = G.shape[0]
-    ell = (53 - (n - 1).bit_length()) // 2
+    ell = _digit_bits(n)[1]
     if ell < 8:
         return None
     k = max(0, top - 2 * ell)  # |M| < 2^top: |P| <= 2^(2 ell)

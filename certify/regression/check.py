@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from certify.exact import conjugate, dyadic
-from certify.regression.certificate import InterpolationCertificate, InterpStatus
-from certify.regression.intmat import IntMatrix, int_gram, int_matvec, int_rmatvec
+from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
+from certify.regression.intmat import IntMatrix
 from certify.regression.problem import RegressionProblem
 from certify.verified import inverse_diagonal_upper
 
-__all__ = ["InterpCheck", "check_interpolation", "residual_bound", "norm_ball", "lower_bound_ball", "distance_upper"]
+__all__ = ["InterpCheck", "check_interpolation", "residual_of", "residual_bound", "norm_ball", "lower_bound_ball",
+           "distance_upper", "upper_ball", "lower_ball"]
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,14 @@ def _arb(x: Fraction):
     return arb(fmpq(x.numerator, x.denominator))
 
 
-def _upper(ball) -> Fraction | None:
+def upper_ball(ball) -> Fraction | None:
     if not ball.is_finite():
         return None
     man, ex = ball.upper().man_exp()
     return Fraction(int(man)) * Fraction(2) ** int(ex)
 
 
-def _lower(ball) -> Fraction | None:
+def lower_ball(ball) -> Fraction | None:
     if not ball.is_finite():
         return None
     man, ex = ball.lower().man_exp()
@@ -77,12 +78,21 @@ def norm_ball(ints, scale: Fraction, a: Fraction):
     return s ** (1 / ea) * arb(2) ** top * _arb(scale)
 
 
+def residual_of(Zx: IntMatrix, ex: int, Zy: list[int], ey: int, beta: ExactVec) -> tuple[list[int], Fraction]:
+    """``y - X beta~ = R * scale`` exactly, for ``beta~ = b 2^eb / db``: with ``s = min(ey, ex + eb)``,
+    ``R = Zy db 2^(ey - s) - (Zx b) 2^(ex + eb - s)`` and ``scale = 2^s / db``."""
+    s = min(ey, ex + beta.exp)
+    Xb = Zx.matvec(beta.ints)
+    R = [zy * beta.den * (1 << (ey - s)) - xb * (1 << (ex + beta.exp - s)) for zy, xb in zip(Zy, Xb)]
+    return R, Fraction(2) ** s / beta.den
+
+
 def residual_bound(Zx, ex: int, R: list[int], er: Fraction, p: Fraction) -> Fraction | None:
     """Upper bound of ``||X^T (X X^T)^-1 r||_p`` for ``r = R * er`` (exact); 0 when R = 0; None when
     ``Zx Zx^T`` is not verified invertible (X not of full row rank, or too ill-conditioned)."""
     if not any(R):
         return Fraction(0)
-    diag = inverse_diagonal_upper(int_gram(Zx))
+    diag = inverse_diagonal_upper(Zx.gram())
     if diag is None:
         return None
     trace = sum(diag, Fraction(0))  # >= the largest eigenvalue of (Zx Zx^T)^-1
@@ -91,14 +101,14 @@ def residual_bound(Zx, ex: int, R: list[int], er: Fraction, p: Fraction) -> Frac
 
     D = Zx.shape[1]
     c = arb(1) if p >= 2 else arb(D) ** (_arb(1 / p) - _arb(Fraction(1, 2)))
-    return _upper(c * _arb(sq).sqrt())
+    return upper_ball(c * _arb(sq).sqrt())
 
 
 def lower_bound_ball(Zx, ex: int, Zy, ey: int, m_ints, q: Fraction):
     """Ball of ``y^T mu / ||X^T mu||_q`` (the dyadic scale and denominator of mu cancel)."""
     from flint import arb
 
-    u = int_rmatvec(Zx, m_ints)
+    u = Zx.rmatvec(m_ints)
     num = sum(int(a) * int(b) for a, b in zip(Zy, m_ints))
     if num <= 0 or not any(u):
         return arb(0)
@@ -112,24 +122,26 @@ def distance_upper(ub: Fraction, lb: Fraction, p: Fraction) -> Fraction:
 
     if p <= 2:
         gap = ub * ub - lb * lb
-        return _upper((_arb(max(gap, Fraction(0)) / (p - 1))).sqrt()) if gap > 0 else Fraction(0)
+        return upper_ball((_arb(max(gap, Fraction(0)) / (p - 1))).sqrt()) if gap > 0 else Fraction(0)
     ea = _arb(p)
-    gap = _upper(_arb(ub) ** ea - _arb(lb) ** ea)
+    gap = upper_ball(_arb(ub) ** ea - _arb(lb) ** ea)
     if gap is None:
         raise ValueError("distance bound: the gap is not finite")
     if gap <= 0:
         return Fraction(0)
-    return _upper((_arb(gap) * (arb(2) ** (ea - 1) - 1)) ** (1 / ea))
+    return upper_ball((_arb(gap) * (arb(2) ** (ea - 1) - 1)) ** (1 / ea))
 
 
 def check_interpolation(problem: RegressionProblem, cert: InterpolationCertificate, *,
                         p: Fraction | None = None) -> InterpCheck:
     """Re-check ``cert`` against ``problem`` (module docstring); ``p``, when given, must match. Balls
-    are computed at 64 bits beyond the longest integer of the certificate's point (its own precision)."""
+    are computed at 64 bits beyond the longest integer the certificate holds (its own precision)."""
     from flint import ctx
 
-    size = cert.beta.ints if cert.beta is not None else ()
-    prec = 64 + max((abs(k).bit_length() for k in size), default=64)
+    ints = [k for v in (cert.beta, cert.mu) if v is not None for k in (*v.ints, v.den)]
+    ints += [x for f in (cert.opt_lower, cert.opt_upper, cert.distance_upper, cert.residual_upper)
+             if f is not None for x in (f.numerator, f.denominator)]
+    prec = 64 + max((abs(k).bit_length() for k in ints), default=64)
     with ctx.workprec(min(prec, 1 << 16)):
         return _check(problem, cert, p)
 
@@ -153,15 +165,12 @@ def _check(problem: RegressionProblem, cert: InterpolationCertificate, p: Fracti
     Zx, Zy = IntMatrix(dx.ints), [int(k) for k in dy.ints]
     if cert.status is InterpStatus.INCONSISTENT:
         g = cert.kernel.ints
-        claim("X^T g = 0", not any(int_rmatvec(Zx, g)), "X^T g is not exactly zero")
+        claim("X^T g = 0", not any(Zx.rmatvec(g)), "X^T g is not exactly zero")
         claim("y^T g != 0", sum(a * b for a, b in zip(Zy, g)) != 0, "y^T g is zero")
         return InterpCheck(not failures, tuple(checked), tuple(failures))
     b, mu, pp = cert.beta, cert.mu, cert.p
-    # residual R 2^s / db with s = min(ey, ex + eb): r = y - X beta~
-    s = min(dy.exp, dx.exp + b.exp)
-    Xb = int_matvec(Zx, b.ints)
-    R = [zy * b.den * (1 << (dy.exp - s)) - xb * (1 << (dx.exp + b.exp - s)) for zy, xb in zip(Zy, Xb)]
-    e = residual_bound(Zx, dx.exp, R, Fraction(2) ** s / b.den, pp)
+    R, scale = residual_of(Zx, dx.exp, Zy, dy.exp, b)
+    e = residual_bound(Zx, dx.exp, R, scale, pp)
     claim("residual", e is not None and e <= cert.residual_upper,
           "X X^T is not verified invertible and X beta~ != y" if e is None else
           f"the distance to the feasible set can be {float(e):.3g} > residual_upper")
@@ -169,7 +178,7 @@ def _check(problem: RegressionProblem, cert: InterpolationCertificate, p: Fracti
         return InterpCheck(False, tuple(checked), tuple(failures))
     ub = norm_ball(b.ints, Fraction(2) ** b.exp / b.den, pp) + _arb(e)
     lb = lower_bound_ball(Zx, dx.exp, Zy, dy.exp, mu.ints, conjugate(pp))
-    ub_up, lb_lo = _upper(ub), _lower(lb)
+    ub_up, lb_lo = upper_ball(ub), lower_ball(lb)
     claim("opt_upper", ub_up is not None and ub_up <= cert.opt_upper, "opt_upper is below ||beta~||_p + e")
     claim("opt_lower", lb_lo is not None and cert.opt_lower <= lb_lo and cert.opt_lower <= cert.opt_upper,
           "opt_lower is above y^T mu / ||X^T mu||_q")

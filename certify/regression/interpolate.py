@@ -27,7 +27,8 @@ import numpy as np
 from certify.exact import conjugate, dyadic, parse_p
 from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
 from certify.regression.check import (distance_upper, lower_bound_ball, norm_ball, residual_bound)
-from certify.regression.intmat import IntMatrix, int_matvec, int_rmatvec
+from certify.regression.intmat import IntMatrix
+from certify.regression.closed_form import block_l32_solution
 from certify.regression.problem import RegressionProblem
 
 __all__ = ["certify_interpolation", "InterpResult", "EXACT_KERNEL_LIMIT"]
@@ -160,9 +161,9 @@ def certify_interpolation(problem: RegressionProblem, p, *, bits: int = 200, ref
         m_ints, m_exp = _to_ints(mu)
         X_f = problem.X
         for _ in range(refine_steps):
-            u = int_rmatvec(Zx, m_ints)  # X^T mu = u 2^(ex + m_exp)
+            u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
             b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
-            Xb = int_matvec(Zx, b_ints)
+            Xb = Zx.matvec(b_ints)
             s = min(dy.exp, dx.exp + b_exp)
             R = [zy * (1 << (dy.exp - s)) - xb * (1 << (dx.exp + b_exp - s)) for zy, xb in zip(Zy, Xb)]
             if not any(R):
@@ -178,32 +179,33 @@ def certify_interpolation(problem: RegressionProblem, p, *, bits: int = 200, ref
             e = min(m_exp, d_exp)
             m_ints = [a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)]
             m_exp = e
-        u = int_rmatvec(Zx, m_ints)
+        u = Zx.rmatvec(m_ints)
         b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
-        cert = _certificate(pp, q, h, shape, Zx, dx.exp, Zy, dy.exp, b_ints, b_exp, m_ints, m_exp)
+        beta = ExactVec(tuple(b_ints), b_exp)
+        if pp == Fraction(3, 2):  # block data: the exact closed form (docs/theory.md section 7.2)
+            beta = block_l32_solution(problem) or beta
+        cert = _certificate(pp, q, h, shape, Zx, dx.exp, Zy, dy.exp, beta, m_ints, m_exp)
     return InterpResult(cert, time.perf_counter() - t0, steps)
 
 
-def _certificate(pp, q, h, shape, Zx, ex, Zy, ey, b_ints, b_exp, m_ints, m_exp) -> InterpolationCertificate:
-    from certify.regression.check import _lower, _upper  # the checker's own rounding of balls
+def _certificate(pp, q, h, shape, Zx, ex, Zy, ey, beta: ExactVec, m_ints, m_exp) -> InterpolationCertificate:
+    from certify.regression.check import lower_ball, residual_of, upper_ball  # the checker's own functions
 
-    Xb = int_matvec(Zx, b_ints)
-    s = min(ey, ex + b_exp)
-    R = [zy * (1 << (ey - s)) - xb * (1 << (ex + b_exp - s)) for zy, xb in zip(Zy, Xb)]
-    e = residual_bound(Zx, ex, R, Fraction(2) ** s, pp)
+    R, scale = residual_of(Zx, ex, Zy, ey, beta)
+    e = residual_bound(Zx, ex, R, scale, pp)
     if e is None:
         return InterpolationCertificate(InterpStatus.NO_VERIFIED_RESULT, pp, h, shape,
                                         reason="X X^T is not verified invertible (X lacks full row rank or is "
                                                "too ill-conditioned) and the refined point does not solve "
                                                "X beta = y exactly; remove dependent rows")
-    ub = _upper(norm_ball(b_ints, Fraction(2) ** b_exp, pp) + _arb_of(e))
-    lb = _lower(lower_bound_ball(Zx, ex, Zy, ey, m_ints, q))
+    ub = upper_ball(norm_ball(beta.ints, Fraction(2) ** beta.exp / beta.den, pp) + _arb_of(e))
+    lb = lower_ball(lower_bound_ball(Zx, ex, Zy, ey, m_ints, q))
     if ub is None or lb is None or lb <= 0:
         return InterpolationCertificate(InterpStatus.NO_VERIFIED_RESULT, pp, h, shape,
                                         reason="the dual point gives no positive lower bound")
     dist = e + distance_upper(ub, lb, pp)
     return InterpolationCertificate(InterpStatus.OPTIMAL, pp, h, shape, opt_lower=lb, opt_upper=ub,
-                                    distance_upper=dist, residual_upper=e, beta=ExactVec(tuple(b_ints), b_exp),
+                                    distance_upper=dist, residual_upper=e, beta=beta,
                                     mu=ExactVec(tuple(m_ints), m_exp))
 
 

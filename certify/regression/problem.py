@@ -35,7 +35,7 @@ def exact_float64(name: str, value, ndim: int) -> np.ndarray:
         flat = list(arr.ravel())
         for i, v in enumerate(flat):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise MdcertError(f"{name} entry {np.unravel_index(i, arr.shape)} is {v!r}, not a number")
+                raise MdcertError(f"{name} entry {tuple(int(j) for j in np.unravel_index(i, arr.shape))} is {v!r}, not a number")
         out = np.array([float(v) if not isinstance(v, int) or abs(v) < 1 << 1023 else math.inf for v in flat])
         same = [isinstance(v, float) or (math.isfinite(o) and int(o) == v) for v, o in zip(flat, out)]
     elif arr.dtype.kind in "iuf" and arr.dtype != bool:

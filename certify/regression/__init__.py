@@ -1,4 +1,4 @@
-"""Regression problems and their certified interpolation programs (docs/theory.md section 7).
+"""Regression problems and their certified interpolation programs (docs/theory.md section 8).
 
 The setting of smoothed sign descent (arXiv 2410.14158): data X (N x D), targets y, and the
 programs whose solutions the training limits are compared with.
@@ -10,6 +10,7 @@ from certify.regression.certificate import ExactVec, InterpolationCertificate, I
 from certify.regression.check import InterpCheck, check_interpolation
 from certify.regression.interpolate import InterpResult, certify_interpolation
 from certify.regression.problem import RegressionProblem, exact_float64, load_regression
+from certify.regression.synth import regression_problem
 
 __all__ = ["ExactVec", "InterpolationCertificate", "InterpStatus", "InterpCheck", "check_interpolation",
-           "InterpResult", "certify_interpolation", "RegressionProblem", "exact_float64", "load_regression"]
+           "InterpResult", "certify_interpolation", "RegressionProblem", "exact_float64", "load_regression", "regression_problem"]

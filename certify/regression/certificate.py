@@ -1,4 +1,4 @@
-"""The certificate of an l_p interpolation program (docs/theory.md section 7.3).
+"""The certificate of an l_p interpolation program (docs/theory.md section 8.3).
 
 ``OPT = min ||beta||_p subject to X beta = y``. Status `optimal`: an exact point ``beta~`` (dyadic, or
 rational with a common denominator), the bound ``residual_upper`` on the l_p distance from ``beta~``

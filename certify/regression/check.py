@@ -1,4 +1,4 @@
-"""Independent checker of l_p interpolation certificates (docs/theory.md section 7.3). Trusted.
+"""Independent checker of l_p interpolation certificates (docs/theory.md section 8.3). Trusted.
 
 Re-derives every claim of an `InterpolationCertificate` from the regression data alone, with exact
 integer products (`certify.regression.intmat`), the verified inverse-diagonal bound of an exact Gram

@@ -1,4 +1,4 @@
-"""Closed forms on block data (Assumption 3.2 of arXiv 2410.14158; docs/theory.md section 7.2).
+"""Closed forms on block data (Assumption 3.2 of arXiv 2410.14158; docs/theory.md section 8.2).
 
 When the rows of X have pairwise disjoint supports S_n, ``min ||beta||_{3/2} s.t. X beta = y``
 separates into one problem per row, with the exact rational solution

@@ -1,4 +1,4 @@
-"""Certified minimum-l_p-norm interpolation: ``min ||beta||_p s.t. X beta = y`` (docs/theory.md 7.3).
+"""Certified minimum-l_p-norm interpolation: ``min ||beta||_p s.t. X beta = y`` (docs/theory.md section 8.3).
 
 The eps -> 0 idealization of smoothed sign descent's limit is p = 3/2 (arXiv 2410.14158); p = 2 is
 the minimum-norm interpolator. Pipeline (everything before the last step is a warm start, never
@@ -182,7 +182,7 @@ def certify_interpolation(problem: RegressionProblem, p, *, bits: int = 200, ref
         u = Zx.rmatvec(m_ints)
         b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
         beta = ExactVec(tuple(b_ints), b_exp)
-        if pp == Fraction(3, 2):  # block data: the exact closed form (docs/theory.md section 7.2)
+        if pp == Fraction(3, 2):  # block data: the exact closed form (docs/theory.md section 8.2)
             beta = block_l32_solution(problem) or beta
         cert = _certificate(pp, q, h, shape, Zx, dx.exp, Zy, dy.exp, beta, m_ints, m_exp)
     return InterpResult(cert, time.perf_counter() - t0, steps)

@@ -1,4 +1,4 @@
-"""Exact integer matrix products for the regression programs (docs/theory.md section 7.3). Trusted.
+"""Exact integer matrix products for the regression programs (docs/theory.md section 8.3). Trusted.
 
 The data matrix is ``X = Z 2^e`` with Z an integer array (`certify.exact.dyadic`: int64, or Python
 ints when the data span many binary orders). Products of Z with vectors of Python integers of any

@@ -1,4 +1,4 @@
-"""Regression problems: data X (N x D) and targets y (N), read exactly (docs/theory.md section 7.1).
+"""Regression problems: data X (N x D) and targets y (N), read exactly (docs/theory.md section 8.1).
 
 The interpolation programs of smoothed sign descent (arXiv 2410.14158) are about ``X beta = y``.
 A `RegressionProblem` holds X and y as float64, validated like the attention problems: finite,
@@ -19,7 +19,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["RegressionProblem", "load_regression", "exact_float64"]
+__all__ = ["RegressionProblem", "load_regression", "exact_float64", "declares_regression"]
 
 KIND = "regression"
 
@@ -62,7 +62,7 @@ def exact_float64(name: str, value, ndim: int) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class RegressionProblem:
-    """Overparameterized regression data (docs/theory.md section 7.1).
+    """Overparameterized regression data (docs/theory.md section 8.1).
 
     Attributes:
         X: (N, D) float64 design matrix.
@@ -143,3 +143,19 @@ def load_regression(path: str | Path) -> RegressionProblem:
     if missing:
         raise MdcertError(f"{path}: missing key(s) {', '.join(missing)}")
     return RegressionProblem(data["X"], data["y"])
+
+
+def declares_regression(path: str | Path) -> bool:
+    """Whether a problem file declares ``kind = "regression"`` (False for any unreadable file: the
+    caller's own loader then reports what is wrong)."""
+    path = Path(path)
+    try:
+        if path.suffix == ".json":
+            from certify.limits import read_json_file
+
+            data = read_json_file(path, what="problem")
+            return isinstance(data, dict) and data.get("kind") == KIND
+        with np.load(path, allow_pickle=False) as z:
+            return "kind" in z.files and str(z["kind"].item()) == KIND
+    except (MdcertError, ValueError, OSError, KeyError):
+        return False

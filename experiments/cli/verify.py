@@ -15,7 +15,8 @@ HELP = "independently re-check every claim of a certificate against the data (ex
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("problem", help="problem file (.npz or .json)")
+    parser.add_argument("problem", help="problem file (.npz or .json); a regression problem's certificate comes "
+                                        "from 'mdcert interpolate'")
     parser.add_argument("certificate", help="certificate JSON written by 'mdcert certify'")
     parser.add_argument("--p", default=None, help="reject the certificate unless it is about this exact p")
     parser.add_argument("--svm", choices=("attention", "decoder"), default=None,
@@ -41,6 +42,12 @@ def run(args: argparse.Namespace) -> int:
     from certify.problem import AttentionProblem, resolve_alpha
     from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
 
+    from certify.regression.problem import declares_regression
+
+    if declares_regression(args.problem):
+        from experiments.cli.interpolate import verify_interpolation
+
+        return verify_interpolation(args)
     check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
     problem = AttentionProblem.load(args.problem)
     path = Path(args.certificate)

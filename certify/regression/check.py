@@ -142,7 +142,10 @@ def check_interpolation(problem: RegressionProblem, cert: InterpolationCertifica
     ints += [x for f in (cert.opt_lower, cert.opt_upper, cert.distance_upper, cert.residual_upper)
              if f is not None for x in (f.numerator, f.denominator)]
     prec = 64 + max((abs(k).bit_length() for k in ints), default=64)
-    with ctx.workprec(min(prec, 1 << 16)):
+    from certify.blas import all_cpu_blas, single_thread_blas  # thread counts only: products stay exact
+
+    threads = single_thread_blas if problem.N ** 2 * problem.D < 2 * 10**9 else all_cpu_blas
+    with ctx.workprec(min(prec, 1 << 16)), threads():
         return _check(problem, cert, p)
 
 

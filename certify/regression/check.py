@@ -142,10 +142,12 @@ def check_interpolation(problem: RegressionProblem, cert: InterpolationCertifica
     ints += [x for f in (cert.opt_lower, cert.opt_upper, cert.distance_upper, cert.residual_upper)
              if f is not None for x in (f.numerator, f.denominator)]
     prec = 64 + max((abs(k).bit_length() for k in ints), default=64)
-    from certify.blas import all_cpu_blas, single_thread_blas  # thread counts only: products stay exact
+    from contextlib import nullcontext
 
-    threads = single_thread_blas if problem.N ** 2 * problem.D < 2 * 10**9 else all_cpu_blas
-    with ctx.workprec(min(prec, 1 << 16)), threads():
+    from threadpoolctl import threadpool_limits  # thread counts only: the digit products stay exact
+
+    small = problem.N ** 2 * problem.D < 2 * 10**9  # one BLAS thread: see certify.regression.interpolate
+    with ctx.workprec(min(prec, 1 << 16)), threadpool_limits(1) if small else nullcontext():
         return _check(problem, cert, p)
 
 

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("experiments.cli.synth", "write a seeded synthetic problem (.npz or .json)"),
     "certify": ("experiments.cli.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
     "interpolate": ("experiments.cli.interpolate", "certified minimum-l_p-norm interpolation (regression data)"),
+    "signdescent": ("experiments.cli.signdescent", "diagonal-network paths (gd, smoothed sign, Adam) vs certified references"),
     "verify": ("experiments.cli.verify", "independently re-check a certificate against the data"),
     "check": ("experiments.cli.check", "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED)"),
     "paths": ("experiments.cli.paths", "batched mirror-descent training paths and Bregman rates"),

@@ -110,14 +110,15 @@ def format_table(report, *, width: int | None = None) -> str:
     whether it holds) and what to change, wrapped to ``width`` columns (default: the terminal's,
     `experiments.terminal.terminal_width`); nothing is cut. Wide terminals get four columns, medium
     ones three (evidence and message in one), narrow ones one block per hypothesis."""
-    from experiments.terminal import columns, terminal_width, wrap, wrap_lines
+    from experiments.terminal import columns, shorten_lists, terminal_width, wrap, wrap_lines
 
     width = terminal_width() if width is None else max(int(width), 40)
     entries = []
     for h in report.hypotheses:
         deciding = [e for e in h.evidence if e.deciding]
         telling = [e for e in deciding if e.implies() is h.verdict] or deciding or list(h.evidence)
-        entries.append((h.name, h.verdict.value.upper(), telling[0].summary() if telling else "-", h.message))
+        entries.append((h.name, h.verdict.value.upper(), shorten_lists(telling[0].summary()) if telling else "-",
+                        shorten_lists(h.message)))
     wn = max([len("hypothesis")] + [len(e[0]) for e in entries])
     rest = width - wn - 9 - 4
     if rest >= 64:
@@ -141,12 +142,12 @@ def format_table(report, *, width: int | None = None) -> str:
             lines += ([""] if i else []) + wrap(f"{name}  {verdict}", width, first="", indent="    ")
             lines += wrap(key, width, first="  evidence: ", indent="    ")
             lines += wrap(msg, width, first="  -> ", indent="    ")
-    head = wrap_lines([f"Theorem {report.theorem}: {report.title}", f"  {report.reference}"], width)
+    head = wrap_lines([f"Theorem {report.theorem}: {report.title}", f"  {shorten_lists(report.reference)}"], width)
     foot = [f"verdict: {report.verdict.value.upper()} (Kleene AND of the hypotheses)"]
-    notes = [f"  {h.name}: {h.message}" for h in report.hypotheses if h.verdict.value != "holds"]
+    notes = [f"  {h.name}: {shorten_lists(h.message)}" for h in report.hypotheses if h.verdict.value != "holds"]
     if notes:
         foot += ["not holding:"] + notes
-    foot.append(f"conclusion (to measure): {report.conclusion}")
+    foot.append(f"conclusion (to measure): {shorten_lists(report.conclusion)}")
     return "\n".join(head + [""] + lines + [""] + wrap_lines(foot, width))
 
 
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
     from certify.errors import MdcertError
     from certify.exact import format_g, parse_p
-    from experiments.terminal import terminal_width, wrap_lines
+    from experiments.terminal import problem_lines, shorten_lists, terminal_width, wrap_lines
     from certify.problem import AttentionProblem
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext
@@ -239,11 +240,11 @@ def run(args: argparse.Namespace) -> int:
                                eta=eta, trajectory=trajectory, segment=args.segment, progress=told)
     width = terminal_width()
     if problem.lengths is not None or problem.provenance:
-        print("\n".join(wrap_lines([f"problem: {problem.describe()}"], width)))
+        print("\n".join(problem_lines(problem, width)))
     print(format_table(report, width=width))
     timings["total"] = round(time.perf_counter() - t0, 3)
     q = report.quantities
-    tail = [f"alpha = {q['alpha']}" + (f" (argmax of the final attention after {args.steps} steps)"
+    tail = [f"alpha = {shorten_lists(str(q['alpha']))}" + (f" (argmax of the final attention after {args.steps} steps)"
                                        if args.alpha and args.alpha.strip().lower() == FROM_TRAINING else "")]
     svm = q.get("attention_svm")
     if svm and svm.get("opt_lower"):

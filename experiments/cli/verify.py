@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.limits import max_certificate_bytes, read_json_file
     from certify.problem import AttentionProblem, resolve_alpha
     from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
+    from experiments.terminal import problem_lines, terminal_width
 
     check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
     problem = AttentionProblem.load(args.problem)
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     result = check_certificate(problem, data, p=args.p, svm=args.svm, alpha=alpha)
     elapsed = time.perf_counter() - t0
     if problem.lengths is not None or problem.provenance:     # as 'mdcert certify' and 'mdcert check' show it
-        print(f"problem: {problem.describe()}")
+        print("\n".join(problem_lines(problem, terminal_width())))
     if args.verbose:
         for claim in result.claims:
             print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {claim.detail}")

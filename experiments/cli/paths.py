@@ -39,7 +39,8 @@ import numpy as np
 
 from certify.exact import format_exact, parse_fraction
 from experiments.outputs import atomic_dir, check_output_dir
-from experiments.paths.text import norm_line, rate_line
+from experiments.paths.text import per_p_lines
+from experiments.terminal import terminal_width, wrap, wrap_lines
 from experiments.paths.config import parse_config
 from experiments.svm_cache import DIRECTION_TOL, Certifier  # noqa: F401  (DIRECTION_TOL re-exported)
 
@@ -206,13 +207,14 @@ def run(args: argparse.Namespace) -> int:
     _write_run(out, summary, arrays, certifier, t_start, args.overwrite)
     s = summary
     print(f"paths: {B} trajectories on {s['device']} in {s['elapsed_s']:.1f}s (training {t_train:.1f}s) -> {out}")
+    width = terminal_width()
     for e in per_p:
-        bm = e.get("bregman_final_mean")
-        bm_txt = f"{bm:.3e} +- {e['bregman_final_std']:.1e}" if bm is not None else "n/a"
-        print(f"  p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: D_final {bm_txt}; {rate_line(e.get('rate_fit'))}; "
-              f"{norm_line(e.get('norm_fit'))}")
-    for note in res.notes:
-        print(f"  note: {note}")
+        head = f"p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: "
+        body = per_p_lines(e)
+        print("\n".join(wrap(head + body[0], width, first="  ", indent="      ")
+                        + wrap_lines(["    " + ln for ln in body[1:]], width)))
+    if res.notes:
+        print("\n".join(wrap_lines([f"  note: {note}" for note in res.notes], width)))
     return 0
 
 

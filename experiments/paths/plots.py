@@ -78,8 +78,8 @@ def log_axes(ax) -> None:
     fmt = FuncFormatter(lambda y, _: f"{y:.4g}")   # 0.7, 100, 1e-05: one format on every tick
     ax.yaxis.set_major_formatter(fmt)
     span = hi / max(lo, 1e-300)
-    if span < 10:  # under a decade: label the minor ticks, plainly
-        ax.yaxis.set_minor_locator(LogLocator(subs=tuple(range(2, 10))))
+    if span < 10:  # under a decade: label the minor ticks, plainly (every one only when they do not crowd)
+        ax.yaxis.set_minor_locator(LogLocator(subs=tuple(range(2, 10)) if span < 3 else (2.0, 3.0, 5.0)))
         ax.yaxis.set_minor_formatter(fmt)
     elif span < 1000:  # one to three decades: 2 and 5 too, so every panel has at least two labels
         ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
@@ -213,11 +213,15 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig, axes = plt.subplots(1, len(groups), figsize=(4.4 * len(groups), 4.3), squeeze=False,
                                      constrained_layout=True)
             for ax, (label, e, rows) in zip(axes[0], groups):
-                band(ax, rs[rows[0]], arrays["bregman"][rows], "SVM of alpha = argmax of the final attention")
-                band(ax, rs[rows[0]], arrays["bregman_opt"][rows], "SVM of the globally optimal alpha",
+                band(ax, rs[rows[0]], arrays["bregman"][rows], "vs SVM(alpha_final), alpha = argmax of the final "
+                     "attention")
+                band(ax, rs[rows[0]], arrays["bregman_opt"][rows], "vs SVM(opt), the globally optimal alpha",
                      linestyle="--")
                 log_axes(ax)
-                ax.set_title(label)
+                k_opt = e.get("alpha_final_is_opt")
+                ax.set_title(label if k_opt is None else
+                             f"{label}\n{k_opt} of {e['trajectories']} trajectories ended at the optimal tokens",
+                             fontsize=9)
                 ax.set_xlabel("step k")
                 ax.set_ylabel(r"$D_\psi(\bar W_{mm}, \bar W(k))$")
                 ax.grid(True, which="major", alpha=0.3)

@@ -123,7 +123,7 @@ def problem_lines(problem: Any, width: int) -> list[str]:
         L = problem.lengths
         head += (f", lengths {int(min(L))}..{int(max(L))} ({int(sum(L))} of {problem.n * problem.T} tokens "
                  f"valid)")
-    out = wrap(head, width, indent="    ")
+    out = wrap(head, width, first="", indent="    ")
     if getattr(problem, "provenance", None):
         out += ["  provenance:"] + mapping_lines(problem.provenance, width, indent="    ")
     return out

@@ -100,5 +100,6 @@ def test_problem_lines_show_lengths_and_provenance() -> None:
     lines = problem_lines(pr, 60)
     assert " ".join(ln.strip() for ln in lines[:2]).startswith(
         "problem: n=300 T=16 d=32, lengths 3..16 (913 of 4800 tokens valid)")
+    assert lines[0].startswith("problem: n=300")
     assert "  provenance:" in lines and all(len(ln) <= 60 for ln in lines)
     assert "x" * 90 in "".join(ln.strip() for ln in lines)

@@ -280,3 +280,24 @@ def test_bad_run_options_are_one_line(tmp_path, capsys, extra, match):
 def test_run_that_is_not_a_paths_run(tmp_path, capsys):
     assert main(["check", "--run", str(tmp_path), "--trajectory", "0"]) == 1
     assert "no summary.json" in capsys.readouterr().err
+
+
+def test_long_alpha_and_provenance_fit_the_terminal(tmp_path, capsys, monkeypatch):
+    """40 examples: alpha is summarized (first items and a count) in every line, provenance is short
+    key=value lines never cut; the JSON keeps the full list."""
+    import dataclasses
+
+    monkeypatch.setenv("COLUMNS", "100")
+    sha = "ab" * 32
+    pr = dataclasses.replace(synthetic_problem(n=40, T=6, d=6, seed=3),
+                             provenance={"source": {"name": "rotten_tomatoes", "sha256": sha}, "ids": list(range(40))})
+    pr.save(tmp_path / "big.npz")
+    out = tmp_path / "r.json"
+    assert main(["check", str(tmp_path / "big.npz"), "--p", "2", "--alpha", "opt", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert all(len(ln) <= 100 for ln in text.splitlines())
+    assert text.startswith("problem: n=40 T=6 d=6\n  provenance:\n")
+    assert f"    source.sha256={sha}\n" in text and "    ids=[0, 1, 2, 3, 4, 5, 6, 7, ...] (40 entries)\n" in text
+    assert "(40 entries)" in text and not re.search(r"\[(\d+, ){9,}", text)     # no list of more than 8 items
+    rep = json.loads(out.read_text())
+    assert len(rep["quantities"]["alpha"]) == 40

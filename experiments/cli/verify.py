@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.limits import max_certificate_bytes, read_json_file
     from certify.problem import AttentionProblem, resolve_alpha
     from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
-    from experiments.terminal import problem_lines, terminal_width
+    from experiments.terminal import problem_lines, shorten_lists, summarize_sequence, terminal_width
 
     check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
     problem = AttentionProblem.load(args.problem)
@@ -69,13 +69,14 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(problem_lines(problem, terminal_width())))
     if args.verbose:
         for claim in result.claims:
-            print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {claim.detail}")
+            print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {shorten_lists(claim.detail)}")
     if result.ok:
         print(f"verified: all {len(result.claims)} claims hold (status {data.get('status')}, {elapsed:.2f} s)")
         certified = list(data.get("alpha", []))
         if alpha is None and stored is not None and certified != stored:
-            print(f"note: the certificate is about alpha = {certified}, the problem file "
-                  f"stores alpha = {stored}; pass --alpha problem to require the stored one", file=sys.stderr)
+            print(f"note: the certificate is about alpha = {summarize_sequence(certified)}, the problem file "
+                  f"stores alpha = {summarize_sequence(stored)}; pass --alpha problem to require the stored one",
+                  file=sys.stderr)
         from certify import Certificate
 
         write_export(args, prepare_export(args, Certificate.from_json(data)))

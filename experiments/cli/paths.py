@@ -22,7 +22,10 @@ started before training: the globally optimal SVMs, and the SVMs of trajectories
 (shorter step counts), are solved while the remaining paths still run.
 
 Writes ``RUN/summary.json`` (``kind: "paths"``), ``RUN/arrays.npz`` and
-``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end.
+``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end. The terminal
+gives, per (p, lr), how many trajectories ended at the optimal tokens and every D and rate with the
+SVM it is measured against, ``vs SVM(alpha_final)`` and, where they differ, ``vs SVM(opt)``
+(`experiments.paths.text.per_p_lines`; docs/theory.md sections 6.2 and 6.3).
 """
 
 from __future__ import annotations

@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
     budget = None if args.memory_budget is None else parse_size(args.memory_budget)
     problem = AttentionProblem.load(args.problem)
     from experiments.progress import progress
+    from experiments.terminal import problem_lines, summarize_sequence, terminal_width
 
     t0 = time.perf_counter()
     with progress(1.0, desc="certify", fraction=True) as bar:
@@ -153,8 +154,8 @@ def run(args: argparse.Namespace) -> int:
                            time_limit=args.time_limit, memory_budget=budget, progress=report)
     elapsed = time.perf_counter() - t0
     if problem.lengths is not None or problem.provenance:
-        print(f"problem: {problem.describe()}")
-    print(f"{args.svm} SVM, p = {format_exact(cert.p)}, alpha = {list(cert.alpha)}")
+        print("\n".join(problem_lines(problem, terminal_width())))
+    print(f"{args.svm} SVM, p = {format_exact(cert.p)}, alpha = {summarize_sequence(list(cert.alpha))}")
     print(f"status: {cert.status.value}")
     reached = True
     if cert.status is CertStatus.OPTIMAL:

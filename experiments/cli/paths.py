@@ -22,7 +22,10 @@ started before training: the globally optimal SVMs, and the SVMs of trajectories
 (shorter step counts), are solved while the remaining paths still run.
 
 Writes ``RUN/summary.json`` (``kind: "paths"``), ``RUN/arrays.npz`` and
-``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end.
+``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end. The terminal
+gives, per (p, lr), how many trajectories ended at the optimal tokens and every D and rate with the
+SVM it is measured against, ``vs SVM(alpha_final)`` and, where they differ, ``vs SVM(opt)``
+(`experiments.paths.text.per_p_lines`; docs/theory.md sections 6.2 and 6.3).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ import numpy as np
 
 from certify.exact import format_exact, parse_fraction
 from experiments.outputs import atomic_dir, check_output_dir
-from experiments.paths.text import norm_line, rate_line
+from experiments.paths.text import per_p_lines
+from experiments.terminal import terminal_width, wrap, wrap_lines
 from experiments.paths.config import parse_config
 from experiments.svm_cache import DIRECTION_TOL, Certifier  # noqa: F401  (DIRECTION_TOL re-exported)
 
@@ -206,13 +210,14 @@ def run(args: argparse.Namespace) -> int:
     _write_run(out, summary, arrays, certifier, t_start, args.overwrite)
     s = summary
     print(f"paths: {B} trajectories on {s['device']} in {s['elapsed_s']:.1f}s (training {t_train:.1f}s) -> {out}")
+    width = terminal_width()
     for e in per_p:
-        bm = e.get("bregman_final_mean")
-        bm_txt = f"{bm:.3e} +- {e['bregman_final_std']:.1e}" if bm is not None else "n/a"
-        print(f"  p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: D_final {bm_txt}; {rate_line(e.get('rate_fit'))}; "
-              f"{norm_line(e.get('norm_fit'))}")
-    for note in res.notes:
-        print(f"  note: {note}")
+        head = f"p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: "
+        body = per_p_lines(e)
+        print("\n".join(wrap(head + body[0], width, first="  ", indent="      ")
+                        + wrap_lines(["    " + ln for ln in body[1:]], width)))
+    if res.notes:
+        print("\n".join(wrap_lines([f"  note: {note}" for note in res.notes], width)))
     return 0
 
 

@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     from experiments.regpath.grid import parse_radii
     from experiments.outputs import atomic_dir, check_output_dir, check_seed
     from experiments.regpath.svm_reference import reference_direction
+    from experiments.terminal import problem_lines, terminal_width
 
     # ---- validate everything before writing anything
     p = parse_p(args.p, name="--p")
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                            inputs={"the problem file": None if args.problem == JOINT_EXAMPLE else args.problem})
     problem = _load(args.problem)
     if problem.lengths is not None or problem.provenance:
-        print(f"problem: {problem.describe()}")
+        print("\n".join(problem_lines(problem, terminal_width())))
     alpha = resolve_alpha(problem, args.alpha if args.alpha is not None else ("opt" if problem.alpha is None else None))
     reference = reference_direction(problem, p, alpha=alpha, digits=args.digits)
 

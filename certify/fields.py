@@ -51,6 +51,8 @@ def check_lengths(value, X: np.ndarray) -> np.ndarray | None:
     if value is None:
         return None
     n, T = X.shape[0], X.shape[1]
+    if isinstance(value, (list, tuple)) and any(isinstance(k, (bool, np.bool_)) for k in value):
+        raise MdcertError(f"lengths must be {n} integers (tokens per example, 2..{T}), got booleans (true/false)")
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):

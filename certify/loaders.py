@@ -30,10 +30,10 @@ import numpy as np
 
 from certify.budget import default_budget, format_bytes
 from certify.errors import MdcertError
-from certify.exactfloat import json_float64, json_indices
+from certify.exactfloat import exact_float64, json_float64, json_indices
 
 __all__ = ["BYTES_PER_NUMBER", "PROBLEM_KEYS", "regular_file", "load_bytes", "check_load", "read_npz",
-           "read_npy", "read_json_object", "problem_arrays"]
+           "read_npy", "read_json_object", "problem_arrays", "check_inits", "read_init"]
 
 #: memory per number read, besides the file's own bytes: its float64 copy (8) and the exact integer
 #: views of the data (56: certify.budget counts 48 bytes per exact Python integer, plus its pointer)
@@ -85,6 +85,9 @@ def _header(fp, name: str) -> tuple[tuple[int, ...], np.dtype]:
         shape, _, dtype = np.lib.format.read_array_header_2_0(fp)
     else:
         raise MdcertError(f"{name} is a .npy file of format version {version[0]}.{version[1]}; save it with numpy.save")
+    if dtype.hasobject:
+        raise MdcertError(f"cannot read {name}: it holds Python objects (dtype object, never unpickled); "
+                          f"save numbers with numpy.save")
     return tuple(int(k) for k in shape), dtype
 
 
@@ -146,11 +149,62 @@ def read_npy(path: Path, *, what: str, budget: int | None) -> np.ndarray:
                 raise MdcertError(f"cannot read {what} {str(path)!r}: its header claims shape {shape} ({claimed} "
                                   f"bytes) but the file holds {held}; the file is truncated or corrupt")
             check_load(load_bytes(claimed, count), what=f"{what} {str(path)!r}", budget=budget)
+            fh.seek(0)
             return np.lib.format.read_array(fh, allow_pickle=False)
     except MdcertError:
         raise
     except Exception as exc:  # OSError, ValueError (object arrays, bad headers), EOFError
         raise MdcertError(f"cannot read {what} {str(path)!r}: {_first_line(exc)}") from None
+
+
+def check_inits(W, d: int, *, name: str, stack: bool) -> np.ndarray:
+    """Initializations W(0) (docs/theory.md section 2): a (d, d) array, or (K, d, d) when ``stack``, of real
+    numbers converted to float64 exactly (`certify.exactfloat`), finite and none the zero matrix (its
+    direction is undefined). Returns (K, d, d) when ``stack``, else (d, d). One validator for
+    ``mdcert check --init`` and ``mdcert paths --init``."""
+    arr = W if isinstance(W, np.ndarray) else np.asarray(W)
+    if arr.dtype.kind not in "biuf":
+        raise MdcertError(f"{name} must hold real numbers (a real numeric array), got dtype {arr.dtype}; "
+                          f"save float64 values")
+    shape = tuple(arr.shape)
+    if (arr.ndim != 2 and not (stack and arr.ndim == 3)) or shape[-2:] != (d, d) or (arr.ndim == 3 and not shape[0]):
+        raise MdcertError(f"{name} has shape {shape}, but the problems have d = {d}: give shape ({d}, {d})"
+                          f"{f' or (K, {d}, {d})' if stack else ''}")
+    arr = exact_float64(name, arr).reshape((-1, d, d))
+    finite = np.isfinite(arr).all(axis=(1, 2))
+    if not finite.all():
+        k = int(np.flatnonzero(~finite)[0])
+        raise MdcertError(f"{name} contains NaN or Inf{f' (matrix {k})' if stack else ''}; give finite initializations")
+    zero = ~np.any(arr != 0, axis=(1, 2))
+    if zero.any():
+        k = int(np.flatnonzero(zero)[0])
+        raise MdcertError(f"{name}{f' matrix {k}' if stack else ''} is the zero matrix; its direction is undefined - "
+                          f"give a nonzero W0")
+    return arr if stack else arr[0]
+
+
+def read_init(path: str | Path, d: int, *, stack: bool, budget: int | None = None) -> np.ndarray:
+    """An ``--init`` file: a ``.npy`` array (or an ``.npz`` holding one), read within bounds (`read_npy`),
+    validated by `check_inits`."""
+    what = "--init"
+    p = regular_file(path, what=what, missing=f"--init file not found: {str(path)!r} (the initialization W0); "
+                                             f"save W0 with numpy.save('W0.npy', W0)")
+    try:
+        with open(p, "rb") as fh:
+            magic = fh.read(6)
+    except OSError as exc:
+        raise MdcertError(f"cannot read {what} {str(p)!r}: {_first_line(exc)}") from None
+    if magic == b"\x93NUMPY":
+        W = read_npy(p, what=what, budget=budget)
+    elif magic[:4] == b"PK\x03\x04":
+        arrays = read_npz(p, keys=None, what=what, budget=budget)
+        if len(arrays) != 1:
+            raise MdcertError(f"{what} {str(p)!r} holds {len(arrays)} arrays; give a .npy file with one array "
+                              f"(numpy.save('W0.npy', W0))")
+        W = next(iter(arrays.values()))
+    else:
+        raise MdcertError(f"{what} {str(p)!r} is not a NumPy .npy file; save W0 with numpy.save('W0.npy', W0)")
+    return check_inits(W, d, name=f"{what} {str(p)!r}", stack=stack)
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict:

@@ -43,12 +43,18 @@ def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
                                   f"pass --alpha explicitly to choose one")
             return tokens.indices
         try:
+            if not text.isascii() or "_" in text:
+                raise ValueError  # int() reads other scripts' digits (Arabic-Indic) and 1_0; --p does not
             items = [s.strip() for s in text.split(",")] if text else []
             if any(s == "" for s in items):
                 raise ValueError
             alpha = [int(s) for s in items]
         except ValueError:
-            raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices like 0,3,1") from None
+            raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices in ASCII digits "
+                              f"like 0,3,1") from None
+    if isinstance(alpha, (list, tuple)) and any(isinstance(a, (bool, np.bool_)) for a in alpha):
+        raise MdcertError(f"alpha must be {problem.n} integer token indices, got a boolean (true/false) in "
+                          f"{str(alpha)[:60]}")
     try:
         vals = np.asarray(alpha)
     except (TypeError, ValueError):

@@ -78,31 +78,13 @@ def load_problems(paths: list[str]) -> tuple[list, list[dict], list]:
 
 
 def load_inits(path: str, d: int) -> np.ndarray:
-    """A ``--init`` file: a .npy array of shape (d, d) or (K, d, d), finite float64; returns (K, d, d)."""
-    p = Path(path)
-    if not p.is_file():
-        raise MdcertError(f"--init file not found: {path!r}; save W0 with numpy.save('W0.npy', W0)")
-    if p.suffix.lower() != ".npy":
-        raise MdcertError(f"--init {path!r}: give a .npy file (numpy.save) of shape ({d}, {d}) or (K, {d}, {d})")
-    try:
-        W = np.load(p, allow_pickle=False)
-    except Exception as exc:  # ValueError, OSError, EOFError: not a readable .npy
-        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MdcertError(f"cannot read --init {path!r}: {msg[:120]}") from None
-    if not isinstance(W, np.ndarray) or W.dtype.kind not in "biuf":
-        raise MdcertError(f"--init {path!r} must hold real numbers, got dtype {getattr(W, 'dtype', '?')}")
-    shape = tuple(W.shape)
-    if W.ndim == 2:
-        W = W[None]
-    if W.ndim != 3 or W.shape[1:] != (d, d) or W.shape[0] < 1:
-        raise MdcertError(f"--init {path!r} has shape {shape}, but the problems have d = {d}; "
-                          f"give a ({d}, {d}) or (K, {d}, {d}) array")
+    """A ``--init`` file: a .npy array of shape (d, d) or (K, d, d), converted to float64 exactly, finite and
+    nonzero (`certify.loaders.read_init`, the validator ``mdcert check --init`` uses); returns (K, d, d)."""
+    from certify.loaders import read_init
+
+    W = read_init(path, d, stack=True)
     if W.shape[0] > MAX_INITS:
         raise MdcertError(f"--init {path!r} holds {W.shape[0]} matrices; at most {MAX_INITS}")
-    W = np.array(W, dtype=np.float64)
-    if not np.all(np.isfinite(W)):
-        k = int(np.argwhere(~np.isfinite(W))[0][0])
-        raise MdcertError(f"--init {path!r} contains NaN or Inf (matrix {k}); give finite initializations")
     return W
 
 

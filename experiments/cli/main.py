@@ -24,6 +24,7 @@ __all__ = ["COMMANDS", "main", "version"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("experiments.cli.demo", "run the main job on a built-in example"),
     "synth": ("experiments.cli.synth", "write a seeded synthetic problem (.npz or .json)"),
+    "info": ("experiments.cli.info", "summarize a problem file: sizes, padding, ties, tokens, feasibility hint"),
     "certify": ("experiments.cli.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
     "verify": ("experiments.cli.verify", "independently re-check a certificate against the data"),
     "check": ("experiments.cli.check", "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED)"),

@@ -18,7 +18,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["PathInputs", "file_sha256", "load_problems", "load_inits", "resolve_inputs", "build", "SYNTHETIC_DEFAULTS"]
+__all__ = ["PathInputs", "file_sha256", "load_problems", "load_inits", "check_init_range", "resolve_inputs", "build", "SYNTHETIC_DEFAULTS"]
 
 #: --trials, --n, --T, --d of the synthetic study (used when no problem file is given)
 SYNTHETIC_DEFAULTS = {"trials": 100, "n": 6, "T": 8, "d": 10}
@@ -86,6 +86,22 @@ def load_inits(path: str, d: int) -> np.ndarray:
     if W.shape[0] > MAX_INITS:
         raise MdcertError(f"--init {path!r} holds {W.shape[0]} matrices; at most {MAX_INITS}")
     return W
+
+
+def check_init_range(W: np.ndarray, ps, path: str) -> None:
+    """Refuse (one line) initializations whose ``||W0||_p^p`` overflows float64 for some ``p`` of the run: the
+    potential, the norms and the fitted rates of a float64 path would be inf or rounding noise."""
+    from certify.exact import format_exact
+
+    with np.errstate(over="ignore"):
+        for p in ps:
+            sums = np.sum(np.abs(W) ** float(p), axis=(-2, -1))
+            if not np.all(np.isfinite(sums)):
+                k = int(np.flatnonzero(~np.isfinite(sums.ravel()))[0])
+                top = float(np.max(np.abs(W.reshape(-1, *W.shape[-2:])[k])))
+                raise MdcertError(f"--init {path!r}: ||W0||_p^p of matrix {k} overflows float64 at p = {format_exact(p)} (largest entry "
+                                  f"{top:.3g}); the paths are float64: scale W0 down (its direction is what the "
+                                  f"paths measure)")
 
 
 def resolve_inputs(args: argparse.Namespace) -> PathInputs:

@@ -137,7 +137,7 @@ def test_header_claiming_more_than_the_member_holds_is_refused(tmp_path) -> None
         with zf.open("X.npy", "w") as fh:   # the header claims 9 numbers per token, the data holds 2
             np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (2, 3, 9)})
             fh.write(pr.X.tobytes())
-    with pytest.raises(MdcertError, match=r"member X\.npy claims shape \(2, 3, 9\) \(288 bytes\) but holds"):
+    with pytest.raises(MdcertError, match=r"member X\.npy claims shape \(2, 3, 9\) \(432 bytes\) but holds"):
         read_npz(tmp_path / "lie.npz", keys=None, what="problem", budget=None)
 
 

@@ -101,22 +101,25 @@ def trailing_zero_tokens(problem) -> np.ndarray:
 
 def duplicate_tokens(problem, *, skip: np.ndarray | None = None) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """Groups of identical valid tokens within an example (exact float64 equality, -0.0 = 0.0); the last
-    ``skip[i]`` tokens of example i are left out."""
+    ``skip[i]`` tokens of example i are left out. Linear in the data: a 64-bit hash of each token
+    finds the candidate examples (sorted hashes per example), whose tokens are then compared exactly."""
     valid = problem.token_mask.copy()
     if skip is not None:
         valid &= np.arange(problem.T)[None, :] < (problem.valid_lengths - skip)[:, None]
-    ii, tt = np.nonzero(valid)
-    if ii.size == 0:
-        return ()
-    keys = np.concatenate([ii[:, None].astype(np.int64),
-                           np.ascontiguousarray(problem.X[ii, tt] + 0.0).view(np.int64)], axis=1)
-    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
-    groups: dict[int, list[int]] = {}
-    for k in np.flatnonzero(counts[inverse] > 1):
-        groups.setdefault(int(inverse[k]), []).append(int(k))
-    out = sorted((int(ii[m[0]]), tuple(int(tt[j]) for j in m)) for m in groups.values())
-    return tuple(out)
+    bits = np.ascontiguousarray(problem.X + 0.0).view(np.uint64)                 # (n, T, d)
+    coef = np.random.default_rng(0).integers(1, 2 ** 63, size=problem.d, dtype=np.uint64) | np.uint64(1)
+    h = np.zeros(valid.shape, dtype=np.uint64)
+    for k in range(problem.d):                                                 # wrapping uint64 arithmetic
+        h = h * np.uint64(0x9E3779B97F4A7C15) + bits[:, :, k] * coef[k]
+    h[~valid] = np.arange(np.count_nonzero(~valid), dtype=np.uint64)            # candidates only; checked below
+    s = np.sort(h, axis=1)
+    out = []
+    for i in np.flatnonzero(np.any(s[:, 1:] == s[:, :-1], axis=1)):
+        groups: dict[bytes, list[int]] = {}
+        for t in np.flatnonzero(valid[i]):
+            groups.setdefault(bits[i, t].tobytes(), []).append(int(t))
+        out += [(int(i), tuple(ts)) for ts in groups.values() if len(ts) > 1]
+    return tuple(sorted(out))
 
 
 def _zero_rows(problem, alpha: np.ndarray) -> tuple[tuple[int, int], ...]:

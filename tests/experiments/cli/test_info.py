@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 from certify import AttentionProblem, synthetic_problem
 from certify.info import Feasibility, problem_info
@@ -55,22 +54,3 @@ def test_ties_are_exact() -> None:
     info = problem_info(AttentionProblem(X, pr.y, pr.z, pr.v * 0 + np.array([1.0, 0.0])))
     assert info.ties == ((0, (0, 1)), (1, (0, 1))) and info.alpha_source.startswith("optimal, tied")
     assert info.duplicates == () and info.feasibility is Feasibility.FEW_ROWS
-
-
-@pytest.mark.parametrize(("argv", "pattern"), [
-    (["info", "{d}/missing.npz"], r"problem file not found"),
-    (["info", "{d}"], r"is a directory"),
-    (["info", "{d}/p.json", "--json", "{d}/p.json"], r"is the problem file"),
-    (["info", "{d}/p.npz", "--json", "{d}/nodir/x.json"], r"does not exist"),
-    (["info", "{d}/p.npz", "--json", "{d}/x.txt"], r"\.json"),
-])
-def test_bad_command_lines(argv, pattern, tmp_path, capsys) -> None:
-    import re
-
-    synthetic_problem(n=2, T=3, d=2, seed=1).save(tmp_path / "p.npz")
-    synthetic_problem(n=2, T=3, d=2, seed=1).save(tmp_path / "p.json")
-    before = sorted(p.name for p in tmp_path.iterdir())
-    rc = main([a.replace("{d}", str(tmp_path)) for a in argv])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert rc == 1 and len(err) == 1 and err[0].startswith("mdcert info: error: ") and re.search(pattern, err[0]), err
-    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -35,6 +36,11 @@ def inputs(tmp_path_factory):
     np.save(d / "W0_zero.npy", np.zeros((2, 2)))
     np.save(d / "W0_huge.npy", np.full((2, 2), 1e300))
     np.save(d / "W0_int.npy", np.array([[B + 1, 0], [0, 1]]))
+    with zipfile.ZipFile(d / "bomb.npz", "w", compression=zipfile.ZIP_DEFLATED) as zf:   # X: 16 MB of zeros
+        with zf.open("X.npy", "w") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (2, 2, 500_000)})
+            for _ in range(4):
+                fh.write(bytes(4_000_000))
     os.mkfifo(special / "fifo.npz")
     os.mkfifo(special / "fifo.npy")
     os.symlink("/dev/zero", special / "zero.npz")
@@ -54,6 +60,9 @@ CASES = [
                              ("{s}/zero.json", r"is not a regular file")]
       for argv in (["certify", f"{{d}}/{f}", "--p", "2"], ["check", f"{{d}}/{f}", "--p", "2"],
                    ["info", f"{{d}}/{f}"], ["paths", f"{{d}}/{f}", *PATHS[1:]])],
+    (["certify", "{d}/bomb.npz", "--p", "2", "--memory-budget", "8M"],
+     r"problem .*bomb\.npz' would need about 137 MiB of memory to read \(X\.npy inflates to 15 MiB from .*\), more "
+     r"than half of the memory budget 8 MiB"),
     (["certify", "{d}/good.npz", "--p", "2", "--alpha", "\u0660,\u0661"], r"invalid alpha .*ASCII digits"),
     (["check", "{d}/good.npz", "--p", "2", "--alpha", "0,\u0661"], r"invalid alpha .*ASCII digits"),
     (["certify", "{d}/good.npz", "--p", "2", "--alpha", "0,1_0"], r"invalid alpha"),

@@ -9,11 +9,14 @@ import resource
 import subprocess
 import sys
 import time
+import warnings
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from certify import AttentionProblem, synthetic_problem
 from certify.errors import InputWarning, MdcertError
@@ -142,8 +145,6 @@ def test_header_claiming_more_than_the_member_holds_is_refused(tmp_path) -> None
 
 
 def test_duplicated_npz_member_is_refused(tmp_path) -> None:
-    import warnings
-
     path = tmp_path / "dup.npz"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # zipfile warns about the duplicate name it writes
@@ -187,8 +188,6 @@ def test_padding_and_duplicate_tokens_warn(tmp_path) -> None:
     with pytest.warns(InputWarning, match=r"1 of 3 examples end in all-zero tokens .* no 'lengths'"):
         AttentionProblem.load(tmp_path / "pad.npz")
     AttentionProblem(X, pr.y, pr.z, pr.v, lengths=[4, 3, 4]).save(tmp_path / "declared.npz")
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         AttentionProblem.load(tmp_path / "declared.npz")
@@ -222,3 +221,28 @@ def test_issue_21_zip_bomb_is_refused_in_2_s_and_200_mb(tmp_path) -> None:
     with pytest.raises(MdcertError, match=r"memory budget"):
         AttentionProblem.load(path)
     assert time.perf_counter() - t0 <= 2
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=4, max_size=4), st.booleans())
+@example([1, B + 1, -3, -(3 * B + 3)], False).via("issue 21 reproducer 1, .npz")
+@example([B + 1, 1, B, 1], True).via("issue 21 reproducer 2, .json")
+def test_no_accepted_file_holds_other_data_than_the_problem(tmp_path_factory, ints, as_json) -> None:
+    """Through the file loaders: a problem is loaded only when its X is the stored integers, exactly."""
+    d = tmp_path_factory.mktemp("h")
+    X = np.array(ints, dtype=np.int64).reshape(1, 2, 2)
+    arrays = dict(X=X, y=np.array([1]), z=np.array([[1, 0]]), v=np.array([1, 0]))
+    if as_json:
+        path = d / "p.json"
+        path.write_text(json.dumps({k: v.tolist() for k, v in arrays.items()}))
+    else:
+        path = _npz(d / "p.npz", **arrays)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InputWarning)
+            pr = AttentionProblem.load(path)
+    except MdcertError as exc:
+        assert any(int(float(k)) != k for k in ints), exc
+        assert "would round" in str(exc) or "cannot hold" in str(exc), exc
+        return
+    assert [int(x) for x in pr.X.ravel()] == ints

@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 HELP = "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED) with certified evidence"
 

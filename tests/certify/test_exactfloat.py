@@ -21,7 +21,8 @@ LONG = np.finfo(np.longdouble).nmant > np.finfo(np.float64).nmant   # an 80- or 
 
 
 @pytest.mark.parametrize(("value", "pattern"), [
-    (np.array([[1, B + 1]], dtype=np.int64), r"^X\[0, 1\] = 9007199254740993 \(int64\) would round to 9007199254740992\.0"),
+    (np.array([[1, B + 1]], dtype=np.int64),
+     r"^X\[0, 1\] = 9007199254740993 \(int64\) would round to 9007199254740992\.0"),
     (np.array([-3, -(3 * B + 3)], dtype=np.int64), r"^X\[1\] = -27021597764222979 \(int64\) would round"),
     (np.array([2 ** 64 - 1], dtype=np.uint64), r"X\[0\] = 18446744073709551615 \(uint64\) would round"),
     ([1, 2.5, B + 1], r"^X\[2\] = 9007199254740993 would round"),
@@ -54,7 +55,8 @@ def test_exact_values_pass_unchanged() -> None:
     assert exact_float64("X", np.array([-(2 ** 63), 2 ** 62], dtype=np.int64)).tolist() == [-(2.0 ** 63), 2.0 ** 62]
     assert exact_float64("X", np.array([2 ** 64 - 2 ** 11], dtype=np.uint64)).tolist() == [2.0 ** 64 - 2.0 ** 11]
     assert exact_float64("X", np.float32([0.1])).tolist() == [float(np.float32(0.1))]
-    assert exact_float64("X", [Decimal("0.5"), Fraction(3, 4), np.float16(0.1)]).tolist() == [0.5, 0.75, float(np.float16(0.1))]
+    mixed = [Decimal("0.5"), Fraction(3, 4), np.float16(0.1)]
+    assert exact_float64("X", mixed).tolist() == [0.5, 0.75, float(np.float16(0.1))]
     assert np.isnan(exact_float64("X", [float("nan")])[0])    # non-finite: the caller's message
 
 

@@ -40,7 +40,8 @@ def test_zero_rows_are_proven_infeasible_and_padding_is_reported(tmp_path, capsy
     assert info.padded == ((1, 1),) and info.duplicates == ((2, (0, 1)),) and info.alpha_source == "stored"
     assert main(["info", str(tmp_path / "p.json")]) == 0
     out = capsys.readouterr()
-    assert "feasibility hint (alpha = stored): infeasible for alpha = stored: 1 zero row(s), first example 2 token 1" in out.out
+    assert ("feasibility hint (alpha = stored): infeasible for alpha = stored: 1 zero row(s), first example 2 "
+            "token 1") in out.out
     warnings = [ln for ln in out.err.splitlines() if ln.startswith("mdcert info: warning:")]
     assert len(warnings) == 2 and "end in all-zero tokens" in warnings[0] and "identical tokens" in warnings[1]
 

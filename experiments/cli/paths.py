@@ -107,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
                   option="-o")
     inputs = resolve_inputs(args)                         # loads the files; fills in trials, n, T, d, inits
     cfg = parse_config(args)
+    if inputs.W0 is not None:
+        from experiments.paths.inputs import check_init_range
+
+        check_init_range(inputs.W0, cfg["p"], args.init)
     check_output_dir(args.out, option="-o", overwrite=args.overwrite)
     t_start = time.perf_counter()
 

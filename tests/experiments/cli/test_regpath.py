@@ -60,7 +60,8 @@ def test_infeasible_alpha_and_ties_fail_clearly(tmp_path, capsys) -> None:
     _one_line_error(capsys, rc, "infeasible")
     tied = tmp_path / "tie.json"
     x = np.array([1.0, 0.0])
-    AttentionProblem(np.array([[x, x, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0])).save(tied)
+    x2 = np.array([1.0, 1.0])                      # tied with x in score, not identical (that would warn)
+    AttentionProblem(np.array([[x, x2, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0])).save(tied)
     rc = main(["regpath", str(tied), "--p", "2", "-o", str(tmp_path / "r2")])
     _one_line_error(capsys, rc, "tied")
     assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()

@@ -93,9 +93,11 @@ def build_files(d: Path) -> Path:
     os.symlink(d / "missing_target.npz", d / "dangling.npz")
     os.symlink("/proc/self/mem", d / "unreadable.npz")   # reading fails with EIO, even as root
     os.symlink("/proc/self/mem", d / "unreadable.json")
-    X = pr.X.copy()
-    X[:, 0] = X[:, 1] = 2.0 * pr.y[:, None] * pr.v       # two tokens with the (equal) largest score
-    AttentionProblem(X, pr.y, pr.z, pr.v).save(d / "tie.npz")
+    X = pr.X.copy()                                      # two distinct tokens with the (equal) largest score
+    X[:, 0] = np.stack([2.0 * pr.y, np.zeros(2)], axis=1)
+    X[:, 1] = np.stack([2.0 * pr.y, np.ones(2)], axis=1)
+    X[:, 2, 0] = -pr.y
+    AttentionProblem(X, pr.y, pr.z, np.array([1.0, 0.0])).save(d / "tie.npz")
     AttentionProblem(pr.X * 1e-320, pr.y, pr.z, pr.v).save(d / "tiny.npz")
     # certificates
     from experiments.cli.main import main

@@ -8,7 +8,7 @@ Every file a command reads (a problem ``.npz`` / ``.json``, an initialization ``
    its ``.npy`` header gives the shape and dtype; a member whose header claims more bytes than it
    holds is refused as corrupt, and the estimated memory (`load_bytes`: the decompressed bytes plus
    `BYTES_PER_NUMBER` per number for the float64 copy and exact views every command makes) must fit
-   in half of the memory budget (`certify.budget.default_budget`, or ``mdcert certify
+   in half of the memory budget (`certify.memory.default_budget`, or ``mdcert certify
    --memory-budget``); the other half is for the work. A zip bomb is refused after reading headers only.
 3. Strict JSON: a duplicated key is refused (which value is meant is ambiguous); numbers keep their
    exact value (``parse_float=Decimal``) until `certify.exactfloat` converts them or refuses them;
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from certify.budget import default_budget, format_bytes
+from certify.memory import default_budget, format_bytes
 from certify.errors import MdcertError
 from certify.exactfloat import exact_float64, json_float64, json_indices
 

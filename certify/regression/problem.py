@@ -117,7 +117,7 @@ def load_regression(path: str | Path, *, budget: int | None = None) -> Regressio
     """Read a regression problem file (``.npz`` or ``.json``) with the bounded, exact readers of
     `certify.loaders` (a regular file; sizes checked against ``budget`` before reading); one-line
     `MdcertError` on bad input."""
-    from certify.budget import default_budget
+    from certify.memory import default_budget
     from certify.loaders import read_json_object, read_npz, regular_file
 
     path = regular_file(path, what="regression problem",
@@ -143,7 +143,7 @@ def declares_regression(path: str | Path) -> bool:
     """Whether a problem file declares ``kind = "regression"`` (False for any unreadable file: the
     caller's own loader then reports what is wrong)."""
     path = Path(path)
-    from certify.budget import default_budget
+    from certify.memory import default_budget
     from certify.loaders import read_json_object, read_npz, regular_file
 
     try:

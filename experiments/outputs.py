@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -46,12 +47,11 @@ def writable(directory: Path) -> bool:
     """Whether a file can be created in ``directory`` (tried, not guessed: root, read-only mounts, /proc)."""
     if not os.access(directory, os.W_OK | os.X_OK):
         return False
-    probe = directory / f".mdcert-probe-{os.getpid()}"
     try:
-        probe.mkdir()
+        probe = tempfile.mkdtemp(prefix=".mdcert-probe-", dir=directory)   # a fresh name: never a user's
     except OSError:
         return False
-    probe.rmdir()
+    os.rmdir(probe)
     return True
 
 
@@ -90,6 +90,9 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool, k
     if str(path).strip() == "":
         raise MdcertError(f"{option} is empty; give a directory name")
     check_outside(out, inputs or {}, option=option)
+    if out.is_symlink():
+        raise MdcertError(f"{option} {str(out)!r} is a symbolic link; give the directory itself (a run directory "
+                          f"is renamed into place when written)")
     if out.exists() and not out.is_dir():
         raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
     if out.is_dir() and any(out.iterdir()):

@@ -210,9 +210,9 @@ def _commit_dir(tmp: Path, out: Path, replaceable: Callable[[Path], Collection[s
         os.rename(tmp, out)                             # succeeds when out is absent or an empty folder
         return
     except OSError:
-        if not out.is_dir() or out.is_symlink():
-            raise MdcertError(f"{str(out)!r} exists and is not a directory; nothing was written - choose "
-                              f"another output directory") from None
+        if out.is_symlink() or not out.is_dir():
+            raise MdcertError(f"{str(out)!r} exists and is not a directory (or is a symbolic link); nothing "
+                              f"was written - choose another output directory") from None
     if replaceable is None:
         raise MdcertError(f"{str(out)!r} was filled by another process while this one ran; nothing was "
                           f"replaced - choose another output directory")

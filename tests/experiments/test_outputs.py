@@ -79,6 +79,10 @@ def test_run_directory_beside_an_input_passes(tree) -> None:
     os.symlink(root / "data", root / "dlink")
     with pytest.raises(MdcertError, match="contains the problem file"):
         check_output_dir("dlink", option="-o", overwrite=True, inputs={"the problem file": "data/in.json"})
+    (root / "empty").mkdir()
+    os.symlink(root / "empty", root / "elink")
+    with pytest.raises(MdcertError, match="is a symbolic link; give the directory itself"):
+        check_output_dir("elink", option="-o", overwrite=True, kind="paths")
 
 
 # ------------------------------------------------------------------ run directories and --overwrite

@@ -57,17 +57,19 @@ def test_synth_never_removes_a_file_it_did_not_create(tmp_path, capsys) -> None:
 
 
 def test_concurrent_synth_to_one_path_leaves_one_writers_problem(tmp_path) -> None:
-    """Four ``mdcert synth`` processes with different seeds, one -o: all succeed, and the file is one
-    complete problem, exactly one seed's."""
+    """Four processes with different seeds each run ``mdcert synth -o same.npz`` ten times: every run
+    succeeds, and the file is one complete problem, exactly one seed's."""
     import os
     import subprocess
     import sys
 
     out = tmp_path / "same.npz"
+    code = ("import sys\nfrom experiments.cli.main import main\n"
+            "sys.exit(max(main(['synth', '--seed', sys.argv[1], '-o', sys.argv[2]]) for _ in range(10)))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-m", "experiments.cli", "synth", "--seed", str(seed), "-o", str(out)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env) for seed in range(4)]
-    errs = [p.communicate(timeout=120)[1] for p in procs]
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(seed), str(out)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=env) for seed in range(4)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errs
     got = AttentionProblem.load(out)
     assert [seed for seed in range(4) if got.data_hash() == synthetic_problem(seed=seed).data_hash()] != []

@@ -263,8 +263,8 @@ class AttentionProblem:
         return out
 
     def save(self, path: str | Path) -> Path:
-        """Write ``.npz`` or ``.json`` (float64, lossless) atomically (`certify.io.atomic`: a unique temporary
-        name in the same folder, renamed over ``path``)."""
+        """Write ``.npz`` or ``.json`` (float64, lossless) atomically (`certify.io.atomic`: a unique
+        temporary name in the same folder, renamed over ``path``)."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in {".npz", ".json"}:

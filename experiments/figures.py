@@ -64,7 +64,7 @@ def pyplot():
 
 
 def save_png(fig, path: Path, *, tight: bool = False) -> Path:
-    """Write ``fig`` to ``path`` (dpi 110) atomically (`certify.io.atomic.atomic_file`), close it."""
+    """Write ``fig`` to ``path`` (dpi 110) atomically (`certify.io.atomic`), close it."""
     from certify.io.atomic import atomic_file
 
     try:

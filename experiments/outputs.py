@@ -23,9 +23,10 @@ from typing import Iterable, Iterator
 from certify.errors import MdcertError
 from certify.io.atomic import atomic_dir, write_npy_atomic, write_npz_atomic, write_text_atomic
 
-__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "write_npy_atomic", "write_npz_atomic",
-           "atomic_dir", "run_dir", "run_files", "write_marker", "add_run_files", "read_marker", "MARKER",
-           "check_seed", "writable", "check_distinct", "check_outside"]
+__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "write_npy_atomic",
+           "write_npz_atomic", "atomic_dir", "run_dir", "run_files", "write_marker",
+           "add_run_files", "read_marker", "MARKER", "check_seed", "writable", "check_distinct",
+           "check_outside"]
 
 #: the marker file of a run directory (see the module docstring)
 MARKER = ".mdcert-run"
@@ -48,7 +49,7 @@ def writable(directory: Path) -> bool:
     if not os.access(directory, os.W_OK | os.X_OK):
         return False
     try:
-        probe = tempfile.mkdtemp(prefix=".mdcert-probe-", dir=directory)   # a fresh name: never a user's
+        probe = tempfile.mkdtemp(prefix=".mdcert-probe-", dir=directory)  # never a user's name
     except OSError:
         return False
     os.rmdir(probe)
@@ -77,7 +78,8 @@ def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[s
     return out
 
 
-def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool, kind: str | None = None,
+def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
+                     kind: str | None = None,
                      inputs: dict[str, str | os.PathLike | None] | None = None) -> Path:
     """Validate a run directory before any work: not a file, empty unless ``overwrite`` (and then a
     run directory of ``kind`` that mdcert wrote: `run_files`), writable parent, neither one of
@@ -91,8 +93,8 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool, k
         raise MdcertError(f"{option} is empty; give a directory name")
     check_outside(out, inputs or {}, option=option)
     if out.is_symlink():
-        raise MdcertError(f"{option} {str(out)!r} is a symbolic link; give the directory itself (a run directory "
-                          f"is renamed into place when written)")
+        raise MdcertError(f"{option} {str(out)!r} is a symbolic link; give the directory itself (a "
+                          f"run directory is renamed into place when written)")
     if out.exists() and not out.is_dir():
         raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
     if out.is_dir() and any(out.iterdir()):
@@ -100,7 +102,7 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool, k
             raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}")
         if kind is None:
             raise TypeError("check_output_dir(overwrite=True) needs the run kind")
-        run_files(out, kind=kind, option=option)          # never replace a directory of the user's files
+        run_files(out, kind=kind, option=option)    # never replace a directory of the user's files
     _check_parent(out, option)
     return out
 
@@ -115,14 +117,17 @@ def read_marker(folder: str | os.PathLike) -> dict | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return None
-    if (not isinstance(data, dict) or data.get("format") != MARKER_FORMAT or not isinstance(data.get("kind"), str)
-            or not isinstance(data.get("files"), list) or not all(isinstance(f, str) for f in data["files"])):
+    if not isinstance(data, dict) or data.get("format") != MARKER_FORMAT:
         return None
+    files = data.get("files")
+    if not isinstance(data.get("kind"), str) or not isinstance(files, list):
+        return None
+    return data if all(isinstance(f, str) for f in files) else None
     return data
 
 
 def _entries(folder: Path) -> Iterator[tuple[str, bool]]:
-    """``(relative path, is a real folder)`` of everything under ``folder`` (symlinks not followed)."""
+    """``(relative path, is a real folder)`` of everything under ``folder`` (links not followed)."""
     with os.scandir(folder) as it:
         for entry in it:
             real_dir = entry.is_dir(follow_symlinks=False)
@@ -132,9 +137,9 @@ def _entries(folder: Path) -> Iterator[tuple[str, bool]]:
 
 
 def run_files(folder: str | os.PathLike, *, kind: str, option: str = "-o") -> frozenset[str]:
-    """The files of ``folder`` that ``--overwrite`` may delete: it must be a run directory of ``kind``
-    written by mdcert (its marker says so) holding nothing but the files its marker lists (and the
-    folders they are in).
+    """The files of ``folder`` that ``--overwrite`` may delete: it must be a run directory of
+    ``kind`` written by mdcert (its marker says so) holding nothing but the files its marker lists
+    (and the folders they are in).
 
     Raises:
         MdcertError: one line naming the directory, what is wrong and the fix.
@@ -142,17 +147,20 @@ def run_files(folder: str | os.PathLike, *, kind: str, option: str = "-o") -> fr
     out = Path(folder)
     marker = read_marker(out)
     if marker is None:
-        raise MdcertError(f"{option} {str(out)!r} is not an mdcert run directory (it has no valid {MARKER} "
-                          f"marker); --overwrite replaces only a run mdcert wrote - choose another {option}")
+        raise MdcertError(f"{option} {str(out)!r} is not an mdcert run directory (it has no valid "
+                          f"{MARKER} marker); --overwrite replaces only a run mdcert wrote - "
+                          f"choose another {option}")
     if marker["kind"] != kind:
-        raise MdcertError(f"{option} {str(out)!r} holds a {marker['kind']!r} run, not a {kind!r} run; "
-                          f"--overwrite replaces only a run of the same kind - choose another {option}")
+        raise MdcertError(f"{option} {str(out)!r} holds a {marker['kind']!r} run, not a {kind!r} "
+                          f"run; --overwrite replaces only a run of the same kind - choose another "
+                          f"{option}")
     files = {os.path.normpath(f) for f in marker["files"]} | {MARKER}
     folders = {str(parent) for f in files for parent in Path(f).parents if str(parent) != "."}
     for rel, is_dir in _entries(out):
         if rel not in (folders if is_dir else files):
-            raise MdcertError(f"{option} {str(out)!r} holds {rel!r}, which mdcert did not write; --overwrite "
-                              f"never removes it - move it away or choose another {option}")
+            raise MdcertError(f"{option} {str(out)!r} holds {rel!r}, which mdcert did not write; "
+                              f"--overwrite never removes it - move it away or choose another "
+                              f"{option}")
     return frozenset(files)
 
 
@@ -169,10 +177,10 @@ def _marker_text(kind: str, files: Iterable[str]) -> str:
 
 @contextmanager
 def run_dir(out: str | os.PathLike, *, kind: str, overwrite: bool) -> Iterator[Path]:
-    """Build a run directory of ``kind`` in a temporary folder (`atomic_dir`) and put it in place at the
-    end of the block, with its marker listing every file written in it. ``overwrite``: an existing
-    run of the same kind is replaced (`run_files` decides what may be deleted); otherwise a non-empty
-    ``out`` is refused.
+    """Build a run directory of ``kind`` in a temporary folder (`atomic_dir`) and put it in place
+    at the end of the block, with its marker listing every file written in it. ``overwrite``: an
+    existing run of the same kind is replaced (`run_files` decides what may be deleted); otherwise
+    a non-empty ``out`` is refused.
 
     Raises:
         MdcertError: ``out`` is not empty and not replaceable.
@@ -184,15 +192,15 @@ def run_dir(out: str | os.PathLike, *, kind: str, overwrite: bool) -> Iterator[P
 
 
 def write_marker(folder: str | os.PathLike, kind: str) -> Path:
-    """Write ``folder``'s marker listing every file now under it (for a directory built in place)."""
+    """Write ``folder``'s marker listing every file now under it (a directory built in place)."""
     folder = Path(folder)
     files = [rel for rel, is_dir in _entries(folder) if not is_dir]
     return write_text_atomic(folder / MARKER, _marker_text(kind, files))
 
 
 def add_run_files(folder: str | os.PathLike, paths: Iterable[str | os.PathLike]) -> None:
-    """Add files just written into a run directory (``mdcert plot``'s figures) to its marker; a folder
-    without a marker is left as it is."""
+    """Add files just written into a run directory (``mdcert plot``'s figures) to its marker; a
+    folder without a marker is left as it is."""
     folder = Path(folder)
     marker = read_marker(folder)
     if marker is None:

@@ -1,4 +1,4 @@
-"""The one atomic writer of mdcert: every file and run directory it writes appears complete or not at all.
+"""The one atomic writer of mdcert: every file and run directory appears complete or not at all.
 
 A file is written to a fresh temporary name in the target's own folder (`tempfile.mkstemp`, so two
 writers never share one and no existing file is ever opened), flushed and fsynced, then renamed over
@@ -24,8 +24,8 @@ from typing import IO, Callable, Collection, Iterator, Mapping
 
 from certify.errors import MdcertError
 
-__all__ = ["atomic_file", "atomic_dir", "write_bytes_atomic", "write_text_atomic", "write_npy_atomic",
-           "write_npz_atomic", "tmp_prefix"]
+__all__ = ["atomic_file", "atomic_dir", "write_bytes_atomic", "write_text_atomic",
+           "write_npy_atomic", "write_npz_atomic", "tmp_prefix"]
 
 
 def tmp_prefix(target: Path) -> str:
@@ -46,7 +46,7 @@ def _umask() -> int:
 
 
 def _fsync_dir(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (best effort: some file systems refuse a directory fsync)."""
+    """Make a rename in ``folder`` durable (best effort: some file systems refuse it)."""
     with suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
         try:
@@ -109,7 +109,8 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 
 def write_npy_atomic(path: str | os.PathLike, array) -> Path:
-    """Write one array as a ``.npy`` file (no pickles: an object array raises ValueError) atomically."""
+    """Write one array as a ``.npy`` file atomically (no pickles: an object array raises
+    ValueError)."""
     import numpy as np
 
     with atomic_file(path, "wb") as fh:
@@ -117,9 +118,10 @@ def write_npy_atomic(path: str | os.PathLike, array) -> Path:
     return Path(path)
 
 
-def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, object], *, compressed: bool = False) -> Path:
-    """Write named arrays as one ``.npz`` file (``numpy.savez`` or, ``compressed``, ``savez_compressed``)
-    atomically; returns the path."""
+def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, object], *,
+                     compressed: bool = False) -> Path:
+    """Write named arrays as one ``.npz`` file (``numpy.savez`` or, ``compressed``,
+    ``savez_compressed``) atomically; returns the path."""
     import numpy as np
 
     save = np.savez_compressed if compressed else np.savez
@@ -142,13 +144,14 @@ def _fsync_tree(root: Path) -> None:
 
 
 def _inside(folder: Path, rel: str) -> Path | None:
-    """``folder / rel`` when ``rel`` is a plain relative path that stays inside ``folder`` through real
-    folders (no ``..``, no absolute path, no symlinked folder on the way), else None."""
+    """``folder / rel`` when ``rel`` is a plain relative path that stays inside ``folder`` through
+    real folders (no ``..``, no absolute path, no symlinked folder on the way), else None."""
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or ".." in parts:
         return None
     path = folder.joinpath(*parts)
-    if os.path.realpath(path.parent) != os.path.join(os.path.realpath(folder), *parts[:-1]).rstrip(os.sep):
+    expected = os.path.join(os.path.realpath(folder), *parts[:-1]).rstrip(os.sep)
+    if os.path.realpath(path.parent) != expected:
         return None
     return path
 
@@ -176,16 +179,16 @@ def _purge(folder: Path, files: Collection[str]) -> list[str]:
 @contextmanager
 def atomic_dir(out: str | os.PathLike,
                *, replaceable: Callable[[Path], Collection[str]] | None = None) -> Iterator[Path]:
-    """Yield a fresh temporary folder next to ``out``; when the block ends normally it becomes ``out``,
-    on any exception it is removed (with everything the block wrote in it).
+    """Yield a fresh temporary folder next to ``out``; when the block ends normally it becomes
+    ``out``, on any exception it is removed (with everything the block wrote in it).
 
-    ``out`` absent or an empty folder: the temporary folder is renamed into place. ``out`` a non-empty
-    folder: refused (`MdcertError`) unless ``replaceable`` is given; ``replaceable(out)`` must then
-    check ``out`` (raising `MdcertError` to refuse) and return the relative paths of the files in it
-    that may be deleted. The old folder is renamed aside (``.NAME.old-XXXXXXXX``), the new one renamed
-    in, and only those files (and the folders they leave empty) are deleted; anything else found there
-    stays in the aside folder, named on stderr. If the new folder cannot be renamed in, the old one is
-    moved back.
+    ``out`` absent or an empty folder: the temporary folder is renamed into place. ``out`` a
+    non-empty folder: refused (`MdcertError`) unless ``replaceable`` is given; ``replaceable(out)``
+    must then check ``out`` (raising `MdcertError` to refuse) and return the relative paths of the
+    files in it that may be deleted. The old folder is renamed aside (``.NAME.old-XXXXXXXX``), the
+    new one renamed in, and only those files (and the folders they leave empty) are deleted;
+    anything else found there stays in the aside folder, named on stderr. If the new folder cannot
+    be renamed in, the old one is moved back.
 
     Raises:
         MdcertError: ``out`` became non-empty, or is not replaceable, when the block ends.
@@ -204,18 +207,20 @@ def atomic_dir(out: str | os.PathLike,
     _fsync_dir(out.parent)
 
 
-def _commit_dir(tmp: Path, out: Path, replaceable: Callable[[Path], Collection[str]] | None) -> None:
+def _commit_dir(tmp: Path, out: Path,
+                replaceable: Callable[[Path], Collection[str]] | None) -> None:
     """Rename ``tmp`` to ``out`` (see `atomic_dir`)."""
     try:
-        os.rename(tmp, out)                             # succeeds when out is absent or an empty folder
+        os.rename(tmp, out)                     # succeeds when out is absent or an empty folder
         return
     except OSError:
         if out.is_symlink() or not out.is_dir():
-            raise MdcertError(f"{str(out)!r} exists and is not a directory (or is a symbolic link); nothing "
-                              f"was written - choose another output directory") from None
+            raise MdcertError(f"{str(out)!r} exists and is not a directory (or is a symbolic "
+                              f"link); nothing was written - choose another output "
+                              f"directory") from None
     if replaceable is None:
-        raise MdcertError(f"{str(out)!r} was filled by another process while this one ran; nothing was "
-                          f"replaced - choose another output directory")
+        raise MdcertError(f"{str(out)!r} was filled by another process while this one ran; "
+                          f"nothing was replaced - choose another output directory")
     files = replaceable(out)
     aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
     try:

@@ -82,7 +82,8 @@ def _numpy():
 
 
 def dumps(obj: Any, *, indent: int | None = None, sort_keys: bool = False,
-          separators: tuple[str, str] | None = None, default: Callable[[Any], Any] | None = None) -> str:
+          separators: tuple[str, str] | None = None,
+          default: Callable[[Any], Any] | None = None) -> str:
     """Strict JSON text of ``jsonable(obj, default=default)`` (``json.dumps`` options as given)."""
     return json.dumps(jsonable(obj, default=default), indent=indent, sort_keys=sort_keys,
                       separators=separators, allow_nan=False)

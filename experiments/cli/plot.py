@@ -50,7 +50,8 @@ def plot_run(run_dir: str | Path) -> list[Path]:
 
 
 def _recorded(run_dir: Path, files: list[Path]) -> list[Path]:
-    """``files``, added to the run directory's marker (written by mdcert: ``--overwrite`` may replace them)."""
+    """``files``, added to the run directory's marker (mdcert wrote them: ``--overwrite`` may
+    replace them)."""
     from experiments.outputs import add_run_files
 
     add_run_files(run_dir, files)

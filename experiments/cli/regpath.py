@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
         summary["float_limits"] = limits
     summary["token_notes"] = token_notes(summary)
     text = dumps(summary, indent=1)
-    with run_dir(out, kind="regpath", overwrite=args.overwrite) as tmp:   # complete run directory or nothing
+    with run_dir(out, kind="regpath", overwrite=args.overwrite) as tmp:   # complete or nothing
         with open(tmp / "path.npz", "wb") as fh:
             np.savez(fh, **arrays)
         (tmp / "summary.json").write_text(text)

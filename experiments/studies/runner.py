@@ -41,7 +41,8 @@ def dumps(obj) -> str:
 
 def run_key(config: dict) -> str:
     """SHA-256 hex of the canonical JSON of ``config`` and `FORMAT`."""
-    text = json.dumps({"format": FORMAT, "config": jsonable(config)}, sort_keys=True, separators=(",", ":"))
+    text = json.dumps({"format": FORMAT, "config": jsonable(config)}, sort_keys=True,
+                      separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from certify.errors import MdcertError
-from certify.io.atomic import (atomic_dir, atomic_file, write_bytes_atomic, write_npy_atomic, write_npz_atomic,
-                               write_text_atomic)
+from certify.io.atomic import (atomic_dir, atomic_file, write_bytes_atomic, write_npy_atomic,
+                               write_npz_atomic, write_text_atomic)
 
 
 def names(folder) -> list[str]:
@@ -26,7 +26,8 @@ def test_each_writer_round_trips_and_leaves_only_the_target(tmp_path) -> None:
     assert write_bytes_atomic(tmp_path / "b.bin", b"\x00\x01").read_bytes() == b"\x00\x01"
     assert np.array_equal(np.load(write_npy_atomic(tmp_path / "c.npy", W)), W)
     for compressed in (False, True):
-        with np.load(write_npz_atomic(tmp_path / f"d{compressed}.npz", {"W": W}, compressed=compressed)) as f:
+        path = write_npz_atomic(tmp_path / f"d{compressed}.npz", {"W": W}, compressed=compressed)
+        with np.load(path) as f:
             assert np.array_equal(f["W"], W)
     assert names(tmp_path) == ["a.txt", "b.bin", "c.npy", "dFalse.npz", "dTrue.npz"]
 
@@ -38,7 +39,8 @@ def test_new_files_get_the_mode_open_gives(tmp_path) -> None:
         (tmp_path / "plain").write_text("")
     finally:
         os.umask(old)
-    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE((tmp_path / "plain").stat().st_mode) == 0o640
+    plain = (tmp_path / "plain").stat().st_mode
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(plain) == 0o640
 
 
 @pytest.mark.parametrize("exc", [RuntimeError, KeyboardInterrupt])
@@ -55,9 +57,10 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, exc
 
 
 def test_never_touches_a_file_it_did_not_create(tmp_path) -> None:
-    """The reproducer of issue 21: ``same.npz.tmp.npz`` (the old fixed temporary name) and every name
-    a temporary could have survive a write and a failed write."""
-    mine = {"same.npz.tmp.npz": "precious", ".same.npz.tmp-": "precious too", ".same.npz.tmp-abc": "mine"}
+    """The reproducer of issue 21: ``same.npz.tmp.npz`` (the old fixed temporary name) and every
+    name a temporary could have survive a write and a failed write."""
+    mine = {"same.npz.tmp.npz": "precious", ".same.npz.tmp-": "precious too",
+            ".same.npz.tmp-abc": "mine"}
     for name, text in mine.items():
         (tmp_path / name).write_text(text)
     write_npz_atomic(tmp_path / "same.npz", {"x": np.arange(3)})
@@ -85,8 +88,8 @@ def test_concurrent_writers_leave_one_complete_file(tmp_path) -> None:
     file, and the last is exactly one writer's data."""
     path = tmp_path / "same.npz"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed)], env=env, stderr=subprocess.PIPE)
-             for seed in range(4)]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed)], env=env,
+                              stderr=subprocess.PIPE) for seed in range(4)]
     reads = 0
     while any(p.poll() is None for p in procs):
         try:
@@ -130,7 +133,8 @@ def test_atomic_dir_refuses_a_non_empty_folder_without_replaceable(tmp_path) -> 
 
 def test_atomic_dir_replaces_and_deletes_only_what_it_is_told(tmp_path, capsys) -> None:
     """Only the files ``replaceable`` returns are deleted from the old folder; anything else (here
-    notes.txt, a file outside, an absolute path) is kept, in the aside folder, and named on stderr."""
+    notes.txt, a file outside, an absolute path) is kept, in the aside folder, and named on
+    stderr."""
     old = tmp_path / "run"
     (old / "sub").mkdir(parents=True)
     for rel in ("a.npz", "sub/b.png", "notes.txt"):

@@ -22,11 +22,13 @@ class Color(str, Enum):
 
 
 @pytest.mark.parametrize("value, plain", [
-    (math.nan, None), (math.inf, None), (-math.inf, None), (np.float32(np.nan), None), (np.float64(1.5), 1.5),
+    (math.nan, None), (math.inf, None), (-math.inf, None), (np.float32(np.nan), None),
+    (np.float64(1.5), 1.5),
     (np.float32(0.25), 0.25), (np.int64(-3), -3), (np.bool_(True), True), (Fraction(3, 2), "3/2"),
     (Fraction(3), "3/1"), (Color.RED, "red"), ((1, (2.0, None)), [1, [2.0, None]]),
     (np.array([[1.0, np.inf], [np.nan, -0.5]]), [[1.0, None], [None, -0.5]]), (np.array(7), 7),
-    ({2: "a", None: "b", True: "c", 0.5: "d", "k": np.nan}, {"2": "a", "null": "b", "true": "c", "0.5": "d", "k": None}),
+    ({2: "a", None: "b", True: "c", 0.5: "d", "k": np.nan},
+     {"2": "a", "null": "b", "true": "c", "0.5": "d", "k": None}),
 ])
 def test_conversions(value, plain) -> None:
     assert jsonable(value) == plain
@@ -42,7 +44,7 @@ def test_unknown_types_raise_or_go_to_default() -> None:
 
 
 class Scalar:
-    """A torch-like scalar: ``.item()`` gives a Python number (a tensor of several elements raises)."""
+    """A torch-like scalar: ``.item()`` gives a Python number (several elements: it raises)."""
 
     def __init__(self, *values: float) -> None:
         self.values = values
@@ -69,9 +71,9 @@ def test_dumps_matches_json_on_plain_data() -> None:
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
                   st.fractions(max_denominator=100), st.floats(width=32).map(np.float32),
                   st.integers(-2 ** 63, 2 ** 63 - 1).map(np.int64))
-_values = st.recursive(_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4), st.tuples(inner, inner),
-                                                      st.dictionaries(st.text(max_size=3), inner, max_size=4)),
-                       max_leaves=20)
+_values = st.recursive(_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner, inner),
+    st.dictionaries(st.text(max_size=3), inner, max_size=4)), max_leaves=20)
 
 
 @given(_values)

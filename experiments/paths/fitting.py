@@ -4,7 +4,6 @@ a directional Bregman divergence, and JSON cleaning. numpy only."""
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from certify.errors import MdcertError

@@ -187,3 +187,30 @@ def test_overwrite_replaces_a_run_of_the_same_kind(tmp_path) -> None:
 def digest(root) -> dict:
     return {str(p.relative_to(root)): ("link" if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes())
             for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("argv", [
+    ["paths", "--trials", "1", "--n", "2", "--T", "3", "--d", "2", "--steps", "5", "--no-certify", "--progress", "off"],
+    ["signdescent", "{d}/problem.npz", "--synth", "block", "--N", "3", "--steps", "20"],
+], ids=["paths", "signdescent"])
+def test_every_overwrite_option_keeps_a_users_file(tmp_path, capsys, argv) -> None:
+    """Each command with --overwrite: its run is replaced, but not while a file of the user's is in it."""
+    from experiments.cli.main import main
+
+    out = tmp_path / "run"
+    argv = [a.replace("{d}", str(tmp_path)) for a in argv] + ["-o", str(out)]
+    assert main(argv) == 0 and main([*argv, "--overwrite"]) == 0
+    (out / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main([*argv, "--overwrite"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds 'notes.txt', which mdcert did not write" in err
+    assert (out / "notes.txt").read_text() == "mine"
+    (out / "notes.txt").unlink()
+    assert main([*argv, "--overwrite"]) == 0 and read_kind(out) == argv[0]
+
+
+def read_kind(folder) -> str:
+    from experiments.outputs import read_marker
+
+    return read_marker(folder)["kind"]

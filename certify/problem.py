@@ -270,7 +270,8 @@ class AttentionProblem:
         return out
 
     def save(self, path: str | Path) -> Path:
-        """Write ``.npz`` or ``.json`` (float64, lossless). Writes to a temporary file, then renames."""
+        """Write ``.npz`` or ``.json`` (float64, lossless) atomically (`certify.io.atomic`: a unique
+        temporary name in the same folder, renamed over ``path``)."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in {".npz", ".json"}:
@@ -279,24 +280,18 @@ class AttentionProblem:
             raise MdcertError(f"cannot save to {str(path)!r}: it is a directory; give a file name")
         if not path.parent.is_dir():
             raise MdcertError(f"cannot save to {str(path)!r}: directory {str(path.parent)!r} does not exist")
-        tmp = path.with_name(path.name + ".tmp" + suffix)
-        try:
-            if suffix == ".json":
-                tmp.write_text(json.dumps(self.to_dict()))
-            else:
-                arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
-                if self.alpha is not None:
-                    arrays["alpha"] = self.alpha
-                if self.lengths is not None:
-                    arrays["lengths"] = self.lengths
-                if self.provenance is not None:
-                    arrays["provenance"] = np.array(provenance_text(self.provenance))
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, **arrays)
-            tmp.replace(path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        from certify.io.atomic import write_npz_atomic, write_text_atomic
+
+        if suffix == ".json":
+            return write_text_atomic(path, json.dumps(self.to_dict()))
+        arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
+        if self.alpha is not None:
+            arrays["alpha"] = self.alpha
+        if self.lengths is not None:
+            arrays["lengths"] = self.lengths
+        if self.provenance is not None:
+            arrays["provenance"] = np.array(provenance_text(self.provenance))
+        write_npz_atomic(path, arrays)
         return path
 
     @classmethod

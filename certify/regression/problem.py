@@ -95,22 +95,14 @@ class RegressionProblem:
         return "sha256:" + h.hexdigest()
 
     def save(self, path: str | Path) -> None:
-        """Write ``.npz`` or ``.json`` (by suffix) through a temporary name in the same folder."""
-        import os
-        import tempfile
+        """Write ``.npz`` or ``.json`` (by suffix) atomically (`certify.io.atomic`)."""
+        from certify.io.atomic import write_npz_atomic, write_text_atomic
 
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                if path.suffix == ".json":
-                    fh.write(json.dumps({"kind": KIND, "X": self.X.tolist(), "y": self.y.tolist()}).encode())
-                else:
-                    np.savez(fh, kind=np.array(KIND), X=self.X, y=self.y)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if path.suffix == ".json":
+            write_text_atomic(path, json.dumps({"kind": KIND, "X": self.X.tolist(), "y": self.y.tolist()}))
+        else:
+            write_npz_atomic(path, {"kind": np.array(KIND), "X": self.X, "y": self.y})
 
 
 def load_regression(path: str | Path, *, budget: int | None = None) -> RegressionProblem:

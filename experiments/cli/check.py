@@ -224,9 +224,10 @@ def _path_notes(args: argparse.Namespace, report, trajectory, problem, run_traj)
 
 
 def _write_json(path: str, payload: dict) -> None:
+    from certify.io.jsonenc import dumps
     from experiments.outputs import write_text_atomic
 
-    write_text_atomic(path, json.dumps(payload, indent=2, default=str))
+    write_text_atomic(path, dumps(payload, indent=2, default=str))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.regression import load_regression, regression_problem
     from experiments.diagnet.engine import Rule
     from experiments.diagnet.study import SignConfig, run_signdescent
-    from experiments.outputs import atomic_dir, check_output_dir, check_output_file
+    from experiments.outputs import check_output_dir, check_output_file, run_dir
 
     try:
         rules = tuple(Rule(r.strip()) for r in args.rules.split(","))
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
                         betas=betas)
     for rule in rules:
         config.diag(rule)  # validates the grid before anything is written
-    check_output_dir(args.output, option="-o", overwrite=args.overwrite)
+    check_output_dir(args.output, option="-o", overwrite=args.overwrite, kind="signdescent")
     if args.synth is not None:
         check_output_file(args.problem, option="PROBLEM", suffixes=(".npz", ".json"))
         regression_problem(args.synth, N=args.N, D=args.D, seed=args.seed).save(args.problem)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_signdescent(problem, config)
     for line in result.lines():
         print(line)
-    with atomic_dir(args.output, overwrite=args.overwrite) as tmp:
+    with run_dir(args.output, kind="signdescent", overwrite=args.overwrite) as tmp:
         result.write(tmp)
     s = result.seconds
     print(f"wall: references {s['references']} s, training {s['training']} s, certified facts "

@@ -14,7 +14,6 @@ gradient-descent potential Psi_alpha's program is not certified yet: the summary
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from certify.exact import format_fraction
+from certify.io.jsonenc import dumps
 from certify.regression import RegressionProblem, certify_interpolation, delta_kkt
 from experiments.diagnet.engine import DiagConfig, DiagStatus, Rule, run_diag_paths
 
@@ -69,7 +69,7 @@ class SignResult:
     def write(self, directory: str | Path) -> Path:
         """Write ``summary.json`` into ``directory`` (created by the caller, e.g. an atomic run dir)."""
         path = Path(directory) / "summary.json"
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        path.write_text(dumps(self.to_json(), indent=1) + "\n")   # strict JSON: NaN -> null
         return path
 
     def lines(self) -> list[str]:

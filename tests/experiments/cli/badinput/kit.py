@@ -142,6 +142,9 @@ def build_files(d: Path) -> Path:
             (d / name / "summary.json").write_text(summary)
     (d / "userdir").mkdir()                                    # a directory of the user's files, not a run
     (d / "userdir" / "notes.txt").write_text("mine")
+    (d / "study_dir" / "runs").mkdir(parents=True)             # a study directory: never replaced by a run
+    (d / "study_dir" / "study.json").write_text('{"format": "mdcert-study-1", "kind": "synthetic"}')
+    (d / "study_dir" / "summary.json").write_text('{"kind": "synthetic"}')
     (d / "run_paths_junk" / "arrays.npz").write_bytes(b"PK\x03\x04junk")
     (d / "run_summary_dir").mkdir()
     (d / "run_summary_dir" / "summary.json").mkdir()

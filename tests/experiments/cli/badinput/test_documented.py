@@ -91,19 +91,19 @@ def test_interrupted_command_leaves_nothing(monkeypatch, tmp_path, capsys) -> No
 
 
 def test_atomic_dir_and_file_clean_up_on_interrupt(tmp_path) -> None:
-    from experiments.outputs import atomic_dir, write_text_atomic
+    from experiments.outputs import run_dir, write_text_atomic
 
     with pytest.raises(KeyboardInterrupt):
-        with atomic_dir(tmp_path / "run", overwrite=False) as tmp:
+        with run_dir(tmp_path / "run", kind="paths", overwrite=False) as tmp:
             (tmp / "half.npz").write_text("half")
             raise KeyboardInterrupt
     assert listing(tmp_path) == set()
-    with atomic_dir(tmp_path / "run", overwrite=False) as tmp:
+    with run_dir(tmp_path / "run", kind="paths", overwrite=False) as tmp:
         (tmp / "summary.json").write_text("{}")
-    assert listing(tmp_path) == {"run", "run/summary.json"}
+    assert listing(tmp_path) == {"run", "run/summary.json", "run/.mdcert-run"}
     target = tmp_path / "x.json"
     write_text_atomic(target, "1")
-    assert target.read_text() == "1" and listing(tmp_path) == {"run", "run/summary.json", "x.json"}
+    assert target.read_text() == "1" and listing(tmp_path) == {"run", "run/summary.json", "run/.mdcert-run", "x.json"}
 
 
 def test_unexpected_exception_is_one_line_internal_error(monkeypatch, tmp_path, capsys) -> None:

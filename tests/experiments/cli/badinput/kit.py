@@ -159,6 +159,18 @@ def build_files(d: Path) -> Path:
     (d / "sweep_dir.toml").mkdir()
     (d / "sweep_bad.toml").write_text("kind = [[[")
     (d / "sweep_deep.toml").write_text("x = " + "[" * 100_000)
+    # regression problems (mdcert interpolate / signdescent)
+    from certify.regression import RegressionProblem, regression_problem
+
+    regression_problem("block", N=2, seed=1).save(d / "reg.npz")
+    regression_problem("gaussian", N=2, D=5, seed=1).save(d / "reg.json")
+    _npz(d / "reg_nan.npz", kind=np.array("regression"), X=np.array([[1.0, np.nan, 0.0]]), y=np.array([1.0]))
+    _npz(d / "reg_bigint.npz", kind=np.array("regression"), X=np.array([[2**53 + 1, 1, 0]], dtype=np.int64),
+         y=np.array([1.0]))
+    _npz(d / "reg_noy.npz", kind=np.array("regression"), X=np.ones((1, 3)))
+    _npz(d / "reg_shape.npz", kind=np.array("regression"), X=np.ones((2, 3)), y=np.ones(3))
+    (d / "reg_dupkey.json").write_text('{"kind": "regression", "X": [[1, 2]], "y": [1], "y": [2]}')
+    RegressionProblem(np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 1.0]]), np.array([1.0, 1.0, 1.0])).save(d / "reg_inc.json")
     return d
 
 

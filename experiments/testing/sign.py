@@ -27,7 +27,7 @@ from hypothesis.extra import numpy as hnp
 from experiments.testing.adapters import Kind, KitUsageError, make_adapter
 
 __all__ = ["BANDS", "BAND_EXPONENTS", "band_limits", "in_band", "smoothed_sign_reference", "SignCaller",
-           "make_sign_caller", "SignSample", "sample_gradients", "describe_mismatch", "sample_smoothed_sign", "make_smoothed_sign"]
+           "make_sign_caller", "SignSample", "sample_gradients", "describe_mismatch", "sqrt_inexact", "sample_smoothed_sign", "make_smoothed_sign"]
 
 #: band part name -> label in reports; band="safe" runs the first, band="full" both
 BANDS = ("safe band", "outside band")
@@ -131,6 +131,9 @@ class SignSample:
         dtype: "float32" | "float64"; part: band part (`BANDS`); eps: the update's epsilon.
         checked: gradients compared; mismatches: how many differed by more than ``ulps`` units in the
             last place; first: the first mismatch as text ("" when none).
+        sqrt_inexact: sampled gradients where this torch's ``sqrt(G * G)`` is not ``|G|`` (a square root that
+            is not correctly rounded; outside the band also over/underflow of ``G * G``);
+        unexplained: mismatches at gradients where ``sqrt(G * G) == |G|``.
     """
 
     dtype: str
@@ -139,6 +142,8 @@ class SignSample:
     checked: int
     mismatches: int
     first: str = ""
+    sqrt_inexact: int = 0
+    unexplained: int = 0
 
 
 def _mismatch(new: torch.Tensor, ref: torch.Tensor, ulps: int) -> torch.Tensor:
@@ -150,11 +155,20 @@ def _mismatch(new: torch.Tensor, ref: torch.Tensor, ulps: int) -> torch.Tensor:
     return ~same & ~(gap <= ulps * spacing)
 
 
+def sqrt_inexact(G: torch.Tensor) -> torch.Tensor:
+    """Mask of the entries where torch's ``sqrt(G * G)`` (in G's dtype and device) is not ``|G|``."""
+    return torch.sqrt(G * G) != G.abs()
+
+
 def describe_mismatch(W, G, new, ref, lr: float, eps: float, i: int) -> str:
-    """One counterexample as text (entry i)."""
+    """One counterexample as text (entry i), with torch's ``sqrt(G * G)`` when it is not ``|G|``."""
     w, g, a, b = (float(t.reshape(-1)[i]) for t in (W, G, new, ref))
-    return (f"W={w!r}, G={g!r}, lr={lr}, eps={eps}: got W+={a!r}, expected W + (-lr*G)/(|G|+eps) = {b!r} "
-            f"({str(W.dtype).replace('torch.', '')}; band {'in' if bool(in_band(G.reshape(-1)[i:i + 1])) else 'out'})")
+    gi = G.reshape(-1)[i:i + 1]
+    text = (f"W={w!r}, G={g!r}, lr={lr}, eps={eps}: got W+={a!r}, expected W + (-lr*G)/(|G|+eps) = {b!r} "
+            f"({str(W.dtype).replace('torch.', '')}; {'in' if bool(in_band(gi)) else 'outside'} the band")
+    if bool(sqrt_inexact(gi)):
+        text += f"; here torch's sqrt(G*G) = {float(torch.sqrt(gi * gi))!r}, not |G|"
+    return text + ")"
 
 
 def sample_smoothed_sign(update: Callable, *, dtype: torch.dtype, n: int, eps: float = 1e-8, part: str = BANDS[0],
@@ -168,7 +182,7 @@ def sample_smoothed_sign(update: Callable, *, dtype: torch.dtype, n: int, eps: f
         raise KitUsageError(f"part must be one of {BANDS}, got {part!r}")
     caller = make_sign_caller(update, kind=kind)
     gen = torch.Generator().manual_seed(seed)
-    bad, first, done, c = 0, "", 0, 0
+    bad, first, done, c, inexact, unexplained = 0, "", 0, 0, 0, 0
     while done < n:
         m = min(chunk, n - done)
         G = sample_gradients(m, dtype, part=part, generator=gen)
@@ -181,8 +195,10 @@ def sample_smoothed_sign(update: Callable, *, dtype: torch.dtype, n: int, eps: f
         k = int(mask.sum())
         if k and not first:
             first = describe_mismatch(W, G, new, ref, lr, eps, int(mask.nonzero()[0, 0]))
+        root = sqrt_inexact(G)
         bad, done, c = bad + k, done + m, c + 1
-    return SignSample(str(dtype).replace("torch.", ""), part, eps, done, bad, first)
+        inexact, unexplained = inexact + int(root.sum()), unexplained + int((mask & ~root).sum())
+    return SignSample(str(dtype).replace("torch.", ""), part, eps, done, bad, first, inexact, unexplained)
 
 
 def _gradient_entries(dtype: torch.dtype, part: str):

@@ -9,7 +9,7 @@ Usage:
 
 Gradients are log-uniform over the band (binary exponent and mantissa bits uniform, random signs),
 W is normal times 2^k (|k| <= 8), lr cycles through 1e-3, 0.1, 0.37, 1 per chunk of 2^18; derandomized by
-``--seed``. The wall time of each row (sampling, Adam, reference, comparison) is printed, with the load.
+``--seed``. First line: how often ``torch.sqrt`` itself is not correctly rounded. The wall time of each row (sampling, Adam, reference, comparison) is printed, with the load.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import os
 import time
 from functools import partial
 
+import numpy as np
 import torch
 
 from experiments.testing.sign import BANDS, sample_smoothed_sign
@@ -28,6 +29,22 @@ FORMS = {"for-loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": 
 
 def adam(params, lr, eps, **form):
     return torch.optim.Adam(params, lr=lr, betas=(0.0, 0.0), eps=eps, **form)
+
+
+def sqrt_rounding(n: int, seed: int) -> str:
+    """How often torch.sqrt is not correctly rounded on n random positive normal floats per dtype (numpy's
+    IEEE square root, and float32 roots through float64, as references)."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for dtype, emax in ((torch.float32, 120), (torch.float64, 1000)):
+        x = torch.ldexp(1 + torch.rand(n, generator=gen, dtype=torch.float64),
+                        torch.randint(-emax, emax, (n,), generator=gen).double()).to(dtype)
+        exact = np.sqrt(x.double().numpy()).astype(np.float32) if dtype == torch.float32 else np.sqrt(x.numpy())
+        got = torch.sqrt(x).numpy()
+        ulps = np.abs(got.astype(np.float64) - exact.astype(np.float64)) / np.spacing(exact)
+        out.append(f"{str(dtype).replace('torch.', '')}: {int((got != exact).sum())} of {n} "
+                   f"(max {float(ulps.max()):.0f} ulp)")
+    return "torch.sqrt not correctly rounded: " + "; ".join(out)
 
 
 def main(argv=None) -> None:
@@ -41,6 +58,7 @@ def main(argv=None) -> None:
     n, n_out = (10 ** 5, 10 ** 4) if a.quick else (a.n, a.n_out)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, cpu capability "
           f"{torch.backends.cpu.get_cpu_capability()}, load {os.getloadavg()[0]:.2f}; eps={a.eps}, seed {a.seed}")
+    print(sqrt_rounding(n, a.seed))
     print("| dtype | form | band | gradients | mismatches (bit for bit) | > 1 ulp | not at a sqrt(g*g) != abs(g) "
           "| sqrt(g*g) != abs(g) | wall s | first mismatch |")
     print("|---|---|---|---|---|---|---|---|---|---|")

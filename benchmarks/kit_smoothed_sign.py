@@ -9,7 +9,8 @@ Usage:
 
 Gradients are log-uniform over the band (binary exponent and mantissa bits uniform, random signs),
 W is normal times 2^k (|k| <= 8), lr cycles through 1e-3, 0.1, 0.37, 1 per chunk of 2^18; derandomized by
-``--seed``. First line: how often ``torch.sqrt`` itself is not correctly rounded. The wall time of each row (sampling, Adam, reference, comparison) is printed, with the load.
+``--seed``. First line: how often ``torch.sqrt`` itself is not correctly rounded. The wall time of
+each row (sampling, Adam, reference, comparison) is printed, with the load.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from experiments.testing.adapters import Kind, KitUsageError, make_adapter
 from experiments.testing.groups import GROUPS
 from experiments.testing.properties import SINGLE, Context
 from experiments.testing.reference import Expectation
-from experiments.testing.sign import BANDS, make_sign_caller, make_smoothed_sign
 from experiments.testing.report import CellResult, KitReport, Outcome
+from experiments.testing.sign import BANDS, make_sign_caller, make_smoothed_sign
 from experiments.testing.strategies import REGIMES, exponents, p_text, regime_of
 
 __all__ = ["PROPERTIES", "SIGN_PROPERTIES", "DEFAULT_RTOL", "run_kit", "check_mirror_update"]
@@ -159,7 +159,8 @@ def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = 
 def _settings(max_examples: int, shrink: bool):
     # no "explain" phase: it re-runs the failing case hundreds of times and adds little here
     return settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
-                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target) + ((Phase.shrink,) if shrink else ()),
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
+                    + ((Phase.shrink,) if shrink else ()),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
 

@@ -27,7 +27,8 @@ from hypothesis.extra import numpy as hnp
 from experiments.testing.adapters import Kind, KitUsageError, make_adapter
 
 __all__ = ["BANDS", "BAND_EXPONENTS", "band_limits", "in_band", "smoothed_sign_reference", "SignCaller",
-           "make_sign_caller", "SignSample", "sample_gradients", "describe_mismatch", "sqrt_inexact", "sample_smoothed_sign", "make_smoothed_sign"]
+           "make_sign_caller", "SignSample", "sample_gradients", "describe_mismatch", "sqrt_inexact",
+           "sample_smoothed_sign", "make_smoothed_sign"]
 
 #: band part name -> label in reports; band="safe" runs the first, band="full" both
 BANDS = ("safe band", "outside band")
@@ -224,7 +225,8 @@ def make_smoothed_sign(caller: SignCaller, dtype: torch.dtype, device: torch.dev
     w_elems = st.floats(-16, 16, allow_nan=False, allow_infinity=False, width=64 if dtype == torch.float64 else 32)
 
     @given(st.integers(1, 6).flatmap(lambda n: st.tuples(
-        hnp.arrays(np.float64, (n,), elements=w_elems), hnp.arrays(np.float64, (n,), elements=_gradient_entries(dtype, part)),
+        hnp.arrays(np.float64, (n,), elements=w_elems),
+        hnp.arrays(np.float64, (n,), elements=_gradient_entries(dtype, part)),
         st.sampled_from(LRS))))
     def smoothed_sign(case):
         W = torch.from_numpy(case[0]).to(device=device, dtype=dtype)

@@ -101,8 +101,23 @@ def test_outside_the_band_adam_differs_and_the_report_shows_it():
     assert "outside band   FAILED (float64/cpu)" in text
 
 
-def test_a_plain_step_function_passes():
+class SmoothedSign(torch.optim.Optimizer):
+    """The smoothed sign step as an Optimizer class taking lr= and eps= (kind guessed from the class)."""
+
+    def __init__(self, params, lr=0.1, eps=1e-8):
+        super().__init__(params, {"lr": lr, "eps": eps})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.addcdiv_(p.grad, p.grad.abs() + group["eps"], value=-group["lr"])
+
+
+def test_a_plain_step_function_and_an_optimizer_class_pass():
     assert run_kit(smoothed, samples=1 << 12, **SIGN).ok
+    report = run_kit(SmoothedSign, samples=1 << 12, eps=1e-3, **SIGN)
+    assert report.ok and "SmoothedSign as an optimizer (params, lr, eps)" in report.format()
 
 
 @pytest.mark.parametrize("wrong, samples, shown", [

@@ -30,8 +30,8 @@ from experiments.testing.strategies import REGIMES, exponents, p_text, regime_of
 __all__ = ["PROPERTIES", "SIGN_PROPERTIES", "DEFAULT_RTOL", "run_kit", "check_mirror_update"]
 
 PROPERTIES = tuple(SINGLE) + tuple(GROUPS)
-#: properties of another update, run on their own (``properties=SIGN_PROPERTIES``): the smoothed sign step
-#: ``(W, G, lr, eps) -> W - lr G / (|G| + eps)`` of docs/theory.md section 8.6
+#: properties of another update, run on their own (``properties=SIGN_PROPERTIES``): the smoothed
+#: sign step ``(W, G, lr, eps) -> W - lr G / (|G| + eps)`` of docs/theory.md section 8.6
 SIGN_PROPERTIES = ("smoothed_sign",)
 #: relative tolerance of the dual-space comparisons per dtype (about 80 ulps for float32)
 DEFAULT_RTOL = {torch.float64: 1e-9, torch.float32: 1e-5}
@@ -82,13 +82,13 @@ def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = 
         mirror_map, inverse_mirror_map: optional user maps ``(tensor, p) -> tensor`` to round-trip.
         shrink: shrink each failure to a minimal counterexample (False: report the first one found,
             faster).
-        eps, band, ulps, samples, seed: options of ``properties=("smoothed_sign",)`` (docs/theory.md
-            section 8.6), which tests an update ``(W, G, lr, eps)`` (step function, Optimizer class taking
-            ``lr=`` and ``eps=``, or factory ``(params, lr, eps)``) against ``W + ((-lr) G) / (|G| + eps)``
-            bit for bit: ``band="safe"`` on the safe band only (where Adam with betas (0, 0) matches it),
-            ``"full"`` outside it too; ``ulps`` allows that many units in the last place; each cell also
-            compares ``samples`` seeded vectorized gradients (``seed``). p, regimes and the l_p options do
-            not apply to it.
+        eps, band, ulps, samples, seed: options of ``properties=("smoothed_sign",)``
+            (docs/theory.md section 8.6), which tests an update ``(W, G, lr, eps)`` (step function,
+            Optimizer class taking ``lr=`` and ``eps=``, or factory ``(params, lr, eps)``) against
+            ``W + ((-lr) G) / (|G| + eps)`` bit for bit: ``band="safe"`` on the safe band only
+            (where Adam with betas (0, 0) matches it), ``"full"`` outside it too; ``ulps`` allows
+            that many units in the last place; each cell also compares ``samples`` seeded
+            vectorized gradients (``seed``). p, regimes and the l_p options do not apply to it.
 
     Raises:
         KitUsageError: the update cannot be called as given (the message names ``kind=``), unknown
@@ -96,13 +96,15 @@ def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = 
     """
     unknown = set(properties) - set(PROPERTIES) - set(SIGN_PROPERTIES)
     if unknown:
-        raise KitUsageError(f"unknown properties {sorted(unknown)}; choose from {PROPERTIES + SIGN_PROPERTIES}")
+        raise KitUsageError(f"unknown properties {sorted(unknown)}; "
+                            f"choose from {PROPERTIES + SIGN_PROPERTIES}")
     if set(properties) & set(SIGN_PROPERTIES):
         if set(properties) - set(SIGN_PROPERTIES):
-            raise KitUsageError("smoothed_sign tests a different update (W, G, lr, eps) -> W_new; run it on its own: "
-                                "properties=('smoothed_sign',)")
-        return _run_sign(update, kind=kind, dtypes=dtypes, devices=devices, max_examples=max_examples, shrink=shrink,
-                         eps=eps, band=band, ulps=ulps, samples=samples, seed=seed)
+            raise KitUsageError("smoothed_sign tests a different update (W, G, lr, eps) -> W_new; "
+                                "run it on its own: properties=('smoothed_sign',)")
+        return _run_sign(update, kind=kind, dtypes=dtypes, devices=devices,
+                         max_examples=max_examples, shrink=shrink, eps=eps, band=band, ulps=ulps,
+                         samples=samples, seed=seed)
     if normalize not in (None, "global", "per_tensor"):
         raise KitUsageError(f"normalize must be None, 'global' or 'per_tensor', got {normalize!r}")
     if norm != "dual" and not (isinstance(norm, (int, float)) and norm >= 1):
@@ -158,16 +160,16 @@ def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = 
 
 def _settings(max_examples: int, shrink: bool):
     # no "explain" phase: it re-runs the failing case hundreds of times and adds little here
-    return settings(max_examples=max_examples, deadline=None, database=None, report_multiple_bugs=False,
-                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
-                    + ((Phase.shrink,) if shrink else ()),
+    phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
+    return settings(max_examples=max_examples, deadline=None, database=None,
+                    report_multiple_bugs=False, phases=phases + ((Phase.shrink,) if shrink else ()),
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.data_too_large])
 
 
-def _run_sign(update: Callable, *, kind: str, dtypes, devices, max_examples: int, shrink: bool, eps: float, band: str,
-              ulps: int, samples: int, seed: int) -> KitReport:
-    """The smoothed_sign property per (band part, dtype, device) cell (docs/theory.md section 8.6)."""
+def _run_sign(update: Callable, *, kind: str, dtypes, devices, max_examples: int, shrink: bool,
+              eps: float, band: str, ulps: int, samples: int, seed: int) -> KitReport:
+    """Run smoothed_sign per (band part, dtype, device) cell (docs/theory.md section 8.6)."""
     if band not in ("safe", "full"):
         raise KitUsageError(f"band must be 'safe' or 'full', got {band!r}")
     if not (isinstance(eps, (int, float)) and 0 < eps < float("inf")):
@@ -179,25 +181,27 @@ def _run_sign(update: Callable, *, kind: str, dtypes, devices, max_examples: int
         raise KitUsageError(f"dtypes must be torch.float64 and/or torch.float32, got {bad_dt}")
     caller = make_sign_caller(update, kind=kind)
     devs = _devices(devices)
-    cfg = settings(_settings(max_examples, shrink), derandomize=True)   # the same examples every run
+    cfg = settings(_settings(max_examples, shrink), derandomize=True)  # the same examples each run
     results = []
     for part in BANDS[:1 if band == "safe" else 2]:
         for dev in devs:
             for dt in dtypes:
                 name = str(dt).replace("torch.", "")
-                examples, sampled = make_smoothed_sign(caller, dt, dev, eps=eps, part=part, ulps=ulps,
-                                                       samples=samples, seed=seed)
+                examples, sampled = make_smoothed_sign(caller, dt, dev, eps=eps, part=part,
+                                                       ulps=ulps, samples=samples, seed=seed)
                 try:
                     cfg(examples)()
                     sampled()
                 except AssertionError as exc:
-                    results.append(CellResult("smoothed_sign", part, name, dev.type, Outcome.FAILED,
-                                              str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                    msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    results.append(CellResult("smoothed_sign", part, name, dev.type,
+                                              Outcome.FAILED, msg))
                     continue
-                results.append(CellResult("smoothed_sign", part, name, dev.type, Outcome.PASSED, "",
-                                          max_examples + samples))
+                results.append(CellResult("smoothed_sign", part, name, dev.type, Outcome.PASSED,
+                                          "", max_examples + samples))
     opts = [f"band={band!r}", f"eps={eps}", "bit for bit" if ulps == 0 else f"within {ulps} ulps",
-            "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes), "devices " + ", ".join(devices),
+            "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes),
+            "devices " + ", ".join(devices),
             f"{max_examples} examples + {samples} sampled gradients per cell (seed {seed})"]
     return KitReport(caller.how(), "; ".join(opts), tuple(results))
 

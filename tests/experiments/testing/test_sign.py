@@ -1,6 +1,6 @@
-"""The kit's smoothed_sign property (experiments/testing/sign.py, docs/theory.md section 8.6): Adam with
-betas (0, 0) equals the smoothed sign step bit for bit on the safe band in its three forms, differs outside
-it, and wrong implementations are caught with a counterexample."""
+"""The kit's smoothed_sign property (experiments/testing/sign.py, docs/theory.md section 8.6): Adam
+with betas (0, 0) equals the smoothed sign step bit for bit on the safe band in its three forms,
+differs outside it, and wrong implementations are caught with a counterexample."""
 
 from __future__ import annotations
 
@@ -48,19 +48,27 @@ def other_rounding(W, G, lr, eps):
     return W - lr * (G / (G.abs() + eps))
 
 
-@pytest.mark.parametrize("dtype, lo, hi", [(torch.float64, 1.49e-154, 1.34e154), (torch.float32, 1.08e-19, 1.84e19)])
+@pytest.mark.parametrize(
+    "dtype, lo, hi", [(torch.float64, 1.49e-154, 1.34e154), (torch.float32, 1.08e-19, 1.84e19)]
+)
 def test_band_is_where_squares_are_normal(dtype, lo, hi):
     a, b = band_limits(dtype)
     assert math.isclose(a, lo, rel_tol=1e-2) and math.isclose(b, hi, rel_tol=1e-2)
     fi = torch.finfo(dtype)
     edge = torch.tensor([a, float(np.nextafter(np.array(b, dtype=fi.dtype), 0))], dtype=dtype)
     sq = edge * edge
-    assert bool(in_band(edge).all()) and bool((sq >= fi.tiny).all()) and bool(torch.isfinite(sq).all())
+    assert (
+        bool(in_band(edge).all()) and bool((sq >= fi.tiny).all()) and bool(torch.isfinite(sq).all())
+    )
     out = torch.tensor([float(np.nextafter(np.array(a, dtype=fi.dtype), 0)), b], dtype=dtype)
-    assert not bool(in_band(out).any()) and float(out[0] ** 2) < fi.tiny and math.isinf(float(out[1] ** 2))
+    assert (
+        not bool(in_band(out).any())
+        and float(out[0] ** 2) < fi.tiny
+        and math.isinf(float(out[1] ** 2))
+    )
 
 
-@given(st.sampled_from(DTYPES), st.sampled_from(BANDS), st.integers(0, 2 ** 16))
+@given(st.sampled_from(DTYPES), st.sampled_from(BANDS), st.integers(0, 2**16))
 @example(torch.float32, BANDS[0], 0)
 @example(torch.float64, BANDS[1], 0)
 def test_sampled_gradients_lie_in_their_band_part(dtype, part, seed):
@@ -82,18 +90,29 @@ def test_reference_is_torch_addcdiv(dtype):
 @pytest.mark.parametrize("form", FORMS, ids=["for-loop", "foreach", "fused"])
 def test_adam_without_momentum_is_the_smoothed_sign_step_on_the_band(form):
     report = run_kit(partial(adam, **form), kind="optimizer", samples=1 << 14, **SIGN)
-    assert {(r.regime, r.dtype) for r in report.results} == {(BANDS[0], "float64"), (BANDS[0], "float32")}
-    for r in report.failures():   # only where torch's own float32 sqrt(g*g) is not |g| (docs/theory.md 8.6)
-        assert r.dtype == "float32" and not form.get("fused") and "torch's sqrt(G*G) = " in r.message, r.message
+    assert {(r.regime, r.dtype) for r in report.results} == {
+        (BANDS[0], "float64"),
+        (BANDS[0], "float32"),
+    }
+    for r in (
+        report.failures()
+    ):  # only where torch's own float32 sqrt(g*g) is not |g| (docs/theory.md 8.6)
+        assert (
+            r.dtype == "float32" and not form.get("fused") and "torch's sqrt(G*G) = " in r.message
+        ), r.message
     for dtype in DTYPES:
-        s = sample_smoothed_sign(partial(adam, **form), kind="optimizer", dtype=dtype, n=1 << 16, seed=1)
+        s = sample_smoothed_sign(
+            partial(adam, **form), kind="optimizer", dtype=dtype, n=1 << 16, seed=1
+        )
         assert s.checked == 1 << 16 and s.unexplained == 0, s.first
         if dtype == torch.float64 or form.get("fused"):
             assert s.mismatches == 0, s.first
 
 
 def test_outside_the_band_adam_differs_and_the_report_shows_it():
-    report = run_kit(partial(adam, foreach=False), kind="optimizer", band="full", samples=256, **SIGN)
+    report = run_kit(
+        partial(adam, foreach=False), kind="optimizer", band="full", samples=256, **SIGN
+    )
     text = report.format()
     assert "safe band      passed (float64/cpu, float32/cpu)" in text
     # g * g overflows: sqrt(g * g) = inf and Adam's step is exactly 0
@@ -102,7 +121,7 @@ def test_outside_the_band_adam_differs_and_the_report_shows_it():
 
 
 class SmoothedSign(torch.optim.Optimizer):
-    """The smoothed sign step as an Optimizer class taking lr= and eps= (kind guessed from the class)."""
+    """The smoothed sign step as an Optimizer class taking lr= and eps= (kind guessed)."""
 
     def __init__(self, params, lr=0.1, eps=1e-8):
         super().__init__(params, {"lr": lr, "eps": eps})
@@ -120,16 +139,27 @@ def test_a_plain_step_function_and_an_optimizer_class_pass():
     assert report.ok and "SmoothedSign as an optimizer (params, lr, eps)" in report.format()
 
 
-@pytest.mark.parametrize("wrong, samples, shown", [
-    (eps_in_sqrt, 0, "smoothed_sign fails (safe band): W="),      # hypothesis alone finds these two
-    (plain_sign, 0, "smoothed_sign fails (safe band): W="),
-    (other_rounding, 4096, "smoothed_sign fails (safe band): "),    # about 5% of gradients: the sample finds it
-])
+@pytest.mark.parametrize(
+    "wrong, samples, shown",
+    [
+        (eps_in_sqrt, 0, "smoothed_sign fails (safe band): W="),  # hypothesis alone finds these two
+        (plain_sign, 0, "smoothed_sign fails (safe band): W="),
+        (
+            other_rounding,
+            4096,
+            "smoothed_sign fails (safe band): ",
+        ),  # about 5% of gradients: the sample finds it
+    ],
+)
 def test_wrong_implementations_are_caught_with_a_counterexample(wrong, samples, shown):
     report = run_kit(wrong, samples=samples, **SIGN)
     assert [r.outcome.value for r in report.results] == ["FAILED", "FAILED"]
     for r in report.results:
-        assert shown in r.message and "W=" in r.message and "expected W + (-lr*G)/(|G|+eps) = " in r.message
+        assert (
+            shown in r.message
+            and "W=" in r.message
+            and "expected W + (-lr*G)/(|G|+eps) = " in r.message
+        )
 
 
 def test_one_ulp_tolerance_accepts_the_other_rounding_only():
@@ -138,14 +168,17 @@ def test_one_ulp_tolerance_accepts_the_other_rounding_only():
     assert sample_smoothed_sign(plain_sign, dtype=torch.float64, n=4096, ulps=1).mismatches > 0
 
 
-@pytest.mark.parametrize("options, pattern", [
-    ({"band": "half"}, r"band must be 'safe' or 'full'"),
-    ({"eps": 0.0}, r"eps must be a positive finite number"),
-    ({"eps": math.inf}, r"eps must be a positive finite number"),
-    ({"ulps": -1}, r"ulps and samples must be integers"),
-    ({"dtypes": (torch.float16,)}, r"dtypes must be"),
-    ({"properties": ("smoothed_sign", "descent")}, r"run it on its own"),
-])
+@pytest.mark.parametrize(
+    "options, pattern",
+    [
+        ({"band": "half"}, r"band must be 'safe' or 'full'"),
+        ({"eps": 0.0}, r"eps must be a positive finite number"),
+        ({"eps": math.inf}, r"eps must be a positive finite number"),
+        ({"ulps": -1}, r"ulps and samples must be integers"),
+        ({"dtypes": (torch.float16,)}, r"dtypes must be"),
+        ({"properties": ("smoothed_sign", "descent")}, r"run it on its own"),
+    ],
+)
 def test_bad_options_are_refused(options, pattern):
     with pytest.raises(KitUsageError, match=pattern):
         run_kit(smoothed, **{**SIGN, **options})

@@ -16,7 +16,6 @@ check ran (whatever the verdicts), 1 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 

@@ -23,7 +23,7 @@ from certify.exact import DyadicArray, dyadic
 from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
 from certify.rows import ConstraintSystem, OptimalTokens
 
-__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "resolve_alpha"]  # rows: re-exported
+__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "read_problem_file", "resolve_alpha"]  # rows: re-exported
 
 
 def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
@@ -303,46 +303,23 @@ class AttentionProblem:
     @classmethod
     def load(cls, path: str | Path) -> "AttentionProblem":
         """Read and validate a problem saved by `save` (``.npz`` or ``.json``)."""
-        path = Path(path)
-        if path.is_dir():
-            raise MdcertError(f"problem {str(path)!r} is a directory; give a .npz or .json problem file")
-        if not path.is_file():
-            raise MdcertError(f"problem file not found: {str(path)!r}; create one with 'mdcert synth -o problem.npz'")
-        suffix = path.suffix.lower()
-        try:
-            if suffix == ".json":
-                data = json.loads(path.read_text())
-                if not isinstance(data, dict):
-                    raise MdcertError(f"{str(path)!r} must hold a JSON object with keys X, y, z, v")
-            elif suffix == ".npz":
-                with open(path, "rb") as fh:
-                    if fh.read(4) != b"PK\x03\x04":
-                        raise MdcertError(f"cannot read problem {str(path)!r}: not a .npz archive; "
-                                          f"write problems with 'mdcert synth' or numpy.savez")
-                with np.load(path, allow_pickle=False) as f:
-                    data = {k: f[k] for k in f.files}
-            else:
-                raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
-        except MdcertError:
-            raise
-        except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, JSON/Unicode errors
-            msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-                msg = f"not valid JSON ({msg})"
-            raise MdcertError(f"cannot read problem {str(path)!r}: {msg}") from None
+        data = read_problem_file(path)
+        kind = data.pop("kind", None)
+        if isinstance(kind, np.ndarray) and kind.ndim == 0:
+            kind = kind.item()
+        if kind not in (None, "attention"):
+            raise MdcertError(f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; "
+                              f"load it with certify.classification.load_problem")
+        return cls.from_file_data(data)
+
+    @classmethod
+    def from_file_data(cls, data: dict) -> "AttentionProblem":
+        """`from_dict` on the arrays read by `read_problem_file` (an absent or 0-d alpha normalized)."""
         if "alpha" in data and (data["alpha"] is None or (isinstance(data["alpha"], np.ndarray)
                                                           and data["alpha"].dtype.kind == "O")):
             data.pop("alpha")
         elif isinstance(data.get("alpha"), np.ndarray) and data["alpha"].ndim == 0:
             data["alpha"] = data["alpha"].item()
-        if isinstance(data.get("provenance"), np.ndarray):  # .npz: the JSON text as a 0-d string array
-            text = data["provenance"]
-            if text.dtype.kind != "U" or text.ndim != 0:
-                raise MdcertError(f"cannot read problem {str(path)!r}: provenance must be stored as JSON text")
-            try:
-                data["provenance"] = json.loads(text.item())
-            except (ValueError, RecursionError):
-                raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
         return cls.from_dict(data)
 
     def describe(self) -> str:
@@ -359,3 +336,45 @@ class AttentionProblem:
     def __repr__(self) -> str:
         pad = "" if self.lengths is None else f", lengths={list(self.lengths)}"
         return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)}{pad})"
+
+
+def read_problem_file(path: str | Path) -> dict:
+    """The arrays (or JSON values) of a problem file, ``provenance`` decoded; one line on bad input.
+    Shared by every problem kind (`certify.classification.load_problem` dispatches on ``kind``)."""
+    path = Path(path)
+    if path.is_dir():
+        raise MdcertError(f"problem {str(path)!r} is a directory; give a .npz or .json problem file")
+    if not path.is_file():
+        raise MdcertError(f"problem file not found: {str(path)!r}; create one with 'mdcert synth -o problem.npz'")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise MdcertError(f"{str(path)!r} must hold a JSON object with keys X, y, z, v "
+                                  f"(or kind, X, y for a classification problem)")
+        elif suffix == ".npz":
+            with open(path, "rb") as fh:
+                if fh.read(4) != b"PK\x03\x04":
+                    raise MdcertError(f"cannot read problem {str(path)!r}: not a .npz archive; "
+                                      f"write problems with 'mdcert synth' or numpy.savez")
+            with np.load(path, allow_pickle=False) as f:
+                data = {k: f[k] for k in f.files}
+        else:
+            raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
+    except MdcertError:
+        raise
+    except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, JSON/Unicode errors
+        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+            msg = f"not valid JSON ({msg})"
+        raise MdcertError(f"cannot read problem {str(path)!r}: {msg}") from None
+    if isinstance(data.get("provenance"), np.ndarray):  # .npz: the JSON text as a 0-d string array
+        text = data["provenance"]
+        if text.dtype.kind != "U" or text.ndim != 0:
+            raise MdcertError(f"cannot read problem {str(path)!r}: provenance must be stored as JSON text")
+        try:
+            data["provenance"] = json.loads(text.item())
+        except (ValueError, RecursionError):
+            raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
+    return data

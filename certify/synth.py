@@ -127,6 +127,8 @@ def classification_problem(*, n: int, d: int, classes: int | None = None, separa
         raise MdcertError(f"invalid classes: {classes!r}; need an integer K with 2 <= K <= n (every class an example)")
     if not (isinstance(gap, (int, float)) and not isinstance(gap, bool) and 0 < gap <= 2):
         raise MdcertError(f"invalid gap: {gap!r}; need a number in (0, 2]")
+    if classes is None and n < 2:
+        raise MdcertError(f"invalid n: {n}; a binary problem needs n >= 2 (an example of each label)")
     rng = np.random.default_rng(seed)
     K = 2 if classes is None else int(classes)
 

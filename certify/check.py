@@ -5,8 +5,7 @@ torch) and none of the solver modules of `certify`: only the data model, the cer
 and python-flint. From the problem data and the certificate's exact vectors it recomputes, with
 exact integers and outward-rounded arb balls:
 
-- rows: the attention and decoder rows of an `AttentionProblem`, or the binary / multiclass
-  max-margin rows of a `ClassificationProblem` (docs/theory.md section 7), each built here from the data;
+- rows (built by the trusted `certify.checkrows`): attention / decoder, or max-margin (docs/theory.md section 7);
 - identity: data hash, svm, alpha, p (and, if the caller passes them, that they are the expected ones);
 - optimal: ``min A w >= 1`` exactly; ``lam >= 0``; ``OPT <= ||w||_p``; ``OPT >= 1^T lam/||A^T lam||_q``;
   distance ``||w - w*||_p``, normalized-direction and Bregman bounds (docs/theory.md section 4 formulas);
@@ -34,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from certify.certificate import Certificate, CertStatus
+from certify.checkrows import attention_rows, classification_rows
 from certify.classification import ClassificationProblem
 from certify.errors import MdcertError
 from certify.exact import format_exact, format_fraction, format_sci
@@ -61,59 +61,25 @@ class CheckResult(NamedTuple):
 
 
 class _Rows:
-    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder).
+    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder, and the
+    max-margin rows of a classification problem, from `certify.checkrows`).
 
     Row order: example i, then token t, for every valid token ``t != alpha_i`` (padding tokens
     ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""
 
-    def __init__(self, problem: AttentionProblem, svm: str, alpha: tuple[int, ...]) -> None:
-        X, z = problem.exact("X"), problem.exact("z")
-        Xi, Zi = X.ints.astype(object), z.ints.astype(object)
-        a = np.asarray(alpha, dtype=np.int64)
-        self.d = problem.d
-        if svm == "decoder":
-            ii, tt = np.arange(problem.n), a
-            self.L = Xi[ii, a] * np.where(np.asarray(problem.y) > 0, 1, -1).astype(object)[:, None]
-            self.R = None
+    def __init__(self, problem, svm: str, alpha: tuple[int, ...]) -> None:
+        if isinstance(problem, ClassificationProblem):  # plain rows of m entries (docs/theory.md section 7)
+            index, self.L, self.exp = classification_rows(problem)
+            ii, self.R, self.d = np.array([r[0] for r in index], dtype=np.int64), None, self.L.shape[1]
         else:
-            t = np.arange(problem.T)[None, :]
-            ii, tt = np.nonzero((t < np.asarray(problem.valid_lengths)[:, None]) & (t != a[:, None]))
-            self.L = Xi[ii, a[ii]] - Xi[ii, tt]
-            self.R = Zi[ii]
-        self.index = list(zip(ii.tolist(), tt.tolist())) if svm == "attention" else [(i,) for i in ii.tolist()]
+            index, ii, self.L, self.R, self.exp = attention_rows(problem, svm, alpha)
+            self.d = problem.d
+        self.index = index
         self.example, new = ii, np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
         self.starts, self.group = np.flatnonzero(new), np.cumsum(new) - 1  # per example: first row; per row: example
         self.N = len(self.index)
         self.L = self.L.reshape(self.N, self.d)
-        self.exp = X.exp + (z.exp if svm == "attention" else 0)
-        self.m = self.d * self.d if svm == "attention" else self.d
-
-    @classmethod
-    def classification(cls, problem: ClassificationProblem) -> "_Rows":
-        """The rows of the l_p max-margin program, built here from X and y alone (docs/theory.md
-        section 7): binary ``y_i x_i``, row (i,); multiclass ``vec((e_{y_i} - e_k) x_i^T)`` (row-major
-        K x d), row (i, k) for every class k != y_i in increasing order."""
-        self = cls.__new__(cls)
-        X = problem.exact_X()
-        Xi = X.ints.astype(object)
-        y = [int(v) for v in problem.y]
-        n, d = Xi.shape
-        if problem.classes is None:
-            self.index = [(i,) for i in range(n)]
-            self.L = Xi * np.array(y, dtype=object)[:, None]
-        else:
-            K = problem.classes
-            self.index = [(i, k) for i in range(n) for k in range(K) if k != y[i]]
-            self.L = np.zeros((len(self.index), K * d), dtype=object)
-            for r, (i, k) in enumerate(self.index):
-                self.L[r, y[i] * d:(y[i] + 1) * d] = Xi[i]
-                self.L[r, k * d:(k + 1) * d] = -Xi[i]
-        self.R, self.N, self.exp = None, len(self.index), X.exp
-        self.d = self.m = self.L.shape[1]  # plain rows of m entries
-        ii = np.array([r[0] for r in self.index], dtype=np.int64)
-        new = np.r_[True, ii[1:] != ii[:-1]]
-        self.example, self.starts, self.group = ii, np.flatnonzero(new), np.cumsum(new) - 1
-        return self
+        self.m = self.d * self.d if self.R is not None else self.d
 
     def _fm(self, F):  # rows of d exact integers as a python-flint matrix
         import flint
@@ -360,16 +326,13 @@ _OPTIMAL_ONLY = ("opt_lower", "opt_upper", "distance_upper", "direction_error_up
 
 
 def check_certificate(problem: AttentionProblem | ClassificationProblem, cert: Certificate | dict, *, p=None,
-                      svm: str | None = None,
-                      alpha=None, bits: int | None = None) -> CheckResult:
+                      svm: str | None = None, alpha=None, bits: int | None = None) -> CheckResult:
     """Recompute every claim of ``cert`` from ``problem`` (docs/theory.md section 4.6; see module docstring).
 
     Args:
-        problem: the data the certificate claims to be about: an `AttentionProblem`, or a
-            `ClassificationProblem` (its rows are built here from X and y, docs/theory.md section 7).
+        problem: the data the certificate claims to be about (attention or classification data).
         cert: a `Certificate` or its JSON dict.
-        p, svm, alpha: optional expected values; a certificate about anything else is rejected
-            (alpha: attention problems only).
+        p, svm, alpha: optional expected values; a certificate about anything else is rejected.
         bits: ball precision (default: from the sizes of the exact vectors).
     """
     import flint
@@ -392,25 +355,23 @@ def check_certificate(problem: AttentionProblem | ClassificationProblem, cert: C
         add("svm", svm == cert.svm, f"certificate svm = {cert.svm}, expected {svm}")
     if cert.d != problem.d:  # consumers reshape w with it
         add("d", False, f"certificate d = {cert.d}, the data has d = {problem.d}")
-    if isinstance(problem, ClassificationProblem):
-        if cert.svm != problem.kind:
-            add("svm", False, f"certificate svm = {cert.svm}, this {problem.kind} classification problem needs "
-                              f"svm = {problem.kind}")
-        a = None if cert.alpha else ()
-        if cert.alpha:
-            add("alpha", False, "a classification certificate has no token indices (alpha must be [])")
+    if isinstance(problem, ClassificationProblem):  # the problem's own program, no token indices
+        a = () if cert.svm == problem.kind and not cert.alpha else None
+        if a is None:
+            add("svm", False, f"certificate svm = {cert.svm}, alpha = {list(cert.alpha)[:4]}; this data needs "
+                              f"svm = {problem.kind}, alpha = []")
     else:
-        if cert.svm not in ("attention", "decoder"):
-            add("svm", False, f"certificate svm = {cert.svm} is about a classification problem, not attention data")
         try:
             a = resolve_alpha(problem, list(cert.alpha))
+            if cert.svm not in ("attention", "decoder"):
+                add("svm", False, f"certificate svm = {cert.svm} is about classification data")
             if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
                 add("alpha", False, f"certificate alpha = {list(a)}, expected {list(resolve_alpha(problem, alpha))}")
         except MdcertError as exc:
             add("alpha", False, str(exc))
             a = None
     if a is not None and all(cl.ok for cl in claims):
-        rows = _Rows.classification(problem) if isinstance(problem, ClassificationProblem) else _Rows(problem, cert.svm, a)
+        rows = _Rows(problem, cert.svm, a)
         why = size_violation(cert, size_budget(p=cert.p, rows_L=rows.L, rows_R=rows.R, rows_exp=rows.exp, m=rows.m))
         add("size_limits", why is None, why or "every integer and exponent within this problem's limits")
     if a is not None and all(cl.ok for cl in claims):

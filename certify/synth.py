@@ -142,6 +142,8 @@ def classification_problem(*, n: int, d: int, classes: int | None = None, separa
         return ClassificationProblem(X, np.where(y > 0, 1.0, -1.0) if classes is None else y.astype(np.float64),
                                      classes=classes)
     W = rng.standard_normal((1 if classes is None else K, d))
+    if classes is not None:  # centred: for K <= d + 1 every class owns a cone of points
+        W -= W.mean(axis=0)
     W /= np.linalg.norm(W, axis=1, keepdims=True)
     kept_X, kept_y, have = [], [], 0
     for _ in range(1000):

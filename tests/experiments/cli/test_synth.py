@@ -45,3 +45,23 @@ def test_synth_bad_min_T_one_line(tmp_path, capsys, min_T) -> None:
     err = capsys.readouterr().err
     assert "invalid --min-T" in err and err.strip().count("\n") == 0
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("extra", "kind", "K"), [([], "binary", 2), (["--classes", "4", "--random"], "multiclass", 4)])
+def test_synth_classification(tmp_path, capsys, extra, kind, K) -> None:
+    from certify.classification import load_problem
+    from certify.synth import classification_problem
+
+    out = tmp_path / "points.npz"
+    assert main(["synth", "--classification", "--n", "50", "--d", "3", "--seed", "2", *extra, "-o", str(out)]) == 0
+    prob = load_problem(out)
+    assert (prob.kind, prob.K, prob.n, prob.d) == (kind, K, 50, 3)
+    again = classification_problem(n=50, d=3, classes=None if K == 2 else K, separable="--random" not in extra, seed=2)
+    assert prob.data_hash() == again.data_hash()
+    assert f"{kind} classification, n=50 d=3" in capsys.readouterr().out
+
+
+def test_synth_classes_needs_classification(tmp_path, capsys) -> None:
+    assert main(["synth", "--classes", "3", "-o", str(tmp_path / "p.npz")]) == 1
+    assert "--classes needs --classification" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

@@ -206,3 +206,20 @@ def test_valid_certificate_with_huge_weak_bounds_exports(files, tmp_path, capsys
     assert main(["verify", str(files / "problem.npz"), str(tmp_path / "weak.json"), "--export-w",
                  str(tmp_path / "W.npy")]) == 0
     assert "<= 1.00e+400" in capsys.readouterr().out and (tmp_path / "W.npy").exists()
+
+
+def test_verify_classification_and_tampered(tmp_path, capsys):
+    from certify.maxmargin import certify_max_margin
+    from certify.synth import classification_problem
+
+    prob = classification_problem(n=60, d=3, classes=3, seed=1)
+    prob.save(tmp_path / "points.npz")
+    data = certify_max_margin(prob, "2", digits=20).to_json()
+    (tmp_path / "cert.json").write_text(json.dumps(data))
+    assert main(["verify", str(tmp_path / "points.npz"), str(tmp_path / "cert.json"), "--p", "2", "--svm", "multiclass"]) == 0
+    assert "verified: all" in capsys.readouterr().out
+    num, den = (int(k) for k in data["opt_lower"].split("/"))
+    data["opt_lower"] = f"{num * 11}/{den * 10}"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    assert main(["verify", str(tmp_path / "points.npz"), str(tmp_path / "bad.json")]) == 1
+    assert "NOT verified: opt_lower" in capsys.readouterr().err

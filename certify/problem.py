@@ -308,8 +308,8 @@ class AttentionProblem:
         if isinstance(kind, np.ndarray) and kind.ndim == 0:
             kind = kind.item()
         if kind not in (None, "attention"):
-            raise MdcertError(f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; "
-                              f"load it with certify.classification.load_problem")
+            raise MdcertError(f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; 'mdcert "
+                              f"certify' and 'mdcert verify' take it (certify.classification.load_problem)")
         return cls.from_file_data(data)
 
     @classmethod

@@ -21,10 +21,13 @@ import numpy as np
 from certify.errors import MdcertError
 from certify.exact import decimal_int, decimal_str, format_fraction, parse_fraction
 
-__all__ = ["CertStatus", "SupportClass", "ExactVector", "Certificate", "CERT_FORMAT"]
+__all__ = ["CertStatus", "SupportClass", "ExactVector", "Certificate", "CERT_FORMAT", "SVMS", "solution_shape"]
 
 #: version tag written into every certificate JSON
 CERT_FORMAT = "mdcert-certificate/1"
+#: the programs a certificate can be about: the attention and decoder SVMs (docs/theory.md section 3) and
+#: the binary and multiclass l_p max-margin programs of a classification problem (section 7)
+SVMS = ("attention", "decoder", "binary", "multiclass")
 
 
 class CertStatus(str, Enum):
@@ -183,7 +186,7 @@ class Certificate:
 
     Attributes:
         status: optimal / infeasible / no_verified_result.
-        svm: "attention" or "decoder".
+        svm: "attention", "decoder", "binary" or "multiclass" (`SVMS`).
         p: exact exponent.
         alpha: token indices.
         data_hash: `AttentionProblem.data_hash()` of the data the claims are about.
@@ -236,7 +239,7 @@ class Certificate:
     def _shape(self) -> tuple[int, ...]:
         if self.w is None:
             raise MdcertError(f"certificate has no solution (status {self.status.value})")
-        return (self.d, self.d) if self.svm == "attention" else (len(self.w),)
+        return solution_shape(self.svm, self.d, len(self.w))
 
     def solution_exact(self) -> list[Fraction]:
         """The returned feasible point w exactly (flattened row-major, length m)."""
@@ -244,7 +247,7 @@ class Certificate:
         return self.w.fractions()
 
     def solution_float(self) -> np.ndarray:
-        """w rounded to float64, shape (d, d) (attention) or (d,) (decoder)."""
+        """w rounded to float64, shape (d, d) (attention), (K, d) (multiclass) or (d,) (decoder, binary)."""
         shape = self._shape()
         return self.w.to_float().reshape(shape)
 
@@ -319,8 +322,8 @@ class Certificate:
             raise MdcertError(f"unknown certificate status {_shown(data.get('status'))}; expected optimal, infeasible "
                               f"or no_verified_result") from None
         svm = data.get("svm")
-        if svm not in ("attention", "decoder"):
-            raise MdcertError(f"certificate 'svm' must be 'attention' or 'decoder', got {_shown(svm)}")
+        if svm not in SVMS:
+            raise MdcertError(f"certificate 'svm' must be one of {', '.join(SVMS)}, got {_shown(svm)}")
         p = _unfrac(data, "p")
         if p is None or p <= 1:
             raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {_shown(data.get('p'))}")
@@ -359,3 +362,13 @@ class Certificate:
                    exact_kkt=bool(data.get("exact_kkt", False)), d=int(data.get("d", 0)),
                    digits=int(data.get("digits", 0)), info=dict(data.get("info") or {}),
                    gordan_basis=None if basis is None else tuple(basis), **vecs)
+
+
+def solution_shape(svm: str, d: int, size: int) -> tuple[int, ...]:
+    """The shape of a certified point of ``size`` entries: (d, d) attention, (K, d) multiclass
+    (row-major, ``W[k, j] = w[k*d + j]``), (size,) decoder and binary."""
+    if svm == "attention":
+        return (d, d)
+    if svm == "multiclass" and d > 0 and size % d == 0:
+        return (size // d, d)
+    return (size,)

@@ -5,6 +5,7 @@ torch) and none of the solver modules of `certify`: only the data model, the cer
 and python-flint. From the problem data and the certificate's exact vectors it recomputes, with
 exact integers and outward-rounded arb balls:
 
+- rows (built by the trusted `certify.checkrows`): attention / decoder, or max-margin (docs/theory.md section 7);
 - identity: data hash, svm, alpha, p (and, if the caller passes them, that they are the expected ones);
 - optimal: ``min A w >= 1`` exactly; ``lam >= 0``; ``OPT <= ||w||_p``; ``OPT >= 1^T lam/||A^T lam||_q``;
   distance ``||w - w*||_p``, normalized-direction and Bregman bounds (docs/theory.md section 4 formulas);
@@ -33,6 +34,8 @@ from typing import NamedTuple
 import numpy as np
 
 from certify.certificate import Certificate, CertStatus
+from certify.checkrows import attention_rows, classification_rows
+from certify.classification import ClassificationProblem
 from certify.errors import MdcertError
 from certify.exact import format_exact, format_sci
 from certify.limits import TIGHT_GROUPS, size_budget, size_violation
@@ -59,32 +62,25 @@ class CheckResult(NamedTuple):
 
 
 class _Rows:
-    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder).
+    """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder, and the
+    max-margin rows of a classification problem, from `certify.checkrows`).
 
     Row order: example i, then token t, for every valid token ``t != alpha_i`` (padding tokens
     ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""
 
-    def __init__(self, problem: AttentionProblem, svm: str, alpha: tuple[int, ...]) -> None:
-        X, z = problem.exact("X"), problem.exact("z")
-        Xi, Zi = X.ints.astype(object), z.ints.astype(object)
-        a = np.asarray(alpha, dtype=np.int64)
-        self.d = problem.d
-        if svm == "decoder":
-            ii, tt = np.arange(problem.n), a
-            self.L = Xi[ii, a] * np.where(np.asarray(problem.y) > 0, 1, -1).astype(object)[:, None]
-            self.R = None
+    def __init__(self, problem, svm: str, alpha: tuple[int, ...]) -> None:
+        if isinstance(problem, ClassificationProblem):  # plain rows of m entries (docs/theory.md section 7)
+            index, self.L, self.exp = classification_rows(problem)
+            ii, self.R, self.d = np.array([r[0] for r in index], dtype=np.int64), None, self.L.shape[1]
         else:
-            t = np.arange(problem.T)[None, :]
-            ii, tt = np.nonzero((t < np.asarray(problem.valid_lengths)[:, None]) & (t != a[:, None]))
-            self.L = Xi[ii, a[ii]] - Xi[ii, tt]
-            self.R = Zi[ii]
-        self.index = list(zip(ii.tolist(), tt.tolist())) if svm == "attention" else [(i,) for i in ii.tolist()]
+            index, ii, self.L, self.R, self.exp = attention_rows(problem, svm, alpha)
+            self.d = problem.d
+        self.index = index
         self.example, new = ii, np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
         self.starts, self.group = np.flatnonzero(new), np.cumsum(new) - 1  # per example: first row; per row: example
         self.N = len(self.index)
         self.L = self.L.reshape(self.N, self.d)
-        self.exp = X.exp + (z.exp if svm == "attention" else 0)
-        self.m = self.d * self.d if svm == "attention" else self.d
+        self.m = self.d * self.d if self.R is not None else self.d
 
     def _fm(self, F):  # rows of d exact integers as a python-flint matrix
         import flint
@@ -271,11 +267,8 @@ def _check_support(rows: _Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, 
     else:
         eps = _top((_top(ub * ub - lb * lb) / _q(q - 1)).sqrt())
         t = a / uq ** (2 / qa)
-    saved, flint.ctx.prec = flint.ctx.prec, 128  # the per-row tests need no more than this
-    try:
+    with flint.ctx.workprec(128):  # the per-row tests need no more than this
         _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, add)
-    finally:
-        flint.ctx.prec = saved
 
 
 def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, add) -> None:
@@ -336,12 +329,12 @@ _ONLY = {CertStatus.OPTIMAL: ("opt_lower", "opt_upper", "distance_upper", "direc
          CertStatus.INFEASIBLE: ("gordan", "gordan_basis")}  # fields that only this status proves
 
 
-def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=None, svm: str | None = None,
-                      alpha=None, bits: int | None = None) -> CheckResult:
+def check_certificate(problem: AttentionProblem | ClassificationProblem, cert: Certificate | dict, *, p=None,
+                      svm: str | None = None, alpha=None, bits: int | None = None) -> CheckResult:
     """Recompute every claim of ``cert`` from ``problem`` (docs/theory.md section 4.6; see module docstring).
 
     Args:
-        problem: the data the certificate claims to be about.
+        problem: the data the certificate claims to be about (attention or classification data).
         cert: a `Certificate` or its JSON dict.
         p, svm, alpha: optional expected values; a certificate about anything else is rejected.
         bits: ball precision (default: from the sizes of the exact vectors).
@@ -370,30 +363,33 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
              for k in keys if getattr(cert, k) not in (None, False)]
     add("unverified_fields", not extra, f"status {cert.status.value} cannot carry {extra}" if extra
         else "no field beyond what the status proves")
-    try:
-        a = resolve_alpha(problem, list(cert.alpha))
-        if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
-            add("alpha", False, f"certificate alpha = {list(a)}, expected {list(resolve_alpha(problem, alpha))}")
-    except MdcertError as exc:
-        add("alpha", False, str(exc))
-        a = None
+    if isinstance(problem, ClassificationProblem):  # the problem's own program, no token indices
+        a = () if cert.svm == problem.kind and not cert.alpha else None
+        if a is None:
+            add("svm", False, f"certificate svm = {cert.svm}, alpha = {list(cert.alpha)[:4]}; this data needs "
+                              f"svm = {problem.kind}, alpha = []")
+    else:
+        try:
+            a = resolve_alpha(problem, list(cert.alpha))
+            if cert.svm not in ("attention", "decoder"):
+                add("svm", False, f"certificate svm = {cert.svm} is about classification data")
+            if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
+                add("alpha", False, f"certificate alpha = {list(a)}, expected {list(resolve_alpha(problem, alpha))}")
+        except MdcertError as exc:
+            add("alpha", False, str(exc))
+            a = None
     if a is not None and all(cl.ok for cl in claims):
         rows = _Rows(problem, cert.svm, a)
         why = size_violation(cert, size_budget(p=cert.p, rows_L=rows.L, rows_R=rows.R, rows_exp=rows.exp, m=rows.m))
         add("size_limits", why is None, why or "every integer and exponent within this problem's limits")
     if a is not None and all(cl.ok for cl in claims):
         sizes = [abs(k).bit_length() for v in (cert.w, cert.lam) if v is not None for k in v.ints]
-        prec = bits or 64 + max([128] + sizes)
-        old = flint.ctx.prec
-        flint.ctx.prec = prec
-        try:
+        with flint.ctx.workprec(bits or 64 + max([128] + sizes)):
             if cert.status is CertStatus.OPTIMAL:
                 _check_optimal(rows, cert, add)
             elif cert.status is CertStatus.INFEASIBLE:  # an exact Gordan vector, or one up to a verified correction
                 add("gordan", *gordan_check(rows, cert.gordan, cert.gordan_basis))
             else:
                 add("status", True, "no_verified_result: nothing is claimed")
-        finally:
-            flint.ctx.prec = old
     first = next((f"{cl.name}: {cl.detail}" for cl in claims if not cl.ok), None)
     return CheckResult(first is None, tuple(claims), first)

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from certify.certificate import Certificate, CertStatus
+from certify.certificate import Certificate, CertStatus, solution_shape
 from certify.errors import MdcertError
 from certify.exact import format_fraction, format_sci
 
@@ -40,7 +40,8 @@ class CertifiedSolution:
     """A certified SVM solution rounded to float64 (docs/theory.md section 4.2; see module docstring).
 
     Attributes:
-        svm: "attention" (``point`` is W, shape (d, d), row-major) or "decoder" (``point`` is v, shape (d,)).
+        svm: "attention" (``point`` is W, shape (d, d), row-major), "decoder" (``point`` is v, shape (d,)),
+            "binary" (w, shape (d,)) or "multiclass" (W, shape (K, d), row-major; docs/theory.md section 7).
         p: the exact exponent.
         alpha: the token indices of the SVM.
         point: the certified feasible point rounded to float64 (read-only array).
@@ -63,10 +64,11 @@ class CertifiedSolution:
 
     def describe(self) -> str:
         """One line: what the point is and how far it is from the optimum."""
-        name = "W" if self.svm == "attention" else "v"
+        name = "W" if self.svm in ("attention", "multiclass") else "v" if self.svm == "decoder" else "w"
         shape = " x ".join(str(k) for k in self.point.shape)
-        return (f"{name} = certified feasible point of the {self.svm} SVM (float64, {shape}"
-                f"{', row-major' if self.svm == 'attention' else ''}): ||{name} - {name}_mm||_p <= "
+        what = "max-margin program" if self.svm in ("binary", "multiclass") else "SVM"
+        return (f"{name} = certified feasible point of the {self.svm} {what} (float64, {shape}"
+                f"{', row-major' if self.svm in ('attention', 'multiclass') else ''}): ||{name} - {name}_mm||_p <= "
                 f"{format_sci(self.distance_upper)}, direction error <= {format_sci(self.direction_error_upper)}")
 
     def to_json(self) -> dict:
@@ -154,10 +156,12 @@ def certified_solution(cert: Certificate | dict, *, problem=None) -> CertifiedSo
         raise MdcertError(f"the certificate's status is {cert.status.value}: it holds no certified solution to "
                           f"export (certify a feasible SVM first)")
     m = cert.d * cert.d if cert.svm == "attention" else cert.d
+    if cert.svm == "multiclass" and cert.d >= 1 and len(cert.w) % cert.d == 0 and len(cert.w) >= 2 * cert.d:
+        m = len(cert.w)  # K x d, K = len(w) / d
     if len(cert.w) != m or cert.d < 1:
         raise MdcertError(f"the certificate's solution has {len(cert.w)} entries, but d = {cert.d} needs {m}; "
                           f"the certificate is damaged")
-    shape = (cert.d, cert.d) if cert.svm == "attention" else (cert.d,)
+    shape = solution_shape(cert.svm, cert.d, m)
     point = cert.w.to_float().reshape(shape)
     if not np.all(np.isfinite(point)):
         raise MdcertError("the certified solution has entries beyond the float64 range; it cannot be exported "

@@ -179,15 +179,21 @@ def size_violation(cert, budget: SizeBudget) -> str | None:
 
 
 def max_certificate_bytes(problem) -> int:
-    """Bytes a certificate of ``problem`` (an `AttentionProblem`) may have, whatever its SVM and p:
+    """Bytes a certificate of ``problem`` (an `AttentionProblem` or a `ClassificationProblem`) may have,
+    whatever its SVM and p:
     its integers at the exact budget of p = 16, in decimal, plus support lists and diagnostics
     (capped at `MAX_JSON_BYTES`). Read before parsing, so a huge file is refused unread."""
-    def bits(name: str) -> int:
-        return max((abs(int(k)).bit_length() for k in problem.exact(name).ints.ravel()), default=0)
+    def bits(arr) -> int:
+        return int(np.abs(arr.ints).max()).bit_length() if arr.ints.size else 0
 
-    N, m = problem.n * max(problem.T - 1, 1), problem.d * problem.d
-    exp = abs(problem.exact("X").exp) + abs(problem.exact("z").exp)
-    budget = SizeBudget(p=Fraction(16), data_bits=bits("X") + 1 + bits("z"), rank=min(N, m), rows_exp=exp)
+    if hasattr(problem, "exact_X"):  # a ClassificationProblem: plain rows of m entries
+        X = problem.exact_X()
+        N, m, exp, data_bits = problem.N, problem.m, abs(X.exp), bits(X) + 1
+    else:
+        X, z = problem.exact("X"), problem.exact("z")
+        N, m = problem.n * max(problem.T - 1, 1), problem.d * problem.d
+        exp, data_bits = abs(X.exp) + abs(z.exp), bits(X) + 1 + bits(z)
+    budget = SizeBudget(p=Fraction(16), data_bits=data_bits, rank=min(N, m), rows_exp=exp)
     digits = math.ceil(budget.exact_bits * 0.30103) + 8
     return min(MAX_JSON_BYTES, (1 << 20) + (m + N + min(N, m) + 16) * digits + 64 * N)
 

@@ -128,7 +128,15 @@ class ExactOps:
 
     def _lmat(self):
         if "Lmat" not in self._cache:
-            self._cache["Lmat"] = _fmpz(self.N, self.d, self.L.ravel())
+            full = self.N == self.cs.N
+            if full and "Lmat" in self.cs._cache:  # one fmpz_mat of the whole system, shared by its ExactOps
+                self._cache["Lmat"] = self.cs._cache["Lmat"]
+            else:
+                ints = self.cs.left.ints
+                vals = ints[self.rows].ravel().tolist() if ints.dtype != object else self.L.ravel()  # int64: fast
+                self._cache["Lmat"] = _fmpz(self.N, self.d, vals)
+                if full:
+                    self.cs._cache["Lmat"] = self._cache["Lmat"]
         return self._cache["Lmat"]
 
     def matvec(self, w: Sequence[int]) -> list[int]:
@@ -241,6 +249,13 @@ class ExactOps:
         full = self.N == self.cs.N and "representatives" in self.cs._cache
         if full:
             return self.cs._cache["representatives"]
+        if self.R is None and self.cs.left.ints.dtype != object:  # plain int64 rows: equal keys = equal rows
+            _, first, inv = np.unique(self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True)
+            rep = first[inv.ravel()].astype(np.int64)
+            self._cache["rep"] = rep
+            if self.N == self.cs.N:
+                self.cs._cache["representatives"] = rep
+            return rep
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
         L, R = self.L, self.R

@@ -24,7 +24,7 @@ from certify.exact import DyadicArray, dyadic
 from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
 from certify.rows import ConstraintSystem, OptimalTokens
 
-__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "resolve_alpha"]  # rows: re-exported
+__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "read_problem_file", "resolve_alpha"]  # rows: re-exported
 
 
 def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
@@ -304,39 +304,32 @@ class AttentionProblem:
 
     @classmethod
     def load(cls, path: str | Path, *, memory_budget: int | None = None) -> "AttentionProblem":
-        """Read and validate a problem saved by `save` (``.npz`` or ``.json``) through `certify.loaders`:
-        a regular file, sizes bounded before reading (half of ``memory_budget``, default
-        `certify.budget.default_budget`), strict JSON, every number converted to float64 exactly or
-        refused (`certify.exactfloat`). Warns (`InputWarning`) on suspicious data (`certify.inspect`)."""
-        from certify.info import input_warnings
-        from certify.loaders import PROBLEM_KEYS, problem_arrays, read_json_object, read_npz, regular_file
+        """Read and validate a problem saved by `save` (``.npz`` or ``.json``) through `read_problem_file`
+        (bounded, strict, exact: `certify.loaders`, `certify.exactfloat`); a file of another kind
+        (``kind = "classification"``) is refused in one line."""
+        data = read_problem_file(path, memory_budget=memory_budget)
+        kind = data.pop("kind", None)
+        if isinstance(kind, np.ndarray) and kind.ndim == 0:
+            kind = kind.item()
+        if kind not in (None, "attention"):
+            raise MdcertError(f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; 'mdcert "
+                              f"certify' and 'mdcert verify' take it (certify.classification.load_problem)")
+        return cls.from_file_data(data, path=path)
 
-        path = Path(path)
-        suffix = path.suffix.lower()
-        regular_file(path, what="problem", missing=f"problem file not found: {str(path)!r}; create one with "
-                                                    f"'mdcert synth -o problem.npz'")
-        if suffix == ".json":
-            data = problem_arrays(read_json_object(path, what="problem", budget=memory_budget))
-        elif suffix == ".npz":
-            data = read_npz(path, keys=PROBLEM_KEYS, what="problem", budget=memory_budget)
-        else:
-            raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
+    @classmethod
+    def from_file_data(cls, data: dict, *, path: str | Path | None = None) -> "AttentionProblem":
+        """`from_dict` on the arrays read by `read_problem_file` (an absent or 0-d alpha normalized);
+        warns (`InputWarning`) on suspicious data (`certify.info.input_warnings`)."""
+        from certify.info import input_warnings
+
         if "alpha" in data and (data["alpha"] is None or (isinstance(data["alpha"], np.ndarray)
                                                           and data["alpha"].dtype.kind == "O")):
             data.pop("alpha")
         elif isinstance(data.get("alpha"), np.ndarray) and data["alpha"].ndim == 0:
             data["alpha"] = data["alpha"].item()
-        if isinstance(data.get("provenance"), np.ndarray):  # .npz: the JSON text as a 0-d string array
-            text = data["provenance"]
-            if text.dtype.kind != "U" or text.ndim != 0:
-                raise MdcertError(f"cannot read problem {str(path)!r}: provenance must be stored as JSON text")
-            try:
-                data["provenance"] = json.loads(text.item())
-            except (ValueError, RecursionError):
-                raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
         problem = cls.from_dict(data)
         for line in input_warnings(problem):
-            warnings.warn(InputWarning(f"problem {str(path)!r}: {line}"), stacklevel=2)
+            warnings.warn(InputWarning(f"problem {str(path)!r}: {line}"), stacklevel=3)
         return problem
 
     def describe(self) -> str:
@@ -353,3 +346,32 @@ class AttentionProblem:
     def __repr__(self) -> str:
         pad = "" if self.lengths is None else f", lengths={list(self.lengths)}"
         return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)}{pad})"
+
+
+def read_problem_file(path: str | Path, *, memory_budget: int | None = None) -> dict:
+    """The arrays (or JSON values) of a problem file of any kind, ``provenance`` decoded; one line on bad
+    input. Read through `certify.loaders`: a regular file, sizes bounded before reading (half of
+    ``memory_budget``, default `certify.memory.default_budget`), strict JSON whose numbers are converted
+    exactly or refused (`certify.exactfloat`). Shared by every problem kind
+    (`certify.classification.load_problem` dispatches on ``kind``)."""
+    from certify.loaders import PROBLEM_KEYS, problem_arrays, read_json_object, read_npz, regular_file
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    regular_file(path, what="problem", missing=f"problem file not found: {str(path)!r}; create one with "
+                                                f"'mdcert synth -o problem.npz'")
+    if suffix == ".json":
+        data = problem_arrays(read_json_object(path, what="problem", budget=memory_budget))
+    elif suffix == ".npz":
+        data = read_npz(path, keys=PROBLEM_KEYS + ("kind", "classes"), what="problem", budget=memory_budget)
+    else:
+        raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
+    if isinstance(data.get("provenance"), np.ndarray):  # .npz: the JSON text as a 0-d string array
+        text = data["provenance"]
+        if text.dtype.kind != "U" or text.ndim != 0:
+            raise MdcertError(f"cannot read problem {str(path)!r}: provenance must be stored as JSON text")
+        try:
+            data["provenance"] = json.loads(text.item())
+        except (ValueError, RecursionError):
+            raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
+    return data

@@ -35,7 +35,7 @@ from certify.structured import row_factors
 from certify.warmstart import warm_start
 from certify.workingset import working_set_bytes, working_set_start
 
-__all__ = ["certify_svm", "target_bits", "DENSE_ENTRIES", "PATHS"]
+__all__ = ["certify_svm", "certify_system", "target_bits", "DENSE_ENTRIES", "PATHS"]
 
 #: attention systems with more than this many entries N * d^2 take the structured path under "auto"
 DENSE_ENTRIES = 1 << 20
@@ -94,7 +94,7 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
                                       or memory_budget <= 0):
         raise MdcertError(f"invalid memory_budget {memory_budget!r}; give a positive number of bytes")
     opts = dict(svm=svm, digits=digits, time_limit=time_limit, memory_budget=memory_budget, path=path,
-                progress=progress if progress is not None else _no_progress)
+                progress=progress)
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
         scaled = _rescaled(problem) if isinstance(problem, AttentionProblem) else None
         if scaled is None:
@@ -148,21 +148,44 @@ def _structured(problem: AttentionProblem, svm: str, path: str) -> tuple[bool, i
 
 
 def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, path, progress) -> Certificate:
-    t0 = time.perf_counter()
     if not isinstance(problem, AttentionProblem):
         raise MdcertError(f"certify_svm needs an AttentionProblem, got {type(problem).__name__}")
-    pf = parse_p(p)
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 2000:
-        raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
-    digits = int(digits)
+    parse_p(p)
+    _check_digits(digits)
     a = resolve_alpha(problem, alpha)
     if svm not in ("attention", "decoder"):
         constraint_system(problem, svm, a)  # the one error message for an unknown svm
     structured, N = _structured(problem, svm, path)
     m = problem.d ** 2 if svm == "attention" else problem.d
-    budget = default_budget() if memory_budget is None else int(memory_budget)
     need = solve_bytes(N=N, d=problem.d, m=m, n=problem.n, T=problem.T, structured=structured)
-    base = dict(svm=svm, p=pf, alpha=a, data_hash=problem.data_hash(), d=problem.d, digits=digits)
+    return certify_system(lambda: constraint_system(problem, svm, a), p, svm=svm, alpha=a,
+                          data_hash=problem.data_hash(), d=problem.d, N=N, m=m, need=need,
+                          structured=structured, digits=digits, time_limit=time_limit,
+                          memory_budget=memory_budget, progress=progress)
+
+
+def _check_digits(digits) -> int:
+    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 2000:
+        raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
+    return int(digits)
+
+
+def certify_system(build, p, *, svm: str, data_hash: str, d: int, N: int, m: int, need: int, alpha=(),
+                   structured: bool = True, digits: int = 60,
+                   time_limit: float | None = None, memory_budget: int | None = None,
+                   progress=None) -> Certificate:
+    """The certified pipeline on one system of N rows and m variables (docs/theory.md sections 4.5, 7).
+
+    ``build()`` returns the exact `ConstraintSystem` (called after the memory check). The other
+    arguments name the certificate (``svm``, ``alpha``, ``data_hash``, ``d``) and size the solve:
+    ``structured`` takes the working-set warm start (memory O(N m) for the rows, never N x N);
+    ``need`` is the estimated peak bytes (`certify.budget.solve_bytes`). See `certify_svm` for the rest."""
+    t0 = time.perf_counter()
+    pf = parse_p(p)
+    digits = _check_digits(digits)
+    progress = progress if progress is not None else _no_progress
+    budget = default_budget() if memory_budget is None else int(memory_budget)
+    base = dict(svm=svm, p=pf, alpha=tuple(alpha), data_hash=data_hash, d=d, digits=digits)
     if need > budget:
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
             "reason": f"too large for the memory budget: N = {N} rows x {m} variables needs about "
@@ -170,7 +193,7 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
                       f"(mdcert certify --memory-budget) or certify fewer examples",
             "memory_estimate_bytes": need, "memory_budget_bytes": budget})
     try:
-        return _solve(problem, pf, a, base, svm=svm, digits=digits, time_limit=time_limit, t0=t0,
+        return _solve(build(), pf, base, digits=digits, time_limit=time_limit, t0=t0,
                       structured=structured, budget=budget, need=need, progress=progress)
     except MemoryError:
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
@@ -180,9 +203,8 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
             "seconds": round(time.perf_counter() - t0, 4)})
 
 
-def _solve(problem, pf, a, base, *, svm, digits, time_limit, t0, structured, budget, need, progress) -> Certificate:
+def _solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, progress) -> Certificate:
     progress(0.0, "warm start")
-    cs = constraint_system(problem, svm, a)
     ops = ExactOps(cs)
     info: dict = {}
 

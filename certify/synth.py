@@ -1,14 +1,16 @@
-"""Seeded synthetic data: the paper's experiments (arXiv 2410.14581, section 6) and planted-feasible
-instances of the attention SVM (docs/theory.md section 3) for constraint-heavy benchmarks."""
+"""Seeded synthetic data: the paper's experiments (arXiv 2410.14581, section 6), planted-feasible
+instances of the attention SVM (docs/theory.md section 3) for constraint-heavy benchmarks, and
+planted-separable or random classification problems (docs/theory.md section 7)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from certify.classification import ClassificationProblem
 from certify.errors import MdcertError
 from certify.problem import AttentionProblem
 
-__all__ = ["synthetic_problem", "planted_problem"]
+__all__ = ["synthetic_problem", "planted_problem", "classification_problem"]
 
 
 def _unit(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -91,3 +93,74 @@ def planted_problem(*, n: int, T: int, d: int, seed: int = 0, margin: float = 0.
     unorm2 = np.einsum("nd,nd->n", u, u)
     X[rows, alpha] += (need / np.maximum(unorm2, 1e-300))[:, None] * u  # raises s_alpha by `need`
     return AttentionProblem(X, y, z, v, alpha=alpha)
+
+
+
+#: classification points are rounded to multiples of 2**-GRID_BITS (short exact integers)
+GRID_BITS = 16
+
+
+def classification_problem(*, n: int, d: int, classes: int | None = None, separable: bool = True, seed: int = 0,
+                           gap: float = 0.25) -> ClassificationProblem:
+    """A seeded classification problem (docs/theory.md section 7): points ``N(0, I/d)`` rounded to
+    multiples of ``2**-GRID_BITS`` (so their exact integers are short).
+
+    Separable (planted): a Gaussian ``w*`` (binary) or ``W*`` (K x d, multiclass) labels each point
+    by ``sign(x^T w*)`` or ``argmax_k (W* x)_k``, and only points whose planted margin (``|x^T w*|``,
+    or the gap between the two best classes) is at least ``gap`` times its standard deviation are
+    kept (drawn until n are kept): far above the rounding, so ``w*`` separates the returned points.
+    Random (``separable=False``): labels uniform, independent of the points (for n well above
+    d K, not separable). Same seed, same problem.
+
+    Args:
+        n, d: examples and features (>= 1).
+        classes: None (binary, labels -1/+1) or K >= 2 (labels 0..K-1).
+        separable: planted separable (True) or random labels (False).
+        seed: random seed.
+        gap: kept planted margin in standard deviations, in (0, 2].
+    """
+    for name, val in (("n", n), ("d", d)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
+            raise MdcertError(f"invalid {name}: {val!r}; need an integer >= 1")
+    if classes is not None and (isinstance(classes, bool) or not isinstance(classes, (int, np.integer))
+                                or not 2 <= classes <= n):
+        raise MdcertError(f"invalid classes: {classes!r}; need an integer K with 2 <= K <= n (every class an example)")
+    if not (isinstance(gap, (int, float)) and not isinstance(gap, bool) and 0 < gap <= 2):
+        raise MdcertError(f"invalid gap: {gap!r}; need a number in (0, 2]")
+    if classes is None and n < 2:
+        raise MdcertError(f"invalid n: {n}; a binary problem needs n >= 2 (an example of each label)")
+    rng = np.random.default_rng(seed)
+    K = 2 if classes is None else int(classes)
+
+    def draw(k: int) -> np.ndarray:
+        return np.round(rng.standard_normal((k, d)) / np.sqrt(d) * 2.0 ** GRID_BITS) / 2.0 ** GRID_BITS
+
+    if not separable:
+        X = draw(n)
+        y = rng.integers(0, K, size=n)
+        y[rng.permutation(n)[:K]] = np.arange(K)  # every class has an example
+        return ClassificationProblem(X, np.where(y > 0, 1.0, -1.0) if classes is None else y.astype(np.float64),
+                                     classes=classes)
+    W = rng.standard_normal((1 if classes is None else K, d))
+    if classes is not None:  # centred: for K <= d + 1 every class owns a cone of points
+        W -= W.mean(axis=0)
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    kept_X, kept_y, have = [], [], 0
+    for _ in range(1000):
+        X = draw(max(2 * (n - have), 16))
+        S = X @ W.T  # standard deviation of each score: 1/sqrt(d)
+        if classes is None:
+            margin, y = np.abs(S[:, 0]), np.where(S[:, 0] > 0, 1.0, -1.0)
+        else:
+            top2 = np.sort(S, axis=1)[:, -2:]
+            margin, y = top2[:, 1] - top2[:, 0], np.argmax(S, axis=1).astype(np.float64)
+        ok = margin >= gap / np.sqrt(d)
+        kept_X.append(X[ok])
+        kept_y.append(y[ok])
+        have += int(ok.sum())
+        if have >= n:
+            break
+    X, y = np.concatenate(kept_X)[:n], np.concatenate(kept_y)[:n]
+    if classes is None and len(np.unique(y)) < 2 or classes is not None and len(np.unique(y)) < K:
+        raise MdcertError(f"the planted labels of n = {n} points miss a class; draw more points (a larger n)")
+    return ClassificationProblem(X, y, classes=classes)

@@ -106,6 +106,20 @@ def gram_hessian(A: np.ndarray):
     return hess
 
 
+def _independent(A: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Sorted positions of a linearly independent subset of the rows of A (numerical rank with a
+    relative tolerance of 1e-9), chosen by QR with column pivoting on the rows weighted by
+    ``1 + lam / max(lam)`` (the larger multipliers first among rows of similar norm)."""
+    import scipy.linalg as sla
+
+    top = float(lam.max()) if lam.size and lam.max() > 0 else 1.0
+    Bw = A * (1.0 + np.maximum(lam, 0.0) / top)[:, None]
+    R, piv = sla.qr(Bw.T, mode="r", pivoting=True, check_finite=False)
+    diag = np.abs(np.diag(R))
+    rank = int(np.sum(diag > 1e-9 * diag[0])) if diag.size and diag[0] > 0 else 0
+    return np.sort(piv[:rank])
+
+
 def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
     g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
     on = lam > 0
@@ -166,15 +180,27 @@ def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_round
     W = np.sort(order[:max(1, min(target, want))])
     lamW = np.where(on[W], lam[W], 0.0)
     inW = np.zeros(N, dtype=bool)
+    shrinks = 0
     for rounds in range(1, max_rounds + 1):
         inW[:] = False
         inW[W] = True
         A = rf.rows(W) / sigma
+        start = lamW
         with _blas_threads(A.size):
             hess = gram_hessian(A) if q == 2.0 else None
             lamW, res = smoothed_newton(A, q, lamW, tol=tol, hess=hess)
             del hess
         if not (res < 1e-6 and np.all(np.isfinite(lamW))):
+            if shrinks < 3 and not np.all(inW):
+                # more rows with a multiplier than the rank of A_W (dependent rows: always-zero
+                # features, the shift W + 1 c^T of Crammer-Singer rows): keep a well-conditioned,
+                # linearly independent subset, the largest starting multipliers first (QR with
+                # column pivoting); the violated rows rejoin in the next rounds
+                shrinks += 1
+                keep = _independent(A, start)
+                if len(keep) < len(W):
+                    W, lamW = W[keep], start[keep]
+                    continue
             return give_up(np.zeros(N), rounds, len(W), nit, f"Newton on {len(W)} rows did not converge, KKT {res:.1e}")
         w = _phi(A.T @ lamW, q)
         slack = rf.matvec(w) / sigma - 1.0

@@ -1,4 +1,6 @@
-"""``mdcert certify``: certified l_p attention-SVM / decoder-SVM solution (issue 3 item 7).
+"""``mdcert certify``: certified l_p attention-SVM / decoder-SVM solution (issue 3 item 7), or the
+certified l_p max-margin classifier of a classification problem file (``kind = classification``,
+docs/formats.md; docs/theory.md section 7).
 
 Exit codes: 0 certified (status optimal) to the requested digits, 3 infeasible (a Gordan certificate
 of infeasibility is written), 2 no verified result (nothing proven; the certificate says so) or an
@@ -6,7 +8,7 @@ optimal certificate short of the requested digits (said on stderr; the certifica
 says), 1 bad input.
 
 ``--export-w W.npy`` also writes the certified feasible point as a float64 ``.npy`` (attention SVM:
-W, d x d, row-major; decoder SVM: v, length d) and ``--export-direction U.npy`` its unit direction,
+W, d x d, row-major; decoder SVM: v, length d; binary: w, length d; multiclass: W, K x d) and ``--export-direction U.npy`` its unit direction,
 with their rigorous distances to the optimum printed (`certify.export`, docs/theory.md section 4.2),
 after the independent checker has accepted the certificate. Neither is written when nothing was
 certified.
@@ -21,10 +23,12 @@ HELP = ("certified l_p SVM solution (OPT enclosure, direction error, support); e
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("problem", help="problem file (.npz or .json, e.g. from 'mdcert synth')")
+    parser.add_argument("problem", help="problem file (.npz or .json, e.g. from 'mdcert synth'): attention data, or "
+                                        "a classification problem (kind = classification: the l_p max-margin program)")
     parser.add_argument("--p", required=True, help="exponent p > 1, read exactly from its decimal string (1.75 is 7/4)")
-    parser.add_argument("--svm", choices=("attention", "decoder"), default="attention",
-                        help="attention SVM (variable W, m = d^2; default) or decoder SVM (variable v)")
+    parser.add_argument("--svm", choices=("attention", "decoder"), default=None,
+                        help="attention SVM (variable W, m = d^2; default) or decoder SVM (variable v); attention "
+                             "problems only (a classification problem names its own program)")
     parser.add_argument("--alpha", default=None,
                         help="token indices: 'opt' (globally optimal, default unless the problem stores alpha) "
                              "or comma-separated indices like 0,3,1")
@@ -127,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from certify import AttentionProblem, CertStatus, certify_svm
+    from certify import CertStatus, certify_svm
     from certify.errors import MdcertError
     from certify.exact import decimal_digits, format_exact
 
@@ -141,7 +145,14 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit >= 0):
         raise MdcertError(f"invalid --time-limit {args.time_limit}; give a finite number of seconds >= 0")
     budget = None if args.memory_budget is None else parse_size(args.memory_budget)
-    problem = AttentionProblem.load(args.problem, memory_budget=budget)  # half of the budget for reading it
+    from certify.classification import ClassificationProblem, load_problem
+
+    problem = load_problem(args.problem, memory_budget=budget)  # half of the budget for reading it
+    classification = isinstance(problem, ClassificationProblem)
+    if classification and (args.svm is not None or args.alpha is not None):
+        raise MdcertError(f"{'--svm' if args.svm is not None else '--alpha'} is for attention problems; "
+                          f"{args.problem!r} is a {problem.kind} classification problem (drop the option)")
+    args.svm = args.svm or "attention"
     from experiments.progress import progress
     from experiments.terminal import problem_lines, summarize_sequence, terminal_width
 
@@ -151,12 +162,23 @@ def run(args: argparse.Namespace) -> int:
             bar.set(fraction)
             bar.stage(stage)
 
-        cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
-                           time_limit=args.time_limit, memory_budget=budget, progress=report)
+        if classification:
+            from certify.maxmargin import certify_max_margin
+
+            cert = certify_max_margin(problem, args.p, digits=args.digits, time_limit=args.time_limit,
+                                      memory_budget=budget, progress=report)
+        else:
+            cert = certify_svm(problem, args.p, svm=args.svm, alpha=args.alpha, digits=args.digits,
+                               time_limit=args.time_limit, memory_budget=budget, progress=report)
     elapsed = time.perf_counter() - t0
-    if problem.lengths is not None or problem.provenance:
-        print("\n".join(problem_lines(problem, terminal_width())))
-    print(f"{args.svm} SVM, p = {format_exact(cert.p)}, alpha = {summarize_sequence(list(cert.alpha))}")
+    if classification:
+        print(f"problem: {problem.describe()}")
+        print(f"l_p max-margin ({problem.kind}, {problem.m} variables, {problem.N} constraint rows), "
+              f"p = {format_exact(cert.p)}")
+    else:
+        if problem.lengths is not None or problem.provenance:
+            print("\n".join(problem_lines(problem, terminal_width())))
+        print(f"{args.svm} SVM, p = {format_exact(cert.p)}, alpha = {summarize_sequence(list(cert.alpha))}")
     print(f"status: {cert.status.value}")
     reached = True
     if cert.status is CertStatus.OPTIMAL:
@@ -167,9 +189,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"direction error <= {_sci(cert.direction_error_upper)}, Bregman <= {_sci(cert.bregman_upper)}"
               f"{', exact rational KKT certificate' if cert.exact_kkt else ''}")
         t, i, u = cert.support.counts()
-        print(f"support: {t} tight, {i} inactive, {u} undecided")
+        print(f"support: {t} tight, {i} inactive, {u} undecided constraint rows")
+        if classification:
+            print(f"support examples (a tight row): {summarize_sequence(sorted({r[0] for r in cert.support.tight}))}")
     elif cert.status is CertStatus.INFEASIBLE:
-        print("the SVM is infeasible: Gordan certificate g >= 0, sum g = 1, A^T g = 0 (exact)")
+        what = "the data are not separable" if classification else "the SVM is infeasible"
+        print(f"{what}: Gordan certificate g >= 0, g != 0, A^T g = 0 (exact)")
+        if "feasibility" in cert.info:
+            print(f"  by: {cert.info['feasibility']}")
     else:
         print(f"nothing proven: {cert.info.get('reason', 'no rigorous enclosure')}")
     sol = prepare_export(args, cert, problem)  # the independent checker accepts it first

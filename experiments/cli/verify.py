@@ -19,8 +19,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                         "from 'mdcert interpolate'")
     parser.add_argument("certificate", help="certificate JSON written by 'mdcert certify'")
     parser.add_argument("--p", default=None, help="reject the certificate unless it is about this exact p")
-    parser.add_argument("--svm", choices=("attention", "decoder"), default=None,
-                        help="reject the certificate unless it is about this SVM")
+    parser.add_argument("--svm", choices=("attention", "decoder", "binary", "multiclass"), default=None,
+                        help="reject the certificate unless it is about this SVM (or max-margin program)")
     parser.add_argument("--alpha", default=None,
                         help="reject the certificate unless it is about these token indices: 'opt' (globally "
                              "optimal), 'problem' (the alpha stored in the problem file) or comma-separated "
@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from certify.check import check_certificate
     from certify.errors import MdcertError
     from certify.limits import max_certificate_bytes, read_json_file
-    from certify.problem import AttentionProblem, resolve_alpha
+    from certify.classification import ClassificationProblem, load_problem
+    from certify.problem import resolve_alpha
     from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
     from experiments.terminal import problem_lines, shorten_lists, summarize_sequence, terminal_width
 
@@ -50,7 +51,10 @@ def run(args: argparse.Namespace) -> int:
 
         return verify_interpolation(args)
     check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
-    problem = AttentionProblem.load(args.problem)
+    problem = load_problem(args.problem)
+    classification = isinstance(problem, ClassificationProblem)
+    if classification and args.alpha is not None:
+        raise MdcertError(f"--alpha is for attention problems; {args.problem!r} is a {problem.kind} classification problem")
     path = Path(args.certificate)
     if path.is_dir():
         raise MdcertError(f"certificate {str(path)!r} is a directory; give the JSON file written by 'mdcert certify -o'")
@@ -60,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     data = read_json_file(path, what=f"certificate {str(path)!r}", max_bytes=max_certificate_bytes(problem))
     if not isinstance(data, dict):
         raise MdcertError(f"certificate {str(path)!r}: a certificate must be a JSON object (written by 'mdcert certify -o')")
-    stored = None if problem.alpha is None else [int(a) for a in problem.alpha]
+    stored = None if classification or problem.alpha is None else [int(a) for a in problem.alpha]
     alpha = args.alpha
     if alpha is not None and alpha.strip().lower() == "problem":
         if stored is None:
@@ -72,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     result = check_certificate(problem, data, p=args.p, svm=args.svm, alpha=alpha)
     elapsed = time.perf_counter() - t0
-    if problem.lengths is not None or problem.provenance:     # as 'mdcert certify' and 'mdcert check' show it
+    if classification:
+        print(f"problem: {problem.describe()}")
+    elif problem.lengths is not None or problem.provenance:     # as 'mdcert certify' and 'mdcert check' show it
         print("\n".join(problem_lines(problem, terminal_width())))
     if args.verbose:
         for claim in result.claims:

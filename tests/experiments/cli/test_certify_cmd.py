@@ -267,3 +267,60 @@ def test_a_long_alpha_and_provenance_are_summarized(tmp_path, capsys):
     assert "alpha = [4, 4, 3, 1, 5, 0, 3, 4, ...] (40 entries)" in text
     assert "  provenance:\n    ids=[0, 1, 2, 3, 4, 5, 6, 7, ...] (40 entries)\n    source.name=rotten_tomatoes" in text
     assert len(json.loads(out.read_text())["alpha"]) == 40
+
+
+@pytest.fixture(scope="module")
+def points_file(tmp_path_factory):
+    from certify.synth import classification_problem
+
+    path = tmp_path_factory.mktemp("points") / "points.npz"
+    classification_problem(n=80, d=4, seed=3).save(path)
+    return path
+
+
+def test_certify_classification_summarizes_and_exports(points_file, tmp_path, capsys):
+    from certify.classification import load_problem
+
+    out, w = tmp_path / "cert.json", tmp_path / "w.npy"
+    assert main(["certify", str(points_file), "--p", "1.5", "--digits", "30", "-o", str(out), "--export-w", str(w)]) == 0
+    text = capsys.readouterr().out
+    assert "l_p max-margin (binary, 4 variables, 80 constraint rows)" in text and "0 undecided" in text
+    assert "support examples (a tight row): [" in text and "status: optimal" in text
+    data = json.loads(out.read_text())
+    assert data["svm"] == "binary" and data["alpha"] == [] and data["d"] == 4
+    prob = load_problem(points_file)
+    assert check_certificate(prob, data).ok
+    assert np.load(w).shape == (4,) and np.all(prob.y * (prob.X @ np.load(w)) >= 1 - 1e-9)
+
+
+def test_certify_classification_duplicate_is_not_separable(tmp_path, capsys):
+    from certify.classification import ClassificationProblem
+
+    path = tmp_path / "dup.json"
+    ClassificationProblem(np.array([[1.0, 2.0], [0.5, -1.0], [1.0, 2.0]]), [1.0, -1.0, -1.0]).save(path)
+    out = tmp_path / "c.json"
+    assert main(["certify", str(path), "--p", "2", "-o", str(out)]) == 3
+    text = capsys.readouterr().out
+    assert "not separable" in text and "examples 0 and 2 are the same point" in text
+    assert json.loads(out.read_text())["status"] == "infeasible"
+
+
+@pytest.mark.parametrize(("data", "pattern"), [
+    ({"kind": "classification", "X": [[1.0], [2.0]], "y": [0, 3], "classes": 3}, r"outside the declared classes 0\.\.2"),
+    ({"kind": "classification", "X": [[1.0], [2.0]], "y": [0, 2]}, r"class 1 has no example"),
+    ({"kind": "classification", "X": [[]], "y": [1]}, r"n >= 1 and d >= 1; got \(1, 0\)"),
+    ({"kind": "classification", "X": [[1.0], [float("nan")]], "y": [1, -1]}, r"X contains NaN or Inf"),
+])
+def test_certify_classification_bad_input_one_line(tmp_path, capsys, data, pattern):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    out = tmp_path / "c.json"
+    assert main(["certify", str(path), "--p", "2", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert re.search(pattern, err) and err.strip().count("\n") == 0
+    assert not out.exists()
+
+
+def test_certify_classification_refuses_attention_options(points_file, capsys):
+    assert main(["certify", str(points_file), "--p", "2", "--svm", "decoder"]) == 1
+    assert "--svm is for attention problems" in capsys.readouterr().err

@@ -74,3 +74,23 @@ def test_concurrent_synth_to_one_path_leaves_one_writers_problem(tmp_path) -> No
     got = AttentionProblem.load(out)
     assert [seed for seed in range(4) if got.data_hash() == synthetic_problem(seed=seed).data_hash()] != []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.npz"]
+
+
+@pytest.mark.parametrize(("extra", "kind", "K"), [([], "binary", 2), (["--classes", "4", "--random"], "multiclass", 4)])
+def test_synth_classification(tmp_path, capsys, extra, kind, K) -> None:
+    from certify.classification import load_problem
+    from certify.synth import classification_problem
+
+    out = tmp_path / "points.npz"
+    assert main(["synth", "--classification", "--n", "50", "--d", "3", "--seed", "2", *extra, "-o", str(out)]) == 0
+    prob = load_problem(out)
+    assert (prob.kind, prob.K, prob.n, prob.d) == (kind, K, 50, 3)
+    again = classification_problem(n=50, d=3, classes=None if K == 2 else K, separable="--random" not in extra, seed=2)
+    assert prob.data_hash() == again.data_hash()
+    assert f"{kind} classification, n=50 d=3" in capsys.readouterr().out
+
+
+def test_synth_classes_needs_classification(tmp_path, capsys) -> None:
+    assert main(["synth", "--classes", "3", "-o", str(tmp_path / "p.npz")]) == 1
+    assert "--classes needs --classification" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())

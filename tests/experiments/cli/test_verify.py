@@ -226,3 +226,20 @@ def test_verify_refuses_tight_claims_over_too_many_open_rows_in_one_line(tmp_pat
         if code:
             assert err.startswith("NOT verified: support_tight: more than 16 distinct rows are not claimed "
                                   "inactive") and err.count("\n") == 1, err
+
+
+def test_verify_classification_and_tampered(tmp_path, capsys):
+    from certify.maxmargin import certify_max_margin
+    from certify.synth import classification_problem
+
+    prob = classification_problem(n=60, d=3, classes=3, seed=1)
+    prob.save(tmp_path / "points.npz")
+    data = certify_max_margin(prob, "2", digits=20).to_json()
+    (tmp_path / "cert.json").write_text(json.dumps(data))
+    assert main(["verify", str(tmp_path / "points.npz"), str(tmp_path / "cert.json"), "--p", "2", "--svm", "multiclass"]) == 0
+    assert "verified: all" in capsys.readouterr().out
+    num, den = (int(k) for k in data["opt_lower"].split("/"))
+    data["opt_lower"] = f"{num * 11}/{den * 10}"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    assert main(["verify", str(tmp_path / "points.npz"), str(tmp_path / "bad.json")]) == 1
+    assert "NOT verified: opt_lower" in capsys.readouterr().err

@@ -116,7 +116,10 @@ def written(record: Path, code: int) -> str:
 
 # ----------------------------------------------------------------------------------------- kinds
 #: what a certification imports on first use (numpy, scipy, python-flint, the solver)
-_CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm")
+#: what a certify job imports on its first run (loaded by the worker's start-up, not charged to the job)
+_CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
+                  "certify.certificate", "certify.export", "certify.verified", "certify.workingset",
+                  "certify.warmstart", "certify.classify", "threadpoolctl", "experiments.progress")
 _DIGITS = Param("digits", ParamType.INT, "--digits", check=_int_range("digits", 1, 2000))
 
 CERTIFY = JobKind(
@@ -146,7 +149,9 @@ CHECK = JobKind(
             _DIGITS),
     output_flag="--json", output_name="report.json", ok_codes=frozenset({0}),
     verdict=check_verdict, verdicts=("holds", "fails", "undecided"),
-    preload=_CERTIFY_STACK + ("theorems.catalogue",))
+    preload=_CERTIFY_STACK + ("theorems.catalogue", "theorems.loss_parse", "certify.check", "experiments.terminal",
+                              "sympy", "sympy.combinatorics", "sympy.tensor.tensor", "sympy.sets.setexpr",
+                              "sympy.assumptions.wrapper"))  # sympy loads these on its first use
 
 _SIZE = (1, 10 ** 7)
 SYNTH = JobKind(

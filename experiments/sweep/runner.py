@@ -144,6 +144,12 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                 eng.close(kill=True)
                 eng = None
             store.clean_tmp()
+        except BaseException:                        # the engine stopped (EngineStopped) or a bug: no half-records
+            if eng is not None:
+                eng.close(kill=True)
+                eng = None
+            store.clean_tmp()
+            raise
         finally:
             if eng is not None:
                 eng.close(kill=True)

@@ -114,8 +114,11 @@ def _parse(text: str, suffix: str, name: str) -> object:
             raise MdcertError(f"SPEC {name} is not valid TOML: {exc}") from None
         except RecursionError:  # tomllib recurses once per nested array or table
             raise MdcertError(f"SPEC {name} is nested too deeply") from None
-    import yaml
-
+    try:
+        import yaml
+    except ImportError:
+        raise MdcertError(f"SPEC {name}: reading YAML needs PyYAML (pip install pyyaml, a dependency of "
+                          f"mdcert); or write the SPEC as .toml") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -34,11 +34,12 @@ def quiet_threads() -> None:
 
 
 def warm(preload: tuple[str, ...] = ()) -> int:
-    """Import the command line and ``preload`` in this worker (before its first job); its pid."""
+    """Import the command line (every command's parser, as `main` builds it) and ``preload`` in this
+    worker before its first job, so that the job's time is the job's alone; the worker's pid."""
     import importlib
 
     quiet_threads()
-    importlib.import_module("experiments.cli.main")
+    importlib.import_module("experiments.cli.main").build_parser()   # every command's module, as main() does
     for module in preload:
         importlib.import_module(module)
     return os.getpid()

@@ -67,6 +67,13 @@ def stop_signals():
             signal.signal(sig, previous)
 
 
+def _lost(message: str) -> None:
+    """The local Ray instance died under the sweep (Ray is about to end this process): one line, exit 1."""
+    print(f"mdcert sweep: error: {message}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
+
+
 def _exit_code(caught: list[int]) -> int:
     return 128 + (caught[0] if caught else signal.SIGINT)
 
@@ -102,16 +109,22 @@ def _run(args: argparse.Namespace, caught: list[int]) -> int:
     kind = spec.kind
     print(f"sweep {spec.path.name}: kind {kind}, {spec.size} grid point(s), engine {args.engine}"
           + (f" at {args.address}" if args.address else f" ({workers} worker(s))"))
+    if args.engine == "ray":
+        from experiments.cli.main import skip_interpreter_teardown
+
+        skip_interpreter_teardown("a Ray driver")   # its native threads can crash the teardown after an interrupt
     res = run_sweep(spec, args.out, engine=args.engine, workers=workers, retries=args.retries,
                     address=args.address.strip() if args.address else None,
-                    progress={"auto": None, "on": True, "off": False}[args.progress])
+                    progress={"auto": None, "on": True, "off": False}[args.progress], on_engine_lost=_lost)
     if res.interrupted:
         what = "terminated (SIGTERM)" if _exit_code(caught) == 143 else "interrupted"
         print(f"mdcert sweep: {what}: {res.skipped + res.done + res.failed} of {res.distinct} job(s) recorded "
               f"and kept in {args.out}, {res.pending} left; rerun the same command to resume", file=sys.stderr)
         return _exit_code(caught)
-    start = f"; engine start-up {res.startup_s:.2f} s" if res.done + res.failed else ""
+    start = (f"; engine start-up {res.startup_s:.2f} s wall before the jobs (starting {args.engine} and loading "
+             f"mdcert into the workers)") if res.done + res.failed else ""
     print(f"{res.distinct} distinct job(s): {res.skipped} already finished, {res.done} done and {res.failed} failed "
-          f"this run in {res.run_s:.2f} s (job time {res.job_s:.2f} s){start}")
+          f"this run in {res.run_s:.2f} s wall (the jobs' own time summed over the workers: {res.job_s:.2f} s)"
+          f"{start}")
     print(f"index {os.path.join(args.out, 'index.jsonl')}; summary {os.path.join(args.out, 'summary.md')}")
     return 4 if res.failed else 0

@@ -85,7 +85,7 @@ def test_a_signal_gives_one_line_its_exit_code_and_leaves_no_ray_process(tmp_pat
     assert proc.returncode == 128 + sig, err
     lines = err.strip().splitlines()
     word = "interrupted" if sig == signal.SIGINT else r"terminated \(SIGTERM\)"
-    assert len(lines) == 1 and re.match(rf"mdcert sweep: {word}\b.*rerun the same command to resume", lines[0]), err
+    assert len(lines) == 1 and re.match(rf"mdcert sweep: {word}[:;] .*rerun the same command to resume", lines[0]), err
     assert left == {}, f"processes left 5 s after the driver exited: {left}"
     if when == "jobs":
         kept = int(re.search(r": (\d+) of 12 job", lines[0]).group(1))

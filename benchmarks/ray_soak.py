@@ -149,7 +149,7 @@ def main() -> int:
             tally["stray"] += bool(stray)
             tally["left"] += len(left)
             tally["lost"] += lost + len(tmp_left)
-            if segv or stray:
+            if segv or stray or proc.returncode not in (0, want):
                 print("    stderr: " + " / ".join(lines)[:3000], flush=True)
             print(f"| {run} | {'group' if to_group else 'pid'} | {delay:.1f} | {proc.returncode} | {len(lines)} | "
                   f"{json.dumps(stray[:2])[:200] if stray else '-'} | "

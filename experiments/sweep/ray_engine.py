@@ -282,17 +282,18 @@ class RayEngine:
         self._closing.set()
         try:
             import ray
-        except ImportError:
-            return
+        except Exception:  # not installed, or its import was interrupted half-way: no driver to stop
+            ray = None
         try:
-            if kill and self.local is None and ray.is_initialized():
+            if ray is not None and kill and self.local is None and ray.is_initialized():
                 for ref in list(self._inflight):
                     try:
                         ray.cancel(ref, force=True)
                     except Exception:  # already finished or the cluster is gone: nothing to cancel
                         pass
             self._inflight.clear()
-            if self.owned:        # also after an interrupted ray.init: a half-made driver crashes at exit
+            if self.owned and ray is not None:   # also after an interrupted ray.init (a half-made driver
+                                                 # crashes at exit)
                 if self.local is not None and self.local.failure() is not None:
                     _shutdown_within(SHUTDOWN_S)    # its GCS is gone: Ray would wait a minute for it
                 else:

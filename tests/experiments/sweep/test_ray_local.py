@@ -92,6 +92,7 @@ def test_a_signal_gives_one_line_its_exit_code_and_leaves_no_ray_process(tmp_pat
         assert kept >= 1 and all(r["status"] == "done" for r in assert_complete(tmp_path / "SWEEP", kept))
 
 
+@pytest.mark.slow
 def test_a_dead_raylet_stops_the_sweep_with_one_line(tmp_path) -> None:
     make_problems(tmp_path, seeds=range(6), n=30, T=12, d=10)
     write_spec(tmp_path, SPEC)
@@ -112,6 +113,19 @@ def test_a_dead_raylet_stops_the_sweep_with_one_line(tmp_path) -> None:
     assert left == {}, f"processes left 5 s after the driver exited: {left}"
     records = assert_complete(tmp_path / "SWEEP", _count_records(tmp_path / "SWEEP"))
     assert all(r["status"] == "done" for r in records)        # no job charged with the instance's death
+
+
+@pytest.mark.slow
+def test_a_killed_driver_takes_its_ray_instance_with_it(tmp_path) -> None:
+    make_problems(tmp_path, seeds=range(6), n=30, T=12, d=10)
+    write_spec(tmp_path, SPEC)
+    tag = f"kill-{os.getpid()}"
+    proc = _driver(tmp_path, tag)
+    assert _wait_for(lambda: "raylet" in tagged_pids(tag).values() or proc.poll() is not None, 120)
+    assert proc.poll() is None
+    proc.kill()                                                   # SIGKILL: the driver cannot clean up
+    _, left = _finish(proc, tag)
+    assert left == {}, f"processes left 5 s after the driver was killed: {left}"
 
 
 def _count_records(out: Path) -> int:

@@ -7,6 +7,7 @@ SPEC value the command would refuse is refused before any job starts.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -163,6 +164,46 @@ SYNTH = JobKind(
     output_flag="-o", output_name="problem.npz", ok_codes=frozenset({0}), verdict=written,
     preload=("numpy", "certify.problem"))
 
+class _Refusing(argparse.ArgumentParser):
+    """The command's own parser, with its error as an exception instead of an exit."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        raise MdcertError(" ".join(str(message).split()))
+
+
+_DEVICES: dict[str, str | None] = {}
+
+
+def validate_paths(argv: list[str]) -> None:
+    """One ``paths`` job's argv through ``mdcert paths``'s own parser and `parse_config` (the sizes that
+    the command reads from the problem file stand in as the smallest valid ones), and its device
+    through the command's `resolve_device` (once per device: a CUDA device where CUDA is missing)."""
+    from argparse import Namespace
+
+    from experiments.cli.paths import configure
+    from experiments.paths.config import parse_config
+
+    parser = _Refusing(prog="mdcert paths", add_help=False)
+    configure(parser)
+    args: Namespace = parser.parse_args(argv[1:])
+    for name, smallest in (("trials", 1), ("inits", 1), ("n", 1), ("T", 2), ("d", 1)):
+        if getattr(args, name, None) is None:
+            setattr(args, name, smallest)
+    cfg = parse_config(args)
+    device = cfg["device"]
+    if device not in _DEVICES:
+        try:
+            if device.startswith("cuda"):
+                from experiments.paths.engine import resolve_device
+
+                resolve_device(device)
+            _DEVICES[device] = None
+        except MdcertError as exc:
+            _DEVICES[device] = str(exc)
+    if _DEVICES[device] is not None:
+        raise MdcertError(_DEVICES[device])
+
+
 PATHS = JobKind(
     name="paths", command="paths",
     params=(Param("problem", ParamType.FILE, None),     # one problem file a job (the command takes several)
@@ -187,4 +228,4 @@ PATHS = JobKind(
             Param("T", ParamType.INT, "--T", check=_int_range("T", *_SIZE)),
             Param("d", ParamType.INT, "--d", check=_int_range("d", *_SIZE))),
     output_flag="-o", output_name="run", ok_codes=frozenset({0}), verdict=written,
-    preload=("numpy", "torch") + _CERTIFY_STACK)
+    preload=("numpy", "torch") + _CERTIFY_STACK, validate=validate_paths)

@@ -64,6 +64,18 @@ def tagged(tag: str) -> dict[int, str]:
     return out
 
 
+def failed(out: Path) -> int:
+    """Records whose job is recorded failed (none of these jobs fails on its own: a failed record means
+    an interruption was taken for the command's outcome)."""
+    n = 0
+    for path in out.glob("records/*/*/record.json"):
+        try:
+            n += json.loads(path.read_text()).get("status") == "failed"
+        except (OSError, ValueError):
+            pass
+    return n
+
+
 def finished(out: Path) -> dict[str, str]:
     """key -> finished_at of every whole record in the sweep directory."""
     recs = {}
@@ -108,6 +120,7 @@ def main() -> int:
         print(f"| run | to | after s | exit | stderr lines | stray stderr | left after 5 s | records before/after | lost |")
         print("|---|---|---|---|---|---|---|---|---|")
         tally = {"runs": 0, "want": 0, "segv": 0, "stray": 0, "left": 0, "lost": 0, "finished_first": 0}
+        print_failed = 0
         for run in range(1, args.runs + 1):
             before = finished(out)
             tag = f"{os.getpid()}-{run}"
@@ -138,6 +151,7 @@ def main() -> int:
             after = finished(out)
             lost = sum(1 for k, t in before.items() if after.get(k) != t)
             tmp_left = list(out.glob("records/*/.*"))
+            print_failed = max(print_failed, failed(out))
             lines = [ln for ln in err.splitlines() if ln.strip()]
             stray = [ln for ln in lines if not ln.startswith("mdcert sweep:")] + ([] if len(lines) <= 1 else lines[1:])
             segv = proc.returncode == -11 or "Segmentation" in err
@@ -164,14 +178,15 @@ def main() -> int:
         after = finished(out)
         lost = sum(1 for k, t in before.items() if after.get(k) != t)
         l1 = load()
+        print_failed = max(print_failed, failed(out))
         print(f"\nfinal run: exit {final.returncode}, {len(after)} of {total} records, {lost} earlier records "
               f"lost or recomputed; stdout: {(final.stdout.strip().splitlines() or ['-'])[-2 if final.stdout.count(chr(10)) >= 2 else -1]} {final.stderr.strip()[-300:]}")
         print(f"summary: {tally['runs']} runs with SIG{args.signal}: {tally['want']} exits {want}, "
               f"{tally['finished_first']} finished before the signal, {tally['segv']} segfaults, "
               f"{tally['stray']} runs with stray stderr, {tally['left']} processes left after 5 s, "
-              f"{tally['lost'] + lost} records lost; load {l0:.2f} before, {l1:.2f} after")
+              f"{tally['lost'] + lost} records lost, {print_failed} jobs recorded failed; load {l0:.2f} before, {l1:.2f} after")
         ok = (tally["want"] + tally["finished_first"] == tally["runs"] and not tally["segv"] and not tally["stray"]
-              and not tally["left"] and not tally["lost"] and not lost and final.returncode == 0
+              and not tally["left"] and not tally["lost"] and not lost and final.returncode == 0 and not print_failed
               and len(after) == total)
         return 0 if ok else 1
     finally:

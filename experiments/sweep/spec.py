@@ -117,8 +117,8 @@ def _parse(text: str, suffix: str, name: str) -> object:
     try:
         import yaml
     except ImportError:
-        raise MdcertError(f"SPEC {name}: reading YAML needs PyYAML (pip install pyyaml, a dependency of "
-                          f"mdcert); or write the SPEC as .toml") from None
+        raise MdcertError(f"SPEC {name}: reading YAML needs PyYAML (pip install 'mdcert[ray]', or pip install "
+                          f"pyyaml); or write the SPEC as .toml") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

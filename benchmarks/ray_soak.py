@@ -117,7 +117,7 @@ def main() -> int:
                "--workers", "2", "--progress", "off"]
         base_env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp / "home"), "TMPDIR": str(tmp / "tmp")}
         l0 = load()
-        print(f"| run | to | after s | exit | stderr lines | stray stderr | left after 5 s | records before/after | lost |")
+        print("| run | to | after s | exit | stderr lines | stray stderr | left after 5 s | records before/after | lost |")
         print("|---|---|---|---|---|---|---|---|---|")
         tally = {"runs": 0, "want": 0, "segv": 0, "stray": 0, "left": 0, "lost": 0, "finished_first": 0}
         print_failed = 0

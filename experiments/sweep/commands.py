@@ -120,7 +120,8 @@ def written(record: Path, code: int) -> str:
 #: what a certify job imports on its first run (loaded by the worker's start-up, not charged to the job)
 _CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
                   "certify.certificate", "certify.export", "certify.verified", "certify.workingset",
-                  "certify.warmstart", "certify.classify", "threadpoolctl", "experiments.progress")
+                  "certify.warmstart", "certify.classify", "certify.info", "certify.loaders", "threadpoolctl",
+                  "experiments.progress")
 _DIGITS = Param("digits", ParamType.INT, "--digits", check=_int_range("digits", 1, 2000))
 
 CERTIFY = JobKind(
@@ -151,6 +152,7 @@ CHECK = JobKind(
     output_flag="--json", output_name="report.json", ok_codes=frozenset({0}),
     verdict=check_verdict, verdicts=("holds", "fails", "undecided"),
     preload=_CERTIFY_STACK + ("theorems.catalogue", "theorems.loss_parse", "certify.check", "experiments.terminal",
+                              "experiments.paths.trajectory",
                               "sympy", "sympy.combinatorics", "sympy.tensor.tensor", "sympy.sets.setexpr",
                               "sympy.assumptions.wrapper"))  # sympy loads these on its first use
 

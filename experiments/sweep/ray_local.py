@@ -110,6 +110,10 @@ def supervise(parent: int, argv: list[str]) -> None:
             kill_session(sid, spare=os.getpid())
         elif child is not None:
             child.kill()
+        if os.getppid() != parent:          # the driver is gone: nobody else will remove the directory
+            for arg in argv:
+                if arg.startswith("--temp-dir="):
+                    shutil.rmtree(arg.partition("=")[2], ignore_errors=True)
         os._exit(code if not stop else 143)
 
 

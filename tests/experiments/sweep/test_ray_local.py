@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -130,9 +131,17 @@ def test_a_killed_driver_takes_its_ray_instance_with_it(tmp_path) -> None:
     proc = _driver(tmp_path, tag)
     assert _wait_for(lambda: "raylet" in tagged_pids(tag).values() or proc.poll() is not None, 120)
     assert proc.poll() is None
+    ours = {p for p in Path(tempfile.gettempdir()).glob("mdcert-ray-*") if _holds_tag(p, tag)}
     proc.kill()                                                   # SIGKILL: the driver cannot clean up
     _, left = _finish(proc, tag)
     assert left == {}, f"processes left 5 s after the driver was killed: {left}"
+    assert ours and not any(p.exists() for p in ours), "the instance's temporary directory was left"
+
+
+def _holds_tag(folder: Path, tag: str) -> bool:
+    """Whether a Ray temporary directory belongs to this test's driver (its supervisor's environment)."""
+    return any(tag.encode() in Path(f"/proc/{pid}/environ").read_bytes() for pid in tagged_pids(tag)
+               if str(folder) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
 
 
 def _count_records(out: Path) -> int:

@@ -18,7 +18,22 @@ import os
 import sys
 from typing import Sequence
 
-__all__ = ["COMMANDS", "EXTRAS", "main", "version"]
+__all__ = ["COMMANDS", "EXTRAS", "main", "version", "skip_interpreter_teardown"]
+
+#: set by a command whose process must not run the interpreter's teardown (see `skip_interpreter_teardown`)
+_SKIP_TEARDOWN: list[str] = []
+
+
+def skip_interpreter_teardown(reason: str) -> None:
+    """Ask the console entry (``main()`` called without argv) to end the process with `os._exit`
+    after flushing stdout and stderr, instead of running the interpreter's teardown.
+
+    For Ray: a driver interrupted while Ray's native threads were starting can crash (SIGSEGV) in
+    the interpreter's teardown, after every result is stored and the instance stopped; nothing is
+    left to do at that point but exit with the command's code. A caller of ``main(argv)`` (tests, a
+    library) is never exited.
+    """
+    _SKIP_TEARDOWN.append(reason)
 
 #: command name -> (module, one-line help). Modules live in experiments/cli/.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -97,11 +112,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 1
+    code = _run(modules[args.command], args)
+    if argv is None and _SKIP_TEARDOWN:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
+
+
+def _run(module, args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
 
     try:
         with _input_warnings(args.command):
-            return int(modules[args.command].run(args) or 0)
+            return int(module.run(args) or 0)
     except BrokenPipeError as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
         if _stdout_closed():
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not raise

@@ -3,15 +3,20 @@ worker processes or Ray, one content-keyed record per job, resumable (docs/scali
 
 Exit codes: 0 every job of the SPEC finished (whatever its verdict), 4 some jobs are recorded failed
 (their one-line errors are in SWEEP/index.jsonl and SWEEP/summary.md; rerunning retries them), 1 bad
-input (checked before any job starts), 130 interrupted (finished records kept; rerun to resume).
+input (checked before any job starts) or the engine stopped under the sweep (Ray's raylet died),
+130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM (finished records kept, the workers and a local Ray
+instance stopped; rerun to resume). A second signal while the sweep stops is ignored.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
 import sys
+import threading
 
 from experiments.resources import usable_cpus
 
@@ -39,7 +44,51 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="progress bar with ETA on stderr (auto: only on a terminal)")
 
 
+@contextlib.contextmanager
+def stop_signals():
+    """SIGINT and SIGTERM raise one KeyboardInterrupt (the first signal's number is in the yielded
+    list) and are then ignored while the sweep stops its workers; the old handlers come back at the
+    end. Outside the main thread (a library caller's thread) nothing changes."""
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def handler(signum, frame) -> None:
+        caught.append(signum)
+        if len(caught) == 1:
+            raise KeyboardInterrupt
+
+    old = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+
+
+def _lost(message: str) -> None:
+    """The local Ray instance died under the sweep (Ray is about to end this process): one line, exit 1."""
+    print(f"mdcert sweep: error: {message}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def _exit_code(caught: list[int]) -> int:
+    return 128 + (caught[0] if caught else signal.SIGINT)
+
+
 def run(args: argparse.Namespace) -> int:
+    with stop_signals() as caught:
+        try:
+            return _run(args, caught)
+        except KeyboardInterrupt:       # before or after the jobs ran: nothing of the sweep's is half-done
+            what = "terminated (SIGTERM)" if _exit_code(caught) == 143 else "interrupted"
+            print(f"mdcert sweep: {what}; rerun the same command to resume", file=sys.stderr)
+            return _exit_code(caught)
+
+
+def _run(args: argparse.Namespace, caught: list[int]) -> int:
     from certify.errors import MdcertError
     from experiments.sweep.runner import run_sweep
     from experiments.sweep.spec import load_spec
@@ -60,15 +109,22 @@ def run(args: argparse.Namespace) -> int:
     kind = spec.kind
     print(f"sweep {spec.path.name}: kind {kind}, {spec.size} grid point(s), engine {args.engine}"
           + (f" at {args.address}" if args.address else f" ({workers} worker(s))"))
+    if args.engine == "ray":
+        from experiments.cli.main import skip_interpreter_teardown
+
+        skip_interpreter_teardown("a Ray driver")   # its native threads can crash the teardown after an interrupt
     res = run_sweep(spec, args.out, engine=args.engine, workers=workers, retries=args.retries,
                     address=args.address.strip() if args.address else None,
-                    progress={"auto": None, "on": True, "off": False}[args.progress])
+                    progress={"auto": None, "on": True, "off": False}[args.progress], on_engine_lost=_lost)
     if res.interrupted:
-        print(f"mdcert sweep: interrupted: {res.skipped + res.done + res.failed} of {res.distinct} job(s) recorded "
+        what = "terminated (SIGTERM)" if _exit_code(caught) == 143 else "interrupted"
+        print(f"mdcert sweep: {what}: {res.skipped + res.done + res.failed} of {res.distinct} job(s) recorded "
               f"and kept in {args.out}, {res.pending} left; rerun the same command to resume", file=sys.stderr)
-        return 130
-    start = f"; engine start-up {res.startup_s:.2f} s" if res.done + res.failed else ""
+        return _exit_code(caught)
+    start = (f"; engine start-up {res.startup_s:.2f} s wall before the jobs (starting {args.engine} and loading "
+             f"mdcert into the workers)") if res.done + res.failed else ""
     print(f"{res.distinct} distinct job(s): {res.skipped} already finished, {res.done} done and {res.failed} failed "
-          f"this run in {res.run_s:.2f} s (job time {res.job_s:.2f} s){start}")
+          f"this run in {res.run_s:.2f} s wall (the jobs' own time summed over the workers: {res.job_s:.2f} s)"
+          f"{start}")
     print(f"index {os.path.join(args.out, 'index.jsonl')}; summary {os.path.join(args.out, 'summary.md')}")
     return 4 if res.failed else 0

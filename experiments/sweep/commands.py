@@ -7,6 +7,7 @@ SPEC value the command would refuse is refused before any job starts.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -116,7 +117,11 @@ def written(record: Path, code: int) -> str:
 
 # ----------------------------------------------------------------------------------------- kinds
 #: what a certification imports on first use (numpy, scipy, python-flint, the solver)
-_CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm")
+#: what a certify job imports on its first run (loaded by the worker's start-up, not charged to the job)
+_CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
+                  "certify.certificate", "certify.export", "certify.verified", "certify.workingset",
+                  "certify.warmstart", "certify.classify", "certify.info", "certify.loaders", "threadpoolctl",
+                  "experiments.progress")
 _DIGITS = Param("digits", ParamType.INT, "--digits", check=_int_range("digits", 1, 2000))
 
 CERTIFY = JobKind(
@@ -146,7 +151,10 @@ CHECK = JobKind(
             _DIGITS),
     output_flag="--json", output_name="report.json", ok_codes=frozenset({0}),
     verdict=check_verdict, verdicts=("holds", "fails", "undecided"),
-    preload=_CERTIFY_STACK + ("theorems.catalogue",))
+    preload=_CERTIFY_STACK + ("theorems.catalogue", "theorems.loss_parse", "certify.check", "experiments.terminal",
+                              "experiments.paths.trajectory",
+                              "sympy", "sympy.combinatorics", "sympy.tensor.tensor", "sympy.sets.setexpr",
+                              "sympy.assumptions.wrapper"))  # sympy loads these on its first use
 
 _SIZE = (1, 10 ** 7)
 SYNTH = JobKind(
@@ -157,6 +165,46 @@ SYNTH = JobKind(
             Param("seed", ParamType.INT, "--seed", check=_int_range("seed", 0, 2 ** 63 - 1))),
     output_flag="-o", output_name="problem.npz", ok_codes=frozenset({0}), verdict=written,
     preload=("numpy", "certify.problem"))
+
+class _Refusing(argparse.ArgumentParser):
+    """The command's own parser, with its error as an exception instead of an exit."""
+
+    def error(self, message: str) -> None:  # noqa: D401 - argparse API
+        raise MdcertError(" ".join(str(message).split()))
+
+
+_DEVICES: dict[str, str | None] = {}
+
+
+def validate_paths(argv: list[str]) -> None:
+    """One ``paths`` job's argv through ``mdcert paths``'s own parser and `parse_config` (the sizes that
+    the command reads from the problem file stand in as the smallest valid ones), and its device
+    through the command's `resolve_device` (once per device: a CUDA device where CUDA is missing)."""
+    from argparse import Namespace
+
+    from experiments.cli.paths import configure
+    from experiments.paths.config import parse_config
+
+    parser = _Refusing(prog="mdcert paths", add_help=False)
+    configure(parser)
+    args: Namespace = parser.parse_args(argv[1:])
+    for name, smallest in (("trials", 1), ("inits", 1), ("n", 1), ("T", 2), ("d", 1)):
+        if getattr(args, name, None) is None:
+            setattr(args, name, smallest)
+    cfg = parse_config(args)
+    device = cfg["device"]
+    if device not in _DEVICES:
+        try:
+            if device.startswith("cuda"):
+                from experiments.paths.engine import resolve_device
+
+                resolve_device(device)
+            _DEVICES[device] = None
+        except MdcertError as exc:
+            _DEVICES[device] = str(exc)
+    if _DEVICES[device] is not None:
+        raise MdcertError(_DEVICES[device])
+
 
 PATHS = JobKind(
     name="paths", command="paths",
@@ -182,4 +230,4 @@ PATHS = JobKind(
             Param("T", ParamType.INT, "--T", check=_int_range("T", *_SIZE)),
             Param("d", ParamType.INT, "--d", check=_int_range("d", *_SIZE))),
     output_flag="-o", output_name="run", ok_codes=frozenset({0}), verdict=written,
-    preload=("numpy", "torch") + _CERTIFY_STACK)
+    preload=("numpy", "torch") + _CERTIFY_STACK, validate=validate_paths)

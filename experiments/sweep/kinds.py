@@ -69,6 +69,8 @@ class JobKind:
         verdicts: the labels `verdict` can return, in the figure's order; empty for no figure.
         extra_argv: fixed arguments appended to every job's argv.
         preload: modules a worker imports once before its first job (start-up, not job time).
+        validate: checks one job's argv with the command's own parser and validation (raises
+            `MdcertError` with the command's one line); run on every grid point before any job.
     """
 
     name: str
@@ -81,6 +83,7 @@ class JobKind:
     verdicts: tuple[str, ...] = ()
     extra_argv: tuple[str, ...] = field(default=())
     preload: tuple[str, ...] = field(default=())
+    validate: Callable[[list[str]], None] | None = None
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, or None."""

@@ -12,14 +12,17 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from experiments.outputs import write_text_atomic
 from experiments.sweep.jobs import FileDigests, Job, iter_jobs, mdcert_version
 from experiments.sweep.spec import SweepSpec
 from experiments.sweep.store import META, JobStatus, Store, index_line
 
-__all__ = ["SweepResult", "run_sweep", "make_engine"]
+__all__ = ["SweepResult", "run_sweep", "make_engine", "RAY_LOG"]
+
+#: Ray's native output of the driver (log lines, stack dumps), kept out of the terminal
+RAY_LOG = "ray-driver.log"
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,9 @@ class SweepResult:
         done, failed: jobs this run finished / recorded failed.
         pending: jobs still to run (non-zero only after an interrupt).
         interrupted: Ctrl-C stopped the run.
-        startup_s: the engine's start-up (Ray's, or the local workers'); run_s: the jobs' wall time.
-        job_s: the sum of the jobs' own durations this run.
+        startup_s: the engine's start-up, wall seconds (Ray's, or the local workers', with loading
+            mdcert into the workers); run_s: the jobs' wall seconds after it.
+        job_s: the jobs' own wall seconds in their workers, summed over this run's jobs.
         engine, workers: what ran them.
     """
 
@@ -51,15 +55,17 @@ class SweepResult:
     workers: int
 
 
-def make_engine(name: str, *, workers: int, retries: int, address: str | None, preload: tuple[str, ...] = ()):
-    """The engine called ``name`` (``local`` or ``ray``)."""
+def make_engine(name: str, *, workers: int, retries: int, address: str | None, preload: tuple[str, ...] = (),
+                on_lost=None, native_log=None):
+    """The engine called ``name`` (``local`` or ``ray``; ``on_lost``: see `RayEngine`)."""
     if name == "local":
         from experiments.sweep.local import LocalEngine
 
         return LocalEngine(workers=workers, retries=retries, preload=preload)
     from experiments.sweep.ray_engine import RayEngine
 
-    return RayEngine(workers=workers, retries=retries, address=address, preload=preload)
+    return RayEngine(workers=workers, retries=retries, address=address, preload=preload, on_lost=on_lost,
+                     native_log=native_log)
 
 
 def _progress(total: int, enabled: bool | None):
@@ -69,7 +75,8 @@ def _progress(total: int, enabled: bool | None):
 
 
 def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", workers: int = 2, retries: int = 2,
-              address: str | None = None, progress: bool | None = None) -> SweepResult:
+              address: str | None = None, progress: bool | None = None,
+              on_engine_lost: Callable[[str], None] | None = None) -> SweepResult:
     """Run every unfinished job of ``spec`` into the sweep directory ``out``.
 
     Args:
@@ -78,6 +85,10 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
         retries: extra attempts for a job whose worker process died.
         address: Ray cluster address (None: a local instance the sweep starts and stops).
         progress: a progress bar on stderr (None: only on a terminal).
+        on_engine_lost: for a local Ray instance whose raylet dies (Ray then ends the driver process
+            itself): called from a watcher thread with one line saying so and how many jobs are
+            recorded, after the instance is stopped and temporary records removed; it should report
+            and end the process (the command line exits 1).
 
     Ctrl-C stops the run (finished records are kept, no half-written record remains) and returns a
     result with ``interrupted`` set; rerunning resumes.
@@ -117,8 +128,14 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                     store.append_index(index_line(record))
             del indexed
             if pending:
+                lost = None
+                if on_engine_lost is not None:
+                    def lost(reason: str) -> None:
+                        store.clean_tmp()
+                        recorded = counts["skipped"] + counts["done"] + counts["failed"]
+                        on_engine_lost(f"{reason}; {recorded} of {len(seen)} job(s) recorded")
                 eng = make_engine(engine, workers=workers, retries=retries, address=address,
-                                  preload=spec.job_kind().preload)
+                                  preload=spec.job_kind().preload, on_lost=lost, native_log=store.root / RAY_LOG)
                 startup = eng.start()
                 bar = _progress(len(pending), progress)
                 t_run = time.perf_counter()
@@ -144,13 +161,19 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                 eng.close(kill=True)
                 eng = None
             store.clean_tmp()
+        except BaseException:                        # the engine stopped (EngineStopped) or a bug: no half-records
+            if eng is not None:
+                eng.close(kill=True)
+                eng = None
+            store.clean_tmp()
+            raise
         finally:
             if eng is not None:
                 eng.close(kill=True)
         if not interrupted:
             from experiments.sweep.summary import write_summary
 
-            write_summary(store, spec, seen, elapsed_s=time.perf_counter() - t_start)
+            write_summary(store, spec, seen, elapsed_s=time.perf_counter() - t_start, startup_s=startup)
     return SweepResult(points=points if not interrupted else spec.size, distinct=len(seen), skipped=counts["skipped"],
                        done=counts["done"], failed=counts["failed"], pending=len(pending), interrupted=interrupted,
                        startup_s=startup, run_s=run_s, job_s=job_s, engine=engine, workers=workers)

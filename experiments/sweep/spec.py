@@ -114,8 +114,11 @@ def _parse(text: str, suffix: str, name: str) -> object:
             raise MdcertError(f"SPEC {name} is not valid TOML: {exc}") from None
         except RecursionError:  # tomllib recurses once per nested array or table
             raise MdcertError(f"SPEC {name} is nested too deeply") from None
-    import yaml
-
+    try:
+        import yaml
+    except ImportError:
+        raise MdcertError(f"SPEC {name}: reading YAML needs PyYAML (pip install 'mdcert[ray]', or pip install "
+                          f"pyyaml); or write the SPEC as .toml") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -153,7 +156,25 @@ def _validate(data: object, spec_path: Path, text: str, sha: str) -> SweepSpec:
     spec = SweepSpec(spec_path, kind.name, axes, description, sha, text)
     if spec.size > MAX_JOBS:
         raise MdcertError(f"the grid has {spec.size} jobs; at most {MAX_JOBS} (split it into several SPECs)")
+    if kind.validate is not None:
+        _validate_points(spec, kind)
     return spec
+
+
+def _validate_points(spec: SweepSpec, kind: JobKind) -> None:
+    """Every grid point's argv through the command's own validation (`JobKind.validate`): a value the
+    command would refuse is refused now, not in every job."""
+    checked: set[tuple[str, ...]] = set()
+    for values, labels in spec.points():
+        argv = kind.argv(values, "RECORD")
+        if tuple(argv) in checked:
+            continue
+        checked.add(tuple(argv))
+        try:
+            kind.validate(argv)
+        except MdcertError as exc:
+            point = ", ".join(f"{k}={v}" for k, v in labels.items())
+            raise MdcertError(f"grid point ({point}): mdcert {kind.command} refuses it: {exc}") from None
 
 
 def _axis(param: Param, raw: object, base: Path) -> Axis:

@@ -61,8 +61,9 @@ def _outcomes(spec: SweepSpec, groups: dict) -> list[str]:
 
 
 def format_summary(spec: SweepSpec, order: list[tuple], groups: dict, failed: list[dict], *,
-                   elapsed_s: float | None = None) -> str:
-    """The markdown summary: one row per swept setting, outcome counts and job seconds."""
+                   elapsed_s: float | None = None, startup_s: float | None = None) -> str:
+    """The markdown summary: one row per swept setting, outcome counts and the jobs' wall seconds in
+    their workers (summed over the jobs, and the longest); the driver's wall time, start-up apart."""
     names = group_axes(spec)
     outcomes = _outcomes(spec, groups)
     total = sum(sum(g["counts"].values()) for g in groups.values())
@@ -73,7 +74,7 @@ def format_summary(spec: SweepSpec, order: list[tuple], groups: dict, failed: li
     files = [f"{a.name}: {len(a.values)} file(s)" for a in spec.axes if a.is_file]
     head += [f"{total} recorded job(s) of {spec.size} grid point(s)" + (f"; {', '.join(files)}" if files else "")
              + (f"; fixed {', '.join(fixed)}" if fixed else "") + ".", ""]
-    cols = (names or ["setting"]) + ["jobs"] + outcomes + ["job seconds (sum)", "job seconds (max)"]
+    cols = (names or ["setting"]) + ["jobs"] + outcomes + ["job wall s in workers (sum)", "job wall s (max)"]
     rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for g in order + [g for g in groups if g not in order]:
         info = groups.get(g)
@@ -90,7 +91,8 @@ def format_summary(spec: SweepSpec, order: list[tuple], groups: dict, failed: li
         text += [f"- `{f['key'][:12]}` {', '.join(f'{k}={v}' for k, v in f['labels'].items())}: {f['error']}"
                  for f in failed]
     if elapsed_s is not None:
-        text += ["", f"Driver wall time of the last run: {elapsed_s:.2f} s."]
+        start = f", of which engine start-up {startup_s:.2f} s" if startup_s else ""
+        text += ["", f"Driver wall time of the last run: {elapsed_s:.2f} s{start}."]
     return "\n".join(text) + "\n"
 
 
@@ -129,11 +131,13 @@ def plot_verdicts(spec: SweepSpec, order: list[tuple], groups: dict, path: Path)
     return path
 
 
-def write_summary(store: Store, spec: SweepSpec, keys: set[str], *, elapsed_s: float | None = None) -> dict:
+def write_summary(store: Store, spec: SweepSpec, keys: set[str], *, elapsed_s: float | None = None,
+                  startup_s: float | None = None) -> dict:
     """Write SWEEP/summary.md and (kinds with verdicts) SWEEP/verdicts.png; returns the paths written."""
     order, groups, failed = collect(store, spec, keys)
     written = {"summary": write_text_atomic(store.root / SUMMARY,
-                                            format_summary(spec, order, groups, failed, elapsed_s=elapsed_s))}
+                                            format_summary(spec, order, groups, failed, elapsed_s=elapsed_s,
+                                                           startup_s=startup_s))}
     if spec.job_kind().verdicts:
         fig = plot_verdicts(spec, order, groups, store.root / FIGURE)
         if fig is not None:

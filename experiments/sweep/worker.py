@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import signal
 import socket
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -34,11 +37,12 @@ def quiet_threads() -> None:
 
 
 def warm(preload: tuple[str, ...] = ()) -> int:
-    """Import the command line and ``preload`` in this worker (before its first job); its pid."""
+    """Import the command line (every command's parser, as `main` builds it) and ``preload`` in this
+    worker before its first job, so that the job's time is the job's alone; the worker's pid."""
     import importlib
 
     quiet_threads()
-    importlib.import_module("experiments.cli.main")
+    importlib.import_module("experiments.cli.main").build_parser()   # every command's module, as main() does
     for module in preload:
         importlib.import_module(module)
     return os.getpid()
@@ -117,8 +121,40 @@ def _write_record(tmp: Path, record: dict) -> None:
     (tmp / RECORD).write_text(dumps(record, indent=1, default=str))
 
 
+class WorkerStopped(BaseException):
+    """The worker process was told to stop (SIGTERM) while running a job: the job has no outcome."""
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm():
+    """While a job runs, SIGTERM raises `WorkerStopped` (main thread only). Ray's workers turn SIGTERM
+    into ``SystemExit(1)``, which the command line would take for the command's own exit code 1 and
+    record the job failed, although only its worker was stopped (a Ray instance shutting down)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame) -> None:
+        raise WorkerStopped(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
 def execute(job: Job) -> dict:
-    """Run one job (in a worker) and return its index line; see the module docstring."""
+    """Run one job (in a worker) and return its index line; see the module docstring. A worker told
+    to stop mid-job (SIGTERM) leaves no record (its temporary one is removed) and exits."""
+    try:
+        with _stop_on_sigterm():
+            return _execute(job)
+    except WorkerStopped:
+        raise SystemExit(1) from None
+
+
+def _execute(job: Job) -> dict:
     from experiments.sweep.jobs import mdcert_version
     from experiments.sweep.kinds import get_kind
 
@@ -146,7 +182,11 @@ def execute(job: Job) -> dict:
     code = None
     verdict = None
     if error is None:
-        code = run_command(argv, tmp)
+        try:
+            code = run_command(argv, tmp)
+        except WorkerStopped:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         if code in kind.ok_codes:
             try:
                 verdict = kind.verdict(tmp, code)

@@ -57,6 +57,30 @@ def test_bad_spec_exits_1_with_one_line_before_any_job(folder, text, pattern, ca
     assert _listing(folder) == before and not (folder / "out").exists()
 
 
+PATHS_G = 'kind = "paths"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2"]\n'
+PATHS_REFUSED = [    # values `mdcert paths` itself refuses: refused before the run, not in every job (exit 4)
+    (PATHS_G + 'steps = ["abc"]\n', r"grid point \(.*steps=abc\): mdcert paths refuses it: --steps must be integers"),
+    (PATHS_G + 'steps = ["1000000000000"]\n', r"mdcert paths refuses it: --steps must be at most 1e\+09"),
+    (PATHS_G + "steps = [1e12]\n", r"grid\.steps: 1000000000000\.0 is not a string"),
+    (PATHS_G + 'steps = ["10"]\nlr = ["0.1", "-0.1"]\n', r"lr=-0\.1\): mdcert paths refuses it: --lr values must be finite and > 0"),
+    (PATHS_G + 'lr = ["0.1"]\n', r"--steps has 3 values but --p has 1"),     # the command's defaults, too
+]
+
+
+@pytest.mark.parametrize("text, pattern", PATHS_REFUSED)
+def test_a_paths_value_the_command_refuses_is_refused_before_the_run(folder, text, pattern, capsys) -> None:
+    test_bad_spec_exits_1_with_one_line_before_any_job(folder, text, pattern, capsys)
+
+
+def test_paths_on_cuda_without_cuda_is_refused_before_the_run(folder, capsys) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    test_bad_spec_exits_1_with_one_line_before_any_job(
+        folder, PATHS_G + 'steps = ["10"]\ndevice = ["cpu", "cuda"]\n',
+        r"device=cuda\): mdcert paths refuses it: device 'cuda' requested but CUDA is not available", capsys)
+
+
 @pytest.mark.parametrize("argv, pattern", [
     (["--workers", "0"], r"invalid --workers 0"),
     (["--retries=-1"], r"invalid --retries -1"),

@@ -13,7 +13,10 @@ from certify import synthetic_problem
 from experiments.cli.main import main
 
 __all__ = ["make_problems", "write_spec", "single_certificate", "strip_timing", "sweep_certificates",
-           "assert_complete", "descends_from", "chdir", "CERTIFY_SPEC"]
+           "assert_complete", "descends_from", "chdir", "CERTIFY_SPEC", "tagged_pids", "TAG_VAR"]
+
+#: environment variable that marks every process a test's driver starts (inherited by Ray's)
+TAG_VAR = "MDCERT_TEST_TAG"
 
 #: 4 problems x p in {1.75, 2}: the 8-job certify sweep of the tests
 CERTIFY_SPEC = """kind = "certify"
@@ -110,3 +113,21 @@ def chdir(path: Path):
         yield
     finally:
         os.chdir(old)
+
+
+def tagged_pids(tag: str) -> dict[int, str]:
+    """Live processes whose environment holds ``TAG_VAR=tag`` (a driver a test started and every
+    process it started in turn, Ray's included): pid -> command name."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if needle in env and stat[stat.rindex(")") + 2] != "Z":
+            out[int(entry)] = stat[stat.index("(") + 1: stat.rindex(")")]
+    return out

@@ -4,8 +4,8 @@ worker killed with SIGKILL mid-sweep loses and duplicates nothing, a rerun runs 
 One Ray instance serves the module: the engine starts it (the path of ``--engine ray`` with no
 address) and its close stops it, checked at teardown; the tests' sweeps reuse it, as a library
 caller's would. A test kills only a Ray worker process that descends from this test process. The running task's worker pid comes
-from Ray's own task records: `ray.util.state.list_tasks` where the dashboard is installed, else the
-same task events read from the GCS (``ray._private.state``; `ray.util.state` needs ``ray[default]``).
+from Ray's own task records (the task events in the GCS; `ray.util.state.list_tasks` needs the
+dashboard's API server).
 """
 
 from __future__ import annotations
@@ -32,13 +32,10 @@ RUNNING, FINISHED, FAILED = 8, 11, 12     # ray.core.generated.common_pb2.TaskSt
 
 
 def running_task_pids(name: str = "execute") -> list[int]:
-    """Worker pids of the running tasks called ``name``, from Ray's task records."""
+    """Worker pids of the running tasks called ``name``, from Ray's task records: the task events in
+    the GCS (``ray._private.state``), else `ray.util.state.list_tasks` (which needs the dashboard's
+    API server; the minimal dashboard of a ``ray start`` instance answers it with an empty list)."""
     try:
-        from ray.util.state import list_tasks
-
-        return [t.worker_pid for t in list_tasks(filters=[("state", "=", "RUNNING"), ("name", "=", name)])
-                if t.worker_pid]
-    except Exception:  # no dashboard (ray without [default]): the task events the state API would serve
         from ray._private.state import state
 
         pids = []
@@ -48,6 +45,11 @@ def running_task_pids(name: str = "execute") -> list[int]:
                     and FINISHED not in times and FAILED not in times:
                 pids.append(ev.state_updates.worker_pid)
         return pids
+    except (ImportError, AttributeError):  # another Ray version: its public state API
+        from ray.util.state import list_tasks
+
+        return [t.worker_pid for t in list_tasks(filters=[("state", "=", "RUNNING"), ("name", "=", name)])
+                if t.worker_pid]
 
 
 @pytest.fixture(scope="module")

@@ -98,6 +98,25 @@ def test_bad_yaml_one_line(folder, text, pattern) -> None:
         load_spec(write_spec(folder, text, name="bad.yaml"))
 
 
+def test_yaml_without_pyyaml_is_one_line_and_pyyaml_is_declared(folder, monkeypatch, capsys) -> None:
+    import sys
+    import tomllib
+    from pathlib import Path
+
+    from experiments.cli.main import main
+
+    monkeypatch.setitem(sys.modules, "yaml", None)                     # `import yaml` raises ImportError
+    spec = write_spec(folder, "kind: certify\ngrid:\n  problem: [data/p1.npz]\n  p: ['2']\n", name="s.yaml")
+    assert main(["sweep", str(spec), "-o", str(folder / "out"), "--progress", "off"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(r"reading YAML needs PyYAML \(pip install 'mdcert\[ray\]'.*or write the "
+                                       r"SPEC as \.toml", err[0])
+    assert not (folder / "out").exists()
+    project = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())["project"]
+    extra = project.get("optional-dependencies", {}).get("ray", []) + project["dependencies"]
+    assert any(re.match(r"pyyaml\b", dep, re.I) for dep in extra)          # declared where the message says
+
+
 def test_file_kinds_of_paths(folder, tmp_path) -> None:
     with pytest.raises(MdcertError, match="not found"):
         load_spec(tmp_path / "none.toml")

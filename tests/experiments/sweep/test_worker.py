@@ -66,3 +66,37 @@ def test_an_internal_error_is_exit_70(jobs, monkeypatch) -> None:
     monkeypatch.setattr(cmd, "run", lambda args: 1 / 0)
     line = execute(jobs[0])
     assert line["status"] == "failed" and line["exit_code"] == 70 and "internal error: ZeroDivisionError" in line["error"]
+
+
+def test_a_warm_worker_charges_no_start_up_to_its_first_job(tmp_path) -> None:
+    """After `warm` with the kind's preload, a fresh worker's first certify and check jobs import no
+    module of mdcert or of its numerical stack: start-up is the engine's, reported apart."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    make_problems(tmp_path, seeds=(1,))
+    code = """if True:
+        import sys
+        from pathlib import Path
+        from experiments.sweep.commands import CERTIFY, CHECK
+        from experiments.sweep.worker import run_command, warm
+        warm(CERTIFY.preload + CHECK.preload)
+        tmp, problem = Path(sys.argv[1]), sys.argv[2]
+        roots = ("certify", "theorems", "experiments", "numpy", "scipy", "flint", "sympy", "mpmath", "torch")
+        for i, argv in enumerate([["certify", problem, "--p", "2", "-o", str(tmp / "c.json")],
+                                  ["check", problem, "--p", "2", "--theorem", "10", "--alpha", "opt",
+                                   "--json", str(tmp / "r.json")]]):
+            before = set(sys.modules)
+            folder = tmp / str(i)
+            folder.mkdir()
+            assert run_command(argv, folder) == 0, (folder / "stderr.txt").read_text()
+            new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in roots)
+            print(argv[0], ",".join(new))
+    """
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(tmp_path / "data" / "p1.npz")],
+                         capture_output=True, text=True, cwd=root, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["certify ", "check "], out.stdout

@@ -70,7 +70,11 @@ def save_png(fig, path: Path, *, tight: bool = False) -> Path:
         fig.savefig(tmp, dpi=110, bbox_inches="tight" if tight else None)
         tmp.replace(path)
     finally:
-        pyplot().close(fig)
+        import sys
+
+        plt = sys.modules.get("matplotlib.pyplot")      # a `Figure()` made without pyplot needs no close
+        if plt is not None:
+            plt.close(fig)
         if tmp.exists():
             tmp.unlink()
     return path

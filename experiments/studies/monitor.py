@@ -81,8 +81,9 @@ class Monitor:
         """The progress line as of now."""
         with self._lock:
             elapsed = time.perf_counter() - self.t0
-            text = (f"study {self.kind}: {self.desc}: {self.done}/{self.total} runs done, {self.trained} trained in "
-                    f"{duration(elapsed)} wall")
+            planned = f" of {self.estimate.runs}" if self.estimate is not None and self.estimate.runs else ""
+            text = (f"study {self.kind}: {self.desc}: {self.done}/{self.total} runs stored; {self.trained}{planned} "
+                    f"trained now in {duration(elapsed)} wall")
             left = None
             if self.estimate is not None and self.estimate.runs:
                 if self.trained:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -105,3 +106,63 @@ def test_quick_finishes_within_90_seconds(kind, tmp_path):
     assert main(["study", kind, "--quick", "--progress", "off", "--workers", "1", "-o", str(tmp_path / kind)]) == 0
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
     assert cpu <= 90, f"--quick used {cpu:.1f} s of CPU ({wall:.1f} s wall at load {os.getloadavg()[0]:.1f})"
+
+
+def _children(pid: int) -> set[int]:
+    """Pids whose parent is ``pid`` (Linux /proc)."""
+    out = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.add(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_with_two_runs_in_flight(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) while two workers train: exit 130
+    within 5 s, one line on stderr, every finished run kept whole, status "interrupted", no worker left."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    out = tmp_path / "s"
+    args = [sys.executable, "-m", "experiments.cli", "study", "sentiment", "--quick", "--optimizers", "2,adam",
+            "--train-limit", "100", "--test-limit", "40", "--width", "3", "--epochs", "400", "--seeds", "1",
+            "--workers", "2", "--progress", "off", "-o", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not list(out.glob("runs/*.json")):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no run finished within 240 s"
+            time.sleep(0.2)
+        workers = _children(proc.pid)
+        assert len([w for w in workers if _alive(w)]) >= 2          # the pool's two workers, both busy
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        elapsed = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130 and elapsed <= 5.0, (proc.returncode, elapsed, err)
+    assert len(err.strip().splitlines()) == 1 and "interrupted" in err and "Traceback" not in err
+    records = sorted((out / "runs").glob("*.json"))
+    assert 1 <= len(records) < 4                                        # 4 tuning runs: some were in flight
+    for r in records:
+        assert json.loads(r.read_text())["result"]["curves"]           # whole records
+    assert not list((out / "runs").glob("*.tmp*"))
+    assert json.loads((out / "study.json").read_text())["status"] == "interrupted"
+    time.sleep(0.5)
+    assert not [w for w in workers if _alive(w)], "a worker outlived the study"

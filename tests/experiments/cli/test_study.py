@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from experiments.cli.main import main
+from tests.experiments.figcheck import capture_figures
 
 TINY = ["--optimizers", "1.1,2", "--seeds", "2", "--train-limit", "100", "--test-limit", "40", "--width", "3",
         "--epochs", "1", "--finetune-steps", "1", "--progress", "off", "--workers", "1"]
@@ -30,11 +31,24 @@ def _results(root: Path) -> dict:
     return {p.name: strip(json.loads(p.read_text())["result"]) for p in sorted((root / "runs").iterdir())}
 
 
+FIGURES: dict = {}     # figure file -> layout problems (tests/experiments/figcheck.py), filled by `tiny`
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("study")
-    assert main(["study", "sentiment", "--quick", *TINY, "-o", str(root / "a")]) == 0
+    with pytest.MonkeyPatch.context() as mp:
+        seen = capture_figures(mp)
+        assert main(["study", "sentiment", "--quick", *TINY, "-o", str(root / "a")]) == 0
+    FIGURES.update(seen)
     return root
+
+
+def test_figures_have_a_clean_layout(tiny):
+    """No clipped or overlapping text, legends outside the data, every axis labelled."""
+    assert set(FIGURES) == {"accuracy.png", "curves_size3.png", "weights_size3.png", "prune_size3.png",
+                            "causal_size3.png"}
+    assert {name: p for name, p in FIGURES.items() if p} == {}
 
 
 def test_tiny_study_writes_the_report(tiny):
@@ -51,12 +65,34 @@ def test_tiny_study_writes_the_report(tiny):
     for key in size["optimizers"]["p2"]["runs"]:
         assert key[:12] in report and (a / "runs" / f"{key}.json").is_file()
     assert len(list((a / "runs").iterdir())) == 8            # 2 x 2 tuning + 2 x 2 final
+    assert json.loads((a / "study.json").read_text())["status"] == "finished"
+
+
+def test_tiny_study_states_the_baseline_and_warns_at_chance(tiny):
+    """A width-3 model after one epoch on 100 reviews predicts one class: the study says so."""
+    summary = json.loads((tiny / "a" / "summary.json").read_text())
+    size = summary["sizes"][0]
+    b = size["baseline"]
+    assert b["rule"] == "always predict the training split's majority class" and 0.5 <= b["test_acc"] <= 1
+    assert size["all_at_baseline"] and all(o["at_baseline"] for o in size["optimizers"].values())
+    assert summary["smoke_run"] and summary["headline"][0].startswith("--quick is a smoke run")
+    assert summary["headline"][1].startswith("WARNING size 3: every run of every optimizer sits on the majority-class")
+    report = (tiny / "a" / "report.md").read_text()
+    assert f"scores {100 * b['test_acc']:.2f}% on the test split" in report and "**Warning: every run" in report
+    for o in size["optimizers"].values():                       # intervals inside the quantity's range
+        assert 0 <= o["test_acc"]["low"] <= o["test_acc"]["high"] <= 1
+        for iv in o["weights"]["count_ge_threshold"].values():
+            assert iv["low"] is None or iv["low"] >= 0
+    t = summary["timings"]
+    assert t["workers"] == 1 and t["wall_s"] > 0 and t["runs_wall_summed_s"] > 0
 
 
 def test_second_run_does_no_work(tiny, capsys):
     before = {p.name: p.stat().st_mtime_ns for p in (tiny / "a" / "runs").iterdir()}
     assert main(["study", "sentiment", "--quick", *TINY, "-o", str(tiny / "a")]) == 0
-    assert "0 run(s) trained" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "0 run(s) trained now, 8 reused" in out and "s wall (as in report.md)" in out
+    assert "summed over" not in out                               # nothing trained: no summed run times
     assert {p.name: p.stat().st_mtime_ns for p in (tiny / "a" / "runs").iterdir()} == before
 
 

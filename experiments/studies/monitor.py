@@ -65,8 +65,8 @@ class Monitor:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def stage(self, desc: str, done: int, total: int) -> None:
-        """A new batch of runs: ``done`` of ``total`` already stored."""
+    def stage(self, desc: str, done: int = 0, total: int = 0) -> None:
+        """A new stage; for a batch of runs, ``done`` of ``total`` already stored."""
         with self._lock:
             self.desc, self.done, self.total = desc, done, total
 
@@ -82,8 +82,9 @@ class Monitor:
         with self._lock:
             elapsed = time.perf_counter() - self.t0
             planned = f" of {self.estimate.runs}" if self.estimate is not None and self.estimate.runs else ""
-            text = (f"study {self.kind}: {self.desc}: {self.done}/{self.total} runs stored; {self.trained}{planned} "
-                    f"trained now in {duration(elapsed)} wall")
+            stored = f"{self.done}/{self.total} runs stored; " if self.total else ""
+            runs = f"{self.trained}{planned} trained now in " if self.total or self.trained else ""
+            text = f"study {self.kind}: {self.desc}: {stored}{runs}{duration(elapsed)} wall"
             left = None
             if self.estimate is not None and self.estimate.runs:
                 if self.trained:

@@ -17,8 +17,11 @@ def _texts(fig):
             if t.get_text() and t.get_visible():
                 out.append((f"axes {i} {what}", t.get_window_extent(r)))
         for axis in (ax.xaxis, ax.yaxis):
-            for t in axis.get_ticklabels():
-                if t.get_text() and t.get_visible():
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks():                # drawn ticks only: inside the view
+                t = tick.label1
+                if t.get_text() and t.get_visible() and tick.get_visible() and \
+                        lo - 1e-9 * abs(hi - lo) <= tick.get_loc() <= hi + 1e-9 * abs(hi - lo):
                     out.append((f"axes {i} tick {t.get_text()!r}", t.get_window_extent(r)))
     for j, leg in enumerate(fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]):
         out.append((f"legend {j}", leg.get_window_extent(r)))
@@ -48,7 +51,8 @@ def layout_problems(fig) -> list[str]:
                 if w > 1 and h > 1:
                     problems.append(f"{na} overlaps {nb}")
     for i, ax in enumerate(fig.axes):
-        if not ax.get_xlabel() or not ax.get_ylabel():
+        ylabel = any(x.get_ylabel() for x in ax.get_shared_y_axes().get_siblings(ax))   # sharey: one label
+        if not ax.get_xlabel() or not ylabel:
             problems.append(f"axes {i} ({ax.get_title()!r}) has an unlabelled axis")
         box = ax.get_window_extent(r)
         for j, leg in enumerate(fig.legends + [x.get_legend() for x in fig.axes if x.get_legend()]):

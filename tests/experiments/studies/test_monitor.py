@@ -45,3 +45,9 @@ def test_time_left_from_the_runs_finished():
     for _ in range(5):
         m.finished(20.0)
     assert m.line().endswith("about 2 min left")   # 5 runs in 100 s, 5 to go: 100 s
+
+
+def test_a_stage_without_runs_names_only_the_stage():
+    m = Monitor("realdata", enabled=False)
+    m.stage("text: frontier n=16")
+    assert m.line().startswith("study realdata: text: frontier n=16: ") and m.line().endswith(" s wall")

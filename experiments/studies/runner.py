@@ -176,8 +176,8 @@ class StudyContext:
 
     def _run_in_pool(self, units: Sequence[Unit], pending: list, store: Callable) -> None:
         """Run ``pending`` in a `pebble` process pool, calling ``store(i, key, result, seconds, cpu)``
-        as each run finishes. However this stops (Ctrl-C, an error), every worker is killed (SIGTERM,
-        SIGKILL after pebble's grace period) and reaped before it returns."""
+        as each run finishes. However this stops (Ctrl-C, an error), every worker is killed (SIGKILL:
+        a run in flight has nothing worth saving) and reaped before it returns."""
         import multiprocessing
         import signal
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -186,6 +186,7 @@ class StudyContext:
 
         pool = ProcessPool(max_workers=min(self.workers, len(pending)), initializer=worker_init,
                            initargs=(os.getpid(), self.threads), context=multiprocessing.get_context("spawn"))
+        before = set(multiprocessing.active_children())
         finished = False
         try:
             # workers are started (spawned) by the first schedule; SIGINT is blocked meanwhile so a Ctrl-C
@@ -205,8 +206,10 @@ class StudyContext:
         finally:
             if finished:
                 pool.close()
-            else:
+            else:        # SIGKILL at once: a SIGTERMed worker would first run its exit handlers
                 pool.stop()
+                for proc in set(multiprocessing.active_children()) - before:
+                    proc.kill()
             pool.join()
 
     def set_status(self, status: StudyStatus) -> None:

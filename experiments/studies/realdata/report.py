@@ -157,7 +157,7 @@ def _log_ticks(axis, values) -> None:
     v = np.asarray([x for x in values if x is not None and np.isfinite(x) and x > 0], dtype=float)
     narrow = v.size == 0 or v.max() / v.min() < 1e3
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
-    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}" if narrow else f"1e{np.log10(x):.0f}"))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}" if narrow else f"$10^{{{np.log10(x):.0f}}}$"))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -246,11 +246,10 @@ def plot_paths(name: str, entry: dict, threshold: float, path: Path) -> Path:
             if r["weights_W_mm"] is not None:
                 pm = np.asarray(r["weights_W_mm"]["profile_mean"])
                 a3.plot(np.arange(1, pm.size + 1), pm, "--", color=color)
-    a1.set(xscale="log", yscale="log", xlabel="step k (iterations)",
-           ylabel="D_psi(Wbar_mm, Wbar(k)) (dimensionless), mean over inits",
-           title=f"{name}: directional Bregman divergence")
-    a2.set(xscale="log", yscale="log", xlabel="step k (iterations)", ylabel="||W(k)||_p (dimensionless), mean over inits",
-           title="norm growth")
+    a1.set(xscale="log", yscale="log", xlabel="step k (iterations)", ylabel="D_psi(Wbar_mm, Wbar(k)) (dimensionless)",
+           title=f"{name}: directional Bregman divergence, mean over inits")
+    a2.set(xscale="log", yscale="log", xlabel="step k (iterations)", ylabel="||W(k)||_p (dimensionless)",
+           title="norm growth, mean over inits")
     for ax, ys in ((a1, ds), (a2, norms)):
         _log_ticks(ax.xaxis, ks)
         _log_ticks(ax.yaxis, ys)
@@ -264,6 +263,7 @@ def plot_paths(name: str, entry: dict, threshold: float, path: Path) -> Path:
     a3.set(yscale="log", xlabel="entry rank (1 = largest |W_ij|)", ylabel="|W_ij| / ||W||_F (dimensionless)",
            title="sparsity profile")
     a3.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _log_ticks(a3.yaxis, [v for r in per_p.values() for v in r["weights"]["profile_mean"]])
     a3.legend(handles=p_handles + [Line2D([], [], color="black", ls="-", label="W(K)/||W(K)||_F, mean over inits"),
                                    Line2D([], [], color="black", ls="--", label="certified W_mm/||W_mm||_F"),
                                    Line2D([], [], color="black", lw=0.8, label=f"threshold {threshold}")],

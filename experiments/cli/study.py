@@ -95,24 +95,27 @@ def run(args: argparse.Namespace) -> int:
             summary = kind.execute(args, ctx)
     except KeyboardInterrupt:
         ctx.set_status(StudyStatus.INTERRUPTED)
-        print(f"mdcert study: interrupted; {ctx.trained} run(s) finished now and stored in {ctx.root / 'runs'} "
-              f"(rerun the same command to resume)", file=sys.stderr, flush=True)
+        kept = (f"{ctx.trained} run(s) finished now and stored" if kind.unit == "run" else
+                f"every {kind.unit} made so far is stored")
+        print(f"mdcert study: interrupted; {kept} in {ctx.root / 'runs'} (rerun the same command to resume)",
+              file=sys.stderr, flush=True)
         return 130
     except BaseException:
         ctx.set_status(StudyStatus.FAILED)
         raise
     ctx.set_status(StudyStatus.FINISHED)
-    print(_timing_line(args.kind, ctx, summary, time.perf_counter() - t0 - load_s))
+    print(_timing_line(kind, ctx, summary, time.perf_counter() - t0 - load_s))
     for line in summary.get("headline", []):
         print(line)
     return 0
 
 
-def _timing_line(kind: str, ctx, summary: dict, total_s: float) -> str:
+def _timing_line(kind, ctx, summary: dict, total_s: float) -> str:
     """What ran and how long: the study's wall time as its report states it, the time spent writing
     the report after it, and (when runs ran in workers) the runs' own times summed over workers."""
     wall = (summary.get("timings") or {}).get("wall_s", total_s)
-    text = (f"study {kind}: {ctx.trained} run(s) trained now, {ctx.reused} reused; {wall:.1f} s wall "
+    done = "trained" if kind.unit == "run" else "made"
+    text = (f"study {kind.name}: {ctx.trained} {kind.unit}(s) {done} now, {ctx.reused} reused; {wall:.1f} s wall "
             f"(as in report.md) + {max(total_s - wall, 0.0):.1f} s writing the report and figures")
     if ctx.seconds > 0:
         text += (f"; the runs' own times summed over {ctx.workers} worker(s): {ctx.seconds:.1f} s wall, "

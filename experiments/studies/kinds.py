@@ -33,6 +33,7 @@ class StudyKind:
             writes the report into ``ctx.root``; `run_setups` is the usual one.
         estimate: ``estimate(args, ctx) -> experiments.studies.monitor.Estimate | None``, the run time
             before the study starts; kinds run by `run_setups` get `experiments.studies.protocol.estimate`.
+        unit: what the counts ``ctx.trained`` / ``ctx.reused`` count (``run``; ``certificate`` for realdata).
     """
 
     name: str
@@ -41,6 +42,7 @@ class StudyKind:
     setups: Callable[[argparse.Namespace], list]
     run: Callable[[argparse.Namespace, object], dict] | None = None
     estimate: Callable[[argparse.Namespace, object], object] | None = None
+    unit: str = "run"
 
     def predict(self, args: argparse.Namespace, ctx, *, startup_s: float = 0.0):
         """The `experiments.studies.monitor.Estimate` of this study in ``ctx``, or None when the kind has none."""

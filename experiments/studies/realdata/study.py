@@ -298,5 +298,6 @@ def __getattr__(name: str):
     if name == "STUDY":
         from experiments.studies.kinds import StudyKind
 
-        return StudyKind(name="realdata", help=HELP, configure=configure, setups=build_setups, run=run)
+        return StudyKind(name="realdata", help=HELP, configure=configure, setups=build_setups, run=run,
+                         unit="certificate")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

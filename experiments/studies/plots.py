@@ -99,9 +99,14 @@ def write_figures(root: Path, study: str, sizes: list[dict]) -> dict:
         a0.set_title("mean over batches and seeds")
         a1.set_ylabel("validation accuracy (%)")
         a1.set_title("after each epoch, mean over seeds")
+        epochs = max(len(o["curves"]["train_loss"]) for o in opts.values())
         for a in (a0, a1):
             a.set_xlabel("epoch")
-            a.xaxis.set_major_locator(MaxNLocator(integer=True))
+            a.set_xlim(0.5, max(epochs, 1) + 0.5)
+            if epochs <= 12:
+                a.set_xticks(range(1, max(epochs, 1) + 1))
+            else:
+                a.xaxis.set_major_locator(MaxNLocator(integer=True))
         _legend_right(fig, a1)
         fig.suptitle(f"{study} size {s['size']}: training curves")
         _save(fig, root / f"curves_{tag}.png")

@@ -162,16 +162,16 @@ def _pending(setup: Setup, ctx) -> tuple[int, int]:
         if setup.fixed_lr is not None:
             lrs[spec.key] = setup.fixed_lr
             continue
-        mine = [ctx.load(run_key_of(_tune_config(setup, spec, lr))) for lr in setup.grids[spec.key]]
+        mine = [ctx.load(_key(_tune_config(setup, spec, lr))) for lr in setup.grids[spec.key]]
         tune += sum(r is None for r in mine)
         if all(r is not None for r in mine):
             lrs[spec.key] = _choose(setup, spec, mine)[0]
-    final = sum(spec.key not in lrs or ctx.load(run_key_of(_final_config(setup, spec, lrs[spec.key], seed))) is None
+    final = sum(spec.key not in lrs or ctx.load(_key(_final_config(setup, spec, lrs[spec.key], seed))) is None
                 for spec in setup.specs for seed in _seeds(setup))
     return tune, final
 
 
-def run_key_of(config: dict) -> str:
+def _key(config: dict) -> str:
     from experiments.studies.runner import run_key
 
     return run_key(config)

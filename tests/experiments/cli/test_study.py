@@ -73,7 +73,8 @@ def test_tiny_study_states_the_baseline_and_warns_at_chance(tiny):
     summary = json.loads((tiny / "a" / "summary.json").read_text())
     size = summary["sizes"][0]
     b = size["baseline"]
-    assert b["rule"] == "always predict the training split's majority class" and 0.5 <= b["test_acc"] <= 1
+    assert b["rule"] == "always predict the training split's majority class" and 0.5 <= b["train_share"] <= 1
+    assert 0 <= b["test_acc"] <= b["best_constant_test_acc"] <= 1
     assert size["all_at_baseline"] and all(o["at_baseline"] for o in size["optimizers"].values())
     assert summary["smoke_run"] and summary["headline"][0].startswith("--quick is a smoke run")
     assert summary["headline"][1].startswith("WARNING size 3: every run of every optimizer sits on the majority-class")

@@ -35,10 +35,10 @@ def quick_run(tmp_path_factory):
         torch.get_num_threads()
     try:
         with pytest.MonkeyPatch.context() as mp:
-            FIGURES.update(capture_figures(mp))
+            seen = capture_figures(mp)
             with contextlib.redirect_stdout(io.StringIO()) as out:
                 assert main(["study", "realdata", "--quick", "-o", str(root)]) == 0
-            FIGURES["stdout"] = out.getvalue()
+            FIGURES.update(seen, stdout=out.getvalue())
     finally:          # mdcert study sets process-wide torch state; leave the test session as it was
         torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
         torch.set_num_threads(saved[2])

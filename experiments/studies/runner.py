@@ -206,8 +206,9 @@ class StudyContext:
         finally:
             if finished:
                 pool.close()
-            else:        # SIGKILL at once: a SIGTERMed worker would first run its exit handlers
+            else:        # SIGKILL: a SIGTERMed worker would first run its exit handlers (seconds under load)
                 pool.stop()
+                time.sleep(0.2)      # pebble's manager loop (0.1 s) sees the stop and replaces no killed worker
                 for proc in set(multiprocessing.active_children()) - before:
                     proc.kill()
             pool.join()

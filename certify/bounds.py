@@ -17,6 +17,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from certify.certificate import ExactVector, SupportClass
+from certify.limits import TIGHT_GROUPS
 from certify.ops import ExactOps
 from certify.refine import working_precision
 
@@ -164,8 +165,9 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
 
 
 #: largest set of rows not certified inactive whose multipliers are bounded (an n x n exact Gram
-#: matrix and its verified inverse diagonal); beyond it those rows stay undecided
-TIGHT_LIMIT = 4096
+#: matrix and its verified inverse diagonal); beyond it those rows stay undecided. The checker's own
+#: limit: it refuses tight claims over more rows (docs/formats.md "Limits the checker enforces")
+TIGHT_LIMIT = TIGHT_GROUPS
 
 
 def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:

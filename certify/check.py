@@ -10,7 +10,8 @@ exact integers and outward-rounded arb balls:
   distance ``||w - w*||_p``, normalized-direction and Bregman bounds (docs/theory.md section 4 formulas);
   each row claimed inactive: ``a_i^T w - 1 > ||a_i||_q dist``; each row claimed tight: a positive
   lower bound on its unique multiplier ``t lam_i - ||r_i||_p eps`` with ``||r_i||_2^2 = (M^-1)_ii``,
-  ``M = A_S' A_S'^T`` on the rows S' not claimed inactive (which must carry all of lam);
+  ``M = A_S' A_S'^T`` on the rows S' not claimed inactive (which must carry all of lam; at most
+  ``min(m, TIGHT_GROUPS)`` distinct rows, else the tight claims are refused before M is formed);
   with ``exact_kkt`` (p = 2): ``w = A^T lam`` and complementary slackness, in exact rationals;
 - infeasible: ``g >= 0``, ``g != 0``, ``A^T g = 0`` exactly (Gordan), or up to a correction on a basis of
   rows verified with exact products (`certify.verified`).
@@ -33,8 +34,8 @@ import numpy as np
 
 from certify.certificate import Certificate, CertStatus
 from certify.errors import MdcertError
-from certify.exact import format_exact, format_fraction, format_sci
-from certify.limits import size_budget, size_violation
+from certify.exact import format_exact, format_sci
+from certify.limits import TIGHT_GROUPS, size_budget, size_violation
 from certify.problem import AttentionProblem
 from certify.verified import gordan_check, inverse_diagonal_upper
 
@@ -298,18 +299,23 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         norm = l_q * two ** rows.exp
         if not (_q(Aw[i] * scale_w - 1) - norm * dist).lower() > 0:
             bad.append(rows.index[i])
+            if len(bad) == 3:  # enough to reject: a false claim costs no more ball tests
+                break
     add("support_inactive", not bad, f"not certainly inactive: {bad[:3]}" if bad else
             f"{len(inactive)} rows: a_i^T w - 1 > ||a_i||_q dist")
     if not tight:
         return
-    claimed = set(inactive)
-    rest = [i for i in range(rows.N) if i not in claimed]
     if any(lam.ints[i] for i in inactive):
         add("support_tight", False, "lam is nonzero on a row claimed inactive")
         return
+    claimed, cap = set(inactive), min(rows.m, TIGHT_GROUPS)
     groups: dict = {}  # exactly coinciding rows share one multiplier (their sum is unique)
-    for i in rest:
+    for i in (i for i in range(rows.N) if i not in claimed):
         groups.setdefault(rows.key(i), []).append(i)
+        if len(groups) > cap:  # beyond m rows M is singular; beyond TIGHT_GROUPS: the checker's limit
+            add("support_tight", False, f"more than {cap} distinct rows are not claimed inactive; tight rows are "
+                f"proven over at most min(m, {TIGHT_GROUPS}) = {cap} (m = {rows.m} variables)")
+            return
     diag = inverse_diagonal_upper(*rows.gram([g[0] for g in groups.values()]))  # exact, verified
     if diag is None:
         add("support_tight", False, "A_S' A_S'^T (distinct rows) not provably invertible")
@@ -325,8 +331,9 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         f"{len(tight)} rows with a provably positive unique (group) multiplier")
 
 
-_OPTIMAL_ONLY = ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper", "support",
-                 "w", "lam", "exact_kkt")
+_ONLY = {CertStatus.OPTIMAL: ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper",
+                              "support", "w", "lam", "exact_kkt"),
+         CertStatus.INFEASIBLE: ("gordan", "gordan_basis")}  # fields that only this status proves
 
 
 def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=None, svm: str | None = None,
@@ -359,6 +366,10 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
         add("svm", svm == cert.svm, f"certificate svm = {cert.svm}, expected {svm}")
     if cert.d != problem.d:  # consumers reshape w with it
         add("d", False, f"certificate d = {cert.d}, the data has d = {problem.d}")
+    extra = [k for s, keys in _ONLY.items() if s is not cert.status
+             for k in keys if getattr(cert, k) not in (None, False)]
+    add("unverified_fields", not extra, f"status {cert.status.value} cannot carry {extra}" if extra
+        else "no field beyond what the status proves")
     try:
         a = resolve_alpha(problem, list(cert.alpha))
         if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
@@ -382,10 +393,6 @@ def check_certificate(problem: AttentionProblem, cert: Certificate | dict, *, p=
                 add("gordan", *gordan_check(rows, cert.gordan, cert.gordan_basis))
             else:
                 add("status", True, "no_verified_result: nothing is claimed")
-            if cert.status is not CertStatus.OPTIMAL:  # claims that only an optimal certificate proves
-                extra = [k for k in _OPTIMAL_ONLY if getattr(cert, k) not in (None, False)]
-                add("unverified_fields", not extra, f"status {cert.status.value} cannot carry {extra}" if extra
-                    else "no claim beyond the status")
         finally:
             flint.ctx.prec = old
     first = next((f"{cl.name}: {cl.detail}" for cl in claims if not cl.ok), None)

@@ -111,9 +111,7 @@ def _rounding_errors(cert: Certificate, point: np.ndarray, direction: np.ndarray
     import flint
     from flint import arb, fmpq
 
-    old = flint.ctx.prec
-    flint.ctx.prec = _PREC
-    try:
+    with flint.ctx.workprec(_PREC):
         p = cert.p
         pa = arb(fmpq(p.numerator, p.denominator))
         scale = arb(2) ** cert.w.exp / cert.w.den
@@ -124,8 +122,6 @@ def _rounding_errors(cert: Certificate, point: np.ndarray, direction: np.ndarray
         e_point = _norm_upper([b - _float_ball(x) for b, x in zip(w, point.ravel())], pa)
         e_dir = _norm_upper([b / norm - _float_ball(x) for b, x in zip(w, direction.ravel())], pa)
         return _upper(e_point), _upper(e_dir)
-    finally:
-        flint.ctx.prec = old
 
 
 def certified_solution(cert: Certificate | dict, *, problem=None) -> CertifiedSolution:

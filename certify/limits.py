@@ -20,6 +20,10 @@ size, never hang the checker or crash it. Two layers:
    - the numerator and denominator of every bound: the exact budget plus the exponent budget;
    - p: numerator and denominator of at most `MAX_P_BITS` bits each.
 
+3. The work (`TIGHT_GROUPS`): tight claims are proven over at most ``min(m, TIGHT_GROUPS)`` distinct
+   rows not claimed inactive; a certificate that leaves more rows open gets its tight claims refused
+   before any Gram matrix is formed, and undecided rows cost nothing beyond the partition check.
+
 Real certificates stay far inside (a 2000-digit certificate at p = 7/4 has integers of about 13,000
 bits; the ball budget is about 213,000). The limits are in docs/formats.md ("Limits the checker
 enforces").
@@ -37,7 +41,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_INT_LITERAL_DIGITS", "MAX_DIGITS", "MAX_P_BITS",
+__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_INT_LITERAL_DIGITS", "MAX_DIGITS", "MAX_P_BITS", "TIGHT_GROUPS",
            "parse_json", "json_depth", "SizeBudget", "size_budget", "size_violation", "max_certificate_bytes",
            "read_json_file"]
 
@@ -51,6 +55,10 @@ MAX_INT_LITERAL_DIGITS = 4300
 MAX_DIGITS = 2000
 #: bits of the numerator and of the denominator of p (77 decimal digits)
 MAX_P_BITS = 256
+#: most distinct rows not claimed inactive over which tight rows are proven (an exact Gram matrix
+#: and its verified inverse diagonal; also at most m, else that matrix is singular). Beyond it every
+#: tight claim is refused at once; the solver (`certify.bounds.TIGHT_LIMIT`) claims none beyond it
+TIGHT_GROUPS = 4096
 
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _OPEN, _CLOSE = frozenset(b"[{"), frozenset(b"]}")

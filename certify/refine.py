@@ -12,7 +12,6 @@ a candidate: `certify.bounds` proves what it is worth.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -38,17 +37,11 @@ class Refined(NamedTuple):
     residual_log2: float = float("-inf")  # log2 of the max residual (``residual`` underflows below 1e-308)
 
 
-@contextmanager
 def working_precision(bits: int):
-    """Temporarily set python-flint's working precision (bits)."""
+    """Temporarily set python-flint's working precision (bits, at least 53): `flint.ctx.workprec`."""
     import flint
 
-    old = flint.ctx.prec
-    flint.ctx.prec = max(int(bits), 53)
-    try:
-        yield
-    finally:
-        flint.ctx.prec = old
+    return flint.ctx.workprec(max(int(bits), 53))
 
 
 def _arb_to_fixed(x, e: int) -> int:

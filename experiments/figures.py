@@ -64,17 +64,16 @@ def pyplot():
 
 
 def save_png(fig, path: Path, *, tight: bool = False) -> Path:
-    """Write ``fig`` to ``path`` (dpi 110) through a temporary file renamed into place, close it."""
-    tmp = path.with_name(path.name + ".tmp.png")
+    """Write ``fig`` to ``path`` (dpi 110) atomically (`certify.io.atomic`), close it."""
+    from certify.io.atomic import atomic_file
+
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight" if tight else None)
-        tmp.replace(path)
+        with atomic_file(path) as fh:
+            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight" if tight else None)
     finally:
         import sys
 
         plt = sys.modules.get("matplotlib.pyplot")      # a `Figure()` made without pyplot needs no close
         if plt is not None:
             plt.close(fig)
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return Path(path)

@@ -6,9 +6,7 @@ become balls containing them, and an enclosure is turned back into exact `Fracti
 
 from __future__ import annotations
 
-import contextlib
 from fractions import Fraction
-from typing import Iterator
 
 import numpy as np
 from flint import arb, ctx, fmpq
@@ -26,15 +24,9 @@ __all__ = [
 ]
 
 
-@contextlib.contextmanager
-def working_precision(bits: int) -> Iterator[None]:
-    """Temporarily set python-flint's working precision (restored on exit)."""
-    old = ctx.prec
-    ctx.prec = int(bits)
-    try:
-        yield
-    finally:
-        ctx.prec = old
+def working_precision(bits: int):
+    """Temporarily set python-flint's working precision (restored on exit): `flint.ctx.workprec`."""
+    return ctx.workprec(int(bits))
 
 
 def arb_fraction(x: Fraction | int) -> arb:

@@ -86,7 +86,7 @@ def _missing(name: str, message: str) -> HypothesisReport:
 
 def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any = "logistic", W0: Any = None,
                   mu: Any = None, R: Any = None, eta: Any = None, trajectory: Any = None,
-                  digits: int = 30, segment: bool = False, progress=None) -> TheoremReport:
+                  digits: int = 30, segment: bool = False, progress=None, step_etas: Any = None) -> TheoremReport:
     """Check every hypothesis of a theorem on a problem.
 
     Args:
@@ -97,10 +97,12 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         loss: loss name or expression (logistic by default).
         W0: initialization (d, d) for init_in_region (default: ``trajectory[0]`` when given).
         mu, R: the region's admissible radius and norm (inputs; never invented).
-        eta: step size of the recorded trajectory.
+        eta: step size of the recorded trajectory (the base step size lr of a normalized one).
         trajectory: float64 iterates (K+1, d, d) of mirror descent with the fixed decoder.
         digits: precision of the certified SVM solves.
         segment: also prove convexity of ``psi - eta L`` on every whole segment of the trajectory.
+        step_etas: the K per-step sizes ``lr/||G(W_k)||_q`` of a normalized trajectory (docs/theory.md
+            section 2.3), None for constant steps.
         progress: optional callable ``progress(done, total, name)`` told before each hypothesis is
             checked (and ``(total, total, "")`` at the end).
 
@@ -124,7 +126,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "tokens_locally_optimal": lambda: tokens_locally_optimal(a, pf),
         "init_in_region": lambda: None if W0 is None else init_in_region(W0, mu, R, pf, alpha=a),
         "step_size_convex_along_path": lambda: None if trajectory is None or eta is None else
-        step_size_convex_along_path(eta, trajectory, p=pf, loss=loss_name, segment=segment),
+        step_size_convex_along_path(eta, trajectory, p=pf, loss=loss_name, segment=segment, step_etas=step_etas),
     }
     missing_msg = {
         "init_in_region": "not checked: give an initialization (--init W0.npy) and the region (--mu, --R)",
@@ -152,6 +154,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "R": None if R is None else str(R),
         "eta": None if eta is None else str(eta),
         "steps": None if trajectory is None else int(len(trajectory) - 1),
+        "step_rule": None if trajectory is None else ("normalized" if step_etas is not None else "constant"),
         "seconds": timings,
     }
     if th.global_tokens and reports[-1].verdict is Verdict.HOLDS:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from flint import arb
@@ -106,8 +107,8 @@ def _psi_lower(rows: tuple[np.ndarray, np.ndarray], Ws: np.ndarray, p: Fraction)
 
 
 def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray], S: np.ndarray, E: np.ndarray,
-                    eta: Fraction, p: Fraction, loss: str) -> tuple[np.ndarray, list, np.ndarray]:
-    """Steps proved by the cheap bounds.
+                    eta: Any, p: Fraction, loss: str) -> tuple[np.ndarray, list, np.ndarray]:
+    """Steps proved by the cheap bounds; ``eta`` is one exact step size or one per step (K,).
 
     Returns:
         (proved bool (K,), ratio upper bounds ``eta upper(D_L) / lower(D_psi)`` per step (Fraction or
@@ -125,11 +126,13 @@ def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
     with working_precision(_PREC):
         c = _coefficients(h, hexp, loss, problem.lengths)
         lows = _psi_lower(rows, Ws, p)
-        eta_b = arb_fraction(eta)
+        per_step = isinstance(eta, (list, tuple, np.ndarray))
+        eta_one = None if per_step else arb_fraction(eta)
         n = problem.n
         for k in range(K):
             if unchanged[k]:
                 continue
+            eta_b = arb_fraction(eta[k]) if per_step else eta_one
             ek = 2 * int(e[k])
             dl = sum((ci * arb((int(x), ek)) for ci, x in zip(c, dsq[k])), arb(0)) / n
             lo_psi = lows[k].lower()

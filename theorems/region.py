@@ -27,7 +27,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import conjugate, format_sci, parse_nonnegative, parse_p
+from certify.exact import conjugate, format_exact, format_sci, parse_nonnegative, parse_p
 from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure, working_precision
 from theorems.context import CheckContext, Predicate, as_context
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
@@ -209,7 +209,9 @@ class InitInRegion(Predicate):
         d_txt = "D_psi(Wbar_mm, Wbar(0))"
         return HypothesisReport.from_evidence(
             self.name, evidence,
-            holds=f"W(0) is in the region: {d_txt} <= mu and ||W(0)||_p >= R",
+            holds=(f"W(0) is in the region for the given mu = {format_exact(parse_nonnegative(self.mu, 'mu'))}, "
+                   f"R = {format_exact(R)}: {d_txt} <= mu and ||W(0)||_p >= R (mu and R are inputs; another "
+                   f"choice can change this verdict)"),
             fails="W(0) is outside the region: " + "; ".join(
                 f"{e.quantity} {'> mu: start closer to the W_mm direction' if e.relation == '<=' else '< R: scale W0 up'}"
                 for e in evidence if e.implies() is Verdict.FAILS),

@@ -29,7 +29,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import format_exact, format_fraction, format_sci, parse_nonnegative, parse_p
+from certify.exact import format_exact, format_sci, parse_nonnegative, parse_p
 from theorems.balls import arb_fraction, enclosure, working_precision
 from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
                               loss_terms, padding_mask, softmax_balls, token_values)
@@ -109,14 +109,15 @@ class StepCheck:
     precision: np.ndarray
 
 
-def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: str = "logistic",
+def check_steps(problem, trajectory: Any, eta: Any, p: Fraction, *, loss: str = "logistic",
                 precisions: tuple[int, ...] = _PRECISIONS, prefilter: bool = True) -> StepCheck:
-    """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta`` on each recorded step.
+    """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta_k`` on each recorded step.
 
     Args:
         problem: the data (the decoder v is held fixed).
         trajectory: float64 iterates (K+1, d, d).
-        eta: exact step size.
+        eta: exact step size (constant steps), or a sequence of K exact step sizes, one per step
+            (normalized steps: ``eta_k = lr / ||G(W_k)||_q``, docs/theory.md section 2.3).
         p: exact exponent.
         loss: one of `RIGOROUS_LOSSES`.
         precisions: working precisions (bits) of the full ball evaluation: the steps the pre-filter
@@ -127,6 +128,9 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
     if loss not in RIGOROUS_LOSSES:
         raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
     K = Ws.shape[0] - 1
+    per_step = isinstance(eta, (list, tuple, np.ndarray))
+    if per_step and len(eta) != K:
+        raise MdcertError(f"{len(eta)} step sizes for a trajectory of {K} steps; give one per step")
     rows = dyadic_rows(Ws)
     S_int, E = logit_ints(problem, Ws, rows)
     proved, pre_ratio, unchanged = prefilter_steps(problem, Ws, rows, S_int, E, eta, p,
@@ -150,9 +154,10 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
             break
         DL, Dpsi = _evaluate(todo, S_int, E, Ws, H, Y, p, loss, prec, padding_mask(problem))
         with working_precision(prec):
-            eta_b = arb_fraction(eta)
+            eta_one = None if per_step else arb_fraction(eta)
             left = []
             for k, dl, dp in zip(todo, DL, Dpsi):
+                eta_b = arb_fraction(eta[k]) if per_step else eta_one
                 slack = dp / eta_b - dl
                 if slack >= 0:
                     status[k] = 1
@@ -170,10 +175,14 @@ def check_steps(problem, trajectory: Any, eta: Fraction, p: Fraction, *, loss: s
 
 @dataclass(frozen=True, eq=False)
 class StepSizeConvexAlongPath(Predicate):
-    """Relative smoothness ``D_L <= (1/eta) D_psi`` on every recorded step (docs/theory.md sections 2.4 and 5.5).
+    """Relative smoothness ``D_L <= (1/eta_k) D_psi`` on every recorded step (docs/theory.md sections 2.3,
+    2.4 and 5.5), with the step rule of the trajectory.
 
     Attributes:
-        eta: the step size (exact rational from its decimal string).
+        eta: the step size (exact rational from its decimal string); with normalized steps the base
+            step size lr.
+        step_etas: None (constant steps: ``eta_k = eta``) or the K effective step sizes of a normalized
+            path, ``eta_k = lr / ||G(W_k)||_q`` as exact rationals (the float64 values the optimizer used).
         trajectory: float64 iterates (K+1, d, d) of W with the problem's fixed decoder.
         p: exact exponent of the potential.
         loss: "logistic" (default), "exponential" or "linear".
@@ -189,6 +198,7 @@ class StepSizeConvexAlongPath(Predicate):
     precisions: tuple[int, ...] = _PRECISIONS
     segment: bool = False
     prefilter: bool = True
+    step_etas: Any = None
     name = "step_size_convex_along_path"
 
     def check(self, problem) -> HypothesisReport:
@@ -197,13 +207,22 @@ class StepSizeConvexAlongPath(Predicate):
         if eta <= 0:
             raise MdcertError(f"invalid step size eta={self.eta!r}; must be > 0")
         p = parse_p(self.p)
+        normalized = self.step_etas is not None
+        if normalized:
+            etas = [Fraction(x) for x in self.step_etas]
+            if any(x <= 0 for x in etas):
+                raise MdcertError("the per-step step sizes of a normalized path must all be > 0")
+            if self.segment:
+                raise MdcertError("segment convexity (--segment) is for constant steps; drop --segment or "
+                                  "--normalize")
+        rule = "eta_k = eta/||G(W_k)||_q (normalized steps)" if normalized else "eta_k = eta (constant steps)"
         if self.loss not in RIGOROUS_LOSSES:
             ev = Evidence(f"relative smoothness along the path (loss {self.loss})", None, None, Method.SAMPLED,
                           detail="no ball evaluation of this loss")
             return HypothesisReport(self.name, Verdict.UNDECIDED, (ev,),
                                     f"the step check is implemented in balls for {', '.join(RIGOROUS_LOSSES)} only")
-        res = check_steps(ctx.problem, self.trajectory, eta, p, loss=self.loss, precisions=tuple(self.precisions),
-                          prefilter=self.prefilter)
+        res = check_steps(ctx.problem, self.trajectory, etas if normalized else eta, p, loss=self.loss,
+                          precisions=tuple(self.precisions), prefilter=self.prefilter)
         K = res.status.size
         n_ok, n_bad = int((res.status == 1).sum()), int((res.status == -1).sum())
         n_und = K - n_ok - n_bad
@@ -218,20 +237,25 @@ class StepSizeConvexAlongPath(Predicate):
         data = {"steps": K, "proved": n_ok, "refuted": n_bad, "undecided": n_und,
                 "proved_by_prefilter": int((res.precision == -1).sum()),
                 "first_refuted": bad[:5], "first_undecided": und[:5],
-                "max_precision_bits": int(res.precision.max()) if K else 0}
-        detail = (f"exact logits (fmpz_mat); cheap exact bounds, then arb balls for softmax, loss and |W|^(p-1); "
+                "max_precision_bits": int(res.precision.max()) if K else 0,
+                "step_rule": "normalized" if normalized else "constant"}
+        if normalized:
+            data["eta_k_range"] = [format_sci(min(etas), 6), format_sci(max(etas), 6)] if etas else None
+        detail = (f"{rule}; exact logits (fmpz_mat); cheap exact bounds, then arb balls for softmax, loss and "
+                  f"|W|^(p-1); "
                   f"{n_ok} proved ({data['proved_by_prefilter']} by the pre-filter), "
                   f"{n_bad} refuted, {n_und} undecided of {K} steps")
-        steps_ev = Evidence("number of recorded steps violating D_L(W_{k+1},W_k) <= D_psi(W_{k+1},W_k)/eta",
+        steps_ev = Evidence("number of recorded steps violating D_L(W_{k+1},W_k) <= D_psi(W_{k+1},W_k)/eta_k",
                             Fraction(n_bad), Fraction(n_bad + n_und), Method.INTERVAL, "==", Fraction(0),
                             detail=detail, data=data)
         evidence = [steps_ev]
         if lo is not None or hi is not None:
-            evidence.append(Evidence("max_k eta D_L(W_{k+1},W_k) / D_psi(W_{k+1},W_k)", lo, hi, Method.INTERVAL,
+            evidence.append(Evidence("max_k eta_k D_L(W_{k+1},W_k) / D_psi(W_{k+1},W_k)", lo, hi, Method.INTERVAL,
                                      detail="1 or less means the step passes; pre-filtered steps give upper "
                                             "bounds only"))
         if hi is not None and hi > 0:
-            evidence.append(Evidence("largest eta with every recorded step passing (eta / max ratio)",
+            evidence.append(Evidence("largest eta with every recorded step passing (eta / max ratio)"
+                                     + (", as a scale of every eta_k" if normalized else ""),
                                      eta / hi, None if lo is None or lo <= 0 else eta / lo, Method.INTERVAL,
                                      detail="relative smoothness along this path only"))
         verdict = Verdict.FAILS if n_bad else (Verdict.UNDECIDED if n_und else Verdict.HOLDS)
@@ -248,17 +272,18 @@ class StepSizeConvexAlongPath(Predicate):
             verdict = verdict & (Verdict.FAILS if s_bad else (Verdict.UNDECIDED if s_und else Verdict.HOLDS))
             seg_note = f"; segment convexity: {s_bad} refuted, {s_und} undecided"
         if verdict is Verdict.HOLDS:
-            msg = (f"D_L <= D_psi/eta proved on all {K} recorded steps (eta={format_exact(eta)}, "
+            msg = (f"D_L <= D_psi/eta_k proved on all {K} recorded steps ({rule}, eta={format_exact(eta)}, "
                    f"p={format_exact(p)})" + (" and psi - eta L convex on every segment" if self.segment else ""))
         elif verdict is Verdict.FAILS:
-            msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta" + (f" (first at step {bad[0]})" if bad else "")
+            msg = (f"{n_bad} of {K} steps violate D_L <= D_psi/eta_k ({rule})"
+                   + (f" (first at step {bad[0]})" if bad else "")
                    + seg_note + "; lower the step size"
                    + (f" below {format_sci(eta / hi, 3)}" if hi is not None and hi > 0 and n_bad else ""))
         else:
             parts = []
             if n_und:
                 parts.append(f"{n_und} steps undecided even at {max(self.precisions)} bits (first {und[:3]}); "
-                             f"D_L and D_psi/eta are too close to separate")
+                             f"D_L and D_psi/eta_k are too close to separate")
             if s_und:
                 parts.append(f"convexity of psi - eta L on {s_und} segments neither proved nor refuted by bisection")
             msg = "; ".join(parts)
@@ -267,8 +292,11 @@ class StepSizeConvexAlongPath(Predicate):
 
 def step_size_convex_along_path(eta: Any, trajectory: Any, *, p: Any = 2, loss: str = "logistic",
                                 precisions: tuple[int, ...] = _PRECISIONS,
-                                segment: bool = False, prefilter: bool = True) -> StepSizeConvexAlongPath:
+                                segment: bool = False, prefilter: bool = True,
+                                step_etas: Any = None) -> StepSizeConvexAlongPath:
     """Predicate: the relative-smoothness inequality holds on every recorded step of ``trajectory``
-    (and, with ``segment=True``, ``psi - eta L`` is convex on every whole segment)."""
+    (and, with ``segment=True``, ``psi - eta L`` is convex on every whole segment); ``step_etas``: the
+    per-step sizes of a normalized path (docs/theory.md section 2.3), None for constant steps."""
     return StepSizeConvexAlongPath(eta=eta, trajectory=trajectory, p=p, loss=loss, precisions=tuple(precisions),
-                                   segment=segment, prefilter=prefilter)
+                                   segment=segment, prefilter=prefilter,
+                                   step_etas=None if step_etas is None else tuple(step_etas))

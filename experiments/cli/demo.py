@@ -1,7 +1,11 @@
 """``mdcert demo``: the main job end to end on a built-in example (the paper-size synthetic problem).
 
 Each stage runs the same code path as its own command (``synth``, ``certify``, ``verify``, ``check``,
-``paths``, ``plot``), so the demo is also a smoke test of the whole toolkit.
+``paths``, ``plot``), so the demo is also a smoke test of the whole toolkit. The check stage states
+what its verdicts are about: the region's mu and R are inputs (a HOLDS on ``init_in_region`` holds for
+the given mu and R), and the data quantities they depend on are printed (docs/theory.md section 5.4).
+With ``-o DIR`` every output, figures included (``DIR/paths/*.png``), is kept and named; without it
+they live in a temporary directory that is removed, and the demo says so instead of pointing to them.
 """
 
 from __future__ import annotations
@@ -54,15 +58,46 @@ def _cert_facts(path: str) -> str:
             f"rows tight, {i} inactive, {u} undecided")
 
 
+#: the region's data quantities (informational evidence of init_in_region), in the order printed
+REGION_QUANTITIES = ("OPT = ||W_mm||_p", "margin gap", "score gap", "max_it ||x_it||_2 ||z_i||_2")
+
+
 def _check_facts(path: str) -> str:
     import json
 
     r = json.loads(Path(path).read_text())
     hyps = r["hypotheses"]
     held = sum(h["verdict"] == "holds" for h in hyps)
-    others = ", ".join(f"{h['name']} {h['verdict'].upper()}" for h in hyps if h["verdict"] != "holds")
+    from certify.exact import format_exact, parse_fraction
+
+    mu, R = (None if r["quantities"].get(k) is None else format_exact(parse_fraction(r["quantities"][k]))
+             for k in ("mu", "R"))
+
+    def named(h) -> str:
+        if h["name"] == "init_in_region" and mu is not None and R is not None:
+            return f"{h['name']} {h['verdict'].upper()} for the given mu = {mu}, R = {R}"
+        return f"{h['name']} {h['verdict'].upper()}"
+
+    region = [named(h) for h in hyps if h["name"] == "init_in_region" and h["verdict"] == "holds"]
+    others = ", ".join(named(h) for h in hyps if h["verdict"] != "holds")
     return (f"Theorem {r['theorem']}: {held} of {len(hyps)} hypotheses proved, verdict {r['verdict'].upper()}"
-            + (f" ({others})" if others else ""))
+            + (f" ({others})" if others else "") + (f"; {region[0]}" if region else ""))
+
+
+def _region_quantities(path: str) -> list[str]:
+    """The data quantities the region's mu and R depend on, from the check report (enclosures)."""
+    import json
+
+    r = json.loads(Path(path).read_text())
+    ev = [e for h in r["hypotheses"] if h["name"] == "init_in_region" for e in h["evidence"]]
+    lines = []
+    for key in REGION_QUANTITIES:
+        for e in ev:
+            if e["quantity"].startswith(key) and e.get("lo_approx") is not None:
+                lo, hi = e["lo_approx"], e["hi_approx"]
+                val = f"{lo:.6g}" if f"{lo:.6g}" == f"{hi:.6g}" else f"[{lo:.6g}, {hi:.6g}]"
+                lines.append(f"     {e['quantity']} = {val}")
+    return lines
 
 
 def _paths_facts(run: Path) -> str:
@@ -78,8 +113,10 @@ def _paths_facts(run: Path) -> str:
         verdict = fit.get("verdict", "n/a")
         if fit.get("state") not in (None, "asymptotic"):  # why no law was chosen: transient, floor, ...
             verdict += f" ({fit['state']})"
-        parts.append(f"p = {format_exact(parse_fraction(e['p_exact']))}: D_final {'n/a' if d is None else f'{d:.2e}'}"
-                     f", rate {verdict}")
+        k_opt = e.get("alpha_final_is_opt")
+        ref = "SVM(alpha_final)" + ("" if k_opt is None else f", {k_opt} of {e['trajectories']} at the optimal tokens")
+        parts.append(f"p = {format_exact(parse_fraction(e['p_exact']))}: D_final vs {ref} "
+                     f"{'n/a' if d is None else f'{d:.2e}'}, rate {verdict}")
     return f"measured {s['trajectories']} trajectories (float64, not a proof): " + "; ".join(parts)
 
 
@@ -90,11 +127,12 @@ def _near_svm_init(cert_path: str, out: Path, *, seed: int) -> str:
     import numpy as np
 
     from certify import Certificate
+    from experiments.outputs import write_npy_atomic
 
     cert = Certificate.from_json(json.loads(Path(cert_path).read_text()))
     direction = cert.direction_float()
     noise = np.random.default_rng(seed).standard_normal(direction.shape)
-    np.save(out, 2.0 * direction + 0.02 * noise)
+    write_npy_atomic(out, 2.0 * direction + 0.02 * noise)
     return str(out)
 
 
@@ -104,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     import shutil
 
     from certify.exact import parse_p
-    from experiments.outputs import check_output_dir, check_seed
+    from experiments.outputs import check_output_dir, check_seed, write_marker
 
     from experiments.paths.config import check_float_p
 
@@ -150,17 +188,25 @@ def run(args: argparse.Namespace) -> int:
                    ["check", problem, "--p", args.p, "--theorem", "10", "--alpha", "opt", "--init", init,
                     "--lr", "0.1", "--mu", "0.1", "--R", "1", "--steps", "300" if args.quick else "2000",
                     "--json", report])
-            _said(4, _check_facts(report), "where every hypothesis holds, the theorem's conclusion applies to this "
-                  "run: its path converges in direction to the certified SVM", summary)
+            _said(4, _check_facts(report), "the verdicts concern this path and the given mu = 0.1, R = 1 (inputs, "
+                  "never derived: another mu or R can flip init_in_region); the conclusion itself is measured in "
+                  "stage 5, not proved", summary)
+            quantities = _region_quantities(report)
+            if quantities:
+                print("   data quantities the admissible mu and R depend on (docs/theory.md 5.4):\n"
+                      + "\n".join(quantities), flush=True)
             _stage(f"5. batched mirror-descent paths ({trials} trials x p in 1.75, 2, 3; normalized steps, lr 0.1)",
                    ["paths", "--trials", trials, "--p", "1.75,2,3", "--steps", steps, "--lr", "0.1",
                     "--normalize", "--seed", str(args.seed), "--device", "cpu", "--progress", "off",
                     "-o", str(out / "paths")])
             _said(5, _paths_facts(out / "paths"), "the decay of D_psi to the certified direction is the rate "
-                  "the theory is about; 'inconclusive' means this horizon cannot tell the laws apart "
-                  "(see rate_fit.png)", summary)
+                  "the theory is about; 'inconclusive' means this run cannot tell the laws apart (the paths "
+                  "output says what a verdict would need)", summary)
             _stage("6. figures", ["plot", str(out / "paths")])
-            _said(6, f"drew {len(list((out / 'paths').glob('*.png')))} figures of the paths run",
+            figures = sorted((out / "paths").glob("*.png"))
+            where = (f"in {out / 'paths'} ({', '.join(f.name for f in figures)})" if tmp is None else
+                     "in the temporary directory, removed at the end (rerun with -o DIR to keep them)")
+            _said(6, f"drew {len(figures)} figures of the paths run {where}",
                   "they show the measured rates against both fitted laws, with their bands", summary)
         except RuntimeError as exc:
             print(f"mdcert demo: {exc}" + ("" if tmp is not None else f"; removed the partial {str(out)!r}"),
@@ -170,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(summary))
         print(f"demo finished in {time.perf_counter() - start:.1f} s"
               + (f"; outputs in {out}" if tmp is None else " (outputs were temporary; use -o DIR to keep them)"))
+        if tmp is None:
+            write_marker(out, "demo")                 # an mdcert run directory of kind "demo"
         completed = True
         return 0
     finally:

@@ -12,18 +12,22 @@ leaves nothing half-written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from typing import Sequence
 
-__all__ = ["COMMANDS", "main", "version"]
+__all__ = ["COMMANDS", "EXTRAS", "main", "version"]
 
 #: command name -> (module, one-line help). Modules live in experiments/cli/.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("experiments.cli.demo", "run the main job on a built-in example"),
     "synth": ("experiments.cli.synth", "write a seeded synthetic problem (.npz or .json)"),
+    "info": ("experiments.cli.info", "summarize a problem file: sizes, padding, ties, tokens, feasibility hint"),
     "certify": ("experiments.cli.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
+    "interpolate": ("experiments.cli.interpolate", "certified minimum-l_p-norm interpolation (regression data)"),
+    "signdescent": ("experiments.cli.signdescent", "diagonal-network paths (gd, smoothed sign, Adam) vs certified references"),
     "verify": ("experiments.cli.verify", "independently re-check a certificate against the data"),
     "check": ("experiments.cli.check", "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED)"),
     "paths": ("experiments.cli.paths", "batched mirror-descent training paths and Bregman rates"),
@@ -32,6 +36,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
     "study": ("experiments.cli.study", "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning"),
     "data": ("experiments.cli.data", "attention problems from real data (text, digits), offline, with provenance"),
+}
+
+
+#: optional dependency (top-level import name) -> the pyproject extra that installs it. The base
+#: install (certify, theorems, `mdcert synth/certify/verify/check/info`) needs none of them.
+EXTRAS: dict[str, str] = {
+    "torch": "train", "hypothesis": "train", "matplotlib": "plots", "ray": "ray", "yaml": "ray",
+    "sklearn": "data", "tokenizers": "data", "safetensors": "data", "transformers": "data",
 }
 
 
@@ -88,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from certify.errors import MdcertError
 
     try:
-        return int(modules[args.command].run(args) or 0)
+        with _input_warnings(args.command):
+            return int(modules[args.command].run(args) or 0)
     except BrokenPipeError as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
         if _stdout_closed():
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not raise
@@ -102,11 +115,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mdcert {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug, not bad input: still one line, but say so
+        extra = EXTRAS.get((exc.name or "").partition(".")[0]) if isinstance(exc, ModuleNotFoundError) else None
+        if extra is not None:  # an optional dependency this command needs is not installed
+            print(f"mdcert {args.command}: error: this command needs {exc.name}, which is not installed; "
+                  f"install it with: pip install 'mdcert[{extra}]'", file=sys.stderr)
+            return 1
         if os.environ.get("MDCERT_TRACEBACK"):
             raise
         print(f"mdcert {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (this is a bug; "
               f"rerun with MDCERT_TRACEBACK=1 for the traceback and report it)", file=sys.stderr)
         return 70
+
+
+@contextlib.contextmanager
+def _input_warnings(command: str):
+    """Print each `InputWarning` (suspicious input) as one line ``mdcert CMD: warning: ...`` on stderr."""
+    import warnings
+
+    from certify.errors import InputWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, InputWarning):
+            print(f"mdcert {command}: warning: {_one_line(message)}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _stdout_closed() -> bool:

@@ -22,7 +22,10 @@ started before training: the globally optimal SVMs, and the SVMs of trajectories
 (shorter step counts), are solved while the remaining paths still run.
 
 Writes ``RUN/summary.json`` (``kind: "paths"``), ``RUN/arrays.npz`` and
-``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end.
+``RUN/certificates.jsonl.gz`` into a temporary directory that is renamed at the end. The terminal
+gives, per (p, lr), how many trajectories ended at the optimal tokens and every D and rate with the
+SVM it is measured against, ``vs SVM(alpha_final)`` and, where they differ, ``vs SVM(opt)``
+(`experiments.paths.text.per_p_lines`; docs/theory.md sections 6.2 and 6.3).
 """
 
 from __future__ import annotations
@@ -32,14 +35,14 @@ import gzip
 import json
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from certify.exact import format_exact, parse_fraction
-from experiments.outputs import atomic_dir, check_output_dir
-from experiments.paths.text import norm_line, rate_line
+from experiments.outputs import check_output_dir, run_dir
+from experiments.paths.text import per_p_lines
+from experiments.terminal import terminal_width, wrap, wrap_lines
 from experiments.paths.config import parse_config
 from experiments.svm_cache import DIRECTION_TOL, Certifier  # noqa: F401  (DIRECTION_TOL re-exported)
 
@@ -103,7 +106,11 @@ def run(args: argparse.Namespace) -> int:
                   option="-o")
     inputs = resolve_inputs(args)                         # loads the files; fills in trials, n, T, d, inits
     cfg = parse_config(args)
-    check_output_dir(args.out, option="-o", overwrite=args.overwrite)
+    if inputs.W0 is not None:
+        from experiments.paths.inputs import check_init_range
+
+        check_init_range(inputs.W0, cfg["p"], args.init)
+    check_output_dir(args.out, option="-o", overwrite=args.overwrite, kind="paths")
     t_start = time.perf_counter()
 
     from experiments.paths.engine import resolve_device, run_paths
@@ -206,18 +213,21 @@ def run(args: argparse.Namespace) -> int:
     _write_run(out, summary, arrays, certifier, t_start, args.overwrite)
     s = summary
     print(f"paths: {B} trajectories on {s['device']} in {s['elapsed_s']:.1f}s (training {t_train:.1f}s) -> {out}")
+    width = terminal_width()
     for e in per_p:
-        bm = e.get("bregman_final_mean")
-        bm_txt = f"{bm:.3e} +- {e['bregman_final_std']:.1e}" if bm is not None else "n/a"
-        print(f"  p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: D_final {bm_txt}; {rate_line(e.get('rate_fit'))}; "
-              f"{norm_line(e.get('norm_fit'))}")
-    for note in res.notes:
-        print(f"  note: {note}")
+        head = f"p={format_exact(parse_fraction(e['p_exact']))} lr={e['lr']:g} steps={e['steps']}: "
+        body = per_p_lines(e)
+        print("\n".join(wrap(head + body[0], width, first="  ", indent="      ")
+                        + wrap_lines(["    " + ln for ln in body[1:]], width)))
+    if res.notes:
+        print("\n".join(wrap_lines([f"  note: {note}" for note in res.notes], width)))
     return 0
 
 
 def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float, overwrite: bool) -> None:
-    with atomic_dir(out, overwrite=overwrite) as tmp:
+    from certify.io.jsonenc import dumps
+
+    with run_dir(out, kind="paths", overwrite=overwrite) as tmp:
         with open(tmp / "arrays.npz", "wb") as fh:
             np.savez_compressed(fh, **arrays)
         if certifier is not None:
@@ -226,28 +236,4 @@ def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float
                     fh.write(json.dumps({"data_hash": key[0], "alpha": list(key[1]), "p": f"{key[2].numerator}/{key[2].denominator}",
                                          "digits": r["digits"], "certificate": r["certificate"]}) + "\n")
         summary["elapsed_s"] = time.perf_counter() - t_start
-        (tmp / "summary.json").write_text(json.dumps(_finite_json(summary), indent=1, default=_json_default,
-                                                     allow_nan=False))
-
-
-def _finite_json(o):
-    """Non-finite floats become None (JSON has no NaN)."""
-    if isinstance(o, dict):
-        return {k: _finite_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_finite_json(v) for v in o]
-    if isinstance(o, (float, np.floating)):
-        return float(o) if np.isfinite(o) else None
-    return o
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o) if np.isfinite(o) else None
-    if isinstance(o, Fraction):
-        return f"{o.numerator}/{o.denominator}"
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+        (tmp / "summary.json").write_text(dumps(summary, indent=1))

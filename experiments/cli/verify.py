@@ -15,7 +15,8 @@ HELP = "independently re-check every claim of a certificate against the data (ex
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("problem", help="problem file (.npz or .json)")
+    parser.add_argument("problem", help="problem file (.npz or .json); a regression problem's certificate comes "
+                                        "from 'mdcert interpolate'")
     parser.add_argument("certificate", help="certificate JSON written by 'mdcert certify'")
     parser.add_argument("--p", default=None, help="reject the certificate unless it is about this exact p")
     parser.add_argument("--svm", choices=("attention", "decoder"), default=None,
@@ -40,7 +41,14 @@ def run(args: argparse.Namespace) -> int:
     from certify.limits import max_certificate_bytes, read_json_file
     from certify.problem import AttentionProblem, resolve_alpha
     from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
+    from experiments.terminal import problem_lines, shorten_lists, summarize_sequence, terminal_width
 
+    from certify.regression.problem import declares_regression
+
+    if declares_regression(args.problem):
+        from experiments.cli.interpolate import verify_interpolation
+
+        return verify_interpolation(args)
     check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
     problem = AttentionProblem.load(args.problem)
     path = Path(args.certificate)
@@ -65,16 +73,17 @@ def run(args: argparse.Namespace) -> int:
     result = check_certificate(problem, data, p=args.p, svm=args.svm, alpha=alpha)
     elapsed = time.perf_counter() - t0
     if problem.lengths is not None or problem.provenance:     # as 'mdcert certify' and 'mdcert check' show it
-        print(f"problem: {problem.describe()}")
+        print("\n".join(problem_lines(problem, terminal_width())))
     if args.verbose:
         for claim in result.claims:
-            print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {claim.detail}")
+            print(f"  {'ok  ' if claim.ok else 'FAIL'} {claim.name}: {shorten_lists(claim.detail)}")
     if result.ok:
         print(f"verified: all {len(result.claims)} claims hold (status {data.get('status')}, {elapsed:.2f} s)")
         certified = list(data.get("alpha", []))
         if alpha is None and stored is not None and certified != stored:
-            print(f"note: the certificate is about alpha = {certified}, the problem file "
-                  f"stores alpha = {stored}; pass --alpha problem to require the stored one", file=sys.stderr)
+            print(f"note: the certificate is about alpha = {summarize_sequence(certified)}, the problem file "
+                  f"stores alpha = {summarize_sequence(stored)}; pass --alpha problem to require the stored one",
+                  file=sys.stderr)
         from certify import Certificate
 
         write_export(args, prepare_export(args, Certificate.from_json(data)))

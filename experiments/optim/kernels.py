@@ -29,7 +29,7 @@ import torch
 from certify.errors import MdcertError
 from certify.exact import parse_p
 
-__all__ = ["absmax", "dual_norm", "simple_update", "validate_lr", "validate_p", "PowPlan", "mirror_step", "CHUNK", "chunked_dual", "chunked_step_cached", "chunked_step_direct",
+__all__ = ["absmax", "dual_norm", "dual_unit", "unit_norm", "pow2_scaled", "normalized", "simple_update", "validate_lr", "validate_p", "PowPlan", "mirror_step", "CHUNK", "chunked_dual", "chunked_step_cached", "chunked_step_direct",
            "chunked_inverse", "inverse_reproduces", "signed_pow_into", "foreach_update"]
 
 CHUNK = 1 << 20  # elements per chunk (4 MiB of float32: L3-resident; fewer thread barriers than 1 MiB)
@@ -168,12 +168,45 @@ def absmax(t: torch.Tensor) -> float:
 
 
 def dual_norm(g: torch.Tensor, q: float) -> float:
-    """Scaled entrywise ``||g||_q`` (no overflow for finite g)."""
+    """Scaled entrywise ``||g||_q`` (no overflow for finite g; a subnormal result has few digits:
+    normalize with `normalized` or `dual_unit` instead)."""
+    unit = dual_unit(g, q)
+    return 0.0 if unit is None else math.ldexp(unit[1], -unit[0])
+
+
+def dual_unit(g: torch.Tensor, q: float) -> tuple[int, float] | None:
+    """``(k, n)`` with ``n = ||g 2^k||_q`` (docs/theory.md section 2.3): ``2^k`` brings ``max|g|`` into
+    [1/2, 1), a power of two (exact, subnormal gradients included), so ``n`` lies in [1/2, dim^(1/q)]
+    and ``g / ||g||_q = (g 2^k) / n`` never under- or overflows, however small g is. None when g is 0."""
     a = g.detach().abs()
     m = float(a.max()) if a.numel() else 0.0
     if m == 0.0:
-        return 0.0
-    return m * float(((a / m).pow(q)).sum().double().pow(1.0 / q))
+        return None
+    k = -math.frexp(m)[1]
+    return k, math.ldexp(m, k) * float(((a / m).pow(q)).sum().double().pow(1.0 / q))
+
+
+def unit_norm(unit: tuple[int, float], dtype: torch.dtype) -> float | None:
+    """``||g||_q = n 2^-k`` when it and its reciprocal are normal numbers of ``dtype`` far from
+    overflow (then ``g / ||g||_q`` is one division, as ever); None at the edges of the range."""
+    info = torch.finfo(dtype)
+    norm = math.ldexp(unit[1], -unit[0]) if unit[0] > -1000 else math.inf
+    return norm if info.tiny * 2.0 ** 64 <= norm <= info.max / 4 else None
+
+
+def pow2_scaled(g: torch.Tensor, k: int) -> torch.Tensor:
+    """``g 2^k`` exactly (two finite power-of-two factors, so ``|k|`` up to about 2046 is fine)."""
+    h = k // 2
+    return g * 2.0 ** h * 2.0 ** (k - h)
+
+
+def normalized(g: torch.Tensor, q: float) -> torch.Tensor | None:
+    """``g / ||g||_q`` formed without underflow (`dual_unit`); None when g is exactly zero."""
+    unit = dual_unit(g, q)
+    if unit is None:
+        return None
+    norm = unit_norm(unit, g.dtype)
+    return g / norm if norm is not None else pow2_scaled(g, unit[0]) / unit[1]
 
 
 def mirror_step(W: torch.Tensor, G: torch.Tensor, lr: float, p: Any, *, maximize: bool = False,
@@ -207,10 +240,9 @@ def simple_update(W: torch.Tensor, G: torch.Tensor, lr: float, exact: Fraction, 
                    normalize: bool) -> torch.Tensor:
     g = -G if maximize else G
     if normalize:
-        norm = dual_norm(g, float(exact / (exact - 1)))
-        if norm == 0.0:
+        g = normalized(g, float(exact / (exact - 1)))
+        if g is None:  # exactly zero: no direction, no step
             return W.clone()
-        g = g / norm
     if exact == 2:
         return W.clone().add_(g, alpha=-lr)
     pm1, inv = float(exact - 1), float(1 / (exact - 1))
@@ -292,11 +324,13 @@ def foreach_update(params: list[torch.Tensor], grads: list[torch.Tensor], lr: fl
         grads = torch._foreach_neg(grads)
     if normalize:
         q = float(exact / (exact - 1))
-        scales = []
-        for g in grads:
-            norm = dual_norm(g, q)
-            scales.append(0.0 if norm == 0.0 else 1.0 / norm)
-        grads = torch._foreach_mul(grads, scales)
+        units = [dual_unit(g, q) for g in grads]
+        norms = [None if u is None else unit_norm(u, g.dtype) for u, g in zip(units, grads)]
+        grads = list(torch._foreach_mul(grads, [0.0 if u is None else 1.0 if n is None else 1.0 / n
+                                                for u, n in zip(units, norms)]))
+        for i, (u, n) in enumerate(zip(units, norms)):
+            if u is not None and n is None:  # a gradient at the edge of the float range
+                grads[i] = pow2_scaled(grads[i], u[0]) / u[1]
     if exact == 2:
         news = torch._foreach_add(params, grads, alpha=-lr)
     else:

@@ -5,8 +5,10 @@ One step, per parameter ``W`` with gradient ``G`` (``-G`` with ``maximize``):
     grad psi(W+) = grad psi(W) - lr * G,    grad psi(W) = sign(W) |W|^{p-1},
 
 so ``W+ = sign(Q) |Q|^{1/(p-1)}`` with ``Q = sign(W)|W|^{p-1} - lr G``. With
-``normalize_gradient=True``, ``G`` is replaced by ``G / ||G||_q`` (entrywise dual norm, per parameter;
-a zero gradient gives no step). ``p = 2`` is gradient descent, computed with the same ``add_`` as
+``normalize_gradient=True``, ``G`` is replaced by ``G / ||G||_q`` (entrywise dual norm, per parameter,
+formed after a power-of-two scaling so that subnormal gradients neither underflow nor overflow the step;
+an exactly zero gradient gives no step and a ``RuntimeWarning`` naming the scale-free route of
+`experiments.paths.run_paths`; docs/theory.md section 2.3). ``p = 2`` is gradient descent, computed with the same ``add_`` as
 ``torch.optim.SGD`` so it matches it bit for bit.
 
 Errors: a non-finite gradient, a non-finite parameter, or a step whose result overflows raises
@@ -45,6 +47,7 @@ threads, so on an oversubscribed machine ``torch.set_num_threads(1)`` can be fas
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 from typing import Any, Callable, Iterable
 
@@ -56,8 +59,8 @@ from certify.errors import MdcertError
 from certify.exact import format_fraction
 from experiments.optim import kernels as _kernels
 from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin
-from experiments.optim.kernels import (PowPlan, absmax, dual_norm, simple_update, validate_lr,
-                                       validate_p, chunked_step_direct, foreach_update, mirror_step)
+from experiments.optim.kernels import (PowPlan, absmax, dual_unit, pow2_scaled, simple_update, unit_norm,
+                                       validate_lr, validate_p, chunked_step_direct, foreach_update, mirror_step)
 
 __all__ = ["LpMirrorDescent", "mirror_step", "PowPlan", "FUSED_MIN_NUMEL"]
 
@@ -184,6 +187,8 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
             news = []
             for gi, pi, group, param, lr, exact in jobs:
                 self._check_grad(gi, pi, param.grad, exact, lr)
+                if group["normalize_gradient"] and not bool(param.grad.any()):
+                    self._zero_gradient(gi, pi, param)
                 new = simple_update(param.clone(), param.grad, lr, exact, group["maximize"],
                                      group["normalize_gradient"])
                 self._check_result(gi, pi, param, new, exact, lr)
@@ -234,6 +239,13 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
                 f"LpMirrorDescent: non-finite gradient in {self._where(gi, pi, grad)}; the parameter was left "
                 f"unchanged; check the loss for overflow or use a smaller lr (lr={lr}, p={exact})")
 
+    def _zero_gradient(self, gi, pi, param) -> None:
+        warnings.warn(
+            f"LpMirrorDescent: the gradient of {self._where(gi, pi, param)} is exactly zero, so a normalized "
+            f"step has no direction and none was taken; if the loss saturated (softmax weights underflowing), "
+            f"the gradient underflowed: experiments.paths.run_paths (mdcert paths --normalize) forms it from "
+            f"e^M-scaled weights and keeps its direction (docs/theory.md section 2.3)", RuntimeWarning, stacklevel=2)
+
     def _check_result(self, gi, pi, param, new, exact, lr) -> None:
         if not bool(torch.isfinite(new).all()):
             if not bool(torch.isfinite(param).all()):
@@ -252,6 +264,8 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
                 and param.numel() > 0)
         if not fast:
             self._check_grad(gi, pi, grad, exact, lr)
+            if group["normalize_gradient"] and not bool(grad.any()):
+                self._zero_gradient(gi, pi, param)
             new = simple_update(param, grad, lr, exact, group["maximize"], group["normalize_gradient"])
             self._check_result(gi, pi, param, new, exact, lr)
             return lambda: param.copy_(new)
@@ -315,10 +329,15 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
         alpha, gmax = lr, None
         if group["normalize_gradient"]:
             gmax = self._grad_bound(gi, pi, grad, G, exact, lr)  # raises on a non-finite gradient
-            norm = dual_norm(G, float(exact / (exact - 1)))
-            if norm == 0.0:
+            unit = dual_unit(G, float(exact / (exact - 1)))
+            if unit is None:
+                self._zero_gradient(gi, pi, param)
                 return lambda: None
-            alpha = lr / norm
+            norm = unit_norm(unit, G.dtype)
+            if norm is not None:
+                alpha = lr / norm
+            else:  # at the edge of the float range (a saturated loss): scale G by a power of two first
+                G, gmax = pow2_scaled(G, unit[0]) / unit[1], 1.0 + 1e-3
         sign = 1.0 if group["maximize"] else -1.0
         limit = torch.finfo(param.dtype).max / 8
         pm1 = float(exact - 1)
@@ -383,10 +402,15 @@ class LpMirrorDescent(DualCacheMixin, Optimizer):
         _, _, group, _, lr, exact = group_jobs[0]
         params = [job[3].detach() for job in group_jobs]
         grads = [job[3].grad.detach() for job in group_jobs]
-        norms = torch.stack([n.float() for n in torch._foreach_norm(grads, float("inf"))])
+        raw = torch._foreach_norm(grads, float("inf"))
+        norms = torch.stack([n.float() for n in raw])
         if not bool(torch.isfinite(norms).all()):
             for gi, pi, _, param, _, _ in group_jobs:
                 self._check_grad(gi, pi, param.grad, exact, lr)
+        if group["normalize_gradient"] and not bool(norms.all()):  # float32 rounds subnormal norms to 0
+            for (gi, pi, _, param, _, _), zero in zip(group_jobs, torch.stack([n == 0 for n in raw]).tolist()):
+                if zero:
+                    self._zero_gradient(gi, pi, param)
         news = foreach_update(params, grads, lr, exact, maximize=group["maximize"],
                               normalize=group["normalize_gradient"])
         finite = torch.stack([n.float() for n in torch._foreach_norm(news, float("inf"))])

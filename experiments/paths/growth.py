@@ -9,7 +9,11 @@ the paper's Theorem 8).
 - Constant steps: Theorem 8's logarithmic growth, ``||W(k)||_p = c0 + c1 log k``.
 
 Both on the mean curve over trajectories, with bootstrap intervals over trajectories; the other law's
-R^2 is reported for comparison. numpy only.
+R^2 is reported for comparison. The window starts after the initial plateau: while the local slope of
+the fitted law differs between the window's early and late halves by more than 10%, its start moves
+later (tenths of its log-span, keeping at least half); the start used is reported (``tail_from``
+beside ``default_from``), and ``settled`` is False when no start within that range had a steady
+slope. numpy only.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class NormFit:
         bound_ratio_max: normalized steps: ``max ||W(k)||_p / (||W(0)||_p^(p-1) + lr k)^(1/(p-1))`` over
             trajectories and records (None without p, lr or the k = 0 record).
         tail_from, points, trials, bootstrap, level: the window and the resampling.
+        default_from: the window's start by the tail rule (``tail_from`` is later past a plateau).
+        settled: whether the local slope was steady (within 10%) over the window used.
     """
 
     law: str
@@ -53,6 +59,8 @@ class NormFit:
     trials: int
     bootstrap: int
     level: float
+    default_from: int | None = None
+    settled: bool = True
 
     def to_json(self) -> dict:
         return clean_json(asdict(self))
@@ -96,7 +104,10 @@ def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, normalized: bool, p
     sub = norms[rows][:, mask]
     if sub.shape[0] == 0 or mask.sum() < 3:
         raise MdcertError("need at least 3 finite tail points of ||W(k)||_p to fit norm growth")
-    k = steps[mask]
+    default_from = int(steps[mask][0])
+    start, settled = _after_plateau(np.log(steps[mask]), sub.mean(axis=0), normalized)
+    k = steps[mask][start:]
+    sub = sub[:, start:]
     lk = np.log(k)
     mean = sub.mean(axis=0)
     law = "power" if normalized else "log"
@@ -120,4 +131,31 @@ def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, normalized: bool, p
         ratio = float(np.max(norms[rows][:, valid] / bound)) if valid.any() else None
     return NormFit(law, "normalized" if normalized else "constant", float(c1[0]), ci, float(c0[0]),
                    _r2(Y, float(rmse[0])), _r2(other, float(rmse_o[0])), expected, ratio, int(k[0]), int(k.size),
-                   int(sub.shape[0]), nboot, float(level))
+                   int(sub.shape[0]), nboot, float(level), default_from, settled)
+
+
+#: relative difference of the local slopes (early vs late half of the window) counted as steady
+STEADY_TOL = 0.1
+
+
+def _after_plateau(lk: np.ndarray, mean: np.ndarray, normalized: bool) -> tuple[int, bool]:
+    """First index of the fitted window and whether the slope is steady there: the window's start moves
+    later in tenths of its log-span (keeping at least half of it, and 5 points) while the slope of the
+    fitted law (log ||W|| or ||W|| against log k) differs by more than `STEADY_TOL` between halves."""
+    Y = np.log(mean) if normalized else mean
+    span = lk[-1] - lk[0]
+    last = 0
+    for j in range(6):
+        i = int(np.searchsorted(lk, lk[0] + 0.1 * j * span))
+        x, y = lk[i:], Y[i:]
+        if x.size < 5:
+            break
+        last = i
+        half = x <= 0.5 * (x[0] + x[-1])
+        if half.sum() < 2 or (~half).sum() < 2:
+            break
+        b1 = fit_line(x[half], y[None, half])[0][0]
+        b2 = fit_line(x[~half], y[None, ~half])[0][0]
+        if abs(b2 - b1) <= STEADY_TOL * max(abs(b1), abs(b2)):
+            return i, True
+    return last, False

@@ -5,7 +5,9 @@
 - ``bregman.png``: median and 10-90% band over trajectories of ``D_psi(Wbar_mm, Wbar(k))`` per p
   (alpha from the final attention, and the globally optimal alpha dashed);
 - ``rate_fit.png``: the mean curve with its 95% bootstrap band, both laws fitted before the held-out
-  split and their predictions of the held-out tail, the verdict and the margin that decided it;
+  split and their predictions of the held-out tail (each legend entry also gives the whole-window
+  exponent that the terminal and summary.json report), the window's start when a transient was
+  skipped, the verdict and the margin that decided it;
 - ``cross.png``: the cross grid (rows: path exponent p, columns: SVM exponent q; median and 10-90%
   band), when present;
 - ``projections.png``: 2-D projections of up to 8 normalized paths per group onto the plane of the
@@ -73,10 +75,14 @@ def log_axes(ax) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     lo, hi = ax.get_ylim()
-    fmt = FuncFormatter(lambda y, _: f"{y:.2g}")
+    fmt = FuncFormatter(lambda y, _: f"{y:.4g}")   # 0.7, 100, 1e-05: one format on every tick
     ax.yaxis.set_major_formatter(fmt)
-    if hi / max(lo, 1e-300) < 10:  # under a decade: label the minor ticks, plainly
-        ax.yaxis.set_minor_locator(LogLocator(subs=tuple(range(2, 10))))
+    span = hi / max(lo, 1e-300)
+    if span < 10:  # under a decade: label the minor ticks, plainly (every one only when they do not crowd)
+        ax.yaxis.set_minor_locator(LogLocator(subs=tuple(range(2, 10)) if span < 3 else (2.0, 3.0, 5.0)))
+        ax.yaxis.set_minor_formatter(fmt)
+    elif span < 1000:  # one to three decades: 2 and 5 too, so every panel has at least two labels
+        ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
         ax.yaxis.set_minor_formatter(fmt)
     else:
         ax.yaxis.set_minor_formatter(NullFormatter())
@@ -207,11 +213,15 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig, axes = plt.subplots(1, len(groups), figsize=(4.4 * len(groups), 4.3), squeeze=False,
                                      constrained_layout=True)
             for ax, (label, e, rows) in zip(axes[0], groups):
-                band(ax, rs[rows[0]], arrays["bregman"][rows], "SVM of alpha = argmax of the final attention")
-                band(ax, rs[rows[0]], arrays["bregman_opt"][rows], "SVM of the globally optimal alpha",
+                band(ax, rs[rows[0]], arrays["bregman"][rows], "vs SVM(alpha_final), alpha = argmax of the final "
+                     "attention")
+                band(ax, rs[rows[0]], arrays["bregman_opt"][rows], "vs SVM(opt), the globally optimal alpha",
                      linestyle="--")
                 log_axes(ax)
-                ax.set_title(label)
+                k_opt = e.get("alpha_final_is_opt")
+                ax.set_title(label if k_opt is None else
+                             f"{label}\n{k_opt} of {e['trajectories']} trajectories ended at the optimal tokens",
+                             fontsize=9)
                 ax.set_xlabel("step k")
                 ax.set_ylabel(r"$D_\psi(\bar W_{mm}, \bar W(k))$")
                 ax.grid(True, which="major", alpha=0.3)
@@ -262,7 +272,7 @@ def _rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label:
     geo = fit.get("average", "arithmetic") == "geometric"
     name = "geometric mean" if geo else "mean"
     ax.plot(k, np.exp(np.log(c).mean(axis=0)) if geo else c.mean(axis=0), "k.", ms=3,
-            label=f"{name} over {c.shape[0]} trajectories")
+            label=f"{name} over {_count(c.shape[0], 'trajectory', 'trajectories')}")
     if c.shape[0] > 1:
         boot = bootstrap_means(np.log(c) if geo else c, 400, np.random.default_rng(0))
         lo, hi = np.percentile(np.exp(boot) if geo else boot, [2.5, 97.5], axis=0)
@@ -271,22 +281,32 @@ def _rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label:
     if sel and "tail_from_step" in fit:
         split = sel["split_step"]
         kk = k[k >= fit["tail_from_step"]]
-        for m, style, name in (("log", "C0", "C (log k)^-a"), ("power", "C3", "C k^-b")):
+        one = fit.get("trials") == 1
+        for m, style, name, sym in (("log", "C0", "C (log k)^-a", "a"), ("power", "C3", "C k^-b", "b")):
             a, C = sel["early_fits"][m]
             x = np.log(kk) if m == "log" else kk
             y = C * x ** (-a)
             err = sel[f"error_{m}"]
-            ax.plot(kk[kk < split], y[kk < split], "-", color=style, label=f"{name}, a={a:.3g} fitted before the split"
-                    if m == "log" else f"{name}, b={a:.3g} fitted before the split")
+            whole = fit.get(m) or {}
+            ci = whole.get("ci")
+            whole_txt = "" if whole.get("exponent") is None else (
+                f"\nwhole window: {sym} = {whole['exponent']:.3g}"
+                + (" (one trajectory, no interval)" if one else (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")))
+            ax.plot(kk[kk < split], y[kk < split], "-", color=style,
+                    label=f"{name}, {sym} = {a:.3g} fitted before the split{whole_txt}")
             ax.plot(kk[kk >= split], y[kk >= split], "--", color=style, label=f"its prediction (rms log error {err:.2g})")
         ax.axvline(split, color="0.3", ls=":", lw=1, label=f"held-out tail from k={split}")
+        win = fit.get("window") or {}
+        if win.get("transient_skipped"):
+            ax.axvline(fit["tail_from_step"], color="0.3", ls="-.", lw=1,
+                       label=f"window from k={fit['tail_from_step']} (transient from k={win['default_from_step']} skipped)")
     verdict = fit.get("verdict", "n/a")
     margin = ""
     if sel and sel.get("difference_ci"):
         lo_d, hi_d = sel["difference_ci"]
         margin = f"\nerror log - power {sel['difference']:.2g} [{lo_d:.2g}, {hi_d:.2g}]"
     state = fit.get("state")
-    ax.set_title(f"{label}: {verdict}" + (f" ({state})" if state and state != "asymptotic" else "") + margin,
+    ax.set_title(f"{label}, D vs SVM(alpha_final): {verdict}" + (f" ({state})" if state and state != "asymptotic" else "") + margin,
                  fontsize=9)
     log_axes(ax)  # plain tick labels (0.7, not 7 x 10^-1)
     _legend_below(ax)
@@ -309,22 +329,28 @@ def _norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label
     if c.shape[0] == 0:
         return
     med = np.median(c, axis=0)
-    line, = ax.plot(k, med, label=f"median over {c.shape[0]} trajectories")
+    line, = ax.plot(k, med, label=f"median over {_count(c.shape[0], 'trajectory', 'trajectories')}")
     ax.plot(k, c.mean(axis=0), "k.", ms=2, label="mean (the fitted curve)")
     ax.fill_between(k, np.percentile(c, 10, axis=0), np.percentile(c, 90, axis=0), color=line.get_color(),
                     alpha=0.2, lw=0, label="10-90% of trajectories")
     nf = entry.get("norm_fit") or {}
     if "law" in nf:
         kk = k[k >= nf["tail_from"]]
-        ci = nf.get("ci") or [np.nan, np.nan]
+        ci = nf.get("ci")
+        ci_txt = " (one trajectory, no interval)" if nf.get("trials") == 1 or not ci else f" [{ci[0]:.3g}, {ci[1]:.3g}]"
+        win = f"\non k >= {nf['tail_from']}"
+        if nf.get("default_from") is not None and nf["tail_from"] > nf["default_from"]:
+            win += " (past the initial plateau)"
+        if nf.get("settled") is False:
+            win += "\ngrowth not settled to one law"
         if nf["law"] == "power":
-            fit_label = f"fit of the mean: C k^e, e = {nf['coefficient']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+            fit_label = f"fit of the mean: C k^e, e = {nf['coefficient']:.3g}{ci_txt}{win}"
             if nf.get("expected") is not None:
                 fit_label += f"\n(1/(p-1) = {nf['expected']:.3g})"
             ax.plot(kk, np.exp(nf["intercept"]) * kk ** nf["coefficient"], "k--", lw=1, label=fit_label)
         else:
             ax.plot(kk, nf["intercept"] + nf["coefficient"] * np.log(kk), "k--", lw=1,
-                    label=f"fit of the mean: c1 log k + c0, c1 = {nf['coefficient']:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+                    label=f"fit of the mean: c1 log k + c0, c1 = {nf['coefficient']:.3g}{ci_txt}{win}"
                           f"\n(Theorem 8, R^2 {nf['r2']:.3f})")
     if normalized and steps_row[0] == 0 and np.isfinite(norms[:, 0]).all():
         bound = normalized_bound(np.median(norms[:, 0]), k, p=float(entry["p"]), lr=float(entry["lr"]))
@@ -332,6 +358,10 @@ def _norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label
     if normalized:
         log_axes(ax)  # plain tick labels (20, 6), not 2 x 10^1
     _legend_below(ax)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _legend_below(ax) -> None:

@@ -16,8 +16,12 @@ their difference. The verdict is ``log`` or ``power`` only when that interval ex
 error is at least ``min_ratio`` times the better one, and only on a curve in its asymptotic regime:
 a curve that is not decreasing (``flat``), whose decay still accelerates (``transient``: both laws
 have a non-increasing log-log slope, so an increasing one is neither's regime) or whose late values
-sit at the float / certificate floor (``float_floor``) gets ``inconclusive`` with the reason. numpy
-only (no torch), so worker processes and the plot command stay light.
+sit at the float / certificate floor (``float_floor``) gets ``inconclusive`` with the reason. A
+transient at the start of the window is skipped: the window's start moves later (in tenths of its
+log-span, keeping at least half of it) until the decay no longer accelerates; the start used and the
+skipped range are reported. A verdict that is impossible by construction says what would make it
+possible (``needs``: more trajectories, a longer horizon, a window before the floor). numpy only (no
+torch), so worker processes and the plot command stay light.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from enum import Enum
 import numpy as np
 
 from certify.errors import MdcertError
+from experiments.paths.fitting import bootstrap_means, bregman_floor, clean_json, fit_line, tail_mask
 
 __all__ = ["MIN_TRAJECTORIES", "Verdict", "CurveState", "ModelFit", "Selection", "RateFit", "MODELS", "fit_line", "tail_mask",
            "bootstrap_means", "bregman_floor", "fit_rates", "rates_by_horizon", "clean_json"]
@@ -117,6 +122,10 @@ class RateFit:
         predicted: a theoretical exponent of the log law given by the caller, and whether it lies in
             the interval (None when not given).
         average: the fitted curve, "geometric" (exp of the mean of log D) or "arithmetic" (mean of D).
+        default_from: first step of the window by the tail rule; ``tail_from`` is later when an initial
+            transient was skipped.
+        needs: what would make an inconclusive verdict decidable: ``("trajectories", 8)``,
+            ``("horizon", "longer")``, ``("horizon", "before the floor")``; empty when nothing is missing.
     """
 
     fits: dict
@@ -132,6 +141,13 @@ class RateFit:
     floor: float | None
     predicted: tuple | None = None
     average: str = "geometric"
+    default_from: int | None = None
+    needs: tuple = ()
+
+    @property
+    def transient_skipped(self) -> bool:
+        """Whether the window's start was moved past an initial transient."""
+        return self.default_from is not None and self.tail_from > self.default_from
 
     @property
     def verdict(self) -> Verdict:
@@ -147,77 +163,12 @@ class RateFit:
                            "tail_from_step": self.tail_from, "points": self.points, "trials": self.trials,
                            "bootstrap": self.bootstrap, "level": self.level, "floor": self.floor,
                            "average": self.average,
+                           "window": {"from_step": self.tail_from, "default_from_step": self.default_from,
+                                      "transient_skipped": self.transient_skipped},
+                           "needs": {k: v for k, v in self.needs},
                            "predicted_log_exponent": None if self.predicted is None else
                            {"value": self.predicted[0], "in_interval": self.predicted[1]},
                            **{name: asdict(f) for name, f in self.fits.items()}})
-
-
-def clean_json(o):
-    """Non-finite floats become None, tuples lists, enums their values (JSON has no NaN)."""
-    if isinstance(o, dict):
-        return {k: clean_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [clean_json(v) for v in o]
-    if isinstance(o, Enum):
-        return o.value
-    if isinstance(o, (float, np.floating)):
-        return float(o) if np.isfinite(o) else None
-    if isinstance(o, np.integer):
-        return int(o)
-    return o
-
-
-def fit_line(x: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Least-squares lines ``Y[j] ~ c0[j] + c1[j] x`` for every row of Y (vectorized).
-
-    Returns:
-        ``(c1, c0, rmse)`` arrays with one entry per row.
-    """
-    x = np.asarray(x, dtype=np.float64)
-    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
-    xm = x.mean()
-    dx = x - xm
-    sxx = float(dx @ dx)
-    if sxx == 0:
-        raise MdcertError("cannot fit a rate: all tail points have the same step")
-    ym = Y.mean(axis=1)
-    c1 = ((Y - ym[:, None]) @ dx) / sxx
-    c0 = ym - c1 * xm
-    res = Y - (c0[:, None] + c1[:, None] * x)
-    return c1, c0, np.sqrt(np.mean(res**2, axis=1))
-
-
-def tail_mask(steps: np.ndarray, *, tail_fraction: float = 0.01, min_step: int = 3) -> np.ndarray:
-    """Steps in the last two decades by default: ``k >= max(min_step, tail_fraction * max k)``."""
-    steps = np.asarray(steps)
-    return steps >= max(min_step, tail_fraction * steps.max())
-
-
-def bootstrap_means(curves: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Mean curves of ``resamples`` bootstrap resamples of the rows of ``curves`` (resamples, points).
-
-    Multinomial counts times the curves: memory grows with resamples x (trajectories + points), not
-    with their product."""
-    nt = curves.shape[0]
-    counts = rng.multinomial(nt, np.full(nt, 1.0 / nt), size=resamples).astype(np.float64)
-    return counts @ curves / nt
-
-
-def bregman_floor(p: float, entries: int, *, direction_error: float | None = None,
-                  eps: float = float(np.finfo(np.float64).eps)) -> float:
-    """The smallest directional Bregman divergence a measurement can resolve (docs/theory.md section 4.2).
-
-    The direction of ``W/||W||_p`` is known to ``delta = (entries + 2) eps/2`` in the p-norm (entrywise
-    rounding and the norm's), and the reference to its certified direction error; the floor is the
-    Bregman bound between unit directions at the larger delta: ``(2^(2-p)/p) delta^p`` for p <= 2,
-    ``((p-1)/2) 2^((p-2)/p) delta^2`` for p >= 2.
-    """
-    delta = (entries + 2) * eps / 2
-    if direction_error is not None and np.isfinite(direction_error):
-        delta = max(delta, float(direction_error))
-    if p <= 2:
-        return float(2.0 ** (2 - p) / p * delta**p)
-    return float((p - 1) / 2 * 2.0 ** ((p - 2) / p) * delta**2)
 
 
 def _x(model: str, k: np.ndarray) -> np.ndarray:
@@ -276,7 +227,8 @@ def _state(k, y, boots, level, floor, slope_ci) -> tuple[CurveState, str, tuple]
 def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.01, start: int = 3,
               holdout: float = 1 / 3,
               bootstrap: int = 1000, seed: int = 0, level: float = 0.95, min_ratio: float = 1.25,
-              floor: float | None = None, predicted: float | None = None, average: str = "geometric") -> RateFit:
+              floor: float | None = None, predicted: float | None = None, average: str = "geometric",
+              skip_transient: bool = True) -> RateFit:
     """Fit both laws to the mean of ``curves`` on ``k >= tail_fraction * max k`` and choose between them.
 
     Args:
@@ -295,6 +247,8 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         average: the curve fitted: "geometric" (default: exp of the mean of log D, the typical
             trajectory) or "arithmetic" (the mean of D, what the paper plots; dominated by the slowest
             trajectories, so one late transient of one trajectory shapes its tail).
+        skip_transient: when the decay accelerates on the window, start the window later (up to half
+            of its log-span) where it no longer does; ``tail_from`` then says where it starts.
 
     Raises:
         MdcertError: fewer than 3 usable points in each part, or no usable trajectory.
@@ -327,13 +281,16 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     boots = None
     if bootstrap > 0 and nt > 1:
         boots = bootstrap_means(np.log(good), bootstrap, rng) if geo else np.log(bootstrap_means(good, bootstrap, rng))
-    fits = {}
-    for m in MODELS:
-        x = _x(m, k)
-        c1, c0, rmse = fit_line(x, y[None, :])
-        ci = _interval(-fit_line(x, boots)[0], level) if boots is not None else None
-        fits[m] = ModelFit(m, float(-c1[0]), float(np.exp(c0[0])), ci, float(rmse[0]), _r2(y, float(rmse[0])))
+    default_from = int(k[0])
+    start = _after_transient(k, y, boots, level, floor, holdout) if skip_transient else 0
+    if start:
+        k, y, lk = k[start:], y[start:], lk[start:]
+        boots = None if boots is None else boots[:, start:]
+        early = lk < lk[0] + (1 - holdout) * (lk[-1] - lk[0])
+    fits = _model_fits(k, y, boots, level)
     state, why, slopes = _state(k, y, boots, level, floor, fits["power"].ci)
+    if start:
+        why += f" (window from k={int(k[0])}: an accelerating transient on k in [{default_from}, {int(k[0])}) skipped)"
     err = {m: float(v[0]) for m, v in _prediction_errors(k, y[None, :], early).items()}
     diff = err["log"] - err["power"]
     ratio = max(err.values()) / max(min(err.values()), 1e-300)
@@ -343,13 +300,20 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         dci = _interval(be["log"] - be["power"], level)
     sel_txt = (f"held-out error log {err['log']:.3g} vs power {err['power']:.3g}, difference {diff:.3g}"
                + (f" [{dci[0]:.3g}, {dci[1]:.3g}]" if dci else ""))
+    needs = []
+    if nt < MIN_TRAJECTORIES:
+        needs.append(("trajectories", MIN_TRAJECTORIES))
+    if state in (CurveState.TRANSIENT, CurveState.FLAT):
+        needs.append(("horizon", "longer"))
+    elif state is CurveState.FLOOR:
+        needs.append(("horizon", "before the floor"))
     if state is not CurveState.ASYMPTOTIC:
         verdict, reason = Verdict.INCONCLUSIVE, f"{state.value}: {why}"
     elif dci is None:
-        verdict, reason = Verdict.INCONCLUSIVE, f"no interval (one trajectory or no bootstrap); {sel_txt}"
+        verdict, reason = Verdict.INCONCLUSIVE, (f"{'one trajectory' if nt == 1 else 'no bootstrap'}, no interval; "
+                                                 f"{sel_txt}")
     elif nt < MIN_TRAJECTORIES:
-        verdict, reason = Verdict.INCONCLUSIVE, (f"{sel_txt}: only {nt} trajectories; a bootstrap over trajectories "
-                                                 f"decides with at least {MIN_TRAJECTORIES}")
+        verdict, reason = Verdict.INCONCLUSIVE, f"{sel_txt}: only {nt} trajectories"  # needs says how many
     elif dci[0] > 0 and ratio >= min_ratio:
         verdict, reason = Verdict.POWER, sel_txt
     elif dci[1] < 0 and ratio >= min_ratio:
@@ -368,8 +332,51 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     if predicted is not None:
         ci = fits["log"].ci
         pred = (float(predicted), None if ci is None else bool(ci[0] <= predicted <= ci[1]))
+    if verdict is not Verdict.INCONCLUSIVE:
+        needs = []
     return RateFit(fits, sel, state, why, slopes, int(k[0]), int(k.size), int(nt),
-                   0 if boots is None else int(boots.shape[0]), float(level), floor, pred, average)
+                   0 if boots is None else int(boots.shape[0]), float(level), floor, pred, average,
+                   default_from, tuple(needs))
+
+
+def _model_fits(k: np.ndarray, y: np.ndarray, boots: np.ndarray | None, level: float) -> dict:
+    """Both laws fitted to the mean log curve ``y`` on the window ``k`` (intervals from ``boots``)."""
+    fits = {}
+    for m in MODELS:
+        x = _x(m, k)
+        c1, c0, rmse = fit_line(x, y[None, :])
+        ci = _interval(-fit_line(x, boots)[0], level) if boots is not None else None
+        fits[m] = ModelFit(m, float(-c1[0]), float(np.exp(c0[0])), ci, float(rmse[0]), _r2(y, float(rmse[0])))
+    return fits
+
+
+#: the window's start moves in steps of this fraction of its log-span while a transient is detected
+TRANSIENT_STEP = 0.1
+#: ... and keeps at least this fraction of the log-span
+MIN_KEPT = 0.5
+
+
+def _after_transient(k, y, boots, level, floor, holdout) -> int:
+    """Index of the first window point once an initial transient is skipped (0: none detected, or the
+    decay accelerates however late the window starts: then the whole window is kept and flagged)."""
+    def state_from(i: int) -> CurveState:
+        kk, yy = k[i:], y[i:]
+        bb = None if boots is None else boots[:, i:]
+        ci = _interval(-fit_line(np.log(kk), bb)[0], level) if bb is not None else None
+        return _state(kk, yy, bb, level, floor, ci)[0]
+
+    if state_from(0) is not CurveState.TRANSIENT:
+        return 0
+    lk = np.log(k)
+    span = lk[-1] - lk[0]
+    for j in range(1, int(round((1 - MIN_KEPT) / TRANSIENT_STEP)) + 1):
+        i = int(np.searchsorted(lk, lk[0] + j * TRANSIENT_STEP * span))
+        kk = lk[i:]
+        if kk.size < 6 or (kk < kk[0] + (1 - holdout) * (kk[-1] - kk[0])).sum() < 3:
+            return 0
+        if state_from(i) is CurveState.ASYMPTOTIC:
+            return i
+    return 0
 
 
 def rates_by_horizon(steps: np.ndarray, curves: np.ndarray, horizons, **options) -> dict:

@@ -1,6 +1,7 @@
 """Analysis of a ``mdcert paths`` run: the directional Bregman divergences of every trajectory to the
-certified SVM of its final-attention tokens (own p, and every q of the cross grid), and the per-(p, lr)
-summary (final statistics, rate fits, norm growth)."""
+certified SVM of its final-attention tokens (own p, and every q of the cross grid) and to the SVM of the
+globally optimal tokens, and the per-(p, lr) summary (final statistics against both references, how
+many trajectories ended at the optimal tokens, rate fits, norm growth)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from certify.errors import MdcertError
+from experiments.paths.text import REF_FINAL, REF_OPT
 from experiments.svm_cache import DIRECTION_TOL, Certifier, references
 
 __all__ = ["measure_against_svms", "per_p_entry"]
@@ -102,6 +104,8 @@ def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str,
              "trajectories": int(sel.size),
              "status_counts": {s: int(np.sum(res.status[sel] == s)) for s in sorted(set(res.status[sel]))},
              "alpha_final_is_opt": int(np.sum(np.all(alpha_final[sel] == alpha_opt[sel], axis=1))),
+             "references": {"bregman": REF_FINAL, "bregman_opt": REF_OPT,
+                            "rate_fit": REF_FINAL, "rate_fit_opt": REF_OPT},
              "loss_final_mean": _stats(_final_values(res.loss[sel]))[0],
              "norm_final_mean": _stats(_final_values(res.norm_p[sel]))[0],
              "norm_fit": _rate_json(steps_row, res.norm_p[sel], norm_fit)}
@@ -112,6 +116,9 @@ def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str,
     mo, so, co = _stats(_final_values(arrays["bregman_opt"][sel]))
     st = arrays["svm_status"][sel]
     err = arrays["direction_error_upper"][sel]
+    entry["ended_at_optimal_tokens"] = (f"{entry['alpha_final_is_opt']} of {entry['trajectories']} trajectories "
+                                        f"ended at the optimal tokens")
+    entry["references_coincide"] = entry["alpha_final_is_opt"] == entry["trajectories"]
     entry.update(bregman_final_mean=m, bregman_final_std=s, bregman_trajectories=c,
                  bregman_final_opt_mean=mo, bregman_final_opt_std=so, bregman_opt_trajectories=co,
                  svm_status_counts={k: int(np.sum(st == k)) for k in sorted(set(st))},

@@ -5,11 +5,10 @@ parameters. Built by streaming the index (the latest line of each of the SPEC's 
 from __future__ import annotations
 
 import itertools
-import os
 from collections import Counter
 from pathlib import Path
 
-from experiments.outputs import write_text_atomic
+from certify.io.atomic import atomic_file, write_text_atomic
 from experiments.sweep.spec import SweepSpec
 from experiments.sweep.store import FIGURE, SUMMARY, JobStatus, Store
 
@@ -123,13 +122,8 @@ def plot_verdicts(spec: SweepSpec, order: list[tuple], groups: dict, path: Path)
     ax.set_xlim(0, max(left) * 1.02 or 1)
     ax.set_title(f"{spec.kind} sweep {spec.path.name}: verdicts per setting")
     fig.legend(*ax.get_legend_handles_labels(), title="verdict", fontsize="small", loc="outside right upper")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
-    try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_file(path) as fh:
+        fig.savefig(fh, format="png", dpi=120)
     return path
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -320,3 +321,144 @@ def test_checker_rows_and_products_equal_the_plain_definitions(svm):
             np.array(r_, dtype=object)).ravel()) for _, l_, r_ in plain]
     assert rows.ATlam(lam) == [int(v) for v in sum(k * a for k, a in zip(lam, vec))]
     assert rows.Aw(w) == [int(np.dot(a, np.array(w, dtype=object))) for a in vec]
+
+
+# --- cost bounded by the honest certificate's (issue 21 item 2) and stray fields (item 6) ---
+
+def _undecided_but(data: dict, tight: int) -> dict:
+    """The adversarial shape: ``tight`` rows claimed tight, every other row undecided (a partition)."""
+    d = copy.deepcopy(data)
+    rows = sorted(r for part in ("tight", "inactive", "undecided") for r in d["support"][part])
+    d["support"] = {"tight": rows[:tight], "inactive": [], "undecided": rows[tight:]}
+    return d
+
+
+@pytest.fixture(scope="module")
+def wide_cert():
+    """N = 120 rows, m = 16 variables, a ball (non exact-KKT) certificate."""
+    from certify.synth import planted_problem
+
+    pr = planted_problem(n=40, T=4, d=4, seed=1)
+    c = certify_svm(pr, "7/4", digits=20)
+    assert c.status is CertStatus.OPTIMAL and not c.exact_kkt and c.support.tight
+    return pr, json.loads(json.dumps(c.to_json()))
+
+
+def test_tight_claim_over_more_rows_than_variables_is_refused_at_once(wide_cert):
+    """Finding (issue 21): 1 tight row and every other row undecided made the checker build and invert
+    the N x N Gram matrix (N = 5,000: 531 s, 9.5 GB). More than m distinct rows: singular, refused."""
+    pr, data = wide_cert
+    assert check_certificate(pr, data).ok
+    res = _fails(_undecided_but(data, 1), "support_tight", problem=pr)
+    assert "more than 16 distinct rows are not claimed inactive" in res.first_failure
+    assert "m = 16 variables" in res.first_failure
+    weak = _undecided_but(data, 0)  # every row undecided claims nothing: accepted, and costs nothing
+    res = check_certificate(pr, weak)
+    assert res.ok, res.first_failure
+
+
+def test_tight_claims_beyond_the_checkers_limit_are_refused(cert_json, monkeypatch):
+    """The documented cap (`certify.limits.TIGHT_GROUPS`) applies below m too; the solver's limit is the
+    same constant, so an honest certificate never crosses it."""
+    import certify.check
+    from certify.bounds import TIGHT_LIMIT
+    from certify.limits import TIGHT_GROUPS
+
+    assert TIGHT_LIMIT == TIGHT_GROUPS == 4096
+    sup = cert_json["support"]
+    if not sup["tight"] or cert_json.get("exact_kkt"):
+        pytest.skip("no tight rows to prove through the Gram matrix (exact KKT: each row by its slack)")
+    open_rows = len(sup["tight"]) + len(sup["undecided"])  # PROBLEM's rows are distinct: one group each
+    monkeypatch.setattr(certify.check, "TIGHT_GROUPS", open_rows)
+    assert check_certificate(PROBLEM, cert_json).ok
+    monkeypatch.setattr(certify.check, "TIGHT_GROUPS", open_rows - 1)
+    res = _fails(cert_json, "support_tight")
+    assert f"at most min(m, {open_rows - 1}) = {open_rows - 1}" in res.first_failure
+
+
+def test_false_inactive_claims_are_refused(wide_cert):
+    """Every row claimed inactive: the true tight rows are refuted (the test stops at the third)."""
+    pr, data = wide_cert
+    d = copy.deepcopy(data)
+    sup = d["support"]
+    d["support"] = {"tight": [], "inactive": sorted(sup["tight"] + sup["inactive"] + sup["undecided"]),
+                    "undecided": []}
+    res = _fails(d, "support_inactive", problem=pr)
+    assert res.first_failure.count("(") == 3
+
+
+def _infeasible():
+    X = np.array([[[1.0, 0.5], [0.0, 0.0]], [[-1.0, -0.5], [0.0, 0.0]]])
+    pr = AttentionProblem(X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0])
+    return pr, certify_svm(pr, "1.5", svm="decoder").to_json()
+
+
+@pytest.mark.parametrize("status, field, value", [
+    ("optimal", "gordan", {"ints": [1, 1], "exp": 0, "den": 1}),
+    ("optimal", "gordan_basis", [0]),
+    ("no_verified_result", "gordan", {"ints": [1, 1], "exp": 0, "den": 1}),
+    ("no_verified_result", "gordan_basis", [0, 1]),
+    ("infeasible", "opt_upper", "3/1"),
+    ("infeasible", "w", {"ints": [1, 1], "exp": 0, "den": 1}),
+])
+def test_stray_fields_of_another_status_are_refused(cert_json, status, field, value):
+    """Finding (issue 21 item 6): `gordan` on an optimal or no_verified_result certificate was accepted;
+    docs/formats.md says only `infeasible` carries it (and only `optimal` the bounds and vectors)."""
+    if status == "infeasible":
+        pr, d = _infeasible()
+        assert check_certificate(pr, d).ok
+    else:
+        pr, d = PROBLEM, copy.deepcopy(cert_json)
+        if status == "no_verified_result":
+            d = {k: d[k] for k in ("svm", "p", "alpha", "data_hash", "d")}
+        d["status"] = status
+        assert check_certificate(pr, d).ok
+    d[field] = value
+    res = _fails(d, "unverified_fields", problem=pr)
+    assert re.search(rf"status {status} cannot carry \['{field}'\]", res.first_failure), res.first_failure
+
+
+_MEASURE = r"""
+import json, re, sys, time
+from certify import AttentionProblem, check_certificate
+problem, data = AttentionProblem.load(sys.argv[1]), json.load(open(sys.argv[2]))
+t0 = time.perf_counter()
+res = check_certificate(problem, data)
+peak = re.search(r"VmHWM:\s*(\d+) kB", open("/proc/self/status").read())  # ru_maxrss keeps the forking parent's
+print(json.dumps({"ok": res.ok, "first_failure": res.first_failure, "seconds": time.perf_counter() - t0,
+                  "rss_mb": int(peak.group(1)) / 1024}))
+"""
+
+
+def _measure(problem_path, data: dict, tmp_path, name: str) -> dict:
+    import subprocess
+    import sys
+
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "-c", _MEASURE, str(problem_path), str(path)], capture_output=True,
+                         text=True, timeout=600, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS read from /proc (Linux)")
+def test_tampered_5000_row_certificate_is_refused_within_10_s_and_1_gb(tmp_path):
+    """Must reach (issue 21): N = 5,000 rows (m = 4,225 variables, so the checker's 4,096-row limit and not
+    the rank decides), 1 tight row claimed and every other row undecided: refused in <= 10 s and <= 1 GB
+    peak RSS of the checking process (before: 531 s, 9.5 GB). The honest certificate is measured alike."""
+    from certify.synth import planted_problem
+
+    pr = planted_problem(n=500, T=11, d=65, seed=0)
+    c = certify_svm(pr, "7/4", digits=20)
+    assert c.status is CertStatus.OPTIMAL and not c.exact_kkt
+    problem_path = tmp_path / "problem.npz"
+    pr.save(problem_path)
+    data = json.loads(json.dumps(c.to_json()))
+    honest = _measure(problem_path, data, tmp_path, "honest")
+    tampered = _measure(problem_path, _undecided_but(data, 1), tmp_path, "tampered")
+    print(f"honest {honest}\ntampered {tampered}")
+    assert honest["ok"], honest
+    assert not tampered["ok"] and tampered["first_failure"].startswith("support_tight: more than 4096"), tampered
+    assert tampered["seconds"] <= 10 and tampered["rss_mb"] <= 1024, tampered
+    assert tampered["seconds"] <= max(honest["seconds"], 1.0) and tampered["rss_mb"] <= 2 * honest["rss_mb"]

@@ -99,6 +99,12 @@ def _bregman(x, y, p):
 
 def false_claims(problem: AttentionProblem, cert: Certificate) -> list[str]:
     """Claims of an accepted certificate that a fresh certification of its data refutes ([] if none)."""
+    own = {CertStatus.OPTIMAL: ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper",
+                                "bregman_upper", "support", "w", "lam", "exact_kkt"),
+           CertStatus.INFEASIBLE: ("gordan", "gordan_basis")}  # docs/formats.md: fields of one status only
+    stray = [k for s, keys in own.items() if s is not cert.status for k in keys if getattr(cert, k) not in (None, False)]
+    if stray:
+        return [f"status {cert.status.value} carries {stray}"]
     ref = reference(_key(problem), cert.svm, cert.p, tuple(cert.alpha))
     if cert.status is CertStatus.NO_VERIFIED_RESULT:
         return []
@@ -175,7 +181,7 @@ def _is_int(x) -> bool:
 def mutate(draw, data: dict):
     d = copy.deepcopy(data)
     kind = draw(st.sampled_from(["digit", "sign", "exp", "support", "delete", "add", "huge", "retype", "scale",
-                                 "identity", "length", "int", "tighten", "tighten"]))
+                                 "identity", "length", "int", "tighten", "tighten", "undecide"]))
     paths = [(k, v) for k, v in _paths(d) if k]
     if kind == "digit":
         cands = [(k, v) for k, v in paths if isinstance(v, str) and "/" in v]
@@ -202,6 +208,11 @@ def mutate(draw, data: dict):
                 j = draw(st.integers(0, len(d["support"][dst]) - 1))
                 d["support"][src].append(d["support"][dst][j])
                 d["support"][dst][j] = row
+    elif kind == "undecide" and isinstance(d.get("support"), dict):  # issue 21: k tight rows, the rest undecided
+        parts = [d["support"].get(x) for x in ("tight", "inactive", "undecided")]
+        if all(isinstance(x, list) for x in parts):
+            rows, k = [r for x in parts for r in x], draw(st.integers(0, 2))
+            d["support"] = {"tight": rows[:k], "inactive": [], "undecided": rows[k:]}
     elif kind == "delete" and paths:
         k, _ = draw(st.sampled_from(paths))
         parent = d
@@ -323,6 +334,8 @@ def _resolve(case):
 @example(("pin", 1, {"lam": {"ints": ["9" * 20000], "exp": 0, "den": 1}}))
 @example(("pin", 3, {"lam": {"ints": ["9" * 10**6], "exp": 0, "den": 1}}))
 @example(("pin", 20, {"status": "optimal"}))
+@example(("pin", 20, {"status": "no_verified_result"}))  # issue 21: gordan on another status
+@example(("pin", 0, {"gordan": {"ints": [1] * 16, "exp": 0, "den": 1}}))
 def test_checker_never_accepts_a_false_claim(case):
     run_case(*_resolve(case))
     _record()

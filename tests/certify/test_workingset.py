@@ -60,8 +60,10 @@ def test_smoothed_newton_reaches_a_near_cusp_optimum():
 
 
 def test_converging_plain_newton_finishes_without_smoothing(monkeypatch):
-    # seed 0: plain Newton from L-BFGS-B is at 3.4e-9 after 4 steps and at 6e-15 after 5; with the
-    # first stage capped at 4 steps one more plain stage finishes it (no smoothing stages)
+    # seed 0: plain Newton from L-BFGS-B converges fast; with the first stage capped at 4 steps the
+    # result is still the plain-Newton optimum and no smoothed (eps > 0) stage ran. How many plain
+    # stages it takes depends on BLAS rounding (one with numpy 2.4 / scipy 1.17, two before), so only
+    # the result, its residual bound and the absence of smoothing are asserted.
     import certify.warmstart as wsm
 
     A = planted_problem(n=30, T=8, d=6, seed=0).attention_constraints().rows()
@@ -76,7 +78,7 @@ def test_converging_plain_newton_finishes_without_smoothing(monkeypatch):
 
     monkeypatch.setattr(wsm, "projected_newton", counted)
     lam, res = wsm.smoothed_newton(As, 1.5, lam0, tol=1e-13, max_iter=4)
-    assert res < 1e-13 and calls == [0.0, 0.0]
+    assert res < 1e-13 and calls and all(eps == 0.0 for eps in calls)
     ref, _ = plain(As, 1.5, lam0, tol=1e-13)
     assert np.allclose(lam, ref, atol=1e-9 * ref.max())
 

@@ -78,6 +78,7 @@ def test_init_on_the_max_margin_direction_is_at_distance_zero(ctx):
     W = cert.solution_float() * 5.0
     rep = init_in_region(W, mu="1e-12", R="1", p="3", alpha="opt").check(ctx)
     assert rep.verdict is H
+    assert rep.message.startswith("W(0) is in the region for the given mu = 1e-12, R = 1:")   # inputs, named
     assert rep.evidence[0].lo == 0
 
 

@@ -165,3 +165,54 @@ def test_paper_size_2000_steps_decided(p):
     Ws = md_path(prob, W0, p, 0.1, 2000)
     rep = step_size_convex_along_path("0.1", Ws, p=p).check(prob)
     assert rep.verdict is not U
+
+
+# ------------------------------------------------------- normalized steps: one step size per step
+def md_path_normalized(prob, W0, p, lr, K):
+    """Numpy l_p mirror descent with normalized steps G/||G||_q; every iterate and each step's lr/||G||_q."""
+    pf = float(Fraction(p))
+    q = pf / (pf - 1)
+    out, etas, W = [W0], [], W0
+    for _ in range(K):
+        G = _grad(prob, W)
+        eta_k = lr / float((np.abs(G) ** q).sum() ** (1 / q))
+        Q = np.sign(W) * np.abs(W) ** (pf - 1) - eta_k * G
+        W = np.sign(Q) * np.abs(Q) ** (1 / (pf - 1))
+        out.append(W)
+        etas.append(Fraction(eta_k))
+    return np.array(out), etas
+
+
+@pytest.mark.parametrize("p", ["2", "1.5"])
+def test_per_step_sizes_equal_to_eta_agree_with_the_constant_check(small, p):
+    W0 = np.random.default_rng(1).standard_normal((3, 3)) * 0.3
+    Ws = md_path(small, W0, p, 0.1, 8)
+    const = check_steps(small, Ws, Fraction(1, 10), Fraction(p))
+    per = check_steps(small, Ws, [Fraction(1, 10)] * 8, Fraction(p))
+    assert (const.status == per.status).all() and const.ratio_hi == per.ratio_hi
+
+
+def test_normalized_path_checked_with_its_own_step_sizes(small):
+    W0 = np.random.default_rng(2).standard_normal((3, 3)) * 0.3
+    Ws, etas = md_path_normalized(small, W0, "1.75", 0.1, 10)
+    rep = step_size_convex_along_path("0.1", Ws, p="1.75", step_etas=etas).check(small)
+    assert rep.verdict is H and "eta_k = eta/||G(W_k)||_q (normalized steps)" in rep.message
+    assert rep.evidence[0].data["step_rule"] == "normalized"
+    big = list(etas)
+    k = 4
+    DL, Dpsi = mp_bregmans(small, Ws[k + 1], Ws[k], "1.75")
+    big[k] = Fraction(str(2 * Dpsi / DL)) if DL > 0 else big[k]     # twice the largest passing size
+    if DL > 0:
+        bad = step_size_convex_along_path("0.1", Ws, p="1.75", step_etas=big).check(small)
+        assert bad.verdict is F and bad.evidence[0].data["first_refuted"] == [k]
+
+
+@pytest.mark.parametrize("etas,options,match", [
+    ([Fraction(1, 10)] * 3, {}, "3 step sizes for a trajectory of 2 steps"),
+    ([Fraction(1, 10), Fraction(0)], {}, "must all be > 0"),
+    ([Fraction(1, 10)] * 2, {"segment": True}, "--segment.* is for constant steps"),
+])
+def test_bad_per_step_sizes(small, etas, options, match):
+    Ws = md_path(small, np.eye(3), "2", 0.1, 2)
+    with pytest.raises(MdcertError, match=match):
+        step_size_convex_along_path("0.1", Ws, p="2", step_etas=etas, **options).check(small)

@@ -251,3 +251,19 @@ def test_opt_beyond_the_decimal_range_is_printed_with_lower_case_exponents(tmp_p
     lo = Fraction(re.search(r"\[([^,]+),", line).group(1))
     cert = Certificate.from_json(json.loads((tmp_path / "c.json").read_text()))
     assert abs(lo - cert.opt_lower) <= cert.opt_lower * Fraction(1, 10 ** 20)   # the printed value is OPT's
+
+
+def test_a_long_alpha_and_provenance_are_summarized(tmp_path, capsys):
+    """40 examples: the alpha line shows the first items and a count (the certificate keeps them all);
+    provenance is printed as key=value lines."""
+    import dataclasses
+
+    pr = dataclasses.replace(synthetic_problem(n=40, T=6, d=6, seed=3),
+                             provenance={"source": {"name": "rotten_tomatoes"}, "ids": list(range(40))})
+    pr.save(tmp_path / "big.npz")
+    out = tmp_path / "c.json"
+    assert main(["certify", str(tmp_path / "big.npz"), "--p", "2", "--alpha", "opt", "-o", str(out)]) in (0, 3)
+    text = capsys.readouterr().out
+    assert "alpha = [4, 4, 3, 1, 5, 0, 3, 4, ...] (40 entries)" in text
+    assert "  provenance:\n    ids=[0, 1, 2, 3, 4, 5, 6, 7, ...] (40 entries)\n    source.name=rotten_tomatoes" in text
+    assert len(json.loads(out.read_text())["alpha"]) == 40

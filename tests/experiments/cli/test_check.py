@@ -109,6 +109,10 @@ def test_run_path_matches_plain_mirror_descent(files):
     (["--p", "2", "--steps", "0", "--init", "W0.npy", "--lr", "0.1"], "positive number of steps"),
     (["--p", "2", "--mu", "abc"], "invalid --mu"),
     (["--p", "2", "--alpha", "9,9,9"], "not a token index"),
+    (["--p", "2", "--normalize"], "--normalize is the step rule of a training path"),
+    (["--p", "2", "--trajectory", "0"], "--trajectory K needs --run DIR"),
+    (["--p", "2", "--run", "."], "--run DIR needs --trajectory K"),
+    (["--p", "2", "--run", ".", "--trajectory", "0"], "drop a problem file, --p"),
 ])
 def test_bad_input_is_one_line_exit_1(files, capsys, monkeypatch, extra, match):
     import re
@@ -194,3 +198,106 @@ def test_the_command_follows_COLUMNS(files, capsys, monkeypatch, columns):
     out = capsys.readouterr().out
     assert max(len(ln) for ln in out.splitlines()) <= int(columns)
     assert "needs <= 0.05" in " ".join(out.split()) and "..." not in out
+
+
+
+def test_normalized_path_checks_the_step_rule_it_ran(files, tmp_path):
+    out = tmp_path / "r.json"
+    argv = ["check", str(files / "prob.npz"), "--p", "1.75", "--init", str(files / "W0.npy"), "--lr", "0.1",
+            "--steps", "30", "--normalize", "--json", str(out)]
+    assert main(argv) == 0
+    rep = json.loads(out.read_text())
+    step = {h["name"]: h for h in rep["hypotheses"]}["step_size_convex_along_path"]
+    assert step["evidence"][0]["data"]["step_rule"] == "normalized"
+    assert rep["quantities"]["step_rule"] == "normalized" and rep["inputs"]["step_rule"] == "normalized"
+    assert rep["path_notes"]["step_rule"] == "normalized"
+
+
+def test_train_path_normalized_is_the_paths_engine_path(files):
+    """check --normalize and paths --normalize train the same algorithm: same iterates from the same W(0)."""
+    from experiments.cli.check import train_path
+    from experiments.paths.engine import run_paths
+
+    prob = AttentionProblem.load(files / "prob.npz")
+    W0 = np.load(files / "W0.npy")
+    traj, etas = train_path(prob, W0, lr=0.1, p=Fraction(7, 4), steps=50, normalize=True)
+    res = run_paths([prob], data_index=[0], p=[Fraction(7, 4)], lr=[0.1], steps=[50], W0=W0[None], normalize=True,
+                    device="cpu", records=4, progress=False)
+    assert np.allclose(traj[-1], res.W_final[0], rtol=1e-9, atol=1e-12)
+    assert len(etas) == 50 and all(e > 0 for e in etas)
+    plain = train_path(prob, W0, lr=0.1, p=Fraction(7, 4), steps=50)
+    assert plain[1] is None and not np.allclose(plain[0][-1], traj[-1])
+
+
+def test_training_ending_at_non_locally_optimal_tokens_is_said(tmp_path, capsys):
+    synthetic_problem(n=3, T=4, d=3, seed=2).save(tmp_path / "p.npz")
+    np.save(tmp_path / "w.npy", np.random.default_rng(0).standard_normal((3, 3)))
+    out = tmp_path / "r.json"
+    argv = ["check", str(tmp_path / "p.npz"), "--p", "1.75", "--init", str(tmp_path / "w.npy"), "--lr", "0.1",
+            "--steps", "40", "--normalize", "--alpha", "locally-optimal-from-training", "--json", str(out)]
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    rep = json.loads(out.read_text())
+    assert {h["name"]: h["verdict"] for h in rep["hypotheses"]}["tokens_locally_optimal"] == "fails"
+    assert "training ended at a non-locally-optimal selection" in text
+    assert rep["path_notes"]["training_ended_non_locally_optimal"] is True
+
+
+def test_check_on_a_paths_run_trajectory(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["paths", "--trials", "1", "--p", "1.75,2", "--steps", "30", "--lr", "0.1", "--normalize",
+                 "--records", "8", "--progress", "off", "--no-certify", "-o", str(run)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "r.json"
+    assert main(["check", "--run", str(run), "--trajectory", "1", "--alpha", "locally-optimal-from-training",
+                 "--json", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    rep = json.loads(out.read_text())
+    assert rep["inputs"]["p"] == "2/1" and rep["inputs"]["step_rule"] == "normalized" and rep["inputs"]["steps"] == 30
+    notes = rep["path_notes"]["run"]
+    assert notes["trajectory"] == 1 and notes["same_final_tokens"] is True
+    assert notes["relative_distance_W_final"] < 1e-9
+    assert f"trajectory 1 of {run}: the re-run ends at the run's final tokens" in text
+    a = np.load(run / "arrays.npz")
+    assert rep["quantities"]["alpha"] == [int(x) for x in a["alpha_final"][1]]
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--trajectory", "5"], r"--trajectory 5 is not in the run; give an index from 0 to 1"),
+    (["--trajectory", "0", "--lr", "0.1"], "drop --lr"),
+    (["--trajectory", "0", "--normalize"], "drop --normalize"),
+])
+def test_bad_run_options_are_one_line(tmp_path, capsys, extra, match):
+    run = tmp_path / "run"
+    assert main(["paths", "--trials", "1", "--p", "1.75,2", "--steps", "10", "--lr", "0.1", "--records", "4",
+                 "--progress", "off", "--no-certify", "-o", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["check", "--run", str(run)] + extra) == 1
+    err = capsys.readouterr().err
+    assert re.search(match, err) and err.count("\n") == 1
+
+
+def test_run_that_is_not_a_paths_run(tmp_path, capsys):
+    assert main(["check", "--run", str(tmp_path), "--trajectory", "0"]) == 1
+    assert "no summary.json" in capsys.readouterr().err
+
+
+def test_long_alpha_and_provenance_fit_the_terminal(tmp_path, capsys, monkeypatch):
+    """40 examples: alpha is summarized (first items and a count) in every line, provenance is short
+    key=value lines never cut; the JSON keeps the full list."""
+    import dataclasses
+
+    monkeypatch.setenv("COLUMNS", "100")
+    sha = "ab" * 32
+    pr = dataclasses.replace(synthetic_problem(n=40, T=6, d=6, seed=3),
+                             provenance={"source": {"name": "rotten_tomatoes", "sha256": sha}, "ids": list(range(40))})
+    pr.save(tmp_path / "big.npz")
+    out = tmp_path / "r.json"
+    assert main(["check", str(tmp_path / "big.npz"), "--p", "2", "--alpha", "opt", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert all(len(ln) <= 100 for ln in text.splitlines())
+    assert text.startswith("problem: n=40 T=6 d=6\n  provenance:\n")
+    assert f"    source.sha256={sha}\n" in text and "    ids=[0, 1, 2, 3, 4, 5, 6, 7, ...] (40 entries)\n" in text
+    assert "(40 entries)" in text and not re.search(r"\[(\d+, ){9,}", text)     # no list of more than 8 items
+    rep = json.loads(out.read_text())
+    assert len(rep["quantities"]["alpha"]) == 40

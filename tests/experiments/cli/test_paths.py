@@ -183,3 +183,22 @@ def test_paper_setup_subset_converges_to_its_own_svm(tmp_path) -> None:
         first = D[:, 1]
         last = np.array([d[np.isfinite(d)][-1] for d in D])
         assert np.median(last / first) < 0.1
+
+
+def test_per_p_lines_name_the_reference_and_count_the_optimal_endings(tmp_path, capsys) -> None:
+    out = tmp_path / "run"
+    assert main(SMALL + ["--workers", "0", "-o", str(out)]) == 0
+    text = " ".join(capsys.readouterr().out.split())                   # wrapped to the terminal's width
+    s = json.loads((out / "summary.json").read_text())
+    for e in s["per_p"]:
+        assert e["references"] == {"bregman": "SVM(alpha_final)", "bregman_opt": "SVM(opt)",
+                                   "rate_fit": "SVM(alpha_final)", "rate_fit_opt": "SVM(opt)"}
+        assert e["ended_at_optimal_tokens"] == f"{e['alpha_final_is_opt']} of 2 trajectories ended at the optimal tokens"
+        assert e["ended_at_optimal_tokens"] in text
+        assert e["references_coincide"] == (e["alpha_final_is_opt"] == 2)
+        assert "bregman_final_mean" in e and "rate_fit" in e            # the old keys stay
+    assert "D_final vs SVM(alpha_final)" in text and "D_final 1" not in text
+    if not all(e["references_coincide"] for e in s["per_p"]):
+        assert "; vs SVM(opt) " in text
+    assert "a verdict needs >= 8 trajectories (--inits K >= 8" in text   # 2 trajectories cannot decide
+    assert "nan" not in text and "+- 0.0e+00" not in text

@@ -110,20 +110,22 @@ def test_kernel_cache_returns_the_same_function(kernel43):
     assert fused_mod.step_kernel(Fraction(4, 3), torch.float32) is kernel43
 
 
-def _steps(fused, *, p="1.75", dtype=torch.float32, n=N, lr=0.05, steps=4, **kw):
+def _steps(fused, *, p="1.75", dtype=torch.float32, n=N, lr=0.05, steps=4, grad_scale=1.0, **kw):
     g = torch.Generator().manual_seed(3)
     param = torch.nn.Parameter(torch.randn(n, generator=g, dtype=dtype))
     opt = LpMirrorDescent([param], lr=lr, p=p, fused=fused, **kw)
     for _ in range(steps):
-        param.grad = torch.randn(n, generator=g, dtype=dtype)
+        param.grad = torch.randn(n, generator=g, dtype=dtype) * grad_scale
         opt.step()
     return param, opt
 
 
-@pytest.mark.parametrize("flags", [{}, {"maximize": True}, {"normalize_gradient": True, "lr": 3.0}])
+@pytest.mark.parametrize("flags", [{}, {"maximize": True}, {"normalize_gradient": True, "lr": 3.0},
+                                   {"normalize_gradient": True, "lr": 3.0, "grad_scale": 2.0 ** -140}])
 def test_fused_optimizer_agrees_with_eager(kernel43, flags):
     """Up to rounding: the compiled dual update may use a fused multiply-add where the eager one does
-    not, which moves entries near a cancellation (Q + coef G ~ 0) by an ulp of the terms."""
+    not, which moves entries near a cancellation (Q + coef G ~ 0) by an ulp of the terms. Subnormal
+    gradients (``grad_scale``, issue 20 item 10) are normalized after a power-of-two scaling in both."""
     fused, fopt = _steps(True, **flags)
     eager, eopt = _steps(False, **flags)
     assert not torch.equal(fused.detach(), _steps(False, steps=0)[0].detach())  # the steps moved it

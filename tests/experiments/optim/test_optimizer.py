@@ -206,7 +206,84 @@ def test_normalize_gradient_uses_dual_norm_and_zero_gradient_no_step():
     Gn = G / (G.abs() ** q).sum() ** (1 / q)
     got = run_steps(W0, [G], p="7/4", lr=0.2, normalize_gradient=True)
     np.testing.assert_allclose(got.numpy(), simple_update(W0, Gn, 0.2, Fraction(7, 4), False, False).numpy(), rtol=1e-13)
-    assert torch.equal(run_steps(W0, [torch.zeros(3, dtype=torch.float64)], p="7/4", lr=0.2, normalize_gradient=True), W0)
+    with pytest.warns(RuntimeWarning, match="exactly zero"):
+        assert torch.equal(run_steps(W0, [torch.zeros(3, dtype=torch.float64)], p="7/4", lr=0.2,
+                                     normalize_gradient=True), W0)
+
+
+# ---------------------------------------------------------------- saturated losses (issue 20 item 10)
+SAT_PATHS = {**PATHS, "nocache": dict(foreach=False, cache_dual=False)}
+
+
+def _saturated_model(scale: float):
+    """The attention model of `synthetic_problem(seed=11)` at ``scale * W0``: the softmax saturates and
+    the gradient is subnormal (scale 1880: max |G| about 2e-313) or exactly zero (scale 2000)."""
+    from certify import synthetic_problem
+    from experiments.model import AttentionModel, problem_tensors
+
+    pr = synthetic_problem(seed=11)
+    W0 = torch.randn(pr.d, pr.d, generator=gen(2), dtype=torch.float64) * scale
+    return AttentionModel.from_problem(pr, W0=W0), problem_tensors(pr)
+
+
+@pytest.mark.parametrize("p", ["7/4", "2", "3"])
+@pytest.mark.parametrize("path", list(SAT_PATHS))
+def test_normalized_steps_on_a_saturated_trajectory(p, path):
+    """Finding: with max |G| = 2.2e-310 the normalized step raised "mirror step overflowed ... use a smaller
+    lr" (1/||G||_q overflows). The norm is now formed after scaling G by a power of two: each step is the
+    step of the same gradient scaled into the normal range, and moves grad psi(W) by lr in the dual norm."""
+    model, t = _saturated_model(1880.0)
+    lr, q = 0.1, float(Fraction(p) / (Fraction(p) - 1))
+    opt = LpMirrorDescent([model.W], lr=lr, p=p, normalize_gradient=True, **SAT_PATHS[path])
+    for _ in range(4):
+        opt.zero_grad()
+        model.loss(t.X, t.y, t.z).backward()
+        G, W = model.W.grad.detach().clone(), model.W.detach().clone()
+        assert 0 < float(G.abs().max()) < torch.finfo(G.dtype).tiny  # subnormal (about 2e-313)
+        opt.step()
+        new = model.W.detach()
+        ref = simple_update(W, G * 2.0 ** 600, lr, Fraction(p), False, True)  # same direction, normal range
+        torch.testing.assert_close(new, ref, rtol=1e-13, atol=1e-13 * float(W.abs().max()))
+        torch.testing.assert_close(mirror_step(W, G, lr, p, normalize_gradient=True), ref, rtol=1e-13,
+                                   atol=1e-13 * float(W.abs().max()))  # the out-of-place reference
+        Q = lp.mirror_map(W.numpy(), p)
+        dq, qnorm = lp.mirror_map(new.numpy(), p) - Q, (np.abs(Q) ** q).sum() ** (1 / q)
+        tol = 16 * np.finfo(np.float64).eps * qnorm / lr  # rounding of W and W+, amplified by the map
+        assert abs((np.abs(dq) ** q).sum() ** (1 / q) / lr - 1) < tol
+
+
+@pytest.mark.parametrize("path", list(SAT_PATHS))
+def test_exactly_zero_gradient_says_so_and_names_the_scale_free_route(path):
+    model, t = _saturated_model(2000.0)
+    W = model.W.detach().clone()
+    opt = LpMirrorDescent([model.W], lr=0.5, p="7/4", normalize_gradient=True, **SAT_PATHS[path])
+    model.loss(t.X, t.y, t.z).backward()
+    assert not bool(model.W.grad.any())
+    with pytest.warns(RuntimeWarning, match=r"parameter 0 of param group 0 .* is exactly zero, so a normalized "
+                                            r"step has no direction .*experiments\.paths\.run_paths"):
+        opt.step()
+    assert torch.allclose(model.W.detach(), W, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@given(e=st.integers(-1070, 1000), seed=st.integers(0, 2**16))
+@example(e=-1060, seed=0)  # the smallest: max |G| about 2^-1060, 14 bits of subnormal
+@example(e=-1031, seed=1)
+@example(e=1000, seed=2)
+@settings(max_examples=40, deadline=None)
+def test_normalized_gradient_is_scale_free_across_the_float_range(dtype, e, seed):
+    """``G / ||G||_q`` of ``G 2^e`` equals that of G wherever ``G 2^e`` is exact (every entry a few bits,
+    so subnormals keep them): one kernel for every path, no under- or overflow at either end."""
+    from experiments.optim.kernels import normalized
+
+    info = np.finfo({torch.float32: np.float32, torch.float64: np.float64}[dtype])
+    e = max(min(e, info.maxexp - 4), info.minexp - info.nmant)  # |G| <= 7: G 2^e exact in this range
+    G = torch.randint(-7, 8, (5, 3), generator=gen(seed)).to(dtype)
+    G[0, 0] = 5.0  # never all zero
+    big = G * 2.0 ** (e // 2) * 2.0 ** (e - e // 2)  # exact: 3-bit integers times a power of two
+    for q in (2.0, 7 / 3, 3 / 2, 11.0):
+        torch.testing.assert_close(normalized(big, q), normalized(G, q), rtol=4 * float(info.eps), atol=0)
+    assert normalized(torch.zeros(3, dtype=dtype), 2.0) is None
 
 
 def test_differentiable_step():

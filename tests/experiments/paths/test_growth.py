@@ -50,3 +50,17 @@ def test_engine_paths_respect_the_dual_step_bound(p) -> None:
 def test_norm_fit_needs_points() -> None:
     with pytest.raises(MdcertError, match="at least 3"):
         fit_norm_growth(np.array([0, 1]), np.ones((2, 2)), normalized=True)
+
+
+
+def test_the_power_fit_starts_after_the_initial_plateau() -> None:
+    """||W(0)||^(p-1) = 100 and lr = 0.1: the norm stays near 10 until k ~ 1000, then grows like k^1
+    (p = 2); a window from k = 100 would start inside the plateau."""
+    k = np.concatenate([[0], np.unique(np.round(np.geomspace(1, 1e5, 121)).astype(int))]).astype(float)
+    n0 = 100.0 * np.exp(0.01 * np.random.default_rng(1).standard_normal(6))
+    norms = normalized_bound(n0, k, p=2.0, lr=0.1)
+    fit = fit_norm_growth(k, norms, normalized=True, p=2.0, lr=0.1, tail_fraction=0.001)
+    assert fit.default_from == 100 and fit.tail_from > 1000
+    assert fit.coefficient == pytest.approx(1.0, abs=0.1) and fit.settled
+    js = fit.to_json()
+    assert js["default_from"] == 100 and js["settled"] is True

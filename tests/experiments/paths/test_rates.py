@@ -220,3 +220,29 @@ def test_one_slow_trajectory_shapes_the_arithmetic_mean_not_the_geometric_one() 
     assert fit_rates(STEPS, _curves("log", 2.0), average="arithmetic", bootstrap=300).verdict is Verdict.LOG
     with pytest.raises(MdcertError, match="average must be"):
         fit_rates(STEPS, curves, average="median")
+
+
+
+def test_a_transient_at_the_window_start_is_skipped_and_reported() -> None:
+    """D = (1000 + k)^-1: the decay accelerates until k >> 1000; the window starts after it."""
+    k = np.unique(np.round(np.geomspace(1, 1e5, 121)).astype(int)).astype(float)
+    curves = (1000 + k[None, :]) ** -1.0 * np.exp(0.05 * np.random.default_rng(3).standard_normal((16, 1)))
+    fixed = fit_rates(k, curves, bootstrap=200, skip_transient=False)
+    assert fixed.state is CurveState.TRANSIENT and not fixed.transient_skipped
+    assert ("horizon", "longer") in fixed.needs
+    fit = fit_rates(k, curves, bootstrap=200)
+    assert fit.transient_skipped and fit.tail_from > fit.default_from == fixed.tail_from
+    assert fit.state is CurveState.ASYMPTOTIC and "skipped" in fit.state_reason
+    js = fit.to_json()
+    assert js["window"] == {"from_step": fit.tail_from, "default_from_step": fixed.tail_from, "transient_skipped": True}
+    assert fit.fits["power"].exponent == pytest.approx(1.0, abs=0.1)
+
+
+@pytest.mark.parametrize("trials,needs", [(3, {"trajectories": MIN_TRAJECTORIES}), (1, {"trajectories": MIN_TRAJECTORIES}),
+                                          (16, {})])
+def test_needs_says_what_a_verdict_lacks(trials, needs) -> None:
+    k = np.unique(np.round(np.geomspace(1, 1e5, 101)).astype(int)).astype(float)
+    curves = k[None, :] ** -1.0 * np.exp(0.3 * np.random.default_rng(0).standard_normal((trials, 1)))
+    js = fit_rates(k, curves, bootstrap=100).to_json()
+    assert js["needs"] == needs
+    assert (js["verdict"] == "inconclusive") == bool(needs)

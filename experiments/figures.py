@@ -71,5 +71,9 @@ def save_png(fig, path: Path, *, tight: bool = False) -> Path:
         with atomic_file(path) as fh:
             fig.savefig(fh, format="png", dpi=110, bbox_inches="tight" if tight else None)
     finally:
-        pyplot().close(fig)
+        import sys
+
+        plt = sys.modules.get("matplotlib.pyplot")      # a `Figure()` made without pyplot needs no close
+        if plt is not None:
+            plt.close(fig)
     return Path(path)

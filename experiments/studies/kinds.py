@@ -31,6 +31,9 @@ class StudyKind:
             before the study directory is made, and again in every worker process.
         run: ``run(args, ctx) -> summary`` does the work through ``ctx.run_units`` (resumable) and
             writes the report into ``ctx.root``; `run_setups` is the usual one.
+        estimate: ``estimate(args, ctx) -> experiments.studies.monitor.Estimate | None``, the run time
+            before the study starts; kinds run by `run_setups` get `experiments.studies.protocol.estimate`.
+        unit: what the counts ``ctx.trained`` / ``ctx.reused`` count (``run``; ``certificate`` for realdata).
     """
 
     name: str
@@ -38,6 +41,18 @@ class StudyKind:
     configure: Callable[[argparse.ArgumentParser], None]
     setups: Callable[[argparse.Namespace], list]
     run: Callable[[argparse.Namespace, object], dict] | None = None
+    estimate: Callable[[argparse.Namespace, object], object] | None = None
+    unit: str = "run"
+
+    def predict(self, args: argparse.Namespace, ctx, *, startup_s: float = 0.0):
+        """The `experiments.studies.monitor.Estimate` of this study in ``ctx``, or None when the kind has none."""
+        if self.estimate is not None:
+            return self.estimate(args, ctx)
+        if self.run is None:
+            from experiments.studies.protocol import estimate
+
+            return estimate(self.setups(args), ctx, startup_s=startup_s)
+        return None
 
     def execute(self, args: argparse.Namespace, ctx) -> dict:
         """``run(args, ctx)``, or `run_setups` when the kind has no ``run`` of its own."""

@@ -18,6 +18,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -27,11 +28,21 @@ from certify.io.jsonenc import jsonable
 
 from experiments.outputs import write_text_atomic
 
-__all__ = ["FORMAT", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps", "worker_init", "remote_unit"]
+__all__ = ["FORMAT", "StudyStatus", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps",
+           "worker_init", "remote_unit"]
 
 FORMAT = "mdcert-study-1"
 META = "study.json"
 RUNS = "runs"
+
+
+class StudyStatus(Enum):
+    """``study.json`` ``status``: ``running`` while an invocation works, then how it ended."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"     #: Ctrl-C: finished runs are kept, a rerun resumes
+    FAILED = "failed"               #: an error stopped it: finished runs are kept
 
 
 def dumps(obj) -> str:
@@ -59,7 +70,11 @@ class Unit:
 
 @dataclass
 class StudyContext:
-    """What a study kind runs with: its directory, device, progress, worker processes and the run store."""
+    """What a study kind runs with: its directory, device, progress, worker processes and the run store.
+
+    ``seconds`` / ``cpu_seconds`` sum the runs trained now (each run's own wall and CPU time, in
+    whichever process ran it): with several workers their sum exceeds the study's wall time.
+    ``monitor`` (an `experiments.studies.monitor.Monitor`) hears of every stage and finished run."""
 
     root: Path
     kind: str
@@ -73,6 +88,9 @@ class StudyContext:
     keys: list[str] = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    options: dict = field(default_factory=dict)
+    monitor: object = None
+    t_start: float = field(default_factory=time.perf_counter)
 
     def record_path(self, key: str) -> Path:
         return self.root / RUNS / f"{key}.json"
@@ -105,12 +123,16 @@ class StudyContext:
         self.trained += 1
         self.seconds += seconds
         self.cpu_seconds += cpu
+        if self.monitor is not None:
+            self.monitor.finished(seconds)
         return json.loads(dumps(record))
 
     def run_units(self, units: Sequence[Unit], desc: str) -> list[dict]:
         """The records of ``units`` in order: finished ones read, the others run, in ``workers``
         processes when there are several (each record is the same as in-process: a run depends only
-        on its configuration and the thread count)."""
+        on its configuration and the thread count). Each record is stored the moment its run ends, so
+        an interrupted call (Ctrl-C: `KeyboardInterrupt`) loses only the runs in flight; their worker
+        processes are killed before the exception leaves (`_run_in_pool`)."""
         records: list = [None] * len(units)
         pending = []
         for i, u in enumerate(units):
@@ -122,6 +144,8 @@ class StudyContext:
                 self.reused += 1
             else:
                 pending.append((i, key))
+        if self.monitor is not None:
+            self.monitor.stage(desc, len(units) - len(pending), len(units))
         with self.bar(len(units), desc) as bar:
             bar.update(len(units) - len(pending))
             if self.workers <= 1 or len(pending) <= 1:
@@ -131,22 +155,59 @@ class StudyContext:
                     records[i] = self._store(units[i], key, result, time.perf_counter() - t0, time.process_time() - c0)
                     bar.update(1)
                 return records
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            ex = ProcessPoolExecutor(max_workers=min(self.workers, len(pending)),
-                                     mp_context=multiprocessing.get_context("spawn"), initializer=worker_init,
-                                     initargs=(os.getpid(), self.threads))
-            try:
-                futures = {ex.submit(remote_unit, self.kind, self.args, units[i].where): (i, key) for i, key in pending}
-                for f in as_completed(futures):
-                    i, key = futures[f]
-                    result, seconds, cpu = f.result()
-                    records[i] = self._store(units[i], key, result, seconds, cpu)
-                    bar.update(1)
-            finally:
-                ex.shutdown(wait=True, cancel_futures=True)
+            def store(i: int, key: str, result: dict, seconds: float, cpu: float) -> None:
+                records[i] = self._store(units[i], key, result, seconds, cpu)
+                bar.update(1)
+
+            self._run_in_pool(units, pending, store)
         return records
+
+    def _run_in_pool(self, units: Sequence[Unit], pending: list, store: Callable) -> None:
+        """Run ``pending`` in a `pebble` process pool, calling ``store(i, key, result, seconds, cpu)``
+        as each run finishes. However this stops (Ctrl-C, an error), every worker is killed (SIGKILL:
+        a run in flight has nothing worth saving) and reaped before it returns."""
+        import multiprocessing
+        import signal
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from pebble import ProcessPool
+
+        pool = ProcessPool(max_workers=min(self.workers, len(pending)), initializer=worker_init,
+                           initargs=(os.getpid(), self.threads), context=multiprocessing.get_context("spawn"))
+        before = set(multiprocessing.active_children())
+        finished = False
+        try:
+            # workers are started (spawned) by the first schedule; SIGINT is blocked meanwhile so a Ctrl-C
+            # at that moment reaches this process only, once the workers ignore it (`worker_init`)
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                futures = {pool.schedule(remote_unit, args=(self.kind, self.args, units[i].where)): (i, key)
+                           for i, key in pending}
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            waiting = set(futures)
+            while waiting:
+                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                for f in done:
+                    store(*futures[f], *f.result())
+            finished = True
+        finally:
+            if finished:
+                pool.close()
+            else:        # SIGKILL: a SIGTERMed worker would first run its exit handlers (seconds under load)
+                pool.stop()
+                time.sleep(0.2)      # pebble's manager loop (0.1 s) sees the stop and replaces no killed worker
+                for proc in set(multiprocessing.active_children()) - before:
+                    proc.kill()
+            pool.join()
+
+    def set_status(self, status: StudyStatus) -> None:
+        """Rewrite ``study.json`` with ``status`` and this invocation's counts (atomically)."""
+        meta = {"format": FORMAT, "kind": self.kind, "options": self.options, "status": status.value,
+                "runs_trained_now": self.trained, "runs_reused": self.reused,
+                "wall_seconds_of_runs_now": self.seconds, "cpu_seconds_of_runs_now": self.cpu_seconds}
+        write_text_atomic(self.root / META, dumps(meta))
 
     def bar(self, total: int, desc: str, *, leave: bool = True):
         """A progress bar on stderr with ETA (`experiments.progress`): ``progress`` None shows it only on a
@@ -224,5 +285,6 @@ def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, pro
     """Create or reopen the study directory ``root`` for ``kind`` (`check_study_dir` first)."""
     out = check_study_dir(root, kind=kind)
     (out / RUNS).mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / META, dumps({"format": FORMAT, "kind": kind, "options": options, "status": "running"}))
-    return StudyContext(out, kind, device, progress, args, workers, threads)
+    ctx = StudyContext(out, kind, device, progress, args, workers, threads, options=options)
+    ctx.set_status(StudyStatus.RUNNING)
+    return ctx

@@ -26,6 +26,9 @@ __all__ = ["STUDY", "GRIDS", "QUICK_GRIDS", "load_sentiment", "configure", "buil
 GRIDS = {"p1.1": (0.1, 0.3, 0.6), "p2": (0.1, 0.2, 0.4), "p3": (0.001, 0.003, 0.01), "adam": (3e-4, 1e-3, 3e-3),
          "p1.5": (0.1, 0.2, 0.4)}
 QUICK_GRIDS = {k: v[1:] for k, v in GRIDS.items()}
+#: --quick epochs: with 1 epoch every optimizer sat on the majority-class baseline (57.33% test); 2 epochs
+#: take Adam off it (pilot, seed 0, width 12, 1,500 reviews: 66.9% validation at lr 0.003, 62.7% at 1e-3)
+QUICK_EPOCHS = 2
 VAL_SEED = 1
 VAL_FRACTION = 0.1
 
@@ -38,7 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-len", type=int, default=None, help="positions; longer reviews are truncated (default 128)")
     parser.add_argument("--dropout", type=float, default=None, help="dropout (default 0.1)")
     parser.add_argument("--paper-width", action="store_true", help="the paper's width 384, 512 positions, dropout 0.2")
-    parser.add_argument("--epochs", type=int, default=None, help="epochs per run (default 6; --quick 1)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs per run (default 6; --quick 2)")
     parser.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
     parser.add_argument("--train-limit", type=int, default=None,
                         help="use only the first N training reviews (default all; --quick 1500)")
@@ -93,7 +96,7 @@ def build_setups(args) -> list:
     dropout = args.dropout if args.dropout is not None else (0.2 if args.paper_width else 0.1)
     if not 0 <= dropout < 1:
         raise MdcertError(f"--dropout {dropout}: give a number in [0, 1)")
-    epochs = _int_option(args.epochs, 1 if quick else 6, "--epochs", 1, 1000)
+    epochs = _int_option(args.epochs, QUICK_EPOCHS if quick else 6, "--epochs", 1, 1000)
     batch = _int_option(args.batch, 64, "--batch", 1, 65536)
     ft = _int_option(args.finetune_steps, 10 if quick else 40, "--finetune-steps", 0, 10 ** 6)
     train_limit = args.train_limit if args.train_limit is not None else (1500 if quick else None)

@@ -6,6 +6,11 @@ seed is a paired observation. `t_interval` is the two-sided Student-t interval o
 independent seeds, ``mean +- t_{1-a/2, n-1} s / sqrt(n)``; it assumes roughly normal per-seed values
 and says nothing about other data sets. With fewer than two finite values there is no interval
 (``low`` and ``high`` are None), never a made-up one.
+
+A quantity with a bounded range (a count >= 0, an accuracy or a rate in [0, 1]) takes ``support``:
+the interval is intersected with it, so a count never gets a negative lower end (the t-interval is
+symmetric and knows no range; clipping keeps its coverage, since the true mean lies in the support).
+``method`` then says "clipped to [lo, hi]".
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ class Interval:
         return self.low is not None and (self.low > 0 or self.high < 0)
 
 
-def t_interval(values: Sequence[float], *, level: float = 0.95) -> Interval:
-    """Student-t interval of the mean of the finite ``values`` (NaN entries are dropped and counted out)."""
+def t_interval(values: Sequence[float], *, level: float = 0.95,
+               support: tuple[float, float] | None = None) -> Interval:
+    """Student-t interval of the mean of the finite ``values`` (NaN entries are dropped and counted out),
+    intersected with ``support`` (``(0, inf)`` for a count, ``(0, 1)`` for a rate) when given."""
     from scipy import stats
 
     x = np.asarray([v for v in values if v is not None], dtype=np.float64)
@@ -63,13 +70,19 @@ def t_interval(values: Sequence[float], *, level: float = 0.95) -> Interval:
         return Interval(mean, None, None, n, None, level)
     sd = float(x.std(ddof=1))
     half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
-    return Interval(mean, mean - half, mean + half, n, sd, level)
+    if support is None:
+        return Interval(mean, mean - half, mean + half, n, sd, level)
+    lo, hi = support
+    return Interval(mean, max(mean - half, lo), min(mean + half, hi), n, sd, level,
+                    f"t-interval over seeds, clipped to [{lo:g}, {hi:g}]")
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], *, level: float = 0.95) -> Interval:
-    """Interval of the mean of ``a[i] - b[i]`` over pairs where both are finite (same seed ``i``)."""
+def paired_difference(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
+                      support: tuple[float, float] | None = None) -> Interval:
+    """Interval of the mean of ``a[i] - b[i]`` over pairs where both are finite (same seed ``i``),
+    intersected with ``support`` when given (``(-1, 1)`` for a difference of two rates)."""
     if len(a) != len(b):
         raise ValueError(f"paired values of different lengths: {len(a)} and {len(b)}")
     d = [x - y for x, y in zip(a, b) if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
-    iv = t_interval(d, level=level)
-    return Interval(iv.mean, iv.low, iv.high, iv.n, iv.sd, level, "paired t-interval over seeds")
+    iv = t_interval(d, level=level, support=support)
+    return Interval(iv.mean, iv.low, iv.high, iv.n, iv.sd, level, "paired " + iv.method)

@@ -101,33 +101,31 @@ def plot_verdicts(spec: SweepSpec, order: list[tuple], groups: dict, path: Path)
     shown = [g for g in order + [g for g in groups if g not in order] if g in groups and groups[g]["counts"]]
     if not shown:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     names = group_axes(spec)
     outcomes = _outcomes(spec, groups)
     labels = [", ".join(f"{n}={v}" for n, v in zip(names, g)) if names else "all jobs" for g in shown]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(shown) + 2.5), 4.2))
-    bottom = [0] * len(shown)
+    # horizontal bars: one row per setting, its label on the left, so long labels never run together
+    fig = Figure(figsize=(7.5 + 0.06 * max(len(t) for t in labels), 1.6 + 0.32 * len(shown)), layout="constrained")
+    ax = fig.add_subplot()
+    left = [0] * len(shown)
+    rows = list(range(len(shown)))[::-1]                  # the first setting on top
     for o in outcomes:
         h = [groups[g]["counts"].get(o, 0) for g in shown]
         if any(h):
-            ax.bar(range(len(shown)), h, bottom=bottom, label=o, color=COLORS.get(o), edgecolor="white", linewidth=0.5)
-            bottom = [b + x for b, x in zip(bottom, h)]
-    ax.set_xticks(range(len(shown)))
-    ax.set_xticklabels(labels, rotation=30 if len(shown) > 4 else 0, ha="right" if len(shown) > 4 else "center")
-    ax.set_xlabel(" x ".join(names) if names else "")
-    ax.set_ylabel("jobs")
+            ax.barh(rows, h, left=left, label=o, color=COLORS.get(o), edgecolor="white", linewidth=0.5)
+            left = [b + x for b, x in zip(left, h)]
+    ax.set_yticks(rows, labels)
+    ax.set_ylabel(" x ".join(names) if names else "setting")
+    ax.set_xlabel("jobs (count)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(0, max(left) * 1.02 or 1)
     ax.set_title(f"{spec.kind} sweep {spec.path.name}: verdicts per setting")
-    ax.legend(title="verdict", fontsize="small")
-    fig.tight_layout()
-    try:
-        with atomic_file(path) as fh:
-            fig.savefig(fh, format="png", dpi=120)
-    finally:
-        plt.close(fig)
+    fig.legend(*ax.get_legend_handles_labels(), title="verdict", fontsize="small", loc="outside right upper")
+    with atomic_file(path) as fh:
+        fig.savefig(fh, format="png", dpi=120)
     return path
 
 

@@ -200,8 +200,9 @@ def _machine(workers: int) -> dict:
 
 
 def run_study(config: RealDataConfig, root: str | os.PathLike, *, workers: int = 2, device: Any = "cpu",
-              cache_dir: str | None = None, progress: bool = False) -> dict:
-    """Run the study into the existing directory ``root``; returns the summary (also in summary.json)."""
+              cache_dir: str | None = None, progress: bool = False, note=None) -> dict:
+    """Run the study into the existing directory ``root``; returns the summary (also in summary.json).
+    ``note(text)`` hears every stage (the progress lines of `experiments.studies.monitor`)."""
     from experiments.studies.realdata.frontier import JobPool, draw_subsets, frontier_fractions, run_frontier
     from experiments.studies.realdata.paths import run_paths_study
     from experiments.studies.realdata.report import frontier_summary, write_outputs
@@ -211,6 +212,8 @@ def run_study(config: RealDataConfig, root: str | os.PathLike, *, workers: int =
     runs.mkdir(parents=True, exist_ok=True)
 
     def say(msg: str) -> None:
+        if note is not None:
+            note(msg)
         if progress:
             print(f"realdata: {msg}", file=sys.stderr, flush=True)
 
@@ -255,7 +258,10 @@ def run_study(config: RealDataConfig, root: str | os.PathLike, *, workers: int =
             entry["timings"]["paths_s"] = time.perf_counter() - t0
             summary["modalities"][m.name] = entry
     summary["machine"]["load_average_end"] = list(os.getloadavg())
-    summary["timings"] = {"total_s": time.perf_counter() - t_start}
+    total = time.perf_counter() - t_start
+    summary["timings"] = {"total_s": total, "wall_s": total,
+                          "note": "wall time of the study until its report (writing report.md and the figures "
+                                  "excluded); mdcert study prints the same number and the writing time apart"}
     write_outputs(summary, root)
     return summary
 
@@ -276,13 +282,13 @@ def _workers(args: argparse.Namespace, ctx) -> int:
 def run(args: argparse.Namespace, ctx) -> dict:
     """The `StudyKind` entry: ``ctx.root`` is the study directory (made by ``mdcert study``)."""
     config = build_setups(args)
-    t0, c0 = time.perf_counter(), time.process_time()
     summary = run_study(config, ctx.root, workers=_workers(args, ctx), device=getattr(ctx, "device", "cpu"),
-                        cache_dir=getattr(args, "cache_dir", None), progress=_progress(args))
+                        cache_dir=getattr(args, "cache_dir", None), progress=_progress(args),
+                        note=None if getattr(ctx, "monitor", None) is None else ctx.monitor.stage)
     verdicts = [r[k] for e in summary["modalities"].values() for r in e["frontier"]["records"] for k in ("opt", "trained")]
-    for name, value in (("trained", sum(not v["cached"] for v in verdicts)), ("reused", sum(v["cached"] for v in verdicts)),
-                        ("seconds", time.perf_counter() - t0), ("cpu_seconds", time.process_time() - c0)):
-        if hasattr(ctx, name):     # the counters ``mdcert study`` prints: certificates solved / reused
+    for name, value in (("trained", sum(not v["cached"] for v in verdicts)), ("reused", sum(v["cached"] for v in verdicts))):
+        if hasattr(ctx, name):     # the counters ``mdcert study`` prints: certificates solved / reused (the
+            #                        study's wall time is summary["timings"]["wall_s"], as report.md states it)
             setattr(ctx, name, getattr(ctx, name) + value)
     return summary
 
@@ -292,5 +298,6 @@ def __getattr__(name: str):
     if name == "STUDY":
         from experiments.studies.kinds import StudyKind
 
-        return StudyKind(name="realdata", help=HELP, configure=configure, setups=build_setups, run=run)
+        return StudyKind(name="realdata", help=HELP, configure=configure, setups=build_setups, run=run,
+                         unit="certificate")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,3 +37,22 @@ def test_paired_difference_pairs_by_index():
     assert paired_difference([0.7, None], [0.6, 0.5]).n == 1
     with pytest.raises(ValueError):
         paired_difference([1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("values, support, low, high", [
+    ([0.0, 1.0], (0.0, math.inf), 0.0, 0.5 + 12.706204736174698 * math.sqrt(0.5) / math.sqrt(2)),  # the 0.5 [-5.9, 6.9]
+    ([0.98, 1.0, 1.0], (0.0, 1.0), None, 1.0),            # an accuracy near 100%: high clipped to 1
+    ([0.0, 0.0, 0.02], (0.0, 1.0), 0.0, None),            # a flip rate near 0: low clipped to 0
+    ([0.4, 0.5, 0.6], (0.0, 1.0), None, None),            # inside the support: unchanged
+])
+def test_interval_clipped_to_the_support(values, support, low, high):
+    raw, iv = t_interval(values), t_interval(values, support=support)
+    assert iv.mean == raw.mean and support[0] <= iv.low <= iv.mean <= iv.high <= support[1]
+    assert iv.low == pytest.approx(raw.low if low is None else low, rel=1e-12)
+    assert iv.high == pytest.approx(raw.high if high is None else high, rel=1e-12)
+    assert ("clipped" in iv.method) and "clipped" not in raw.method
+
+
+def test_paired_difference_clipped_and_named():
+    d = paired_difference([1.0, 0.0], [0.0, 0.0], support=(-1.0, 1.0))
+    assert d.low == -1.0 and d.high == 1.0 and d.method == "paired t-interval over seeds, clipped to [-1, 1]"

@@ -57,14 +57,20 @@ def test_figure_has_a_legend_and_labels(tmp_path, monkeypatch) -> None:
 
     def spy(fig, *a, **k):
         ax = fig.axes[0]
-        seen.update(legend=[t.get_text() for t in ax.get_legend().get_texts()], x=ax.get_xlabel(),
-                    y=ax.get_ylabel(), ticks=[t.get_text() for t in ax.get_xticklabels()])
-        return real(fig, *a, **k)
+        out = real(fig, *a, **k)                                       # drawn: ticks and layout final
+        seen.update(legend=[t.get_text() for t in fig.legends[0].get_texts()], x=ax.get_xlabel(),
+                    y=ax.get_ylabel(), ticks=sorted(t.get_text() for t in ax.get_yticklabels()),
+                    counts=[v for v in ax.get_xticks() if 0 <= v <= ax.get_xlim()[1]],
+                    legend_in_axes=ax.get_legend() is not None)
+        return out
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
     written = write_summary(store, spec, {"k1", "k2"})
     assert written["figure"].read_bytes()[:4] == b"\x89PNG"
-    assert seen == {"legend": ["optimal", "no_verified_result"], "x": "p", "y": "jobs", "ticks": ["p=1.75", "p=2"]}
+    counts = seen.pop("counts")
+    assert seen == {"legend": ["optimal", "no_verified_result"], "x": "jobs (count)", "y": "p",
+                    "ticks": ["p=1.75", "p=2"], "legend_in_axes": False}
+    assert counts and all(float(v).is_integer() for v in counts)      # integer ticks for counts
     assert not list(store.root.glob(".*tmp*"))
     order, groups, _ = collect(store, spec, set())
     assert plot_verdicts(spec, order, groups, store.root / "none.png") is None

@@ -4,6 +4,8 @@ checks and the command line's bad inputs. The ``--quick`` time (<= 60 s) is asse
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -16,6 +18,10 @@ import pytest
 
 from certify import MdcertError
 from experiments.studies.realdata.study import DEFAULT, QUICK, check_inputs, config_from_args, run_study
+from tests.experiments.figcheck import capture_figures
+
+FIGURES: dict = {}     # figure file -> layout problems (tests/experiments/figcheck.py), filled by `quick_run`
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
@@ -28,7 +34,11 @@ def quick_run(tmp_path_factory):
     saved = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(), \
         torch.get_num_threads()
     try:
-        assert main(["study", "realdata", "--quick", "-o", str(root)]) == 0
+        with pytest.MonkeyPatch.context() as mp:
+            seen = capture_figures(mp)
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                assert main(["study", "realdata", "--quick", "-o", str(root)]) == 0
+            FIGURES.update(seen, stdout=out.getvalue())
     finally:          # mdcert study sets process-wide torch state; leave the test session as it was
         torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
         torch.set_num_threads(saved[2])
@@ -65,6 +75,23 @@ def test_quick_run_writes_every_output(quick_run) -> None:
             assert sum(r["locally_optimal"].values()) == QUICK.inits
             assert f"| {p} | {r['steps']} |" in report
     assert (root / "frontier.png").stat().st_size > 10_000
+
+
+def test_figures_have_a_clean_layout(quick_run) -> None:
+    """No clipped or overlapping text, legends outside the data, every axis labelled."""
+    figures = {k: v for k, v in FIGURES.items() if k.endswith(".png")}
+    assert set(figures) == {"frontier.png", "paths_text.png", "paths_digits.png"}
+    assert {name: p for name, p in figures.items() if p} == {}
+
+
+def test_wall_time_is_the_reports(quick_run) -> None:
+    """The terminal's wall time is the one report.md states (writing the report apart), and no summed
+    time is called "trained in"."""
+    root, summary = quick_run
+    wall = summary["timings"]["wall_s"]
+    assert wall == summary["timings"]["total_s"] and f"total wall time {wall:.1f} s" in (root / "report.md").read_text()
+    first = FIGURES["stdout"].splitlines()[0]
+    assert f"; {wall:.1f} s wall (as in report.md) + " in first and "trained in" not in first
 
 
 def test_rerun_reuses_rechecked_certificates(quick_run) -> None:

@@ -2,7 +2,7 @@
 canvas (no pyplot state): written only when matplotlib (the ``[plots]`` extra) is installed.
 
 - `plot_trajectories`: ``beta_i(t)`` per eps, one panel each (the paper's Fig. 2 style), optionally the
-  ODE reference dashed on the same axes (its Fig. 1);
+  ODE reference as crosses on the same axes (its Fig. 1);
 - `plot_vs_eps`: per rule, the proven delta upper bound and the measured l2 distances to the certified
   minimum-l_{3/2} and minimum-l2 interpolators, and the proven bound on the distance to the minimizer of
   E, against eps (its Fig. 3 style).
@@ -41,7 +41,7 @@ def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: li
                       xlabel: str = "time t = step x lr", ode: list[tuple[np.ndarray, np.ndarray]] | None = None,
                       max_coords: int = 10) -> Path:
     """``beta`` (P, R, D): one panel per eps (P panels) of beta_i against ``time`` (R,); ``ode[p]`` =
-    (times, beta (T, D)) drawn dashed."""
+    (times, beta (T, D)) drawn as crosses."""
     from matplotlib.figure import Figure
 
     P, _, D = beta.shape
@@ -55,8 +55,8 @@ def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: li
         for i in range(min(D, max_coords)):
             ax.plot(time, beta[p, :, i], color=colors[i], lw=1.4, label=f"beta_{i + 1} (discrete)" if p == 0 else None)
             if ode is not None:
-                ax.plot(ode[p][0], ode[p][1][:, i], color=colors[i], lw=1.0, ls="--",
-                        label=f"beta_{i + 1} (ODE, solve_ivp)" if p == 0 else None)
+                ax.plot(ode[p][0], ode[p][1][:, i], color=colors[i], ls="none", marker="x", ms=4,
+                        markevery=max(1, len(ode[p][0]) // 25), label=f"beta_{i + 1} (ODE, solve_ivp)" if p == 0 else None)
         ax.set_title(f"eps = {eps[p]:g}")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("beta_i (coordinate of w+^2 - w-^2)")
@@ -64,7 +64,7 @@ def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: li
     for p in range(P, rows * cols):
         axes[p // cols][p % cols].set_visible(False)
     fig.suptitle(title)
-    fig.legend(loc="outside right upper", fontsize=8)
+    fig.legend(loc="outside lower center", fontsize=8, ncols=min(5, 2 * min(D, max_coords) if ode else min(D, max_coords)))
     return _save(fig, path)
 
 
@@ -96,6 +96,6 @@ def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
         ax.set_ylabel(ylab)
         ax.grid(alpha=0.3, which="both")
     fig.suptitle(title)
-    fig.legend(loc="outside right upper", fontsize=8)
+    fig.legend(loc="outside lower center", fontsize=8, ncols=4)
     return _save(fig, path)
 

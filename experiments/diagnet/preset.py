@@ -68,7 +68,7 @@ def _figures(d: Path, records: list[dict]) -> list[str]:
                 ode = [(np.asarray(res["time"]), np.asarray(b)) for b in res["ode_beta"]]
             plot_trajectories(d / f"{r['name']}.png", time=np.asarray(res["time"]), beta=np.asarray(res["beta"]),
                               eps=cfg["eps"], ode=ode, title=f"{r['name']}: smoothed sign descent, {shape}, "
-                              f"alpha = {cfg['alpha']}, lr = {cfg['lr']:g}" + (" (dashed: ODE)" if ode else ""))
+                              f"alpha = {cfg['alpha']}, lr = {cfg['lr']:g}" + (" (crosses: ODE)" if ode else ""))
             out.append(f"{r['name']}.png")
         elif r["name"].startswith("eps_"):
             plot_vs_eps(d / f"{r['name']}.png", res["summary"]["trajectories"],

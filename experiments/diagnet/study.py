@@ -1,5 +1,5 @@
 """Which interpolating solution do sign-like updates pick? Paths with certified references
-(arXiv 2410.14158; docs/theory.md sections 8.3-8.5). The library side of ``mdcert signdescent``:
+(arXiv 2410.14158; docs/theory.md sections 8.3, 8.4, 8.5). The library side of ``mdcert signdescent``:
 ``SignConfig -> run_signdescent -> SignResult -> SignResult.write(dir)``.
 
 For each rule (gd, sign, adam) the grid eps x alpha x lr is trained as one batch

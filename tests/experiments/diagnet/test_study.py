@@ -1,5 +1,5 @@
 """experiments.diagnet.study: paths of gd / sign / Adam with certified references and delta-KKT facts
-(docs/theory.md sections 8.3-8.5)."""
+(docs/theory.md sections 8.3, 8.4, 8.5)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -31,7 +30,7 @@ import torch
 from certify.errors import MdcertError
 from certify.regression.problem import RegressionProblem
 
-__all__ = ["Rule", "DiagConfig", "DiagStatus", "DiagResult", "run_diag_paths"]
+__all__ = ["DiagConfig", "DiagResult", "DiagStatus", "Rule", "run_diag_paths"]
 
 
 class Rule(Enum):

@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from certify.regression import regression_problem
 from experiments.diagnet.engine import Rule
 from experiments.diagnet.study import SignConfig, run_signdescent
 
-__all__ = ["Part", "paper_parts", "run_part", "config_key"]
+__all__ = ["Part", "config_key", "paper_parts", "run_part"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _trajectories(cfg: dict) -> dict:
         t1 = time.perf_counter()
         odes, gaps = [], []
         for j, e in enumerate(cfg["eps"]):
-            ts, b = ode_reference(_problem(cfg), eps=e, alpha=cfg["alpha"], t_end=float(t[-1]), t_eval=t)
+            _, b = ode_reference(_problem(cfg), eps=e, alpha=cfg["alpha"], t_end=float(t[-1]), t_eval=t)
             odes.append(b.tolist())
             gaps.append(float(np.abs(np.asarray(p["beta"])[j] - b).max()))
         out.update(ode_beta=odes, ode_max_gap=gaps, ode_seconds=round(time.perf_counter() - t1, 2))
@@ -100,7 +100,7 @@ def paper_parts(*, quick: bool = False) -> list[Part]:
     """The preset's parts; ``quick`` shortens every horizon (the whole preset within about a minute)."""
     k = 5 if quick else 1  # quick: 5x larger steps over 5x fewer steps (same time horizons)
     grid = [1e-3, 3e-3, 1e-2, 3e-2, 0.1] if quick else [1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1]
-    horizon = dict(lr=1e-3, steps=10_000) if quick else dict(lr=4e-4, steps=100_000)  # t = 10 / 40
+    horizon = {"lr": 1e-3, "steps": 10_000} if quick else {"lr": 4e-4, "steps": 100_000}  # t = 10 / 40
     return [
         Part("fig1", {"data": "gaussian", "N": 2, "D": 5, "seed": 0, "alpha": 0.1, "eps": [0.002, 0.01],
                       "lr": 1e-4 * k, "steps": 80_000 // k, "ode": True}, _trajectories),

@@ -18,7 +18,7 @@ import numpy as np
 
 from experiments.diagnet.paper import paper_parts, run_part
 
-__all__ = ["run_paper", "report_lines"]
+__all__ = ["report_lines", "run_paper"]
 
 
 def run_paper(out: str | Path, *, quick: bool, overwrite: bool, echo=print) -> Path:
@@ -89,13 +89,13 @@ def _fmt(x) -> str:
 def report_lines(records: list[dict], summary: dict) -> list[str]:
     """report.md: every number names its rule, eps, whether it is proven or measured, and wall times."""
     L = ["# Smoothed sign descent: the paper's set-ups (mdcert signdescent --preset paper)", "",
-         "Measured: float64 training runs (beta, loss, stage steps, distances in l2 between float vectors, "
-         "wall seconds). Proven: `delta <=` (section 8.4, outward-rounded balls from the exact final weights), "
-         "`||beta_f - argmin E|| <=` (section 8.4), the reference optima (section 8.3; the distance of each "
-         "certified point to the true optimizer is bounded in summary.json as `distance_upper`). No theorem "
-         "covers Adam with momentum: its rows are measurements only.", "",
-         f"Wall time of this invocation: {summary['seconds_wall_this_invocation']} s (reused parts count 0); "
-         f"load average (1, 5, 15 min) at the end: {summary['load_average_1_5_15']}.", ""]
+         ("Measured: float64 training runs (beta, loss, stage steps, distances in l2 between float vectors, "
+          "wall seconds). Proven: `delta <=` (section 8.4, outward-rounded balls from the exact final weights), "
+          "`||beta_f - argmin E|| <=` (section 8.4), the reference optima (section 8.3; the distance of each "
+          "certified point to the true optimizer is bounded in summary.json as `distance_upper`). No theorem "
+          "covers Adam with momentum: its rows are measurements only."), "",
+         (f"Wall time of this invocation: {summary['seconds_wall_this_invocation']} s (reused parts count 0); "
+          f"load average (1, 5, 15 min) at the end: {summary['load_average_1_5_15']}."), ""]
     for r in records:
         cfg, res = r["config"], r["result"]
         L += [f"## {r['name']}", "", f"config: `{json.dumps(cfg)}`; part wall time {r['seconds_wall']} s.", ""]
@@ -103,7 +103,7 @@ def report_lines(records: list[dict], summary: dict) -> list[str]:
             L += _traj_table(res["summary"]["trajectories"])
             if "ode_max_gap" in res:
                 L += ["", "ODE reference (SciPy LSODA, rtol 1e-9), measured max_t,i |beta_discrete - beta_ode| at the "
-                      f"recorded times: " + ", ".join(f"eps {e:g}: {g:.2e}" for e, g in zip(cfg["eps"], res["ode_max_gap"]))
+                      "recorded times: " + ", ".join(f"eps {e:g}: {g:.2e}" for e, g in zip(cfg["eps"], res["ode_max_gap"]))
                       + f" (ODE wall {res['ode_seconds']} s)."]
         elif r["name"].startswith("eps_"):
             L += _refs(res["summary"]) + [""] + _traj_table(res["summary"]["trajectories"])
@@ -118,8 +118,8 @@ def report_lines(records: list[dict], summary: dict) -> list[str]:
 
 def _refs(summary: dict) -> list[str]:
     ref = summary["references"]
-    return [f"certified references: min ||beta||_3/2 = {ref['l32']['opt']} (distance of the certified point <= "
-            f"{float(_frac(ref['l32']['distance_upper'])):.1e}), min ||beta||_2 = {ref['l2']['opt']}."]
+    return [(f"certified references: min ||beta||_3/2 = {ref['l32']['opt']} (distance of the certified point <= "
+             f"{float(_frac(ref['l32']['distance_upper'])):.1e}), min ||beta||_2 = {ref['l2']['opt']}.")]
 
 
 def _frac(text: str):

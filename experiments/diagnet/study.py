@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ from certify.exact import format_fraction
 from certify.regression import RegressionProblem, certify_interpolation, delta_kkt
 from experiments.diagnet.engine import DiagConfig, DiagStatus, Rule, run_diag_paths
 
-__all__ = ["SignConfig", "SignResult", "run_signdescent", "assumption_warnings"]
+__all__ = ["SignConfig", "SignResult", "assumption_warnings", "run_signdescent"]
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,8 @@ class SignResult:
 
     def lines(self) -> list[str]:
         """Terminal lines: one per trajectory, each number named."""
-        out = [f"references: min ||beta||_3/2 = {self.references['l32']['opt']}, "
-               f"min ||beta||_2 = {self.references['l2']['opt']} (certified)"]
+        out = [(f"references: min ||beta||_3/2 = {self.references['l32']['opt']}, "
+                f"min ||beta||_2 = {self.references['l2']['opt']} (certified)")]
         for r in self.rows:
             head = f"{r['rule']:<4} eps={r['eps']:<8g} alpha={r['alpha']:<6g} lr={r['lr']:<8g}"
             if r["status"] != "finished":

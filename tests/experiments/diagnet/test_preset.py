@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import experiments.diagnet.preset as preset
+from experiments.diagnet import preset
 from experiments.diagnet.figures import have_matplotlib
 from experiments.diagnet.paper import paper_parts
 

@@ -9,25 +9,9 @@ with N^2 or N m.
 
 from __future__ import annotations
 
-import os
+from certify.memory import default_budget, format_bytes
 
-__all__ = ["default_budget", "solve_bytes", "format_bytes"]
-
-
-def default_budget() -> int:
-    """80% of the memory the machine reports available (``MemAvailable`` of /proc/meminfo), else 80%
-    of physical memory, else 4 GiB."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(0.8 * int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(0.8 * os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return 4 << 30
+__all__ = ["default_budget", "solve_bytes", "format_bytes"]  # the first and last from certify.memory
 
 
 def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> int:
@@ -45,7 +29,3 @@ def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> 
 
     s = min(N, m)
     return data + working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 176 * min(s, TIGHT_LIMIT) ** 2
-
-
-def format_bytes(b: int) -> str:
-    return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.0f} MiB"

@@ -34,7 +34,7 @@ import numpy as np
 
 from certify.certificate import Certificate, CertStatus
 from certify.errors import MdcertError
-from certify.exact import format_exact, format_fraction, format_sci
+from certify.exact import format_exact, format_sci
 from certify.limits import TIGHT_GROUPS, size_budget, size_violation
 from certify.problem import AttentionProblem
 from certify.verified import gordan_check, inverse_diagonal_upper

@@ -6,7 +6,7 @@ what is wrong and how to fix it. The CLI turns it into ``error: <message>`` and 
 
 from __future__ import annotations
 
-__all__ = ["MdcertError"]
+__all__ = ["MdcertError", "InputWarning"]
 
 
 class MdcertError(ValueError):
@@ -14,3 +14,8 @@ class MdcertError(ValueError):
 
     Subclasses ValueError so library callers can catch either.
     """
+
+
+class InputWarning(UserWarning):
+    """Suspicious but valid input (zero padding without ``lengths``, duplicated tokens): one line that
+    says what looks wrong and how to declare it. ``mdcert`` prints it as ``mdcert CMD: warning: ...``."""

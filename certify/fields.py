@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from certify.errors import MdcertError
+from certify.exactfloat import exact_float64
 
 __all__ = ["MAX_PROVENANCE_CHARS", "numeric_array", "check_lengths", "check_provenance", "provenance_text"]
 
@@ -21,20 +22,14 @@ MAX_PROVENANCE_CHARS = 1 << 20
 
 
 def numeric_array(name: str, value, ndim: int) -> np.ndarray:
-    """A read-only finite float64 copy of ``value`` with ``ndim`` dimensions, or a one-line MdcertError."""
-    try:
-        raw = np.asarray(value)
-    except (TypeError, ValueError):  # ragged nested lists
-        raw = None
-    if raw is None or raw.dtype.kind not in "biuf":
-        what = ("ragged or non-numeric nested lists" if raw is None or raw.dtype.kind == "O"
-                else f"dtype {raw.dtype}")
-        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got {what}; "
-                          f"store plain float64 values") from None
-    try:
-        arr = np.array(raw, dtype=np.float64, copy=True)
-    except (TypeError, ValueError, OverflowError):
-        raise MdcertError(f"{name} must be a real numeric array; got {type(value).__name__}") from None
+    """A read-only finite float64 copy of ``value`` with ``ndim`` dimensions, or a one-line MdcertError.
+
+    The copy equals ``value`` entry by entry: a value float64 cannot hold (an integer beyond 2^53,
+    a longdouble, a `Decimal`) is refused, never rounded (`certify.exactfloat`)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "biufO":
+        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got dtype {value.dtype}; "
+                          f"store plain float64 values")
+    arr = exact_float64(name, value)
     if arr.ndim != ndim:
         raise MdcertError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
@@ -56,6 +51,8 @@ def check_lengths(value, X: np.ndarray) -> np.ndarray | None:
     if value is None:
         return None
     n, T = X.shape[0], X.shape[1]
+    if isinstance(value, (list, tuple)) and any(isinstance(k, (bool, np.bool_)) for k in value):
+        raise MdcertError(f"lengths must be {n} integers (tokens per example, 2..{T}), got booleans (true/false)")
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):

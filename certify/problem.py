@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from certify.errors import MdcertError
+from certify.errors import InputWarning, MdcertError
 from certify.exact import DyadicArray, dyadic
 from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
 from certify.rows import ConstraintSystem, OptimalTokens
@@ -42,12 +43,18 @@ def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
                                   f"pass --alpha explicitly to choose one")
             return tokens.indices
         try:
+            if not text.isascii() or "_" in text:
+                raise ValueError  # int() reads other scripts' digits (Arabic-Indic) and 1_0; --p does not
             items = [s.strip() for s in text.split(",")] if text else []
             if any(s == "" for s in items):
                 raise ValueError
             alpha = [int(s) for s in items]
         except ValueError:
-            raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices like 0,3,1") from None
+            raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices in ASCII digits "
+                              f"like 0,3,1") from None
+    if isinstance(alpha, (list, tuple)) and any(isinstance(a, (bool, np.bool_)) for a in alpha):
+        raise MdcertError(f"alpha must be {problem.n} integer token indices, got a boolean (true/false) in "
+                          f"{str(alpha)[:60]}")
     try:
         vals = np.asarray(alpha)
     except (TypeError, ValueError):
@@ -263,7 +270,8 @@ class AttentionProblem:
         return out
 
     def save(self, path: str | Path) -> Path:
-        """Write ``.npz`` or ``.json`` (float64, lossless). Writes to a temporary file, then renames."""
+        """Write ``.npz`` or ``.json`` (float64, lossless) atomically (`certify.io.atomic`: a unique
+        temporary name in the same folder, renamed over ``path``)."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in {".npz", ".json"}:
@@ -272,24 +280,18 @@ class AttentionProblem:
             raise MdcertError(f"cannot save to {str(path)!r}: it is a directory; give a file name")
         if not path.parent.is_dir():
             raise MdcertError(f"cannot save to {str(path)!r}: directory {str(path.parent)!r} does not exist")
-        tmp = path.with_name(path.name + ".tmp" + suffix)
-        try:
-            if suffix == ".json":
-                tmp.write_text(json.dumps(self.to_dict()))
-            else:
-                arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
-                if self.alpha is not None:
-                    arrays["alpha"] = self.alpha
-                if self.lengths is not None:
-                    arrays["lengths"] = self.lengths
-                if self.provenance is not None:
-                    arrays["provenance"] = np.array(provenance_text(self.provenance))
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, **arrays)
-            tmp.replace(path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        from certify.io.atomic import write_npz_atomic, write_text_atomic
+
+        if suffix == ".json":
+            return write_text_atomic(path, json.dumps(self.to_dict()))
+        arrays = {"X": self.X, "y": self.y, "z": self.z, "v": self.v}
+        if self.alpha is not None:
+            arrays["alpha"] = self.alpha
+        if self.lengths is not None:
+            arrays["lengths"] = self.lengths
+        if self.provenance is not None:
+            arrays["provenance"] = np.array(provenance_text(self.provenance))
+        write_npz_atomic(path, arrays)
         return path
 
     @classmethod
@@ -301,35 +303,24 @@ class AttentionProblem:
                    provenance=data.get("provenance"))
 
     @classmethod
-    def load(cls, path: str | Path) -> "AttentionProblem":
-        """Read and validate a problem saved by `save` (``.npz`` or ``.json``)."""
+    def load(cls, path: str | Path, *, memory_budget: int | None = None) -> "AttentionProblem":
+        """Read and validate a problem saved by `save` (``.npz`` or ``.json``) through `certify.loaders`:
+        a regular file, sizes bounded before reading (half of ``memory_budget``, default
+        `certify.budget.default_budget`), strict JSON, every number converted to float64 exactly or
+        refused (`certify.exactfloat`). Warns (`InputWarning`) on suspicious data (`certify.inspect`)."""
+        from certify.info import input_warnings
+        from certify.loaders import PROBLEM_KEYS, problem_arrays, read_json_object, read_npz, regular_file
+
         path = Path(path)
-        if path.is_dir():
-            raise MdcertError(f"problem {str(path)!r} is a directory; give a .npz or .json problem file")
-        if not path.is_file():
-            raise MdcertError(f"problem file not found: {str(path)!r}; create one with 'mdcert synth -o problem.npz'")
         suffix = path.suffix.lower()
-        try:
-            if suffix == ".json":
-                data = json.loads(path.read_text())
-                if not isinstance(data, dict):
-                    raise MdcertError(f"{str(path)!r} must hold a JSON object with keys X, y, z, v")
-            elif suffix == ".npz":
-                with open(path, "rb") as fh:
-                    if fh.read(4) != b"PK\x03\x04":
-                        raise MdcertError(f"cannot read problem {str(path)!r}: not a .npz archive; "
-                                          f"write problems with 'mdcert synth' or numpy.savez")
-                with np.load(path, allow_pickle=False) as f:
-                    data = {k: f[k] for k in f.files}
-            else:
-                raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
-        except MdcertError:
-            raise
-        except Exception as exc:  # zipfile.BadZipFile, EOFError, OSError, ValueError, JSON/Unicode errors
-            msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-            if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-                msg = f"not valid JSON ({msg})"
-            raise MdcertError(f"cannot read problem {str(path)!r}: {msg}") from None
+        regular_file(path, what="problem", missing=f"problem file not found: {str(path)!r}; create one with "
+                                                    f"'mdcert synth -o problem.npz'")
+        if suffix == ".json":
+            data = problem_arrays(read_json_object(path, what="problem", budget=memory_budget))
+        elif suffix == ".npz":
+            data = read_npz(path, keys=PROBLEM_KEYS, what="problem", budget=memory_budget)
+        else:
+            raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
         if "alpha" in data and (data["alpha"] is None or (isinstance(data["alpha"], np.ndarray)
                                                           and data["alpha"].dtype.kind == "O")):
             data.pop("alpha")
@@ -343,7 +334,10 @@ class AttentionProblem:
                 data["provenance"] = json.loads(text.item())
             except (ValueError, RecursionError):
                 raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
-        return cls.from_dict(data)
+        problem = cls.from_dict(data)
+        for line in input_warnings(problem):
+            warnings.warn(InputWarning(f"problem {str(path)!r}: {line}"), stacklevel=2)
+        return problem
 
     def describe(self) -> str:
         """One line for tools: shape, lengths and provenance (docs/theory.md section 1.3)."""

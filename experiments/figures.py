@@ -64,13 +64,12 @@ def pyplot():
 
 
 def save_png(fig, path: Path, *, tight: bool = False) -> Path:
-    """Write ``fig`` to ``path`` (dpi 110) through a temporary file renamed into place, close it."""
-    tmp = path.with_name(path.name + ".tmp.png")
+    """Write ``fig`` to ``path`` (dpi 110) atomically (`certify.io.atomic`), close it."""
+    from certify.io.atomic import atomic_file
+
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight" if tight else None)
-        tmp.replace(path)
+        with atomic_file(path) as fh:
+            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight" if tight else None)
     finally:
         pyplot().close(fig)
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    return Path(path)

@@ -1,22 +1,36 @@
-"""Output-path checks and atomic writes shared by the ``mdcert`` commands.
+"""Output-path checks and run directories shared by the ``mdcert`` commands.
 
 Every command validates its output paths *before* the work starts (so a typo in ``-o`` does not
-waste a long run) and writes through a temporary name that is renamed into place, removing the
-temporary on any failure or interrupt: an output either appears complete or not at all.
+waste a long run) and writes through `certify.io.atomic` (re-exported here): an output appears
+complete or not at all, and no file the command did not create is removed.
+
+A run directory (`run_dir`: ``mdcert paths``, ``regpath``, ``demo``) carries a marker,
+``.mdcert-run``: JSON with its kind, mdcert's version and the files mdcert wrote in it (``mdcert
+plot`` adds its figures). ``--overwrite`` replaces only a directory whose marker names the same kind
+and that holds nothing but the files listed there; the old run is moved aside atomically and only
+its listed files are deleted once the new one is in place (docs/formats.md, "Outputs are atomic").
 """
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from certify.errors import MdcertError
+from certify.io.atomic import atomic_dir, write_npy_atomic, write_npz_atomic, write_text_atomic
 
-__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "atomic_dir", "check_seed", "writable",
-           "check_distinct", "check_outside", "write_npy_atomic"]
+__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "write_npy_atomic",
+           "write_npz_atomic", "atomic_dir", "run_dir", "run_files", "write_marker",
+           "add_run_files", "read_marker", "MARKER", "check_seed", "writable", "check_distinct",
+           "check_outside"]
+
+#: the marker file of a run directory (see the module docstring)
+MARKER = ".mdcert-run"
+MARKER_FORMAT = "mdcert-run/1"
 
 
 def _check_parent(path: Path, option: str) -> None:
@@ -34,12 +48,11 @@ def writable(directory: Path) -> bool:
     """Whether a file can be created in ``directory`` (tried, not guessed: root, read-only mounts, /proc)."""
     if not os.access(directory, os.W_OK | os.X_OK):
         return False
-    probe = directory / f".mdcert-probe-{os.getpid()}"
     try:
-        probe.mkdir()
+        probe = tempfile.mkdtemp(prefix=".mdcert-probe-", dir=directory)  # never a user's name
     except OSError:
         return False
-    probe.rmdir()
+    os.rmdir(probe)
     return True
 
 
@@ -66,10 +79,11 @@ def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[s
 
 
 def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
+                     kind: str | None = None,
                      inputs: dict[str, str | os.PathLike | None] | None = None) -> Path:
     """Validate a run directory before any work: not a file, empty unless ``overwrite`` (and then a
-    run directory: it holds a summary.json), writable parent, neither one of ``inputs`` nor containing
-    one (`check_outside`).
+    run directory of ``kind`` that mdcert wrote: `run_files`), writable parent, neither one of
+    ``inputs`` nor containing one (`check_outside`).
 
     Raises:
         MdcertError: with one line naming the option, the path and the fix.
@@ -78,29 +92,121 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
     if str(path).strip() == "":
         raise MdcertError(f"{option} is empty; give a directory name")
     check_outside(out, inputs or {}, option=option)
+    if out.is_symlink():
+        raise MdcertError(f"{option} {str(out)!r} is a symbolic link; give the directory itself (a "
+                          f"run directory is renamed into place when written)")
     if out.exists() and not out.is_dir():
         raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
             raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}")
-        if not (out / "summary.json").is_file():  # never replace a directory of the user's files
-            raise MdcertError(f"{option} {str(out)!r} is not an mdcert run directory (it has no summary.json); "
-                              f"--overwrite replaces only run directories - choose another {option}")
+        if kind is None:
+            raise TypeError("check_output_dir(overwrite=True) needs the run kind")
+        run_files(out, kind=kind, option=option)    # never replace a directory of the user's files
     _check_parent(out, option)
     return out
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to a temporary file next to ``path`` and rename it into place."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+def read_marker(folder: str | os.PathLike) -> dict | None:
+    """The marker of a run directory (format, kind, mdcert_version, files), or None when ``folder``
+    has no readable, well-formed one."""
+    path = Path(folder) / MARKER
     try:
-        tmp.write_text(text)
-        tmp.replace(target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return target
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 2 ** 22:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("format") != MARKER_FORMAT:
+        return None
+    files = data.get("files")
+    if not isinstance(data.get("kind"), str) or not isinstance(files, list):
+        return None
+    return data if all(isinstance(f, str) for f in files) else None
+    return data
+
+
+def _entries(folder: Path) -> Iterator[tuple[str, bool]]:
+    """``(relative path, is a real folder)`` of everything under ``folder`` (links not followed)."""
+    with os.scandir(folder) as it:
+        for entry in it:
+            real_dir = entry.is_dir(follow_symlinks=False)
+            yield entry.name, real_dir
+            if real_dir:
+                yield from ((os.path.join(entry.name, r), d) for r, d in _entries(Path(entry.path)))
+
+
+def run_files(folder: str | os.PathLike, *, kind: str, option: str = "-o") -> frozenset[str]:
+    """The files of ``folder`` that ``--overwrite`` may delete: it must be a run directory of
+    ``kind`` written by mdcert (its marker says so) holding nothing but the files its marker lists
+    (and the folders they are in).
+
+    Raises:
+        MdcertError: one line naming the directory, what is wrong and the fix.
+    """
+    out = Path(folder)
+    marker = read_marker(out)
+    if marker is None:
+        raise MdcertError(f"{option} {str(out)!r} is not an mdcert run directory (it has no valid "
+                          f"{MARKER} marker); --overwrite replaces only a run mdcert wrote - "
+                          f"choose another {option}")
+    if marker["kind"] != kind:
+        raise MdcertError(f"{option} {str(out)!r} holds a {marker['kind']!r} run, not a {kind!r} "
+                          f"run; --overwrite replaces only a run of the same kind - choose another "
+                          f"{option}")
+    files = {os.path.normpath(f) for f in marker["files"]} | {MARKER}
+    folders = {str(parent) for f in files for parent in Path(f).parents if str(parent) != "."}
+    for rel, is_dir in _entries(out):
+        if rel not in (folders if is_dir else files):
+            raise MdcertError(f"{option} {str(out)!r} holds {rel!r}, which mdcert did not write; "
+                              f"--overwrite never removes it - move it away or choose another "
+                              f"{option}")
+    return frozenset(files)
+
+
+def _marker_text(kind: str, files: Iterable[str]) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        mdcert_version = version("mdcert")
+    except PackageNotFoundError:
+        mdcert_version = "unknown"
+    return json.dumps({"format": MARKER_FORMAT, "kind": kind, "mdcert_version": mdcert_version,
+                       "files": sorted(set(files) - {MARKER})}, indent=1) + "\n"
+
+
+@contextmanager
+def run_dir(out: str | os.PathLike, *, kind: str, overwrite: bool) -> Iterator[Path]:
+    """Build a run directory of ``kind`` in a temporary folder (`atomic_dir`) and put it in place
+    at the end of the block, with its marker listing every file written in it. ``overwrite``: an
+    existing run of the same kind is replaced (`run_files` decides what may be deleted); otherwise
+    a non-empty ``out`` is refused.
+
+    Raises:
+        MdcertError: ``out`` is not empty and not replaceable.
+    """
+    replaceable = (lambda d: run_files(d, kind=kind)) if overwrite else None
+    with atomic_dir(out, replaceable=replaceable) as tmp:
+        yield tmp
+        write_marker(tmp, kind)
+
+
+def write_marker(folder: str | os.PathLike, kind: str) -> Path:
+    """Write ``folder``'s marker listing every file now under it (a directory built in place)."""
+    folder = Path(folder)
+    files = [rel for rel, is_dir in _entries(folder) if not is_dir]
+    return write_text_atomic(folder / MARKER, _marker_text(kind, files))
+
+
+def add_run_files(folder: str | os.PathLike, paths: Iterable[str | os.PathLike]) -> None:
+    """Add files just written into a run directory (``mdcert plot``'s figures) to its marker; a
+    folder without a marker is left as it is."""
+    folder = Path(folder)
+    marker = read_marker(folder)
+    if marker is None:
+        return
+    added = [os.path.relpath(p, folder) for p in paths]
+    write_text_atomic(folder / MARKER, _marker_text(marker["kind"], [*marker["files"], *added]))
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -137,7 +243,7 @@ def check_distinct(outputs: dict[str, str | os.PathLike | None], inputs: dict[st
 
 def check_outside(path: str | os.PathLike, inputs: dict[str, str | os.PathLike | None], *, option: str) -> None:
     """Refuse, before any work, a run directory that is one of the inputs or contains one: writing the
-    run replaces the whole directory (`atomic_dir`), so an input inside it would be deleted.
+    run replaces the directory (`run_dir`), so an input inside it could be deleted.
 
     Args:
         path: the run directory.
@@ -154,47 +260,6 @@ def check_outside(path: str | os.PathLike, inputs: dict[str, str | os.PathLike |
         if inp == out or out in inp.parents:
             raise MdcertError(f"{option} {str(path)!r} contains {what} {str(given)!r}; the run directory is replaced "
                               f"when it is written - choose another {option} or move the input")
-
-
-def write_npy_atomic(path: str | os.PathLike, array) -> Path:
-    """Write one array as a ``.npy`` file (no pickles) through a temporary name renamed into place."""
-    import numpy as np
-
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            np.save(fh, np.asarray(array), allow_pickle=False)
-        tmp.replace(target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return target
-
-
-@contextmanager
-def atomic_dir(out: str | os.PathLike, *, overwrite: bool) -> Iterator[Path]:
-    """Yield a fresh temporary directory next to ``out``; on success it replaces ``out``
-    (``overwrite`` needed for a non-empty one), on any failure or interrupt it is removed."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    try:
-        yield tmp
-        check_output_dir(out, option="-o", overwrite=overwrite)
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check_seed(seed: int, option: str = "--seed", *, bounded: bool = True) -> int:

@@ -9,30 +9,11 @@ counts the CPUs this process may run on (the default worker counts of `mdcert st
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from certify.blas import usable_cpus
 from certify.errors import MdcertError
+from certify.memory import memory_limit
 
 __all__ = ["memory_limit", "check_memory", "usable_cpus"]
-
-
-def memory_limit() -> int | None:
-    """Bytes of memory this process may use: physical memory, or a smaller cgroup limit (None if unknown)."""
-    limits = []
-    try:
-        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        pass
-    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(f).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            limits.append(int(text))
-    return min(limits) if limits else None
 
 
 def check_memory(nbytes: int, *, what: str, fix: str, fraction: float = 0.5) -> None:

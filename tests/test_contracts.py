@@ -21,6 +21,15 @@ def test_import_contracts_are_kept() -> None:
     assert "BROKEN" not in out.stdout and "KEPT" in out.stdout
 
 
+def test_ruff_finds_no_pyflakes_error() -> None:
+    """Unused imports, undefined names and the like ([tool.ruff.lint] in pyproject.toml)."""
+    pytest.importorskip("ruff")
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise",
+                          "certify", "theorems", "experiments", "tests", "benchmarks"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-1000:]
+
+
 _BLOCKED = ("torch", "matplotlib", "hypothesis", "ray", "yaml", "sklearn", "transformers", "tokenizers",
             "safetensors")
 _RUN = ("import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"

@@ -29,7 +29,7 @@ import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from certify.exact import format_exact, format_fraction, format_sci, parse_nonnegative, parse_p
+from certify.exact import format_exact, format_sci, parse_nonnegative, parse_p
 from theorems.balls import arb_fraction, enclosure, working_precision
 from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
                               loss_terms, padding_mask, softmax_balls, token_values)

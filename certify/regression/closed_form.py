@@ -11,7 +11,6 @@ entry is an exact rational; the common denominator is the lcm of the row sums.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import numpy as np
 
@@ -35,7 +34,7 @@ def block_l32_solution(problem: RegressionProblem) -> ExactVec | None:
         return None
     dx, dy = dyadic(X), dyadic(problem.y)
     Z = dx.ints.astype(object)
-    num, den = [0] * problem.D, []
+    num = [0] * problem.D
     sums = []
     for n in range(problem.N):
         s3 = sum(abs(int(v)) ** 3 for v in Z[n])  # sum |x_k|^3 in units of 2^(3 ex)

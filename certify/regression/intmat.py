@@ -69,21 +69,22 @@ class IntMatrix:
 
     def matvec(self, v: Sequence[int]) -> list[int]:
         """``Z v`` exactly (v: Python ints of any size)."""
-        n, m = self.shape
-        if len(v) != m or m > _MAX_TERMS_INT:
-            raise ValueError("matvec: shapes do not match, or too many columns for exact int64 sums")
-        vd = _vector_digits(v)
-        return _combine([(_B * (j + k), Zj @ Vk) for j, Zj in enumerate(self.digits)
-                         for k, Vk in enumerate(vd)], n)
+        return self._product(v, transpose=False)
 
     def rmatvec(self, v: Sequence[int]) -> list[int]:
         """``Z^T v`` exactly."""
+        return self._product(v, transpose=True)
+
+    def _product(self, v: Sequence[int], *, transpose: bool) -> list[int]:
+        """Sum over digit pairs of ``Z_j V_k`` (or ``V_k Z_j``) shifted by ``18 (j + k)`` bits."""
         n, m = self.shape
-        if len(v) != n or n > _MAX_TERMS_INT:
-            raise ValueError("rmatvec: shapes do not match, or too many rows for exact int64 sums")
+        inner, outer = (n, m) if transpose else (m, n)
+        if len(v) != inner or inner > _MAX_TERMS_INT:
+            raise ValueError(f"{'rmatvec' if transpose else 'matvec'}: shapes do not match, or too many terms "
+                             "for exact int64 sums")
         vd = _vector_digits(v)
-        return _combine([(_B * (j + k), Vk @ Zj) for j, Zj in enumerate(self.digits)
-                         for k, Vk in enumerate(vd)], m)
+        return _combine([(_B * (j + k), Vk @ Zj if transpose else Zj @ Vk) for j, Zj in enumerate(self.digits)
+                         for k, Vk in enumerate(vd)], outer)
 
     def gram(self) -> np.ndarray:
         """``Z Z^T`` exactly, as an n x n object array of Python ints."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from certify.errors import MdcertError
+from certify.exactfloat import exact_float64 as _exact
+from certify.exactfloat import json_float64
 
 __all__ = ["RegressionProblem", "load_regression", "exact_float64", "declares_regression"]
 
@@ -25,39 +26,32 @@ KIND = "regression"
 
 
 def exact_float64(name: str, value, ndim: int) -> np.ndarray:
-    """``value`` as a read-only float64 array of ``ndim`` dimensions when every entry converts exactly
-    (float16/32/64, integers that float64 holds exactly, long doubles that are float64 values); else a
-    one-line `MdcertError` naming the first entry that would round (docs/formats.md)."""
-    arr = np.asarray(value)
-    if arr.ndim != ndim:
-        raise MdcertError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}")
-    if arr.dtype == object:  # JSON lists: Python ints and floats, never bools
-        flat = list(arr.ravel())
-        for i, v in enumerate(flat):
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise MdcertError(f"{name} entry {tuple(int(j) for j in np.unravel_index(i, arr.shape))} is {v!r}, not a number")
-        out = np.array([float(v) if not isinstance(v, int) or abs(v) < 1 << 1023 else math.inf for v in flat])
-        same = [isinstance(v, float) or (math.isfinite(o) and int(o) == v) for v, o in zip(flat, out)]
-    elif arr.dtype.kind in "iuf" and arr.dtype != bool:
-        with np.errstate(all="ignore"):
-            out = arr.astype(np.float64).ravel()
-        if arr.dtype.kind == "f" and arr.dtype.itemsize <= 8:
-            same = [True] * out.size
-        else:  # integers beyond 2^53 or long doubles: compare the float64 value with the stored one
-            same = list((out.astype(arr.dtype) == arr.ravel()) & np.isfinite(out) | ~np.isfinite(arr.ravel()))
-    else:
-        raise MdcertError(f"{name} must hold numbers, got dtype {arr.dtype}")
-    for i, ok in enumerate(same):
-        if not ok:
-            idx = np.unravel_index(i, arr.shape)
-            raise MdcertError(f"{name} entry {tuple(int(j) for j in idx)} = {arr.ravel()[i]} is not exactly a float64 "
-                              "number; scale the data or give float64 values")
-    out = out.reshape(arr.shape)
+    """``value`` as a read-only float64 array of ``ndim`` dimensions, converted exactly or refused in
+    one line (`certify.exactfloat`: the rule of docs/formats.md, "Exact input"); NaN and inf refused."""
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        value = value.tolist()
+    out = _exact(name, value) if not _is_json(value) else json_float64(name, value)
+    if out.ndim != ndim:
+        raise MdcertError(f"{name} must have {ndim} dimension(s), got shape {out.shape}")
     if not np.all(np.isfinite(out)):
         idx = np.unravel_index(int(np.flatnonzero(~np.isfinite(out).ravel())[0]), out.shape)
         raise MdcertError(f"{name} entry {tuple(int(j) for j in idx)} is not finite; remove NaN and inf values")
     out.setflags(write=False)
     return out
+
+
+def _is_json(value) -> bool:
+    """Nested lists holding a `Decimal` (numbers parsed from JSON text by the exact reader)."""
+    from decimal import Decimal
+
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Decimal):
+            return True
+        if isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,39 +95,31 @@ class RegressionProblem:
         return "sha256:" + h.hexdigest()
 
     def save(self, path: str | Path) -> None:
-        """Write ``.npz`` or ``.json`` (by suffix) through a temporary name in the same folder."""
-        import os
-        import tempfile
+        """Write ``.npz`` or ``.json`` (by suffix) atomically (`certify.io.atomic`)."""
+        from certify.io.atomic import write_npz_atomic, write_text_atomic
 
         path = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                if path.suffix == ".json":
-                    fh.write(json.dumps({"kind": KIND, "X": self.X.tolist(), "y": self.y.tolist()}).encode())
-                else:
-                    np.savez(fh, kind=np.array(KIND), X=self.X, y=self.y)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if path.suffix == ".json":
+            write_text_atomic(path, json.dumps({"kind": KIND, "X": self.X.tolist(), "y": self.y.tolist()}))
+        else:
+            write_npz_atomic(path, {"kind": np.array(KIND), "X": self.X, "y": self.y})
 
 
-def load_regression(path: str | Path) -> RegressionProblem:
-    """Read a regression problem file (``.npz`` or ``.json``); one-line `MdcertError` on bad input."""
-    path = Path(path)
+def load_regression(path: str | Path, *, budget: int | None = None) -> RegressionProblem:
+    """Read a regression problem file (``.npz`` or ``.json``) with the bounded, exact readers of
+    `certify.loaders` (a regular file; sizes checked against ``budget`` before reading); one-line
+    `MdcertError` on bad input."""
+    from certify.memory import default_budget
+    from certify.loaders import read_json_object, read_npz, regular_file
+
+    path = regular_file(path, what="regression problem",
+                        missing=f"regression problem file not found: {str(path)!r}; write one with "
+                                "'mdcert interpolate PROBLEM --synth block ...'")
+    budget = default_budget() // 2 if budget is None else budget
     if path.suffix == ".json":
-        from certify.limits import read_json_file
-
-        data = read_json_file(path, what="problem")
-        if not isinstance(data, dict):
-            raise MdcertError(f"{path}: a regression problem is a JSON object with keys kind, X, y")
+        data = read_json_object(path, what="regression problem", budget=budget)
     else:
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
-        except (ValueError, OSError) as exc:
-            raise MdcertError(f"{path}: not a readable .npz file ({exc})") from None
+        data = read_npz(path, keys=None, what="regression problem", budget=budget)
     kind = data.get("kind")
     kind = str(kind.item() if isinstance(kind, np.ndarray) else kind) if kind is not None else None
     if kind != KIND:
@@ -149,13 +135,15 @@ def declares_regression(path: str | Path) -> bool:
     """Whether a problem file declares ``kind = "regression"`` (False for any unreadable file: the
     caller's own loader then reports what is wrong)."""
     path = Path(path)
-    try:
-        if path.suffix == ".json":
-            from certify.limits import read_json_file
+    from certify.memory import default_budget
+    from certify.loaders import read_json_object, read_npz, regular_file
 
-            data = read_json_file(path, what="problem")
-            return isinstance(data, dict) and data.get("kind") == KIND
-        with np.load(path, allow_pickle=False) as z:
-            return "kind" in z.files and str(z["kind"].item()) == KIND
+    try:
+        path = regular_file(path, what="problem", missing="")
+        if path.suffix == ".json":
+            data = read_json_object(path, what="problem", budget=default_budget() // 2)
+            return data.get("kind") == KIND
+        kind = read_npz(path, keys=("kind",), what="problem", budget=default_budget() // 2).get("kind")
+        return kind is not None and str(kind.item()) == KIND
     except (MdcertError, ValueError, OSError, KeyError):
         return False

@@ -33,7 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=float, default=None, help="seconds after which precision is not raised further")
     parser.add_argument("--memory-budget", default=None, metavar="SIZE",
                         help="memory the solve may use, e.g. 4G or 512M (default: 80%% of the available memory); "
-                             "a larger problem gets a no_verified_result certificate and exit 2")
+                             "a larger problem gets a no_verified_result certificate and exit 2; a problem file "
+                             "whose arrays need more than half of it to read is refused (exit 1)")
     parser.add_argument("-o", "--output", default=None, help="write the certificate JSON here (written atomically)")
     add_export_options(parser)
 
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit >= 0):
         raise MdcertError(f"invalid --time-limit {args.time_limit}; give a finite number of seconds >= 0")
     budget = None if args.memory_budget is None else parse_size(args.memory_budget)
-    problem = AttentionProblem.load(args.problem)
+    problem = AttentionProblem.load(args.problem, memory_budget=budget)  # half of the budget for reading it
     from experiments.progress import progress
     from experiments.terminal import problem_lines, summarize_sequence, terminal_width
 

@@ -16,10 +16,8 @@ check ran (whatever the verdicts), 1 on bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
 HELP = "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED) with certified evidence"
 
@@ -59,34 +57,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_init(path: str, d: int):
-    import numpy as np
+    """The ``--init`` W0 (d, d): the validator ``mdcert paths --init`` uses (`certify.loaders.read_init`)."""
+    from certify.loaders import read_init
 
-    from certify.errors import MdcertError
-    from theorems.region import check_matrix
-
-    file = Path(path)
-    if file.is_dir():
-        raise MdcertError(f"--init {path!r} is a directory; give a .npy file holding one (d, d) array")
-    if not file.is_file():
-        raise MdcertError(f"initialization file not found: {path!r}; save a (d, d) array with numpy.save")
-    with open(file, "rb") as fh:
-        magic = fh.read(6)
-    if magic != b"\x93NUMPY" and magic[:4] != b"PK\x03\x04":
-        raise MdcertError(f"--init {path!r} is not a NumPy .npy file; save W0 with numpy.save('W0.npy', W0)")
-    try:
-        loaded = np.load(file, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded:
-                keys = list(loaded.files)
-                if len(keys) != 1:
-                    raise MdcertError(f"{path!r} holds {len(keys)} arrays; give a .npy file with one (d, d) array")
-                loaded = loaded[keys[0]]
-    except MdcertError:
-        raise
-    except Exception as exc:  # OSError, ValueError (object arrays), EOFError, zipfile.BadZipFile
-        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MdcertError(f"cannot read --init {path!r} as a .npy array: {msg}") from None
-    return check_matrix(loaded, d, name=f"--init {path}")
+    return read_init(path, d, stack=False)
 
 
 def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic", progress=None):
@@ -249,9 +223,10 @@ def _path_notes(args: argparse.Namespace, report, trajectory, problem, run_traj)
 
 
 def _write_json(path: str, payload: dict) -> None:
+    from certify.io.jsonenc import dumps
     from experiments.outputs import write_text_atomic
 
-    write_text_atomic(path, json.dumps(payload, indent=2, default=str))
+    write_text_atomic(path, dumps(payload, indent=2, default=str))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -127,11 +127,12 @@ def _near_svm_init(cert_path: str, out: Path, *, seed: int) -> str:
     import numpy as np
 
     from certify import Certificate
+    from experiments.outputs import write_npy_atomic
 
     cert = Certificate.from_json(json.loads(Path(cert_path).read_text()))
     direction = cert.direction_float()
     noise = np.random.default_rng(seed).standard_normal(direction.shape)
-    np.save(out, 2.0 * direction + 0.02 * noise)
+    write_npy_atomic(out, 2.0 * direction + 0.02 * noise)
     return str(out)
 
 
@@ -141,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     import shutil
 
     from certify.exact import parse_p
-    from experiments.outputs import check_output_dir, check_seed
+    from experiments.outputs import check_output_dir, check_seed, write_marker
 
     from experiments.paths.config import check_float_p
 
@@ -215,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(summary))
         print(f"demo finished in {time.perf_counter() - start:.1f} s"
               + (f"; outputs in {out}" if tmp is None else " (outputs were temporary; use -o DIR to keep them)"))
+        if tmp is None:
+            write_marker(out, "demo")                 # an mdcert run directory of kind "demo"
         completed = True
         return 0
     finally:

@@ -22,6 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export-beta", default=None, dest="export_beta",
                         help="write the certified point beta~ as float64 .npy (rounded once)")
     parser.add_argument("--bits", type=int, default=200, help="precision of the refined point (default 200)")
+    parser.add_argument("--assumptions", action="store_true",
+                        help="also check Assumptions 3.2 and 3.8 of arXiv 2410.14158 on the data (exact verdicts)")
     parser.add_argument("--synth", choices=("block", "gaussian"), default=None,
                         help="first write a seeded problem of this kind to PROBLEM")
     parser.add_argument("--N", type=int, default=5, help="rows of --synth data (default 5)")
@@ -57,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     if problem.N >= problem.D:
         print(f"warning: N = {problem.N} >= D = {problem.D}: the sign-descent theory needs D > N "
               "(overparameterized); the program is still certified where it is well posed", file=sys.stderr)
+    if args.assumptions:
+        from theorems.signdescent import assumption_3_2, assumption_3_8
+
+        for report in (assumption_3_2(problem), assumption_3_8(problem)):
+            print(f"{report.name}: {report.verdict.value.upper()} - {report.message}")
     result = certify_interpolation(problem, p, bits=args.bits)
     cert = result.certificate
     check = check_interpolation(problem, cert, p=p)

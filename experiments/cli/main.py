@@ -12,6 +12,7 @@ leaves nothing half-written.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -23,6 +24,7 @@ __all__ = ["COMMANDS", "EXTRAS", "main", "version"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("experiments.cli.demo", "run the main job on a built-in example"),
     "synth": ("experiments.cli.synth", "write a seeded synthetic problem (.npz or .json)"),
+    "info": ("experiments.cli.info", "summarize a problem file: sizes, padding, ties, tokens, feasibility hint"),
     "certify": ("experiments.cli.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
     "interpolate": ("experiments.cli.interpolate", "certified minimum-l_p-norm interpolation (regression data)"),
     "signdescent": ("experiments.cli.signdescent", "diagonal-network paths (gd, smoothed sign, Adam) vs certified references"),
@@ -98,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from certify.errors import MdcertError
 
     try:
-        return int(modules[args.command].run(args) or 0)
+        with _input_warnings(args.command):
+            return int(modules[args.command].run(args) or 0)
     except BrokenPipeError as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
         if _stdout_closed():
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not raise
@@ -122,6 +125,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mdcert {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (this is a bug; "
               f"rerun with MDCERT_TRACEBACK=1 for the traceback and report it)", file=sys.stderr)
         return 70
+
+
+@contextlib.contextmanager
+def _input_warnings(command: str):
+    """Print each `InputWarning` (suspicious input) as one line ``mdcert CMD: warning: ...`` on stderr."""
+    import warnings
+
+    from certify.errors import InputWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, InputWarning):
+            print(f"mdcert {command}: warning: {_one_line(message)}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = show
+        yield
 
 
 def _stdout_closed() -> bool:

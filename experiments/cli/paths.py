@@ -35,13 +35,12 @@ import gzip
 import json
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from certify.exact import format_exact, parse_fraction
-from experiments.outputs import atomic_dir, check_output_dir
+from experiments.outputs import check_output_dir, run_dir
 from experiments.paths.text import per_p_lines
 from experiments.terminal import terminal_width, wrap, wrap_lines
 from experiments.paths.config import parse_config
@@ -107,7 +106,11 @@ def run(args: argparse.Namespace) -> int:
                   option="-o")
     inputs = resolve_inputs(args)                         # loads the files; fills in trials, n, T, d, inits
     cfg = parse_config(args)
-    check_output_dir(args.out, option="-o", overwrite=args.overwrite)
+    if inputs.W0 is not None:
+        from experiments.paths.inputs import check_init_range
+
+        check_init_range(inputs.W0, cfg["p"], args.init)
+    check_output_dir(args.out, option="-o", overwrite=args.overwrite, kind="paths")
     t_start = time.perf_counter()
 
     from experiments.paths.engine import resolve_device, run_paths
@@ -222,7 +225,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float, overwrite: bool) -> None:
-    with atomic_dir(out, overwrite=overwrite) as tmp:
+    from certify.io.jsonenc import dumps
+
+    with run_dir(out, kind="paths", overwrite=overwrite) as tmp:
         with open(tmp / "arrays.npz", "wb") as fh:
             np.savez_compressed(fh, **arrays)
         if certifier is not None:
@@ -231,28 +236,4 @@ def _write_run(out: Path, summary: dict, arrays: dict, certifier, t_start: float
                     fh.write(json.dumps({"data_hash": key[0], "alpha": list(key[1]), "p": f"{key[2].numerator}/{key[2].denominator}",
                                          "digits": r["digits"], "certificate": r["certificate"]}) + "\n")
         summary["elapsed_s"] = time.perf_counter() - t_start
-        (tmp / "summary.json").write_text(json.dumps(_finite_json(summary), indent=1, default=_json_default,
-                                                     allow_nan=False))
-
-
-def _finite_json(o):
-    """Non-finite floats become None (JSON has no NaN)."""
-    if isinstance(o, dict):
-        return {k: _finite_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_finite_json(v) for v in o]
-    if isinstance(o, (float, np.floating)):
-        return float(o) if np.isfinite(o) else None
-    return o
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o) if np.isfinite(o) else None
-    if isinstance(o, Fraction):
-        return f"{o.numerator}/{o.denominator}"
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+        (tmp / "summary.json").write_text(dumps(summary, indent=1))

@@ -39,14 +39,23 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         from experiments.paths.plots import load_run, plot_paths_run
 
         _check_paths_plottable(run_dir, *load_run(run_dir))
-        return plot_paths_run(run_dir)
+        return _recorded(run_dir, plot_paths_run(run_dir))
     if kind == "regpath":
         try:
             from experiments.regpath.plots import plot_regpath_run
         except ImportError:
             raise MdcertError("regpath figures are not available in this installation (experiments.regpath.plots)") from None
-        return plot_regpath_run(run_dir)
+        return _recorded(run_dir, plot_regpath_run(run_dir))
     raise MdcertError(f"{str(sfile)!r} has kind {kind!r}; 'mdcert plot' knows {', '.join(KINDS)}")
+
+
+def _recorded(run_dir: Path, files: list[Path]) -> list[Path]:
+    """``files``, added to the run directory's marker (mdcert wrote them: ``--overwrite`` may
+    replace them)."""
+    from experiments.outputs import add_run_files
+
+    add_run_files(run_dir, files)
+    return files
 
 
 def _check_paths_plottable(run_dir: Path, summary: dict, arrays: dict) -> None:

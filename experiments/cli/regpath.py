@@ -99,17 +99,16 @@ def token_notes(summary: dict) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     import numpy as np
 
     from certify import parse_p
     from certify.errors import MdcertError
     from certify.exact import format_fraction
+    from certify.io.jsonenc import dumps
     from certify.problem import resolve_alpha
     from experiments.regpath.fixed import regularization_path
     from experiments.regpath.grid import parse_radii
-    from experiments.outputs import atomic_dir, check_output_dir, check_seed
+    from experiments.outputs import check_output_dir, check_seed, run_dir
     from experiments.regpath.svm_reference import reference_direction
     from experiments.terminal import problem_lines, terminal_width
 
@@ -139,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         r_values = r_fun.values(radii)
     elif args.r_of_R:
         raise MdcertError("--r-of-R is only used with --joint")
-    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite,
+    out = check_output_dir(args.output, option="-o", overwrite=args.overwrite, kind="regpath",
                            inputs={"the problem file": None if args.problem == JOINT_EXAMPLE else args.problem})
     problem = _load(args.problem)
     if problem.lengths is not None or problem.provenance:
@@ -226,8 +225,8 @@ def run(args: argparse.Namespace) -> int:
     if limits:
         summary["float_limits"] = limits
     summary["token_notes"] = token_notes(summary)
-    text = json.dumps(summary, indent=1, allow_nan=False)
-    with atomic_dir(out, overwrite=args.overwrite) as tmp:   # complete run directory or nothing
+    text = dumps(summary, indent=1)
+    with run_dir(out, kind="regpath", overwrite=args.overwrite) as tmp:   # complete or nothing
         with open(tmp / "path.npz", "wb") as fh:
             np.savez(fh, **arrays)
         (tmp / "summary.json").write_text(text)

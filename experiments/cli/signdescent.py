@@ -55,13 +55,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _preset(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
-    from experiments.diagnet.preset import run_paper
+    from experiments.diagnet.preset import PAPER_KIND, run_paper
     from experiments.outputs import check_output_dir
 
     given = [opt for opt, val in (("PROBLEM", args.problem), ("--synth", args.synth)) if val is not None]
     if given:
         raise MdcertError(f"--preset paper makes its own data; drop {', '.join(given)}")
-    check_output_dir(args.output, option="-o", overwrite=args.overwrite)
+    check_output_dir(args.output, option="-o", overwrite=args.overwrite, kind=PAPER_KIND)
     run_paper(args.output, quick=args.quick, overwrite=args.overwrite)
     print(f"wrote {args.output}/report.md, summary.json, parts/ and figures")
     return 0
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.regression import load_regression, regression_problem
     from experiments.diagnet.engine import Rule
     from experiments.diagnet.study import SignConfig, assumption_warnings, run_signdescent
-    from experiments.outputs import atomic_dir, check_output_dir, check_output_file
+    from experiments.outputs import check_output_dir, check_output_file, run_dir
 
     if args.preset is not None:
         return _preset(args)
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
                         betas=betas, threads=args.threads)
     for rule in rules:
         config.diag(rule)  # validates the grid before anything is written
-    check_output_dir(args.output, option="-o", overwrite=args.overwrite, inputs={"the problem file": args.problem})
+    check_output_dir(args.output, option="-o", overwrite=args.overwrite, kind="signdescent",
+                     inputs={"the problem file": args.problem})
     if args.synth is not None:
         if not (1 <= args.N <= 10**4 and (args.D is None or 1 <= args.D <= 10**6)):
             raise MdcertError("--N must be in 1..1e4 and --D in 1..1e6")
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_signdescent(problem, config)
     for line in result.lines():
         print(line)
-    with atomic_dir(args.output, overwrite=args.overwrite) as tmp:
+    with run_dir(args.output, kind="signdescent", overwrite=args.overwrite) as tmp:
         result.write(tmp, figures=args.figures)
     s = result.seconds
     print(f"wall: references {s['references']} s, training {s['training']} s, certified facts "

@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from certify.errors import MdcertError
+from certify.io.atomic import write_npz_atomic
 from experiments.data.corpus import Corpus
 from experiments.data.extras import require
 from experiments.data.tokenizer import DUPLICATES, content_tokens, encode, load_tokenizer, model_file
@@ -197,13 +198,6 @@ def corpus_features(corpus: Corpus, *, embed: str = "static", cache_dir: str | P
         for i, (hidden, k) in enumerate(zip(outputs, kept)):
             feats[offsets[i]:offsets[i + 1]] = hidden[list(k.positions)]
             cls[i] = hidden[0]
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npz")
-        try:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, ids=ids, offsets=offsets, features=feats, cls=cls)
-            tmp.replace(path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        write_npz_atomic(path, {"ids": ids, "offsets": offsets, "features": feats, "cls": cls})
         data = {"features": feats, "cls": cls}
     return CorpusFeatures("contextual", ids, data["features"], offsets, data["cls"], path)

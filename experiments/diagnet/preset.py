@@ -22,7 +22,8 @@ __all__ = ["report_lines", "run_paper"]
 
 
 def run_paper(out: str | Path, *, quick: bool, overwrite: bool, echo=print) -> Path:
-    from experiments.outputs import atomic_dir
+    from certify.io.jsonenc import dumps
+    from experiments.outputs import run_dir
 
     out = Path(out)
     cache = Path(f"{out}.parts")
@@ -32,22 +33,22 @@ def run_paper(out: str | Path, *, quick: bool, overwrite: bool, echo=print) -> P
     for part in paper_parts(quick=quick):
         rec, reused = run_part(part, [cache, out / "parts"])
         tmp = cache / f".{part.name}.json.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(rec) + "\n")
+        tmp.write_text(dumps(rec) + "\n")
         tmp.replace(cache / f"{part.name}.json")
         records.append(rec)
         echo(f"part {part.name}: {'reused (same config)' if reused else 'ran'} in {rec['seconds_wall']} s wall")
     wall = round(time.perf_counter() - t0, 2)
     load = [round(x, 2) for x in os.getloadavg()]
-    summary = {"kind": "signdescent-paper", "quick": quick, "parts": {r["name"]: {"config": r["config"], "key": r["key"],
+    summary = {"kind": PAPER_KIND, "quick": quick, "parts": {r["name"]: {"config": r["config"], "key": r["key"],
                "seconds_wall": r["seconds_wall"]} for r in records}, "seconds_wall_this_invocation": wall,
                "load_average_1_5_15": load}
-    with atomic_dir(out, overwrite=overwrite) as tmp:
+    with run_dir(out, kind=PAPER_KIND, overwrite=overwrite) as tmp:
         (tmp / "parts").mkdir()
         for r in records:
-            (tmp / "parts" / f"{r['name']}.json").write_text(json.dumps(r) + "\n")
+            (tmp / "parts" / f"{r['name']}.json").write_text(dumps(r) + "\n")
         figures = _figures(tmp, records)
         summary["figures"] = figures
-        (tmp / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        (tmp / "summary.json").write_text(dumps(summary, indent=1) + "\n")
         (tmp / "report.md").write_text("\n".join(report_lines(records, summary)) + "\n")
     shutil.rmtree(cache, ignore_errors=True)
     return out

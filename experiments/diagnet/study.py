@@ -14,7 +14,6 @@ gradient-descent potential Psi_alpha's program is not certified yet: the summary
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 from certify.exact import format_fraction
+from certify.io.jsonenc import dumps
 from certify.regression import RegressionProblem, certify_interpolation, delta_kkt
 from experiments.diagnet.engine import DiagConfig, DiagStatus, Rule, run_diag_paths
 
@@ -77,7 +77,7 @@ class SignResult:
 
         d = Path(directory)
         path = d / "summary.json"
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        path.write_text(dumps(self.to_json(), indent=1) + "\n")  # strict JSON: NaN -> null
         out = [path]
         arrays = {f"{rule}_{k}": np.asarray(v) for rule, p in self.paths.items() for k, v in p.items()}
         if arrays:

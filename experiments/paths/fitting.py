@@ -4,28 +4,18 @@ a directional Bregman divergence, and JSON cleaning. numpy only."""
 
 from __future__ import annotations
 
-from enum import Enum
-
 import numpy as np
 
 from certify.errors import MdcertError
+from certify.io.jsonenc import jsonable
 
 __all__ = ["clean_json", "fit_line", "tail_mask", "bootstrap_means", "bregman_floor"]
 
 
 def clean_json(o):
-    """Non-finite floats become None, tuples lists, enums their values (JSON has no NaN)."""
-    if isinstance(o, dict):
-        return {k: clean_json(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [clean_json(v) for v in o]
-    if isinstance(o, Enum):
-        return o.value
-    if isinstance(o, (float, np.floating)):
-        return float(o) if np.isfinite(o) else None
-    if isinstance(o, np.integer):
-        return int(o)
-    return o
+    """Plain JSON data (`certify.io.jsonenc.jsonable`): non-finite floats become None, tuples lists,
+    enums their values, numpy scalars Python numbers (JSON has no NaN)."""
+    return jsonable(o)
 
 
 def fit_line(x: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

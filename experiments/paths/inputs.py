@@ -18,7 +18,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["PathInputs", "file_sha256", "load_problems", "load_inits", "resolve_inputs", "build", "SYNTHETIC_DEFAULTS"]
+__all__ = ["PathInputs", "file_sha256", "load_problems", "load_inits", "check_init_range", "resolve_inputs", "build", "SYNTHETIC_DEFAULTS"]
 
 #: --trials, --n, --T, --d of the synthetic study (used when no problem file is given)
 SYNTHETIC_DEFAULTS = {"trials": 100, "n": 6, "T": 8, "d": 10}
@@ -78,32 +78,30 @@ def load_problems(paths: list[str]) -> tuple[list, list[dict], list]:
 
 
 def load_inits(path: str, d: int) -> np.ndarray:
-    """A ``--init`` file: a .npy array of shape (d, d) or (K, d, d), finite float64; returns (K, d, d)."""
-    p = Path(path)
-    if not p.is_file():
-        raise MdcertError(f"--init file not found: {path!r}; save W0 with numpy.save('W0.npy', W0)")
-    if p.suffix.lower() != ".npy":
-        raise MdcertError(f"--init {path!r}: give a .npy file (numpy.save) of shape ({d}, {d}) or (K, {d}, {d})")
-    try:
-        W = np.load(p, allow_pickle=False)
-    except Exception as exc:  # ValueError, OSError, EOFError: not a readable .npy
-        msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MdcertError(f"cannot read --init {path!r}: {msg[:120]}") from None
-    if not isinstance(W, np.ndarray) or W.dtype.kind not in "biuf":
-        raise MdcertError(f"--init {path!r} must hold real numbers, got dtype {getattr(W, 'dtype', '?')}")
-    shape = tuple(W.shape)
-    if W.ndim == 2:
-        W = W[None]
-    if W.ndim != 3 or W.shape[1:] != (d, d) or W.shape[0] < 1:
-        raise MdcertError(f"--init {path!r} has shape {shape}, but the problems have d = {d}; "
-                          f"give a ({d}, {d}) or (K, {d}, {d}) array")
+    """A ``--init`` file: a .npy array of shape (d, d) or (K, d, d), converted to float64 exactly, finite and
+    nonzero (`certify.loaders.read_init`, the validator ``mdcert check --init`` uses); returns (K, d, d)."""
+    from certify.loaders import read_init
+
+    W = read_init(path, d, stack=True)
     if W.shape[0] > MAX_INITS:
         raise MdcertError(f"--init {path!r} holds {W.shape[0]} matrices; at most {MAX_INITS}")
-    W = np.array(W, dtype=np.float64)
-    if not np.all(np.isfinite(W)):
-        k = int(np.argwhere(~np.isfinite(W))[0][0])
-        raise MdcertError(f"--init {path!r} contains NaN or Inf (matrix {k}); give finite initializations")
     return W
+
+
+def check_init_range(W: np.ndarray, ps, path: str) -> None:
+    """Refuse (one line) initializations whose ``||W0||_p^p`` overflows float64 for some ``p`` of the run: the
+    potential, the norms and the fitted rates of a float64 path would be inf or rounding noise."""
+    from certify.exact import format_exact
+
+    with np.errstate(over="ignore"):
+        for p in ps:
+            sums = np.sum(np.abs(W) ** float(p), axis=(-2, -1))
+            if not np.all(np.isfinite(sums)):
+                k = int(np.flatnonzero(~np.isfinite(sums.ravel()))[0])
+                top = float(np.max(np.abs(W.reshape(-1, *W.shape[-2:])[k])))
+                raise MdcertError(f"--init {path!r}: ||W0||_p^p of matrix {k} overflows float64 at p = {format_exact(p)} (largest entry "
+                                  f"{top:.3g}); the paths are float64: scale W0 down (its direction is what the "
+                                  f"paths measure)")
 
 
 def resolve_inputs(args: argparse.Namespace) -> PathInputs:

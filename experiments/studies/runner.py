@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from certify.errors import MdcertError
+from certify.io import jsonenc
+from certify.io.jsonenc import jsonable
 
 from experiments.outputs import write_text_atomic
 
@@ -33,27 +34,15 @@ META = "study.json"
 RUNS = "runs"
 
 
-def _clean(obj):
-    """JSON-safe: NaN and infinities become None; tuples become lists."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):   # numpy / torch scalars
-        return _clean(obj.item())
-    return obj
-
-
 def dumps(obj) -> str:
     """Strict JSON text (no NaN), indented, sorted keys."""
-    return json.dumps(_clean(obj), indent=1, sort_keys=True, allow_nan=False) + "\n"
+    return jsonenc.dumps(obj, indent=1, sort_keys=True) + "\n"
 
 
 def run_key(config: dict) -> str:
     """SHA-256 hex of the canonical JSON of ``config`` and `FORMAT`."""
-    text = json.dumps({"format": FORMAT, "config": _clean(config)}, sort_keys=True, separators=(",", ":"))
+    text = json.dumps({"format": FORMAT, "config": jsonable(config)}, sort_keys=True,
+                      separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -101,7 +90,7 @@ class StudyContext:
         key = run_key(config)
         self.keys.append(key)
         found = self.load(key)
-        if found is not None and found.get("config") == _clean(config):
+        if found is not None and found.get("config") == jsonable(config):
             self.reused += 1
             return found
         t0, c0 = time.perf_counter(), time.process_time()
@@ -128,7 +117,7 @@ class StudyContext:
             key = run_key(u.config)
             self.keys.append(key)
             found = self.load(key)
-            if found is not None and found.get("config") == _clean(u.config):
+            if found is not None and found.get("config") == jsonable(u.config):
                 records[i] = found
                 self.reused += 1
             else:

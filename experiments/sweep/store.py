@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterator
 
 from certify.errors import MdcertError
+from certify.io.jsonenc import dumps
 
 from experiments.sweep.jobs import file_sha256
 
@@ -152,7 +153,7 @@ class Store:
     def append_index(self, line: dict) -> None:
         """Append one line to the index and flush it (driver only: one writer). A torn last line left
         by a killed driver is ended first, so it stays one unreadable line and this one stays whole."""
-        text = json.dumps(line, separators=(",", ":"), allow_nan=False, default=str) + "\n"
+        text = dumps(line, separators=(",", ":"), default=str) + "\n"
         path = self.root / INDEX
         if not self._index_ended:
             try:

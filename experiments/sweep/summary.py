@@ -5,11 +5,10 @@ parameters. Built by streaming the index (the latest line of each of the SPEC's 
 from __future__ import annotations
 
 import itertools
-import os
 from collections import Counter
 from pathlib import Path
 
-from experiments.outputs import write_text_atomic
+from certify.io.atomic import atomic_file, write_text_atomic
 from experiments.sweep.spec import SweepSpec
 from experiments.sweep.store import FIGURE, SUMMARY, JobStatus, Store
 
@@ -122,14 +121,11 @@ def plot_verdicts(spec: SweepSpec, order: list[tuple], groups: dict, path: Path)
     ax.set_title(f"{spec.kind} sweep {spec.path.name}: verdicts per setting")
     ax.legend(title="verdict", fontsize="small")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.png")
     try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, path)
+        with atomic_file(path) as fh:
+            fig.savefig(fh, format="png", dpi=120)
     finally:
         plt.close(fig)
-        if tmp.exists():
-            tmp.unlink()
     return path
 
 

@@ -112,9 +112,9 @@ def _base(job: Job, attempt: int) -> dict:
 
 
 def _write_record(tmp: Path, record: dict) -> None:
-    import json
+    from certify.io.jsonenc import dumps
 
-    (tmp / RECORD).write_text(json.dumps(record, indent=1, allow_nan=False, default=str))
+    (tmp / RECORD).write_text(dumps(record, indent=1, default=str))
 
 
 def execute(job: Job) -> dict:

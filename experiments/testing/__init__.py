@@ -7,6 +7,10 @@ from certify.lazy import lazy_exports
 #: public name -> defining module
 _EXPORTS: dict[str, str] = {
     "PROPERTIES": "experiments.testing.check",
+    "SIGN_PROPERTIES": "experiments.testing.check",
+    "sample_smoothed_sign": "experiments.testing.sign",
+    "smoothed_sign_reference": "experiments.testing.sign",
+    "band_limits": "experiments.testing.sign",
     "REGIMES": "experiments.testing.strategies",
     "Exponent": "experiments.testing.adapters",
     "KitReport": "experiments.testing.report",

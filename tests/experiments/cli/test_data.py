@@ -7,7 +7,6 @@ import hashlib
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from certify import AttentionProblem

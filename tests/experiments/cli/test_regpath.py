@@ -37,10 +37,37 @@ def test_regpath_writes_summary(small_problem, tmp_path, capsys) -> None:
     b = [e["bregman_to_svm"] for e in summary["path"]]
     assert b[-1] < b[0] / 10
     assert summary["reference"]["certified"] is True
-    assert sorted(p.name for p in run.iterdir()) == ["path.npz", "summary.json"]   # no temporaries left
+    assert sorted(p.name for p in run.iterdir()) == [".mdcert-run", "path.npz", "summary.json"]  # no temporaries
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
     with np.load(run / "path.npz") as f:
         assert f["W"].shape == (3, 4, 4)
     assert "wrote" in capsys.readouterr().out
+
+
+def test_overwrite_replaces_a_regpath_run_and_its_figures(small_problem, tmp_path, capsys) -> None:
+    """--overwrite replaces a regpath run with the figures `mdcert plot` added; a paths run is refused."""
+    import os
+
+    from experiments.outputs import read_marker
+
+    run = tmp_path / "run"
+    argv = ["regpath", str(small_problem), "--p", "2", "--radii", "10:100:2", "--starts", "1", "-o", str(run)]
+    assert main(argv) == 0 and main(["plot", str(run)]) == 0
+    figures = sorted(p.name for p in run.glob("*.png"))
+    assert figures and set(figures) <= set(read_marker(run)["files"])
+    assert main(argv) == 1 and "use --overwrite" in capsys.readouterr().err
+    assert main([*argv, "--overwrite"]) == 0
+    assert sorted(os.listdir(run)) == [".mdcert-run", "path.npz", "summary.json"]
+    assert sorted(os.listdir(tmp_path)) == ["run"]
+    capsys.readouterr()
+    paths = tmp_path / "paths"
+    assert main(["paths", "--trials", "1", "--n", "2", "--T", "3", "--d", "2", "--steps", "5", "--no-certify",
+                 "--progress", "off", "-o", str(paths)]) == 0
+    before = sorted(os.listdir(paths))
+    assert main([*argv[:-1], str(paths), "--overwrite"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "holds a 'paths' run, not a 'regpath' run" in err
+    assert sorted(os.listdir(paths)) == before
 
 
 @pytest.mark.parametrize("radii, match", [("0:10:3", "positive"), ("10:1:3", "START"), ("1:10:0", "COUNT"),
@@ -60,7 +87,8 @@ def test_infeasible_alpha_and_ties_fail_clearly(tmp_path, capsys) -> None:
     _one_line_error(capsys, rc, "infeasible")
     tied = tmp_path / "tie.json"
     x = np.array([1.0, 0.0])
-    AttentionProblem(np.array([[x, x, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0])).save(tied)
+    x2 = np.array([1.0, 1.0])                      # tied with x in score, not identical (that would warn)
+    AttentionProblem(np.array([[x, x2, -x]]), np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0])).save(tied)
     rc = main(["regpath", str(tied), "--p", "2", "-o", str(tmp_path / "r2")])
     _one_line_error(capsys, rc, "tied")
     assert not (tmp_path / "r1").exists() and not (tmp_path / "r2").exists()

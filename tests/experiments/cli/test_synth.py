@@ -45,3 +45,32 @@ def test_synth_bad_min_T_one_line(tmp_path, capsys, min_T) -> None:
     err = capsys.readouterr().err
     assert "invalid --min-T" in err and err.strip().count("\n") == 0
     assert not list(tmp_path.iterdir())
+
+
+def test_synth_never_removes_a_file_it_did_not_create(tmp_path, capsys) -> None:
+    """Issue 21's reproducer: ``same.npz.tmp.npz`` was the fixed temporary name and was deleted."""
+    (tmp_path / "same.npz.tmp.npz").write_text("precious")
+    assert main(["synth", "--seed", "2", "-o", str(tmp_path / "same.npz")]) == 0
+    assert (tmp_path / "same.npz.tmp.npz").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.npz", "same.npz.tmp.npz"]
+    np.testing.assert_array_equal(AttentionProblem.load(tmp_path / "same.npz").X, synthetic_problem(seed=2).X)
+
+
+def test_concurrent_synth_to_one_path_leaves_one_writers_problem(tmp_path) -> None:
+    """Four processes with different seeds each run ``mdcert synth -o same.npz`` ten times: every run
+    succeeds, and the file is one complete problem, exactly one seed's."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "same.npz"
+    code = ("import sys\nfrom experiments.cli.main import main\n"
+            "sys.exit(max(main(['synth', '--seed', sys.argv[1], '-o', sys.argv[2]]) for _ in range(10)))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(seed), str(out)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=env) for seed in range(4)]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errs
+    got = AttentionProblem.load(out)
+    assert [seed for seed in range(4) if got.data_hash() == synthetic_problem(seed=seed).data_hash()] != []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["same.npz"]

@@ -190,8 +190,9 @@ def test_fuzzed_certificates_never_exit_70(files, tmp_path):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             rc = main(["verify", str(tmp_path / "p.npz"), str(tmp_path / "c.json"), "--export-w", str(tmp_path / "W.npy")])
-        assert rc in (0, 1) and err.getvalue().count("\n") <= 1 + (rc == 0), err.getvalue()[:300]
-        assert rc == 0 or err.getvalue().count("\n") == 1
+        lines = [ln for ln in err.getvalue().splitlines() if not ln.startswith("mdcert verify: warning: ")]
+        assert rc in (0, 1) and len(lines) <= 1 + (rc == 0), err.getvalue()[:300]   # warnings: suspicious data
+        assert rc == 0 or len(lines) == 1
 
     run()
 

@@ -29,7 +29,10 @@ def test_plot_paths_run_writes_pngs(run_dir, capsys) -> None:
     for name in names:
         data = (run_dir / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
-    assert not list(run_dir.glob("*.tmp.png"))
+    assert not [p for p in run_dir.iterdir() if ".tmp" in p.name]   # no temporary left
+    from experiments.outputs import run_files
+
+    assert names <= run_files(run_dir, kind="paths")                    # recorded: --overwrite may replace them
 
 
 def test_dispatch_to_regpath_plots(tmp_path, monkeypatch) -> None:

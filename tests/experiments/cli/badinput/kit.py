@@ -93,9 +93,11 @@ def build_files(d: Path) -> Path:
     os.symlink(d / "missing_target.npz", d / "dangling.npz")
     os.symlink("/proc/self/mem", d / "unreadable.npz")   # reading fails with EIO, even as root
     os.symlink("/proc/self/mem", d / "unreadable.json")
-    X = pr.X.copy()
-    X[:, 0] = X[:, 1] = 2.0 * pr.y[:, None] * pr.v       # two tokens with the (equal) largest score
-    AttentionProblem(X, pr.y, pr.z, pr.v).save(d / "tie.npz")
+    X = pr.X.copy()                                      # two distinct tokens with the (equal) largest score
+    X[:, 0] = np.stack([2.0 * pr.y, np.zeros(2)], axis=1)
+    X[:, 1] = np.stack([2.0 * pr.y, np.ones(2)], axis=1)
+    X[:, 2, 0] = -pr.y
+    AttentionProblem(X, pr.y, pr.z, np.array([1.0, 0.0])).save(d / "tie.npz")
     AttentionProblem(pr.X * 1e-320, pr.y, pr.z, pr.v).save(d / "tiny.npz")
     # certificates
     from experiments.cli.main import main
@@ -140,6 +142,9 @@ def build_files(d: Path) -> Path:
             (d / name / "summary.json").write_text(summary)
     (d / "userdir").mkdir()                                    # a directory of the user's files, not a run
     (d / "userdir" / "notes.txt").write_text("mine")
+    (d / "study_dir" / "runs").mkdir(parents=True)             # a study directory: never replaced by a run
+    (d / "study_dir" / "study.json").write_text('{"format": "mdcert-study-1", "kind": "synthetic"}')
+    (d / "study_dir" / "summary.json").write_text('{"kind": "synthetic"}')
     (d / "run_paths_junk" / "arrays.npz").write_bytes(b"PK\x03\x04junk")
     (d / "run_summary_dir").mkdir()
     (d / "run_summary_dir" / "summary.json").mkdir()
@@ -154,6 +159,18 @@ def build_files(d: Path) -> Path:
     (d / "sweep_dir.toml").mkdir()
     (d / "sweep_bad.toml").write_text("kind = [[[")
     (d / "sweep_deep.toml").write_text("x = " + "[" * 100_000)
+    # regression problems (mdcert interpolate / signdescent)
+    from certify.regression import RegressionProblem, regression_problem
+
+    regression_problem("block", N=2, seed=1).save(d / "reg.npz")
+    regression_problem("gaussian", N=2, D=5, seed=1).save(d / "reg.json")
+    _npz(d / "reg_nan.npz", kind=np.array("regression"), X=np.array([[1.0, np.nan, 0.0]]), y=np.array([1.0]))
+    _npz(d / "reg_bigint.npz", kind=np.array("regression"), X=np.array([[2**53 + 1, 1, 0]], dtype=np.int64),
+         y=np.array([1.0]))
+    _npz(d / "reg_noy.npz", kind=np.array("regression"), X=np.ones((1, 3)))
+    _npz(d / "reg_shape.npz", kind=np.array("regression"), X=np.ones((2, 3)), y=np.ones(3))
+    (d / "reg_dupkey.json").write_text('{"kind": "regression", "X": [[1, 2]], "y": [1], "y": [2]}')
+    RegressionProblem(np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 1.0]]), np.array([1.0, 1.0, 1.0])).save(d / "reg_inc.json")
     return d
 
 

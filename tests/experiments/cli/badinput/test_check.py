@@ -44,7 +44,7 @@ CASES = [
     (["check", P, "--p", "2", *INIT, "--steps", "1000000000"], r"would need about .* of memory"),
     (["check", P, "--p", "2", *INIT, "--loss", "hinge"], r"training supports the losses"),
     *[(["check", P, "--p", "2", "--init", f"{{d}}/{f}", "--lr", "0.1"], m) for f, m in [
-        ("missing.npy", r"initialization file not found"), ("dangling.npz", r"initialization file not found"),
+        ("missing.npy", r"--init file not found"), ("dangling.npz", r"--init file not found"),
         ("adir.npz", r"is a directory"), ("W0_shape.npy", r"shape \(2, 2\)"), ("W0_scalar.npy", r"shape \(2, 2\)"),
         ("W0_nan.npy", r"NaN or Inf"), ("W0_inf.npy", r"NaN or Inf"), ("W0_complex.npy", r"real numeric.*complex"),
         ("W0_str.npy", r"real numeric"), ("W0_zero.npy", r"zero matrix"), ("W0_two.npz", r"holds 2 arrays"),

@@ -13,8 +13,10 @@ import sys
 import pytest
 
 from experiments.cli.main import COMMANDS
-from tests.experiments.cli.badinput import (test_certify, test_check, test_data, test_paths, test_plot,
-                                            test_problem_files, test_regpath, test_study, test_synth_demo, test_verify)
+from tests.experiments.cli.badinput import (test_certify, test_check, test_data, test_info, test_input_files,
+                                            test_paths, test_plot, test_problem_files, test_regpath, test_regression,
+                                            test_study,
+                                            test_synth_demo, test_verify)
 from tests.experiments.cli.badinput.kit import digest, expand, listing, run_case
 
 P = "{d}/good.npz"
@@ -55,8 +57,10 @@ def test_documented_outcome(argv, rc, match, files, tmp_path, capsys) -> None:
 
 
 def test_every_command_has_a_table() -> None:
-    tables = [test_certify.CASES, test_check.CASES, test_data.CASES, test_paths.CASES, test_plot.CASES, test_problem_files.CASES,
-              test_regpath.CASES, test_study.CASES, test_synth_demo.CASES, test_verify.CASES]
+    tables = [test_certify.CASES, test_check.CASES, test_data.CASES, test_info.CASES, test_input_files.CASES,
+              test_paths.CASES, test_plot.CASES, test_problem_files.CASES, test_regpath.CASES, test_regression.CASES,
+              test_study.CASES,
+              test_synth_demo.CASES, test_verify.CASES]
     counts = {name: sum(1 for t in tables for argv, *_ in t if argv[0] == name) for name in COMMANDS}
     assert all(k >= 8 for k in counts.values()), counts  # a new command (e.g. study) adds its table here
 
@@ -89,19 +93,19 @@ def test_interrupted_command_leaves_nothing(monkeypatch, tmp_path, capsys) -> No
 
 
 def test_atomic_dir_and_file_clean_up_on_interrupt(tmp_path) -> None:
-    from experiments.outputs import atomic_dir, write_text_atomic
+    from experiments.outputs import run_dir, write_text_atomic
 
     with pytest.raises(KeyboardInterrupt):
-        with atomic_dir(tmp_path / "run", overwrite=False) as tmp:
+        with run_dir(tmp_path / "run", kind="paths", overwrite=False) as tmp:
             (tmp / "half.npz").write_text("half")
             raise KeyboardInterrupt
     assert listing(tmp_path) == set()
-    with atomic_dir(tmp_path / "run", overwrite=False) as tmp:
+    with run_dir(tmp_path / "run", kind="paths", overwrite=False) as tmp:
         (tmp / "summary.json").write_text("{}")
-    assert listing(tmp_path) == {"run", "run/summary.json"}
+    assert listing(tmp_path) == {"run", "run/summary.json", "run/.mdcert-run"}
     target = tmp_path / "x.json"
     write_text_atomic(target, "1")
-    assert target.read_text() == "1" and listing(tmp_path) == {"run", "run/summary.json", "x.json"}
+    assert target.read_text() == "1" and listing(tmp_path) == {"run", "run/summary.json", "run/.mdcert-run", "x.json"}
 
 
 def test_unexpected_exception_is_one_line_internal_error(monkeypatch, tmp_path, capsys) -> None:

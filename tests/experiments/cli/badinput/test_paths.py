@@ -60,6 +60,9 @@ CASES = [
     # --overwrite replaces a run directory, never a directory of the user's files
     ([*BASE, "--steps", "5", "--no-certify", "-o", "{d}", "--overwrite"], r"is not an mdcert run directory"),
     ([*BASE, "--steps", "5", "--no-certify", "-o", "{d}/userdir", "--overwrite"], r"not an mdcert run"),
+    # ... nor a folder with a stray summary.json, nor a study: only a run whose .mdcert-run marker says "paths"
+    ([*BASE, "--steps", "5", "--no-certify", "-o", "{d}/run_nonempty", "--overwrite"], r"no valid \.mdcert-run"),
+    ([*BASE, "--steps", "5", "--no-certify", "-o", "{d}/study_dir", "--overwrite"], r"not an mdcert run"),
 ]
 
 

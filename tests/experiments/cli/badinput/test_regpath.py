@@ -52,6 +52,8 @@ CASES = [
     (["regpath", P, "--p", "2", "-o", "{d}", "--overwrite"], r"contains the problem file"),
     (["regpath", "{d}/good_link.npz", "--p", "2", "-o", "{d}/adir.npz/..", "--overwrite"], r"contains the problem"),
     (["regpath", P, "--p", "2", "-o", "{d}/userdir", "--overwrite"], r"not an mdcert run directory"),
+    (["regpath", P, "--p", "2", "-o", "{d}/run_nonempty", "--overwrite"], r"no valid \.mdcert-run marker"),
+    (["regpath", P, "--p", "2", "-o", "{d}/study_dir", "--overwrite"], r"not an mdcert run directory"),
 ]
 
 

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
     from certify.regression import load_regression, regression_problem
     from experiments.diagnet.engine import Rule
-    from experiments.diagnet.study import SignConfig, assumption_warnings, run_signdescent
+    from experiments.diagnet.study import SignConfig, run_signdescent
     from experiments.outputs import check_output_dir, check_output_file, run_dir
 
     if args.preset is not None:
@@ -106,9 +106,7 @@ def run(args: argparse.Namespace) -> int:
         regression_problem(args.synth, N=args.N, D=args.D, seed=args.seed).save(args.problem)
         print(f"wrote {args.problem}: {args.synth} regression data N={args.N} seed={args.seed}")
     problem = load_regression(args.problem)
-    for warning in assumption_warnings(problem):
-        print(f"warning: {warning}", file=sys.stderr)
-    result = run_signdescent(problem, config)
+    result = run_signdescent(problem, config, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     for line in result.lines():
         print(line)
     with run_dir(args.output, kind="signdescent", overwrite=args.overwrite) as tmp:

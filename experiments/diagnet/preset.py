@@ -18,7 +18,10 @@ import numpy as np
 
 from experiments.diagnet.paper import paper_parts, run_part
 
-__all__ = ["report_lines", "run_paper"]
+__all__ = ["PAPER_KIND", "report_lines", "run_paper"]
+
+#: the run kind in the directory's marker (``--overwrite`` replaces only a run of this kind)
+PAPER_KIND = "signdescent-paper"
 
 
 def run_paper(out: str | Path, *, quick: bool, overwrite: bool, echo=print) -> Path:

@@ -15,6 +15,7 @@ gradient-descent potential Psi_alpha's program is not certified yet: the summary
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,12 +130,17 @@ def _reference(problem: RegressionProblem, p: str) -> tuple[dict, np.ndarray, fl
     return ref, beta, float(cert.distance_upper)
 
 
-def run_signdescent(problem: RegressionProblem, config: SignConfig) -> SignResult:
-    """Train every rule over the grid and attach the certified facts (module docstring)."""
+def run_signdescent(problem: RegressionProblem, config: SignConfig, *, warn: Callable[[str], None] | None = None) -> SignResult:
+    """Train every rule over the grid and attach the certified facts (module docstring). ``warn``
+    (a callable taking one line) gets `assumption_warnings` once the references are certified, so a
+    problem refused for having none gets its one error line and no warnings."""
     t0 = time.perf_counter()
     l32, beta32, d32 = _reference(problem, "3/2")
     l2, beta2, d2 = _reference(problem, "2")
     t_ref = time.perf_counter() - t0
+    if warn is not None:
+        for line in assumption_warnings(problem):
+            warn(line)
     rows, t_train, t_cert, paths = [], 0.0, 0.0, {}
     for rule in config.rules:
         t1 = time.perf_counter()

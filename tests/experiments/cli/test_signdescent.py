@@ -46,7 +46,7 @@ def test_a_run_writes_summary_paths_and_figures(inputs, capsys) -> None:
     assert {"summary.json", "paths.npz"} <= names
     assert ({"trajectories_sign.png", "trajectories_gd.png", "vs_eps.png"} <= names) == have_matplotlib()
     assert main(["signdescent", "block.npz", *SHORT, "--no-figures", "-o", "run", "--overwrite"]) == 0
-    assert {p.name for p in (inputs / "run").iterdir()} == {"summary.json", "paths.npz"}
+    assert {p.name for p in (inputs / "run").iterdir()} == {"summary.json", "paths.npz", ".mdcert-run"}
 
 
 @pytest.mark.parametrize("problem, warning", [
@@ -99,9 +99,8 @@ def test_bad_input_is_one_line_and_writes_nothing(inputs, capsys, argv, match) -
     assert [p.name for p in (inputs / "full").iterdir()] == ["mine.txt"]
 
 
-def test_an_inconsistent_tall_system_is_warned_then_refused(inputs, capsys) -> None:
+def test_an_inconsistent_tall_system_is_refused_in_one_line(inputs, capsys) -> None:
     assert main(["signdescent", "tall.npz", *SHORT, "-o", "run"]) == 1
-    err = capsys.readouterr().err.splitlines()
-    assert len(err) == 2 and err[0].startswith("warning: N = 6 >= D = 3")
-    assert re.search(r"^mdcert signdescent: error: X beta = y has no solution", err[1])
+    err = capsys.readouterr().err.splitlines()  # no N >= D warning: the run never starts
+    assert len(err) == 1 and re.search(r"^mdcert signdescent: error: X beta = y has no solution", err[0])
     assert not (inputs / "run").exists()

@@ -48,7 +48,7 @@ def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: li
     cols = min(P, 3)
     rows = -(-P // cols)
     fig = Figure(figsize=(4.2 * cols + 1.6, 3.2 * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
+    axes = fig.subplots(rows, cols, squeeze=False)
     colors = [f"C{i % 10}" for i in range(D)]
     for p in range(P):
         ax = axes[p // cols][p % cols]

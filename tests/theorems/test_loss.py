@@ -15,7 +15,7 @@ U = sp.Symbol("u", real=True)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "linear", "linear-decreasing", "2 - 3*u",
-                                  "1/(1 + exp(u))", "-u**3", "-u + E", "pi - u", "erfc(u)", "-atan(u)",
+                                  "1/(1 + exp(u))", "-u**3 - u", "-u + E", "pi - u", "erfc(u)", "-atan(u)",
                                   "-u + 0.1*u", "-exp(u)"])
 def test_admissible_losses_hold(loss):
     rep = loss_admissible(loss).check()
@@ -31,6 +31,11 @@ def test_admissible_losses_hold(loss):
     ("u", "not decreasing"),
     ("exp(-u)/u", "not defined or not continuous"),
     ("Max(0, 1 - u)**2", "not decreasing"),
+    # strictly decreasing, but l' vanishes at a point: the check needs l' < 0 everywhere (theory.md 5.1)
+    ("-u**3", r"l'\(0\) = 0 exactly"),
+    ("-u + sin(u)", r"l'\(0\) = 0 exactly"),
+    ("-u + log(u**2 + 1)", r"l'\(1\) = 0 exactly"),
+    ("-u - log(u**2 + 1)", r"l'\(-1\) = 0 exactly"),
     # complex-valued on part of R: an exact point where l is not real
     ("-u + sqrt(u)", r"l\(-1\) = .*I is not real"),
     ("-u + sqrt(u - 10)", "is not real"),

@@ -8,7 +8,8 @@ and this module examines that tree:
 * `conditions`: every node that is not defined on all of R contributes a condition on its argument
   (a logarithm's argument > 0, an even or fractional root's base >= 0, a divisor or a negative
   integer power's base != 0, tan's cosine != 0, asin/acos/acosh/atanh arguments in range, a power
-  with a variable exponent needs a positive base, Piecewise conditions that cover R, constants real);
+  with a variable exponent needs a positive base, Piecewise conditions that cover R), constant
+  subtrees included (``0*log(-1)`` is not 0: it is not defined);
 * `domain_check`: each condition proved on R (sympy's assumptions on the simplified argument, or an
   empty violation set from ``solveset``) or refuted by an exact point where the tree, evaluated as
   written (`value_at`), is undefined or not real; UNDECIDED when neither;
@@ -36,7 +37,6 @@ class Kind(Enum):
     POSITIVE = "> 0"
     NONNEGATIVE = ">= 0"
     NONZERO = "!= 0"
-    REAL = "real and finite"
     COVERED = "covered by a piece"
 
 
@@ -52,8 +52,6 @@ class Condition:
     def text(self) -> str:
         if self.kind is Kind.COVERED:
             return f"the conditions of {_short(self.node)} cover R"
-        if self.kind is Kind.REAL:
-            return f"the constant {_short(self.g)} is real and finite"
         return f"{_short(self.g)} {self.kind.value} (for {_short(self.node)})"
 
 
@@ -140,11 +138,7 @@ def conditions(expr, u, region=None) -> list[Condition]:
     out: list[Condition] = []
 
     def rec(node, reg) -> None:
-        if not node.has(u):
-            if isinstance(node, sp.Expr):
-                out.append(Condition(Kind.REAL, node, node, reg))
-            return
-        if node == u:
+        if not node.args:   # u, a number, pi, E
             return
         if isinstance(node, sp.Piecewise):
             _piecewise(node, reg)
@@ -152,7 +146,7 @@ def conditions(expr, u, region=None) -> list[Condition]:
         for a in node.args:
             rec(a, reg)
         if isinstance(node, sp.Pow):
-            b, e = node.args
+            b, e = node.args[0], evaluated(node.args[1])
             if e.has(u):
                 out.append(Condition(Kind.POSITIVE, b, node, reg))
             elif e.is_integer is True:
@@ -337,8 +331,8 @@ def value_at(expr, u, c) -> PointValue:
     def ev(node):
         if node == u:
             return c
-        if not node.has(u):
-            return check(evaluated(node), node)
+        if not node.args:
+            return check(node, node)
         if isinstance(node, sp.Piecewise):
             for pair in node.args:
                 if truth(pair.args[1]):
@@ -406,9 +400,6 @@ def _prove(cond: Condition, u) -> tuple[bool, list]:
         missing = cond.region - covered
         return missing == sp.S.EmptySet, set_points(missing) if missing != sp.S.EmptySet else []
     g = evaluated(cond.g)
-    if cond.kind is Kind.REAL:
-        ok = g.is_real is True and g.is_finite is True
-        return ok, [] if ok else [sp.Integer(0)]
     fact = {Kind.POSITIVE: g.is_positive, Kind.NONNEGATIVE: g.is_nonnegative,
             Kind.NONZERO: (g.is_zero is False and g.is_finite is True) or None}[cond.kind]
     if fact is True:

@@ -207,21 +207,9 @@ def check_expr_bounds(expr, loss: Any) -> None:
         stack.extend((a, depth + 1) for a in node.args if isinstance(a, sp.Basic))
 
 
-def _fold_constants(expr, u):
-    """The written tree with every subtree free of u replaced by its (evaluated) value: constants are
-    numbers, and a non-real or infinite constant is refused by the bounds."""
-    from theorems.domain import evaluated, rebuild
-
-    if not expr.has(u):
-        return evaluated(expr)
-    if not expr.args:
-        return expr
-    return rebuild(expr, [_fold_constants(a, u) for a in expr.args], evaluate=False)
-
-
 def parse_written(loss: Any):
-    """``(written, simplified, u)``: the loss as written (sympy tree built without automatic evaluation,
-    constants folded) and sympy's simplified form of it (docs/theory.md section 5.1).
+    """``(written, simplified, u)``: the loss as written (sympy tree built without automatic evaluation)
+    and sympy's simplified form of it (docs/theory.md section 5.1).
 
     Raises:
         MdcertError: one line saying what is not allowed and how to write the loss instead.
@@ -271,8 +259,6 @@ def parse_written(loss: Any):
     if extra:
         raise MdcertError(f"loss {str(loss)[:80]!r} has free symbols {extra}; the only variable allowed is u")
     try:
-        expr = _fold_constants(expr, u)
-        check_expr_bounds(expr, loss)
         simple = evaluated(expr)
     except MdcertError:
         raise

@@ -274,16 +274,12 @@ def _not_real(x) -> bool:
 
 def sign_at(x) -> int | None:
     """The certified sign of an exact real number: exact zero from sympy, else from an ``arb`` ball."""
-    if x.is_zero is True:
-        return 0
     ball = _real_ball(x)
-    if ball is None:
-        return None
-    if ball > 0:
+    if ball is not None and ball > 0:
         return 1
-    if ball < 0:
+    if ball is not None and ball < 0:
         return -1
-    return None
+    return 0 if x.is_zero is True else None
 
 
 # ------------------------------------------------------------------------------ evaluation as written

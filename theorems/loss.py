@@ -117,7 +117,7 @@ def _derivative_witness(d1, u) -> Evidence | None:
     """An exact grid point where l' = 0 (exactly) or l' > 0 (ball arithmetic): either refutes l' < 0."""
     import sympy as sp
 
-    grid = [sp.Rational(k, 4) for k in range(-40, 41)] + [sp.Integer(k) for k in (-1000, -100, -30, 30, 100, 1000)]
+    grid = [sp.Rational(k, 2) for k in range(-6, 7)] + [sp.Integer(k) for k in (-100, -10, -5, 5, 10, 100)]
     for c in sorted(grid, key=abs):
         try:
             s = sign_at(d1.subs(u, c))
@@ -136,7 +136,11 @@ def _pair_witness(value, pairs, what: str) -> Evidence | None:
         la, lb = value(a), value(b)
         if la is None or lb is None:
             continue
-        if sign_at(sp_cancel(lb - la)) in (0, 1):
+        diff = lb - la
+        s = sign_at(diff)
+        if s is None:
+            s = sign_at(sp_cancel(diff))
+        if s in (0, 1):
             return _refuted(Q_DEC, f"l is {what}: l({a}) = {_short(la, 30)}, l({b}) = {_short(lb, 30)}")
     return None
 
@@ -181,6 +185,9 @@ def _decreasing(value, d1, u, *, continuous: bool, smooth: bool, pts) -> Evidenc
     hit = _pair_witness(value, zip(grid, grid[1:]), "not decreasing")
     if hit is not None or d1 is None:
         return hit or _unknown(Q_DEC, "not examined: l is not shown to be defined on all of R")
+    provable = continuous and pts is not None and real_continuous(d1, u, jumps_ok=True)
+    if provable and d1.is_negative is True:
+        return _proved(Q_DEC, f"sympy: l'(u) = {_short(d1)} < 0 for all real u (except finitely many kinks)")
     try:
         pos = sp.solveset(d1 > 0, u, sp.S.Reals)
         zero = sp.solveset(sp.Eq(d1, 0), u, sp.S.Reals)
@@ -202,11 +209,9 @@ def _decreasing(value, d1, u, *, continuous: bool, smooth: bool, pts) -> Evidenc
         hit = _derivative_witness(d1, u)
         if hit is not None:
             return hit
-    if not (continuous and pts is not None and real_continuous(d1, u, jumps_ok=True)):
+    if not provable:
         return _unknown(Q_DEC, "l' < 0 needs l continuous with a derivative defined except at finitely many "
                                "exact points; not proved")
-    if d1.is_negative is True:
-        return _proved(Q_DEC, f"sympy: l'(u) = {_short(d1)} < 0 for all real u (except finitely many kinks)")
     return _unknown(Q_DEC, f"sympy: sign of l'(u) = {_short(d1)} not decided")
 
 

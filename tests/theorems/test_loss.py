@@ -31,7 +31,7 @@ def test_admissible_losses_hold(loss):
     ("u", "not decreasing"),
     ("exp(-u)/u", "not defined or not continuous"),
     ("Max(0, 1 - u)**2", "not decreasing"),
-    # strictly decreasing, but l' vanishes at a point: the check needs l' < 0 everywhere (theory.md 5.1)
+    # strictly decreasing, but l' vanishes at a point: the check needs l' < 0 everywhere (docs/theory.md section 5.1)
     ("-u**3", r"l'\(0\) = 0 exactly"),
     ("-u + sin(u)", r"l'\(0\) = 0 exactly"),
     ("-u + log(u**2 + 1)", r"l'\(1\) = 0 exactly"),

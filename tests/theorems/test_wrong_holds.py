@@ -279,7 +279,7 @@ def loss_cases(draw):
     family = draw(st.sampled_from(["lin_sin", "exp_lin", "cubic", "sqrt", "kink", "jump", "logistic_lin"]))
     a, b = _r(draw, [0, 1, -1, 2]), _r(draw, [0, 1, -1, 2])
     A, B = f"({a})", f"({b})"
-    if family == "lin_sin":        # l' = -a + b cos u < 0 at every u iff |b| < a (docs/theory.md 5.1)
+    if family == "lin_sin":        # l' = -a + b cos u < 0 at every u iff |b| < a (docs/theory.md section 5.1)
         return f"-{A}*u + {B}*sin(u)", abs(b) < a
     if family == "exp_lin":        # l = a exp(-u) + b u: l' = -a e^-u + b < 0 for all u iff a >= 0, b <= 0, not both 0
         return f"{A}*exp(-u) + {B}*u", a >= 0 and b <= 0 and (a, b) != (0, 0)

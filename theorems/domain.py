@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 from theorems.realfun import SAMPLE_POINTS
+from theorems.signs import not_real, real_ball, sign_at
 
-__all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "conditions", "value_at", "sign_at",
-           "domain_check", "set_points"]
+__all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "rebuild", "conditions", "value_at",
+           "sign_at", "domain_check", "set_points"]
 
 
 class Kind(Enum):
@@ -191,97 +192,6 @@ def conditions(expr, u, region=None) -> list[Condition]:
     return out
 
 
-# ---------------------------------------------------------------------------------- ball arithmetic
-def _acb(x, prec: int):
-    """An ``acb`` ball containing the exact sympy number ``x`` (None when x is not supported)."""
-    sp = _sp()
-    from flint import acb, arb, fmpq
-
-    if x.is_Rational:
-        return acb(arb(fmpq(int(x.p), int(x.q))))
-    if x is sp.pi:
-        return acb.pi()
-    if x is sp.E:
-        return acb(1).exp()
-    if x is sp.I:
-        return acb(0, 1)
-    args = [_acb(a, prec) for a in x.args]
-    if any(a is None for a in args):
-        return None
-    if isinstance(x, sp.Add):
-        s = args[0]
-        for a in args[1:]:
-            s = s + a
-        return s
-    if isinstance(x, sp.Mul):
-        s = args[0]
-        for a in args[1:]:
-            s = s * a
-        return s
-    if isinstance(x, sp.Pow):
-        b, e = args
-        if x.args[1].is_Integer:
-            return b ** int(x.args[1])
-        return b ** e
-    simple = {sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.sinh: "sinh",
-              sp.cosh: "cosh", sp.tanh: "tanh", sp.atan: "atan", sp.asin: "asin", sp.acos: "acos",
-              sp.asinh: "asinh", sp.acosh: "acosh", sp.atanh: "atanh", sp.erf: "erf", sp.erfc: "erfc"}
-    name = simple.get(x.func)
-    if name is not None and len(args) == 1:
-        return getattr(args[0], name)()
-    if isinstance(x, sp.Abs):
-        return acb(args[0].abs())
-    return None
-
-
-def _real_ball(x):
-    """An ``arb`` containing the real number x, or None when x is not certified real."""
-    from theorems.balls import working_precision
-
-    for prec in (128, 512):
-        with working_precision(prec):
-            try:
-                z = _acb(x, prec)
-            except (ValueError, ZeroDivisionError, ArithmeticError):
-                return None
-            if z is None:
-                return None
-            if x.is_real is True or (z.imag == 0 and z.imag.is_exact()):
-                return z.real
-            if not z.imag.contains(0):
-                return None
-    return None
-
-
-def _not_real(x) -> bool:
-    """Certified: the exact number x is not real (its imaginary part's ball excludes 0)."""
-    from theorems.balls import working_precision
-
-    if x.is_real is True:
-        return False
-    for prec in (128, 512):
-        with working_precision(prec):
-            try:
-                z = _acb(x, prec)
-            except (ValueError, ZeroDivisionError, ArithmeticError):
-                return False
-            if z is None:
-                return False
-            if not z.imag.contains(0):
-                return True
-    return False
-
-
-def sign_at(x) -> int | None:
-    """The certified sign of an exact real number: exact zero from sympy, else from an ``arb`` ball."""
-    ball = _real_ball(x)
-    if ball is not None and ball > 0:
-        return 1
-    if ball is not None and ball < 0:
-        return -1
-    return 0 if x.is_zero is True else None
-
-
 # ------------------------------------------------------------------------------ evaluation as written
 class _Stop(Exception):
     def __init__(self, status: str, why: str, value=None):
@@ -300,10 +210,10 @@ def value_at(expr, u, c) -> PointValue:
         if v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or v.is_finite is False:
             raise _Stop("undefined", f"{_short(node)} = {_short(v, 30)} at u = {c}", v)
         if v.is_real is not True:
-            if _not_real(v):
+            if not_real(v):
                 if not first_bad:
                     first_bad.append(f"{_short(node)} = {_short(v, 30)} at u = {c}")
-            elif _real_ball(v) is None:
+            elif real_ball(v) is None:
                 raise _Stop("unknown", f"could not certify {_short(node)} real at u = {c}")
         return v
 

@@ -15,8 +15,8 @@ UNDECIDED:
   has no kinked or step function and l'' is real and continuous on R (then l' is C^1); refuted by a
   kink (exact one-sided derivatives that differ);
 * l' < 0 on R (so l is strictly decreasing): proved when l is continuous, smooth except at finitely
-  many exact points, and sympy's assumptions show ``l' < 0``; refuted by exact points ``a < b`` with ``l(a) <= l(b)``, or by an exact point where
-  l' = 0 or a ball-arithmetic l' > 0.
+  many exact points, and sympy's assumptions show ``l' < 0``; refuted by exact points ``a < b``
+  with ``l(a) <= l(b)``, or by an exact point where l' = 0 or a ball-arithmetic l' > 0.
 
 The text is parsed and bounded by `theorems.loss_parse` before sympy sees it; the symbolic work runs
 under a time limit (`theorems.timelimit`) and ends UNDECIDED with a message when it is reached.

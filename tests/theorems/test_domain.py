@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 
 from tests.theorems.loss_trees import PINNED_TRAPS
-from theorems.domain import Kind, conditions, domain_check, evaluated, set_points, sign_at, value_at
+from theorems.domain import Kind, conditions, domain_check, evaluated, set_points, value_at
 from theorems.loss_parse import parse_written
 
 U = sp.Symbol("u", real=True)
@@ -88,12 +88,6 @@ def test_value_at_as_written():
     pv = value_at(written("-u + sqrt(u)"), U, sp.Integer(-4))
     assert pv.status == "not real" and pv.value == 4 + 2 * sp.I
     assert value_at(written("Piecewise((1, u < 0))"), U, sp.Integer(1)).status == "undefined"
-
-
-def test_sign_at_exact_and_ball():
-    assert sign_at(sp.Integer(0)) == 0 and sign_at(sp.log(2) - sp.Rational(69, 100)) == 1
-    assert sign_at(sp.pi - sp.Rational(355, 113)) == -1
-    assert sign_at(sp.sqrt(2) ** 2 - 2) == 0
 
 
 def test_evaluated_is_sympys_simplified_form():

@@ -28,8 +28,8 @@ from enum import Enum
 from theorems.realfun import SAMPLE_POINTS
 from theorems.signs import not_real, real_ball, sign_at
 
-__all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "rebuild", "conditions", "value_at",
-           "sign_at", "domain_check", "set_points"]
+__all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "rebuild", "freeze", "thaw", "conditions",
+           "value_at", "sign_at", "domain_check", "set_points"]
 
 
 class Kind(Enum):
@@ -102,6 +102,42 @@ def evaluated(expr):
     if not expr.args:
         return expr
     return rebuild(expr, [evaluated(a) for a in expr.args], evaluate=True)
+
+
+def freeze(expr) -> tuple:
+    """A plain nested tuple for the written tree: pickling a sympy tree rebuilds it *with* evaluation
+    (``u*(u/u)`` comes back as ``u**2/u``... as ``u``), so a tree crosses a process boundary frozen."""
+    sp = _sp()
+    if expr.is_Symbol:
+        return ("u", expr.name)
+    if expr.is_Rational:
+        return ("q", int(expr.p), int(expr.q))
+    if not expr.args:
+        name = {sp.pi: "pi", sp.E: "E", sp.true: "true", sp.false: "false"}.get(expr)
+        if name is None:
+            raise ValueError(f"cannot freeze the atom {expr!r}")
+        return ("c", name)
+    return ("f", type(expr).__name__, tuple(freeze(a) for a in expr.args))
+
+
+def thaw(frozen: tuple):
+    """The written tree back from `freeze` (no automatic evaluation)."""
+    sp = _sp()
+    from sympy.functions.elementary.piecewise import ExprCondPair
+
+    kind = frozen[0]
+    if kind == "u":
+        return sp.Symbol(frozen[1], real=True)
+    if kind == "q":
+        return sp.Rational(frozen[1], frozen[2])
+    if kind == "c":
+        return {"pi": sp.pi, "E": sp.E, "true": sp.true, "false": sp.false}[frozen[1]]
+    cls = ExprCondPair if frozen[1] == "ExprCondPair" else getattr(sp, frozen[1])
+    args = [thaw(a) for a in frozen[2]]
+    if cls in (sp.Piecewise, sp.Max, sp.Min):
+        return cls(*args, evaluate=False)
+    with sp.evaluate(False):
+        return cls(*args)
 
 
 # ---------------------------------------------------------------------------------------- conditions

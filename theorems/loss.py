@@ -31,14 +31,15 @@ from fractions import Fraction
 from typing import Any
 
 from theorems.context import Predicate
-from theorems.domain import domain_check, evaluated, set_points, sign_at, value_at
+from theorems.domain import domain_check, evaluated, freeze, set_points, sign_at, thaw, value_at
 from theorems.loss_parse import NAMED_LOSSES, parse_loss, parse_written
 from theorems.realfun import (SAMPLE_POINTS, breakpoints, jump, jump_candidates, real_continuous, smooth_fragment,
                               witness)
 from theorems.timelimit import TimeLimitExceeded, call_with_time_limit
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
-__all__ = ["NAMED_LOSSES", "LossAdmissible", "loss_admissible", "parse_loss", "analyse_loss", "DEFAULT_TIME_LIMIT"]
+__all__ = ["NAMED_LOSSES", "LossAdmissible", "loss_admissible", "parse_loss", "analyse_loss", "analyse_frozen",
+           "DEFAULT_TIME_LIMIT"]
 
 #: seconds of symbolic work before the check answers UNDECIDED
 DEFAULT_TIME_LIMIT = 20.0
@@ -269,6 +270,12 @@ def analyse_loss(expr) -> HypothesisReport:
     return _report(expr, ev)
 
 
+def analyse_frozen(frozen: tuple) -> HypothesisReport:
+    """`analyse_loss` of a tree frozen by `theorems.domain.freeze` (what crosses a process boundary:
+    a pickled sympy tree comes back simplified)."""
+    return analyse_loss(thaw(frozen))
+
+
 def _report(written, ev) -> HypothesisReport:
     unknown = "; ".join(e.detail for e in ev if e.implies() is Verdict.UNDECIDED)
     return HypothesisReport.from_evidence(
@@ -314,7 +321,7 @@ class LossAdmissible(Predicate):
         if expr in _CACHE:
             return _CACHE[expr]
         try:
-            report = call_with_time_limit(analyse_loss, (expr,), seconds=self.time_limit)
+            report = call_with_time_limit(analyse_frozen, (freeze(expr),), seconds=self.time_limit)
         except TimeLimitExceeded:
             return HypothesisReport(self.name, Verdict.UNDECIDED,
                                     (_unknown(Q_REAL, f"symbolic proof stopped after {self.time_limit:g} s"),),

@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 
 from tests.theorems.loss_trees import PINNED_TRAPS
-from theorems.domain import Kind, conditions, domain_check, evaluated, set_points, value_at
+from theorems.domain import Kind, conditions, domain_check, evaluated, freeze, set_points, thaw, value_at
 from theorems.loss_parse import parse_written
 
 U = sp.Symbol("u", real=True)
@@ -99,3 +99,12 @@ def test_set_points():
     assert set_points(sp.Interval.open(-sp.oo, 0)) == [0, -1]
     assert sp.pi / 2 in set_points(sp.solveset(sp.Eq(sp.cos(U), 0), U, sp.S.Reals))
     assert set_points(sp.S.Reals)[0] == 0
+
+
+@pytest.mark.parametrize("text", PINNED_TRAPS + ("hinge", "Piecewise((-u, u < 0), (-u - u**2, True))", "-u - Heaviside(u)",
+                                                 "Max(u + 0*log(u), u + 1)", "pi - E*u"))
+def test_freeze_thaw_keeps_the_tree_as_written(text):
+    import pickle
+
+    tree = written(text)
+    assert thaw(pickle.loads(pickle.dumps(freeze(tree)))) == tree

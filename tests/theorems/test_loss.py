@@ -126,6 +126,21 @@ def test_time_limit_from_a_worker_thread():
     assert out["fast"].verdict is Verdict.FAILS
 
 
+def test_written_form_survives_the_worker_subprocess():
+    """Off the main thread the check runs in a subprocess; a pickled sympy tree comes back simplified
+    (``-u*(u/u)`` as ``-u``), so the tree crosses frozen (issue 20)."""
+    out = {}
+
+    def work():
+        out.update({t: loss_admissible(t, time_limit=30).check() for t in ("-u*(u/u)", "-exp(log(u))")})
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(120)
+    assert all(r.verdict is Verdict.FAILS and "l(0) = zoo is not defined" in r.message for r in out.values()), out
+    assert len(out) == 2
+
+
 def test_analyse_loss_runs_on_a_parsed_expression():
     expr, _ = parse_loss("exponential")
     assert analyse_loss(expr).verdict is Verdict.HOLDS

@@ -101,8 +101,8 @@ def test_set_points():
     assert set_points(sp.S.Reals)[0] == 0
 
 
-@pytest.mark.parametrize("text", PINNED_TRAPS + ("hinge", "Piecewise((-u, u < 0), (-u - u**2, True))", "-u - Heaviside(u)",
-                                                 "Max(u + 0*log(u), u + 1)", "pi - E*u"))
+@pytest.mark.parametrize("text", PINNED_TRAPS + ("hinge", "Piecewise((-u, u < 0), (-u - u**2, True))",
+                                                 "-u - Heaviside(u)", "Max(u + 0*log(u), u + 1)", "pi - E*u"))
 def test_freeze_thaw_keeps_the_tree_as_written(text):
     import pickle
 

@@ -10,7 +10,7 @@ wrong HOLDS (each printed), wall time and the summed CPU seconds of the workers,
 average before and after. A progress line goes to stderr every minute.
 
 Usage: python benchmarks/loss_hunt.py [--trees 10000] [--seed 0] [--workers 2] [--time-limit 2]
-       [--json out.json]
+       [--json out.json] [--jsonl per_tree.jsonl]
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--time-limit", type=float, default=2.0, help="seconds of symbolic work per tree")
     ap.add_argument("--json", default=None, help="write the summary here")
+    ap.add_argument("--jsonl", default=None, help="append one line per distinct tree here as it is judged "
+                                                  "(a checkpoint: partial counts survive an interrupted run)")
     args = ap.parse_args(argv)
 
     rng = random.Random(args.seed)
@@ -77,6 +79,10 @@ def main(argv: list[str] | None = None) -> dict:
             counts[verdict] += multiplicity[text]
             cpu += seconds
             done += 1
+            if args.jsonl:
+                with open(args.jsonl, "a") as fh:
+                    fh.write(json.dumps({"text": text, "verdict": verdict, "wrong": why, "cpu_s": round(seconds, 3),
+                                         "multiplicity": multiplicity[text]}) + "\n")
             if why is not None:
                 wrong.append((text, why))
                 print(f"WRONG HOLDS: {text}  ({why})", flush=True)

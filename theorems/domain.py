@@ -105,8 +105,8 @@ def evaluated(expr):
 
 
 def freeze(expr) -> tuple:
-    """A plain nested tuple for the written tree: pickling a sympy tree rebuilds it *with* evaluation
-    (``u*(u/u)`` comes back as ``u**2/u``... as ``u``), so a tree crosses a process boundary frozen."""
+    """A plain nested tuple for the written tree: unpickling a sympy tree rebuilds it *with* automatic
+    evaluation (``u*(u/u)`` comes back as ``u**2/u``), so a tree crosses a process boundary frozen."""
     sp = _sp()
     if expr.is_Symbol:
         return ("u", expr.name)

@@ -5,7 +5,9 @@ code and its algebra can run for hours on small inputs): only arithmetic, compar
 variable ``u``, the real constants ``E`` and ``pi``, numbers and whitelisted functions are allowed, and
 the tree is bounded in size, depth, function nesting, power towers and the bit size of every number
 it can create. Decimal numbers become exact rationals ("0.1" is 1/10). A sympy expression given
-through the Python API goes through the same bounds on its own tree.
+through the Python API goes through the same bounds on its own tree. The text is parsed *without*
+sympy's automatic evaluation (``u/u`` stays ``u/u``), so that the domain of the expression as
+written can be examined (`theorems.domain`); `parse_written` returns both forms.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from certify.errors import MdcertError
 
-__all__ = ["NAMED_LOSSES", "LOSS_FUNCS", "LIMITS", "parse_loss", "check_expr_bounds"]
+__all__ = ["NAMED_LOSSES", "LOSS_FUNCS", "LIMITS", "parse_loss", "parse_written", "check_expr_bounds"]
 
 NAMED_LOSSES: dict[str, str] = {
     "logistic": "log(1 + exp(-u))",
@@ -205,23 +207,28 @@ def check_expr_bounds(expr, loss: Any) -> None:
         stack.extend((a, depth + 1) for a in node.args if isinstance(a, sp.Basic))
 
 
-def parse_loss(loss: Any):
-    """A bounded, exact sympy expression in the real symbol ``u`` from a name, a string or a sympy expression.
+def parse_written(loss: Any):
+    """``(written, simplified, u)``: the loss as written (sympy tree built without automatic evaluation)
+    and sympy's simplified form of it (docs/theory.md section 5.1).
 
     Raises:
         MdcertError: one line saying what is not allowed and how to write the loss instead.
     """
     import sympy as sp
 
+    from theorems.domain import evaluated
+
     u = sp.Symbol("u", real=True)
     if isinstance(loss, sp.Basic):
         if not isinstance(loss, sp.Expr):
             raise MdcertError(f"loss {str(loss)[:80]!r} is not an expression in u")
         check_expr_bounds(loss, loss)
-        expr = loss.xreplace({s: u for s in loss.free_symbols if getattr(s, "name", None) == "u"})
-        floats = expr.atoms(sp.Float)
-        if floats:  # binary floats are exact rationals: reason about the value that was given
-            expr = expr.xreplace({f: sp.Rational(f) for f in floats})
+        with sp.evaluate(False):   # examine the tree that was given, not a re-simplified one
+            expr = loss.xreplace({s: u for s in loss.free_symbols if getattr(s, "name", None) == "u"})
+            floats = expr.atoms(sp.Float)
+            if floats:  # binary floats are exact rationals: reason about the value that was given
+                expr = expr.xreplace({f: sp.Rational(f) for f in floats})
+        if floats:
             check_expr_bounds(expr, loss)
     else:
         if not isinstance(loss, str) or not loss.strip():
@@ -237,9 +244,11 @@ def parse_loss(loss: Any):
         try:
             from sympy.parsing.sympy_parser import parse_expr, rationalize, standard_transformations
 
-            expr = parse_expr(text, local_dict={"u": u, "Max": sp.Max, "Min": sp.Min, "Abs": sp.Abs, "E": sp.E,
-                                                "pi": sp.pi},
-                              transformations=standard_transformations + (rationalize,), evaluate=True)
+            unevaluated = {name: (lambda f: lambda *a: f(*a, evaluate=False))(f)
+                           for name, f in (("Max", sp.Max), ("Min", sp.Min), ("Piecewise", sp.Piecewise))}
+            with sp.evaluate(False):
+                expr = parse_expr(text, local_dict={"u": u, "Abs": sp.Abs, "E": sp.E, "pi": sp.pi, **unevaluated},
+                                  transformations=standard_transformations + (rationalize,), evaluate=False)
         except Exception:  # sympy raises many types on garbage (TypeError for comparisons with non-reals, ...)
             raise MdcertError(f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'") from None
         if isinstance(expr, sp.Basic):
@@ -249,4 +258,25 @@ def parse_loss(loss: Any):
     extra = sorted(str(s) for s in expr.free_symbols if s != u)
     if extra:
         raise MdcertError(f"loss {str(loss)[:80]!r} has free symbols {extra}; the only variable allowed is u")
-    return expr, u
+    try:
+        simple = evaluated(expr)
+    except MdcertError:
+        raise
+    except Exception:  # sympy raises many types while evaluating garbage
+        raise MdcertError(f"cannot evaluate loss expression {str(loss)[:80]!r}; write it in u, "
+                          f"e.g. 'log(1 + exp(-u))'") from None
+    check_expr_bounds(simple, loss)
+    if not isinstance(simple, sp.Expr):
+        raise MdcertError(f"loss {str(loss)[:80]!r} is not an expression in u")
+    return expr, simple, u
+
+
+def parse_loss(loss: Any):
+    """A bounded, exact sympy expression in the real symbol ``u`` (sympy's simplified form; the loss
+    check itself examines the written form, `parse_written`).
+
+    Raises:
+        MdcertError: one line saying what is not allowed and how to write the loss instead.
+    """
+    _, simple, u = parse_written(loss)
+    return simple, u

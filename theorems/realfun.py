@@ -122,7 +122,8 @@ def _conditions(cond) -> list | None:
 
 def _piecewise(node, rec, u, jumps_ok: bool) -> bool:
     """Every branch real continuous on R, every condition a combination of relationals of real
-    continuous functions with finitely many boundary points; strictly continuous also needs all
+    continuous functions with finitely many boundary points, the conditions covering R (proved with
+    sympy's ``as_set``); strictly continuous also needs all
     branches to agree at every boundary point."""
     sp = _sp()
     rels, exprs = [], []
@@ -140,6 +141,11 @@ def _piecewise(node, rec, u, jumps_ok: bool) -> bool:
             return False
         if g.has(u):
             points.extend(sp.solveset(sp.Eq(g, 0), u, sp.S.Reals))
+    try:   # the pieces must cover R (a point no condition selects is a point where l is undefined)
+        if sp.S.Reals.is_subset(sp.Or(*[pair.args[1] for pair in node.args]).as_set()) is not True:
+            return False
+    except Exception:  # as_set raises NotImplementedError and others on conditions it cannot solve
+        return False
     if jumps_ok:
         return True
     for c in points:

@@ -15,7 +15,7 @@ U = sp.Symbol("u", real=True)
 
 
 @pytest.mark.parametrize("loss", ["logistic", "exponential", "linear", "linear-decreasing", "2 - 3*u",
-                                  "1/(1 + exp(u))", "-u**3", "-u + E", "pi - u", "erfc(u)", "-atan(u)",
+                                  "1/(1 + exp(u))", "-u**3 - u", "-u + E", "pi - u", "erfc(u)", "-atan(u)",
                                   "-u + 0.1*u", "-exp(u)"])
 def test_admissible_losses_hold(loss):
     rep = loss_admissible(loss).check()
@@ -31,6 +31,11 @@ def test_admissible_losses_hold(loss):
     ("u", "not decreasing"),
     ("exp(-u)/u", "not defined or not continuous"),
     ("Max(0, 1 - u)**2", "not decreasing"),
+    # strictly decreasing, but l' vanishes at a point: the check needs l' < 0 everywhere (docs/theory.md section 5.1)
+    ("-u**3", r"l'\(0\) = 0 exactly"),
+    ("-u + sin(u)", r"l'\(0\) = 0 exactly"),
+    ("-u + log(u**2 + 1)", r"l'\(1\) = 0 exactly"),
+    ("-u - log(u**2 + 1)", r"l'\(-1\) = 0 exactly"),
     # complex-valued on part of R: an exact point where l is not real
     ("-u + sqrt(u)", r"l\(-1\) = .*I is not real"),
     ("-u + sqrt(u - 10)", "is not real"),
@@ -119,6 +124,21 @@ def test_time_limit_from_a_worker_thread():
     t.join(60)
     assert out["slow"].verdict is Verdict.UNDECIDED and "did not finish" in out["slow"].message
     assert out["fast"].verdict is Verdict.FAILS
+
+
+def test_written_form_survives_the_worker_subprocess():
+    """Off the main thread the check runs in a subprocess; a pickled sympy tree comes back simplified
+    (``-u*(u/u)`` as ``-u``), so the tree crosses frozen (issue 20)."""
+    out = {}
+
+    def work():
+        out.update({t: loss_admissible(t, time_limit=30).check() for t in ("-u*(u/u)", "-exp(log(u))")})
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(120)
+    assert all(r.verdict is Verdict.FAILS and "l(0) = zoo is not defined" in r.message for r in out.values()), out
+    assert len(out) == 2
 
 
 def test_analyse_loss_runs_on_a_parsed_expression():

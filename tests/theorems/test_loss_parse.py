@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 from certify.errors import MdcertError
-from theorems.loss_parse import LIMITS, check_expr_bounds, parse_loss
+from theorems.loss_parse import LIMITS, check_expr_bounds, parse_loss, parse_written
 
 U = sp.Symbol("u", real=True)
 
@@ -72,3 +72,14 @@ def test_api_floats_become_exact_rationals_within_the_bounds():
     assert not expr.atoms(sp.Float) and expr.has(sp.exp)
     with pytest.raises(MdcertError, match="number too large"):
         parse_loss(sp.Float("1e99999") * sp.Symbol("u"))
+
+
+@pytest.mark.parametrize("text,simple", [("-u*(u/u)", "-u"), ("-u + 0*log(u)", "-u"), ("-exp(log(u))", "-u"),
+                                         ("-sqrt(u)**2", "-u"), ("-u + log(u)**0 - 1", "-u"),
+                                         ("Max(u + 0*log(u), u + 1)", "u + 1")])
+def test_written_form_is_kept(text, simple):
+    """Issue 20: the check examines the tree as written; sympy's simplified form is returned beside it."""
+    written, evaluated, u = parse_written(text)
+    assert str(evaluated) == simple and written != evaluated
+    assert written.has(sp.log) or written.has(sp.Pow)
+    assert parse_loss(text)[0] == evaluated

@@ -20,7 +20,8 @@ def test_proved_real_continuous(text):
 
 @pytest.mark.parametrize("text", ["sqrt(u)", "u**(1/3)", "log(u)", "1/u", "tan(u)", "asin(u)", "acosh(u)",
                                   "Abs(sqrt(u - 1))", "floor(u)", "frac(u)", "sign(u)", "Heaviside(u)",
-                                  "Piecewise((-u, u < 0), (1 - u, True))", "u**u", "exp(-u) + I"])
+                                  "Piecewise((-u, u < 0), (1 - u, True))", "u**u", "exp(-u) + I",
+                                  "Piecewise((-u, u < 0), (-2*u, u > 0))", "Piecewise((-u, u < 1), (-u, u > 2))"])
 def test_not_proved(text):
     assert not real_continuous(S(text), u)
 

@@ -28,6 +28,9 @@ DOCUMENTED = [
     (["check", P, "--p", "2", "--loss", "-u + frac(u)"], 0, r"loss_admissible\s+FAILS"),
     (["check", P, "--p", "2", "--loss", "-u + sqrt(u)"], 0, r"loss_admissible\s+FAILS"),
     (["check", P, "--p", "2", "--loss", "-u + sin(u)/2"], 0, r"loss_admissible\s+UNDECIDED"),
+    # issue 20: the loss as written (no parse-time simplification), the breaking point in the report
+    (["check", P, "--p", "2", "--loss=-exp(log(u))"], 0, r"loss_admissible\s+FAILS[\s\S]*l\(0\) = zoo is not defined"),
+    (["check", P, "--p", "2", "--loss=-u + log(u**2 + 1)"], 0, r"loss_admissible\s+FAILS[\s\S]*l'\(1\) = 0 exactly"),
     (["check", P, "--p", "1e400"], 0, r"Theorem 10"),
     (["check", P, "--p", "2", "--mu", "1e400", "--R", "0"], 0, r"init_in_region"),
     (["check", "{d}/tiny.npz", "--p", "1.5", *INIT[:4], "--steps", "1", "--mu", "1", "--R", "0"], 0,

@@ -62,3 +62,15 @@ def test_chance_is_the_majority_training_label():
     labels = np.array([0, 0, 0, 1, 1, 2, 0, 1])
     c = chance_baseline(labels, np.arange(5), np.arange(5, 8))
     assert c["class"] == 0 and c["test_acc"] == pytest.approx(1 / 3)
+
+
+def test_a_sweep_point_of_the_study_kind_parses_as_a_pgd_study():
+    from experiments.cli.main import build_parser
+    from experiments.studies.pgd import build_setups
+    from experiments.sweep.kinds import get_kind
+
+    argv = get_kind("study").argv({"study": "pgd", "optimizers": "1.1,2", "lr": "0.1", "seed": 3, "seeds": 2,
+                                   "quick": True, "epochs": 1, "width": 8}, "/r")
+    args = build_parser()[0].parse_args(argv)
+    cfg = build_setups(args)[0]
+    assert (cfg.optimizers, cfg.fixed_lr, cfg.seed_start, cfg.grids) == (("p1.1", "p2"), 0.1, 3, {"p1.1": [0.1], "p2": [0.1]})

@@ -86,7 +86,7 @@ def markdown(summary: dict) -> str:
     L = ["# mdcert study pgd", "",
          f"DigitsMLP width {cfg['width']} ({cfg['width']} -> {max(cfg['width'] // 2, 1)} ReLU -> 10) on scikit-learn's digits, "
          f"{cfg['epochs']} epochs, batch {cfg['batch']}, seeds {cfg['seed_start']}..{cfg['seed_start'] + cfg['seeds'] - 1}; "
-         f"{'--quick: step sizes not tuned (grid middle)' if cfg['quick'] else 'step size tuned per p on validation (seed 0)'}. "
+         f"{'--quick: step sizes not tuned (one per p)' if cfg['quick'] else 'step size tuned per p on validation (seed 0)'}. "
          f"Machine: {os.cpu_count()} CPUs, load average {summary['load'][0]:.1f} / {summary['load'][1]:.1f} at the report; "
          "each run's load is in its record.", "",
          f"Chance baseline ({ch['rule']}, class {ch['class']}): test accuracy {100 * ch['test_acc']:.2f}%.", "",
@@ -212,7 +212,7 @@ def write_figures(root: Path, summary: dict) -> dict:
                             label="certified max-margin 1/OPT")
             ax.plot([i + 0.1], [m["trained_margin"]], "x", color="C1", label="trained head's margin (float)")
     ax.set(xticks=x, xticklabels=names, xlabel="p (margin in the l_p norm of that p)", ylabel="normalized margin",
-           title="last-layer features: certified l_p max-margin and the trained head's")
+           title="last-layer feature margins")
     hl = dict(zip(*reversed(ax.get_legend_handles_labels())))
     if hl:
         fig.legend(list(hl.values()), list(hl), loc="outside right upper")

@@ -74,3 +74,16 @@ def test_a_sweep_point_of_the_study_kind_parses_as_a_pgd_study():
     args = build_parser()[0].parse_args(argv)
     cfg = build_setups(args)[0]
     assert (cfg.optimizers, cfg.fixed_lr, cfg.seed_start, cfg.grids) == (("p1.1", "p2"), 0.1, 3, {"p1.1": [0.1], "p2": [0.1]})
+
+
+@pytest.mark.slow
+def test_quick_is_above_chance_within_90_cpu_seconds(tmp_path):
+    """The real --quick: every p above the majority-class baseline on every seed; <= 90 s of CPU in
+    one process (the wall time of a quiet machine; a loaded one takes longer)."""
+    import time
+
+    c0 = time.process_time()
+    assert main(["study", "pgd", "--quick", "--progress", "off", "-o", str(tmp_path / "q")]) == 0
+    assert time.process_time() - c0 <= 90
+    s = json.loads((tmp_path / "q" / "summary.json").read_text())
+    assert all(o["above_chance"]["every_seed"] for o in s["sizes"][0]["optimizers"].values())

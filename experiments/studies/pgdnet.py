@@ -31,8 +31,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["DigitsMLP", "REL_THRESHOLDS", "HIST_EDGES", "weight_matrices", "weight_stats", "features",
-           "feature_margin", "step_times"]
+__all__ = [
+    "DigitsMLP",
+    "REL_THRESHOLDS",
+    "HIST_EDGES",
+    "weight_matrices",
+    "weight_stats",
+    "features",
+    "feature_margin",
+    "step_times",
+]
 
 #: relative thresholds r of the sparsity fractions ``#{|w| < r max|w|} / size``
 REL_THRESHOLDS = (0.01, 0.05, 0.1)
@@ -47,7 +55,9 @@ class DigitsMLP(nn.Module):
         super().__init__()
         torch.manual_seed(int(seed))
         half = max(width // 2, 1)
-        self.body = nn.Sequential(nn.Flatten(), nn.Linear(64, width), nn.ReLU(), nn.Linear(width, half), nn.ReLU())
+        self.body = nn.Sequential(
+            nn.Flatten(), nn.Linear(64, width), nn.ReLU(), nn.Linear(width, half), nn.ReLU()
+        )
         self.head = nn.Linear(half, classes)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,11 +78,19 @@ def weight_stats(model: nn.Module) -> dict:
     cum = np.cumsum(a) / max(a.sum(), np.finfo(float).tiny)
     conc = {f"{int(q * 100)}": float((np.searchsorted(cum, q) + 1) / a.size) for q in (0.5, 0.9)}
     below = {f"{r:g}": float((np.abs(rel) < r).mean()) for r in REL_THRESHOLDS}
-    per = {n: {f"{r:g}": float((np.abs(w) < r * np.abs(w).max()).mean()) for r in REL_THRESHOLDS} for n, w in mats.items()}
+    per = {
+        n: {f"{r:g}": float((np.abs(w) < r * np.abs(w).max()).mean()) for r in REL_THRESHOLDS}
+        for n, w in mats.items()
+    }
     counts, _ = np.histogram(rel, bins=HIST_EDGES)
-    return {"entries": int(a.size), "below_relative": below, "below_relative_per_matrix": per,
-            "l1_mass_fraction_of_entries": conc, "histogram_relative": counts.tolist(),
-            "max_abs": {n: float(np.abs(w).max()) for n, w in mats.items()}}
+    return {
+        "entries": int(a.size),
+        "below_relative": below,
+        "below_relative_per_matrix": per,
+        "l1_mass_fraction_of_entries": conc,
+        "histogram_relative": counts.tolist(),
+        "max_abs": {n: float(np.abs(w).max()) for n, w in mats.items()},
+    }
 
 
 @torch.no_grad()
@@ -94,8 +112,15 @@ def _float_up(x: Fraction) -> float:
     return math.nextafter(f, math.inf) if Fraction(f) < x else f
 
 
-def feature_margin(model: nn.Module, images: torch.Tensor, labels: np.ndarray, *, p: str, digits: int = 6,
-                   time_limit: float | None = 30.0) -> dict:
+def feature_margin(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: np.ndarray,
+    *,
+    p: str,
+    digits: int = 6,
+    time_limit: float | None = 30.0,
+) -> dict:
     """Certified multiclass l_p max-margin of the features (+ a constant 1) of ``images`` at ``p``.
 
     Returns ``status`` (optimal / infeasible / no_verified_result / refused), for optimal the
@@ -109,28 +134,57 @@ def feature_margin(model: nn.Module, images: torch.Tensor, labels: np.ndarray, *
 
     H = np.hstack([features(model, images), np.ones((len(images), 1))])
     y = np.asarray(labels, dtype=np.int64)
-    W = torch.cat([model.head.weight.detach(), model.head.bias.detach()[:, None]], 1).double().cpu().numpy()
+    W = (
+        torch.cat([model.head.weight.detach(), model.head.bias.detach()[:, None]], 1)
+        .double()
+        .cpu()
+        .numpy()
+    )
     s = H @ W.T
     true = s[np.arange(len(y)), y]
     s[np.arange(len(y)), y] = -np.inf
     pf = float(Fraction(p))
     trained = float((true - s.max(axis=1)).min() / (np.abs(W) ** pf).sum() ** (1 / pf))
-    out: dict = {"n": int(len(y)), "d": int(H.shape[1]), "p": p, "digits": digits, "trained_margin": trained}
+    out: dict = {
+        "n": int(len(y)),
+        "d": int(H.shape[1]),
+        "p": p,
+        "digits": digits,
+        "trained_margin": trained,
+    }
     t0 = time.perf_counter()
     try:
-        cert = certify_max_margin(ClassificationProblem(H, y, classes=10), p, digits=digits, time_limit=time_limit)
+        cert = certify_max_margin(
+            ClassificationProblem(H, y, classes=10), p, digits=digits, time_limit=time_limit
+        )
     except MdcertError as exc:
         return {**out, "status": "refused", "reason": str(exc), "seconds": time.perf_counter() - t0}
-    out.update(status=cert.status.value, seconds=time.perf_counter() - t0, reason=str(cert.info.get("reason", "")),
-               feasibility=str(cert.info.get("feasibility", "")))
+    out.update(
+        status=cert.status.value,
+        seconds=time.perf_counter() - t0,
+        reason=str(cert.info.get("reason", "")),
+        feasibility=str(cert.info.get("feasibility", "")),
+    )
     if cert.opt_lower is not None and cert.opt_upper is not None and cert.opt_lower > 0:
-        out.update(opt_lower=_float_down(cert.opt_lower), opt_upper=_float_up(cert.opt_upper),
-                   margin_lower=_float_down(1 / cert.opt_upper), margin_upper=_float_up(1 / cert.opt_lower))
+        out.update(
+            opt_lower=_float_down(cert.opt_lower),
+            opt_upper=_float_up(cert.opt_upper),
+            margin_lower=_float_down(1 / cert.opt_upper),
+            margin_upper=_float_up(1 / cert.opt_lower),
+        )
     return out
 
 
-def step_times(build, batch: tuple[torch.Tensor, torch.Tensor], *, p: str, lr: float, sgd_lr: float,
-               repeats: int, warmup: int = 3) -> dict:
+def step_times(
+    build,
+    batch: tuple[torch.Tensor, torch.Tensor],
+    *,
+    p: str,
+    lr: float,
+    sgd_lr: float,
+    repeats: int,
+    warmup: int = 3,
+) -> dict:
     """Interleaved wall seconds per training step, p-GD (`LpMirrorDescent`) against ``torch.optim.SGD``.
 
     ``build()`` makes the model (called twice: identical copies); both train on the same ``batch``.
@@ -141,13 +195,16 @@ def step_times(build, batch: tuple[torch.Tensor, torch.Tensor], *, p: str, lr: f
 
     x, y = batch
     models = [build(), build()]
-    opts = [LpMirrorDescent(models[0].parameters(), lr=lr, p=p), torch.optim.SGD(models[1].parameters(), lr=sgd_lr)]
+    opts = [
+        LpMirrorDescent(models[0].parameters(), lr=lr, p=p),
+        torch.optim.SGD(models[1].parameters(), lr=sgd_lr),
+    ]
     full: list[list[float]] = [[], []]
     only: list[list[float]] = [[], []]
     error = ""
     sync = torch.cuda.synchronize if x.is_cuda else (lambda: None)
     for r in range(warmup + repeats):
-        for j in ((0, 1) if r % 2 == 0 else (1, 0)):
+        for j in (0, 1) if r % 2 == 0 else (1, 0):
             t0 = time.perf_counter()
             opts[j].zero_grad(set_to_none=True)
             loss = F.cross_entropy(models[j](x)[0], y)
@@ -156,7 +213,9 @@ def step_times(build, batch: tuple[torch.Tensor, torch.Tensor], *, p: str, lr: f
             t1 = time.perf_counter()
             try:
                 opts[j].step()
-            except FloatingPointError as exc:   # the step left the weights unchanged; the time still counts
+            except (
+                FloatingPointError
+            ) as exc:  # the step left the weights unchanged; the time still counts
                 error = str(exc).splitlines()[0][:200]
             sync()
             t2 = time.perf_counter()
@@ -165,13 +224,24 @@ def step_times(build, batch: tuple[torch.Tensor, torch.Tensor], *, p: str, lr: f
                 only[j].append(t2 - t1)
 
     def q(v):
-        return {"median": float(np.median(v)), "q1": float(np.quantile(v, 0.25)), "q3": float(np.quantile(v, 0.75))}
+        return {
+            "median": float(np.median(v)),
+            "q1": float(np.quantile(v, 0.25)),
+            "q3": float(np.quantile(v, 0.75)),
+        }
 
-    res = {"repeats": repeats, "warmup": warmup, "batch": int(len(y)), "pgd_step": q(full[0]), "sgd_step": q(full[1]),
-           "pgd_update": q(only[0]), "sgd_update": q(only[1]),
-           "ratio_step": float(np.median(full[0]) / np.median(full[1])),
-           "ratio_update": float(np.median(only[0]) / np.median(only[1])),
-           "threads": torch.get_num_threads()}
+    res = {
+        "repeats": repeats,
+        "warmup": warmup,
+        "batch": int(len(y)),
+        "pgd_step": q(full[0]),
+        "sgd_step": q(full[1]),
+        "pgd_update": q(only[0]),
+        "sgd_update": q(only[1]),
+        "ratio_step": float(np.median(full[0]) / np.median(full[1])),
+        "ratio_update": float(np.median(only[0]) / np.median(only[1])),
+        "threads": torch.get_num_threads(),
+    }
     if error:
         res["error"] = error
     return res

@@ -11,8 +11,25 @@ import pytest
 from experiments.cli.main import main
 from experiments.studies.pgd import chance_baseline
 
-TINY = ["--quick", "--epochs", "2", "--width", "8", "--optimizers", "2,3", "--seeds", "2", "--cert-points", "40",
-        "--timing-repeats", "2", "--progress", "off", "--workers", "1"]
+TINY = [
+    "--quick",
+    "--epochs",
+    "2",
+    "--width",
+    "8",
+    "--optimizers",
+    "2,3",
+    "--seeds",
+    "2",
+    "--cert-points",
+    "40",
+    "--timing-repeats",
+    "2",
+    "--progress",
+    "off",
+    "--workers",
+    "1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +45,13 @@ def test_tiny_study_writes_summary_report_and_figures(tiny):
     opts = s["sizes"][0]["optimizers"]
     assert list(opts) == ["p2", "p3"] and opts["p3"]["verdict_vs_gd"]
     for o in opts.values():
-        assert o["test_acc"]["n"] == 2 and len(o["margin"]) == 1          # --quick certifies one seed
-        assert o["margin"][0]["status"] in ("optimal", "infeasible", "no_verified_result", "refused")
+        assert o["test_acc"]["n"] == 2 and len(o["margin"]) == 1  # --quick certifies one seed
+        assert o["margin"][0]["status"] in (
+            "optimal",
+            "infeasible",
+            "no_verified_result",
+            "refused",
+        )
         assert o["timing"]["repeats"] == 2 and o["timing"]["pgd_step"]["median"] > 0
         assert set(o["sparsity"]) == {"0.01", "0.05", "0.1"}
     for f in ("accuracy.png", "sparsity.png", "weights.png", "margin.png", "timing.png"):
@@ -44,13 +66,16 @@ def test_rerun_reuses_every_record(tiny, capsys):
     assert "0 run(s) trained" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--optimizers", "adam"], "p-GD only"),
-    (["--optimizers", "4"], "no step-size grid"),
-    (["--cert-points", "5"], "--cert-points"),
-    (["--cert-time-limit", "0"], "--cert-time-limit"),
-    (["--width", "1"], "--width"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--optimizers", "adam"], "p-GD only"),
+        (["--optimizers", "4"], "no step-size grid"),
+        (["--cert-points", "5"], "--cert-points"),
+        (["--cert-time-limit", "0"], "--cert-time-limit"),
+        (["--width", "1"], "--width"),
+    ],
+)
 def test_bad_options_are_one_line_and_write_nothing(tmp_path, capsys, argv, message):
     assert main(["study", "pgd", *TINY, *argv, "-o", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip()
@@ -69,11 +94,27 @@ def test_a_sweep_point_of_the_study_kind_parses_as_a_pgd_study():
     from experiments.studies.pgd import build_setups
     from experiments.sweep.kinds import get_kind
 
-    argv = get_kind("study").argv({"study": "pgd", "optimizers": "1.1,2", "lr": "0.1", "seed": 3, "seeds": 2,
-                                   "quick": True, "epochs": 1, "width": 8}, "/r")
+    argv = get_kind("study").argv(
+        {
+            "study": "pgd",
+            "optimizers": "1.1,2",
+            "lr": "0.1",
+            "seed": 3,
+            "seeds": 2,
+            "quick": True,
+            "epochs": 1,
+            "width": 8,
+        },
+        "/r",
+    )
     args = build_parser()[0].parse_args(argv)
     cfg = build_setups(args)[0]
-    assert (cfg.optimizers, cfg.fixed_lr, cfg.seed_start, cfg.grids) == (("p1.1", "p2"), 0.1, 3, {"p1.1": [0.1], "p2": [0.1]})
+    assert (cfg.optimizers, cfg.fixed_lr, cfg.seed_start, cfg.grids) == (
+        ("p1.1", "p2"),
+        0.1,
+        3,
+        {"p1.1": [0.1], "p2": [0.1]},
+    )
 
 
 @pytest.mark.slow

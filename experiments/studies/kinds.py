@@ -75,6 +75,7 @@ KINDS: dict[str, str] = {
     "sentiment": "experiments.studies.sentiment:STUDY",
     "vision": "experiments.studies.vision:STUDY",
     "realdata": "experiments.studies.realdata.study:STUDY",
+    "pgd": "experiments.studies.pgd:STUDY",
 }
 
 _lookup = lazy_registry("study", KINDS, StudyKind)

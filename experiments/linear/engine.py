@@ -226,37 +226,44 @@ def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
     stopped: list[int | None] = [None] * B
     eps = float(np.finfo(np.float64).eps)
     k, r = 0, 0
-    with torch.no_grad():
-        while True:
-            W = _spow(z, e_primal)
-            if k == ks[r]:
-                bad = ~torch.isfinite(W).all(dim=1)
-                for b in torch.nonzero(bad).flatten().tolist():
-                    W[b] = torch.from_numpy(Wrec[b, r - 1])
-                    z[b] = _spow(W[b:b + 1], e_dual[b:b + 1])[0]
-                    alive[b] = 0.0
-                    if status[b] is not PgdStatus.NONFINITE:
-                        status[b], stopped[b] = PgdStatus.NONFINITE, k
-                Wrec[:, r] = W.numpy()
-                r += 1
-                if r == R:
-                    break
-            c, m0 = scaled_weights(W @ At, config.loss)
-            G = c @ A                          # -e^(-m0) N grad L (a positive combination of rows)
-            if config.normalize:
-                ax = G.abs()
-                scale = ax.amax(dim=1, keepdim=True)
-                dual = (ax / scale).pow(q).sum(dim=1, keepdim=True).pow(1.0 / q)
-                step = G * ((lr * alive) / (scale * dual))
-            else:
-                step = G * ((lr * alive / N) * torch.exp(-m0))
-                if k + 1 == ks[r]:
-                    moving = (step.abs() > eps * z.abs()).any(dim=1)
-                    for b in torch.nonzero(~moving & (alive.flatten() > 0)).flatten().tolist():
-                        if status[b] is PgdStatus.FINISHED:
-                            status[b], stopped[b] = PgdStatus.STALLED, k
-            z = z + step
-            k += 1
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # (B, N) tensors are far below torch's grain size: more threads only spin
+    try:
+        with torch.no_grad():
+            while True:
+                W = _spow(z, e_primal)
+                if k == ks[r]:
+                    bad = ~torch.isfinite(W).all(dim=1)
+                    for b in torch.nonzero(bad).flatten().tolist():
+                        W[b] = torch.from_numpy(Wrec[b, r - 1])
+                        z[b] = _spow(W[b:b + 1], e_dual[b:b + 1])[0]
+                        alive[b] = 0.0
+                        if status[b] is not PgdStatus.NONFINITE:
+                            status[b], stopped[b] = PgdStatus.NONFINITE, k
+                    Wrec[:, r] = W.numpy()
+                    r += 1
+                    if r == R:
+                        break
+                c, m0 = scaled_weights(W @ At, config.loss)
+                G = c @ A                          # -e^(-m0) N grad L (a positive combination of rows)
+                if config.normalize:
+                    ax = G.abs()
+                    scale = ax.amax(dim=1, keepdim=True)
+                    dual = (ax / scale).pow(q).sum(dim=1, keepdim=True).pow(1.0 / q)
+                    step = G * ((lr * alive) / (scale * dual))
+                else:
+                    step = G * ((lr * alive / N) * torch.exp(-m0))
+                    if k + 1 == ks[r]:
+                        moving = (step.abs() > eps * z.abs()).any(dim=1)
+                        for b in torch.nonzero(~moving & (alive.flatten() > 0)).flatten().tolist():
+                            if status[b] is PgdStatus.FINISHED:
+                                status[b], stopped[b] = PgdStatus.STALLED, k
+                if status.count(PgdStatus.NONFINITE):  # NaN * 0 is NaN: frozen rows take no step
+                    step = torch.where(alive > 0, step, torch.zeros_like(step))
+                z = z + step
+                k += 1
+    finally:
+        torch.set_num_threads(threads)
     seconds = _clock() - t0
     return _finish(config, ks, Wrec, A.numpy(), ref, status, stopped, seconds)
 

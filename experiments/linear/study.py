@@ -33,7 +33,8 @@ __all__ = ["Reference", "PgdRun", "references", "run_pgd"]
 @dataclass(frozen=True)
 class Reference:
     """The certificate behind one p: status, the float64 unit direction (None unless optimal), its
-    rigorous direction error, and ``1/OPT`` (the certified margin, float, upper end) when optimal."""
+    rigorous direction error, ``1/OPT`` (the certified margin, float, upper end) when optimal, and the
+    certificate itself."""
 
     p: float
     status: str
@@ -41,6 +42,7 @@ class Reference:
     direction_error: float | None
     margin: float | None
     seconds: float
+    certificate: object = None
 
 
 def references(problem: ClassificationProblem, ps, *, digits: int = 30,
@@ -54,9 +56,9 @@ def references(problem: ClassificationProblem, ps, *, digits: int = 30,
             sol = certified_solution(cert, problem=problem)
             out[p] = Reference(p, "optimal", np.asarray(sol.direction, dtype=np.float64).ravel(),
                                float(sol.direction_error_upper), 1.0 / float(cert.opt_lower),
-                               time.perf_counter() - t0)
+                               time.perf_counter() - t0, cert)
         else:
-            out[p] = Reference(p, cert.status.value, None, None, None, time.perf_counter() - t0)
+            out[p] = Reference(p, cert.status.value, None, None, None, time.perf_counter() - t0, cert)
     return out
 
 

@@ -4,7 +4,7 @@ The statement checked is the paper's main result as its abstract states it: p-GD
 ``psi = ||w||_p^p / p``) on linearly separable classification data converges in direction to the
 l_p max-margin classifier ``w_p``. The PDF was not read; the hypotheses below are the standard ones of
 this literature (separable data, an exponential-tailed loss, a step size with ``psi - eta L`` convex),
-not quoted conditions (docs/theory.md 7.5 says so):
+not quoted conditions (docs/theory.md section 7.5 says so):
 
 - `separable`: the exact certificate of `certify.certify_max_margin` (OPTIMAL -> HOLDS, a Gordan
   certificate -> FAILS, no verified result -> UNDECIDED);

@@ -91,7 +91,7 @@ def _check(problem, result, args) -> None:
     from theorems.pgd import PGD_STATEMENT, loss_exponential_tail, separable, step_size_measured
 
     print(f"checking: {PGD_STATEMENT.statement} ({PGD_STATEMENT.reference}; hypotheses are the literature's "
-          f"standard ones, docs/theory.md 7.5)")
+          f"standard ones, docs/theory.md section 7.5)")
     loss = loss_exponential_tail(args.loss)
     print(f"  {loss.name}: {loss.verdict.value.upper()} - {loss.message}")
     smooth = smoothness_margins(result.paths, float_rows(problem))

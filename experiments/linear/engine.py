@@ -66,7 +66,7 @@ class PgdConfig:
         lrs: step sizes > 0.
         inits: initializations per (p, lr): ``init_scale`` times seeded standard normals (the first is
             w(0) = 0 when ``init_scale`` is 0).
-        loss: `Loss`; normalize: divide the gradient by its dual norm (docs/theory.md 2.3).
+        loss: `Loss`; normalize: divide the gradient by its dual norm (docs/theory.md section 2.3).
         steps: steps per trajectory; records: record points, log-spaced in 1..steps (step 0 too).
         seed: seed of the initializations.
     """
@@ -130,7 +130,7 @@ class PgdPaths:
 
 
 def float_rows(problem: ClassificationProblem) -> np.ndarray:
-    """The rows ``a_j`` (N, m) of the max-margin program (docs/theory.md 7.1) as float64."""
+    """The rows ``a_j`` (N, m) of the max-margin program (docs/theory.md section 7.1) as float64."""
     if not isinstance(problem, ClassificationProblem):
         raise MdcertError(f"p-GD paths need a ClassificationProblem, got {type(problem).__name__}")
     if problem.N * problem.m > MAX_ROW_ENTRIES:
@@ -193,7 +193,7 @@ def _initial(config: PgdConfig, m: int) -> np.ndarray:
 
 def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
                   references: dict[float, np.ndarray] | None = None) -> PgdPaths:
-    """Run every trajectory of ``config`` on ``problem`` (docs/theory.md 7.4; see the module docstring).
+    """Run every trajectory of ``config`` on ``problem`` (docs/theory.md section 7.4; see the module docstring).
 
     Args:
         references: unit directions ``u_p`` (m,) per p (the certified ``w_p/||w_p||_p`` in float64);

@@ -1,6 +1,6 @@
-"""The relative-smoothness condition along a recorded p-GD path, measured in float64 (docs/theory.md 7.4).
+"""The relative-smoothness condition along a recorded p-GD path, measured in float64 (docs/theory.md section 7.4).
 
-The descent lemma of mirror descent needs ``psi - eta L`` convex (docs/theory.md 2.4). Along a recorded
+The descent lemma of mirror descent needs ``psi - eta L`` convex (docs/theory.md section 2.4). Along a recorded
 linear path this is checked at each recorded iterate ``w`` through the Hessians
 ``D = diag((p-1)|w|^(p-2))`` and ``eta H_L`` with ``H_L = (1/N) A^T diag(l''(Aw)) A`` and the effective
 step (``eta`` for constant steps, ``eta / ||grad L||_q`` for normalized ones), formed scale-free as the

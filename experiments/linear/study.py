@@ -1,4 +1,4 @@
-"""p-GD paths against the certified l_p max-margin direction: run, result, summary (docs/theory.md 7.4).
+"""p-GD paths against the certified l_p max-margin direction: run, result, summary (docs/theory.md section 7.4).
 
 `run_pgd(problem, config)` certifies ``w_p`` for every p (`certify.certify_max_margin`, exported as a
 float64 unit direction with its rigorous direction error), runs the batched engine
@@ -47,7 +47,7 @@ class Reference:
 
 def references(problem: ClassificationProblem, ps, *, digits: int = 30,
                time_limit: float | None = None) -> dict[float, Reference]:
-    """Certify ``w_p`` for each p (docs/theory.md 7.2) and export its direction as float64."""
+    """Certify ``w_p`` for each p (docs/theory.md section 7.2) and export its direction as float64."""
     out = {}
     for p in ps:
         t0 = time.perf_counter()

@@ -19,6 +19,7 @@ No torch here: the measured values are passed in.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -26,8 +27,14 @@ from certify.errors import MdcertError
 from theorems.loss import loss_admissible
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
-__all__ = ["PgdStatement", "PGD_STATEMENT", "TAILED_LOSSES", "separable", "loss_exponential_tail",
-           "step_size_measured"]
+__all__ = [
+    "PGD_STATEMENT",
+    "TAILED_LOSSES",
+    "PgdStatement",
+    "loss_exponential_tail",
+    "separable",
+    "step_size_measured",
+]
 
 #: losses whose tail ``-l'(u) ~ e^(-u)`` is known (exponential: equal; logistic: e^-u / (1 + e^-u))
 TAILED_LOSSES = ("exponential", "logistic")
@@ -88,7 +95,7 @@ def loss_exponential_tail(loss: str) -> HypothesisReport:
 def step_size_measured(values, *, tolerance: float = 1e-9, where: str = "") -> HypothesisReport:
     """The relative-smoothness condition sampled along a path: ``values`` as from
     `experiments.linear.smoothness.smoothness_margins` (>= 0: holds at that iterate)."""
-    vals = [float(v) for v in values if v == v and abs(float(v)) != float("inf")]
+    vals = [float(v) for v in values if math.isfinite(float(v))]
     if not vals:
         return HypothesisReport("step_size_measured", Verdict.UNDECIDED, (),
                                 "the condition was not measured (no sample with w != 0, or too many variables)")

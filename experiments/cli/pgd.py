@@ -13,7 +13,6 @@ bad input.
 from __future__ import annotations
 
 import argparse
-import json
 
 HELP = "p-GD paths on a classification problem against the certified l_p max-margin direction (--check: hypotheses)"
 
@@ -86,8 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check(problem, result, args) -> None:
-    from experiments.linear.smoothness import smoothness_margins
     from experiments.linear.engine import float_rows
+    from experiments.linear.smoothness import smoothness_margins
     from theorems.pgd import PGD_STATEMENT, loss_exponential_tail, separable, step_size_measured
 
     print(f"checking: {PGD_STATEMENT.statement} ({PGD_STATEMENT.reference}; hypotheses are the literature's "

@@ -29,8 +29,17 @@ import torch
 from certify.classification import ClassificationProblem
 from certify.errors import MdcertError
 
-__all__ = ["Loss", "PgdStatus", "PgdConfig", "PgdPaths", "float_rows", "record_steps", "run_pgd_paths",
-           "scaled_weights", "MAX_ROW_ENTRIES"]
+__all__ = [
+    "MAX_ROW_ENTRIES",
+    "Loss",
+    "PgdConfig",
+    "PgdPaths",
+    "PgdStatus",
+    "float_rows",
+    "record_steps",
+    "run_pgd_paths",
+    "scaled_weights",
+]
 
 #: largest N x m float row matrix the engine forms (multiclass rows are dense: n (K-1) x K d)
 MAX_ROW_ENTRIES = 50_000_000
@@ -176,13 +185,6 @@ def scaled_weights(M: torch.Tensor, loss: Loss) -> tuple[torch.Tensor, torch.Ten
 
 def _spow(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     return x.abs().pow(e).copysign_(x)
-
-
-def _lp(x: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    ax = x.abs()
-    scale = ax.amax(dim=1, keepdim=True)
-    safe = torch.where(scale > 0, scale, torch.ones_like(scale))
-    return scale * (ax / safe).pow(p).sum(dim=1, keepdim=True).pow(1.0 / p)
 
 
 def _initial(config: PgdConfig, m: int) -> np.ndarray:

@@ -17,7 +17,7 @@ import numpy as np
 
 from experiments.linear.engine import Loss, PgdPaths
 
-__all__ = ["TOLERANCE", "MAX_VARIABLES", "smoothness_margins"]
+__all__ = ["MAX_VARIABLES", "TOLERANCE", "smoothness_margins"]
 
 #: values above -TOLERANCE count as "holds at this iterate" (float64 eigenvalue rounding)
 TOLERANCE = 1e-9

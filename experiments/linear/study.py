@@ -27,7 +27,7 @@ from experiments.linear.engine import PgdConfig, PgdPaths, float_rows, run_pgd_p
 from experiments.linear.smoothness import TOLERANCE, smoothness_margins
 from experiments.paths.rates import bregman_floor, clean_json, fit_rates
 
-__all__ = ["Reference", "PgdRun", "references", "run_pgd"]
+__all__ = ["PgdRun", "Reference", "references", "run_pgd"]
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ class PgdRun:
                               "final_margin": float(self.paths.margin[b, -1])}
                              for b, (p, lr, i) in enumerate(cfg.grid)],
             "seconds": self.seconds,
-            "notes": ["D_psi and the margins are float64 measurements against a certified direction; the rate "
-                      "verdict is a statistical model choice, the smoothness condition a float64 sample"],
+            "notes": [("D_psi and the margins are float64 measurements against a certified direction; the rate "
+                       "verdict is a statistical model choice, the smoothness condition a float64 sample")],
         })
 
     def lines(self) -> list[str]:

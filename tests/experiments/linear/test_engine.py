@@ -7,12 +7,20 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from certify import classification_problem
 from certify.errors import MdcertError
-from experiments.linear.engine import (Loss, PgdConfig, PgdStatus, float_rows, record_steps, run_pgd_paths,
-                                       scaled_weights)
+from experiments.linear.engine import (
+    Loss,
+    PgdConfig,
+    PgdStatus,
+    float_rows,
+    record_steps,
+    run_pgd_paths,
+    scaled_weights,
+)
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,9 @@ from theorems.verdict import HypothesisReport, TheoremReport, Verdict, approx_fl
 
 __all__ = ["REFERENCE", "Theorem", "THEOREMS", "get_theorem", "check_theorem", "PGD_STATEMENT"]
 
-#: the p-GD result of arXiv:2205.12808 (a different paper; its predicates live in `theorems.pgd` and
-#: ``mdcert pgd --check`` runs them)
+# PGD_STATEMENT: the catalogue entry of the p-GD result of arXiv:2205.12808 (a different paper from
+# REFERENCE; its predicates live in `theorems.pgd`, docs/theory.md section 7.5, and ``mdcert pgd --check``
+# runs them)
 
 REFERENCE = "arXiv:2410.14581 / JMLR 2026 (Julistiono, Tarzanagh, Azizan)"
 

@@ -16,13 +16,18 @@ from certify.errors import MdcertError
 from certify.exact import format_fraction, parse_p
 from theorems.context import CheckContext, as_context
 from theorems.loss import loss_admissible
+from theorems.pgd import PGD_STATEMENT
 from theorems.region import init_in_region
 from theorems.stepsize import step_size_convex_along_path
 from theorems.tokens import (joint_svms_feasible, svm_feasible, tokens_globally_optimal,
                              tokens_locally_optimal)
 from theorems.verdict import HypothesisReport, TheoremReport, Verdict, approx_float
 
-__all__ = ["REFERENCE", "Theorem", "THEOREMS", "get_theorem", "check_theorem"]
+__all__ = ["REFERENCE", "Theorem", "THEOREMS", "get_theorem", "check_theorem", "PGD_STATEMENT"]
+
+# PGD_STATEMENT: the catalogue entry of the p-GD result of arXiv:2205.12808 (a different paper from
+# REFERENCE; its predicates live in `theorems.pgd`, docs/theory.md section 7.5, and ``mdcert pgd --check``
+# runs them)
 
 REFERENCE = "arXiv:2410.14581 / JMLR 2026 (Julistiono, Tarzanagh, Azizan)"
 

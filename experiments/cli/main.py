@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plot": ("experiments.cli.plot", "figures for a run directory written by paths or regpath"),
     "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
     "study": ("experiments.cli.study", "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning"),
+    "pgd": ("experiments.cli.pgd", "p-GD paths on classification data against the certified l_p max-margin direction"),
     "data": ("experiments.cli.data", "attention problems from real data (text, digits), offline, with provenance"),
 }
 

@@ -14,9 +14,8 @@ import pytest
 
 from experiments.cli.main import COMMANDS
 from tests.experiments.cli.badinput import (test_certify, test_check, test_data, test_info, test_input_files,
-                                            test_paths, test_plot, test_problem_files, test_regpath, test_regression,
-                                            test_study,
-                                            test_synth_demo, test_verify)
+                                            test_paths, test_pgd, test_plot, test_problem_files, test_regpath,
+                                            test_regression, test_study, test_synth_demo, test_verify)
 from tests.experiments.cli.badinput.kit import digest, expand, listing, run_case
 
 P = "{d}/good.npz"
@@ -61,9 +60,8 @@ def test_documented_outcome(argv, rc, match, files, tmp_path, capsys) -> None:
 
 def test_every_command_has_a_table() -> None:
     tables = [test_certify.CASES, test_check.CASES, test_data.CASES, test_info.CASES, test_input_files.CASES,
-              test_paths.CASES, test_plot.CASES, test_problem_files.CASES, test_regpath.CASES, test_regression.CASES,
-              test_study.CASES,
-              test_synth_demo.CASES, test_verify.CASES]
+              test_paths.CASES, test_pgd.CASES, test_plot.CASES, test_problem_files.CASES, test_regpath.CASES,
+              test_regression.CASES, test_study.CASES, test_synth_demo.CASES, test_verify.CASES]
     counts = {name: sum(1 for t in tables for argv, *_ in t if argv[0] == name) for name in COMMANDS}
     assert all(k >= 8 for k in counts.values()), counts  # a new command (e.g. study) adds its table here
 

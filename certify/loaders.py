@@ -68,10 +68,16 @@ def load_bytes(file_bytes: int, numbers: int) -> int:
     return int(file_bytes) + BYTES_PER_NUMBER * int(numbers)
 
 
+#: a file that needs at most this many bytes to read is always read, whatever the budget (it cannot
+#: exhaust memory; a tiny --memory-budget then bounds the solve, which answers no_verified_result)
+READ_FLOOR = 1 << 20
+
+
 def check_load(need: int, *, what: str, budget: int | None, detail: str = "") -> None:
-    """Refuse (one line) when ``need`` bytes exceed half of ``budget`` (default `default_budget`)."""
+    """Refuse (one line) when ``need`` bytes exceed half of ``budget`` (default `default_budget`) and
+    `READ_FLOOR`."""
     budget = default_budget() if budget is None else int(budget)
-    if need > budget // 2:
+    if need > budget // 2 and need > READ_FLOOR:
         raise MdcertError(f"{what} would need about {format_bytes(need)} of memory to read{detail}, more than "
                           f"half of the memory budget {format_bytes(budget)}; give a smaller file (or raise "
                           f"mdcert certify --memory-budget)")

@@ -147,11 +147,7 @@ def run(args: argparse.Namespace) -> int:
     budget = None if args.memory_budget is None else parse_size(args.memory_budget)
     from certify.classification import ClassificationProblem, load_problem
 
-    from certify.memory import default_budget
-
-    # reading is bounded by the larger of the two budgets: --memory-budget can allow a bigger file, and
-    # a small one still reads a small file (the solve then answers no_verified_result within it)
-    problem = load_problem(args.problem, memory_budget=max(budget or 0, default_budget()))
+    problem = load_problem(args.problem, memory_budget=budget)  # half of the budget for reading it
     classification = isinstance(problem, ClassificationProblem)
     if classification and (args.svm is not None or args.alpha is not None):
         raise MdcertError(f"{'--svm' if args.svm is not None else '--alpha'} is for attention problems; "

@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from certify.classification import ClassificationProblem, load_problem
     from certify.errors import MdcertError
-    from experiments.outputs import atomic_dir, check_output_dir, check_seed
+    from experiments.outputs import check_output_dir, check_seed, run_dir
 
     if args.output is None and not args.check:
         raise MdcertError("-o RUN is required (the run directory to write), or give --check")
@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
                        init_scale=args.init_scale, loss=args.loss, normalize=args.normalize, steps=args.steps,
                        records=args.records, seed=args.seed)
     if args.output is not None:
-        check_output_dir(args.output, option="-o", overwrite=args.overwrite, inputs={"the problem file": args.problem})
+        check_output_dir(args.output, option="-o", overwrite=args.overwrite, kind="pgd",
+                         inputs={"the problem file": args.problem})
     problem = load_problem(args.problem)
     if not isinstance(problem, ClassificationProblem):
         raise MdcertError(f"{args.problem!r} is an attention problem; mdcert pgd needs a classification problem "
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         _check(problem, result, args)
     if args.output is not None:
-        with atomic_dir(args.output, overwrite=args.overwrite) as tmp:
+        with run_dir(args.output, kind="pgd", overwrite=args.overwrite) as tmp:
             result.write(tmp)
     s = result.seconds
     print(f"wall: certify {s['certify_wall']} s, training {s['train_wall']} s (CPU {s['train_cpu']} s), analysis "

@@ -34,7 +34,7 @@ def test_run_writes_summary_arrays_and_figure(points, tmp_path, capsys) -> None:
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["kind"] == "pgd" and len(summary["trajectories"]) == 4
     assert all(r["status"] == "optimal" for r in summary["references"].values())
-    assert {p.name for p in (tmp_path / "run").iterdir()} == {"summary.json", "arrays.npz", "pgd.png"}
+    assert {p.name for p in (tmp_path / "run").iterdir()} == {"summary.json", "arrays.npz", "pgd.png", ".mdcert-run"}
     assert _sha(points / "sep.npz") == before
 
 

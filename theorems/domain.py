@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from theorems.realfun import SAMPLE_POINTS
+from theorems.realfun import SAMPLE_POINTS, condition_relationals
 from theorems.signs import not_real, real_ball, sign_at
 
 __all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "rebuild", "freeze", "thaw", "conditions",
@@ -141,23 +141,6 @@ def thaw(frozen: tuple):
 
 
 # ---------------------------------------------------------------------------------------- conditions
-def _relationals(cond) -> list | None:
-    sp = _sp()
-    if cond in (sp.true, sp.false):
-        return []
-    if isinstance(cond, sp.core.relational.Relational):
-        return [cond]
-    if isinstance(cond, (sp.And, sp.Or, sp.Not)):
-        out = []
-        for a in cond.args:
-            sub = _relationals(a)
-            if sub is None:
-                return None
-            out += sub
-        return out
-    return None
-
-
 def _as_set(cond, u):
     """The set of reals where a Piecewise condition holds (None when sympy cannot say)."""
     sp = _sp()
@@ -216,7 +199,7 @@ def conditions(expr, u, region=None) -> list[Condition]:
         before = sp.S.EmptySet
         for pair in node.args:
             e, c = pair.args
-            for r in _relationals(c) or []:
+            for r in condition_relationals(c) or []:
                 for side in (r.lhs, r.rhs):
                     rec(side, reg)
             where = _as_set(c, u)

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Iterable
 
 __all__ = ["real_continuous", "smooth_fragment", "breakpoints", "witness", "jump", "jump_candidates",
-           "SAMPLE_POINTS"]
+           "SAMPLE_POINTS", "condition_relationals"]
 
 #: exact points tried first when looking for a refutation
 SAMPLE_POINTS = ("0", "1/2", "-1/2", "1", "-1", "2", "-2", "3", "-3", "10", "-10", "100", "-100")
@@ -102,7 +102,7 @@ def real_continuous(expr, u, *, jumps_ok: bool = False) -> bool:
         return False
 
 
-def _conditions(cond) -> list | None:
+def condition_relationals(cond) -> list | None:
     """The relationals of a Piecewise condition (None if it is not a boolean combination of them)."""
     sp = _sp()
     if cond in (sp.true, sp.false):
@@ -112,7 +112,7 @@ def _conditions(cond) -> list | None:
     if isinstance(cond, (sp.And, sp.Or, sp.Not)):
         out = []
         for a in cond.args:
-            sub = _conditions(a)
+            sub = condition_relationals(a)
             if sub is None:
                 return None
             out += sub
@@ -129,7 +129,7 @@ def _piecewise(node, rec, u, jumps_ok: bool) -> bool:
     rels, exprs = [], []
     for pair in node.args:
         e, c = pair.args
-        sub = _conditions(c)
+        sub = condition_relationals(c)
         if sub is None or not rec(e):
             return False
         rels += sub
@@ -179,7 +179,7 @@ def breakpoints(expr, u) -> list | None:
             cands.extend(a - b for i, a in enumerate(args) for b in args[i + 1:])
         elif isinstance(node, sp.Piecewise):
             for _, cond in node.args:
-                rels = _conditions(cond)
+                rels = condition_relationals(cond)
                 if rels is None:
                     return None
                 cands.extend(r.lhs - r.rhs for r in rels)
@@ -242,9 +242,9 @@ def jump_candidates(expr, u) -> list:
         elif isinstance(node, steps):
             targets = [(node.args[0], k) for k in (0, 1, -1)]
         elif isinstance(node, sp.Piecewise):
-            rels = _conditions(node.args[0].args[1]) or []
+            rels = condition_relationals(node.args[0].args[1]) or []
             for pair in node.args:
-                rels += _conditions(pair.args[1]) or []
+                rels += condition_relationals(pair.args[1]) or []
             targets = [(r.lhs - r.rhs, 0) for r in rels]
         for g, k in targets:
             if not g.has(u):

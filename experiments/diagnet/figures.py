@@ -28,13 +28,9 @@ def have_matplotlib() -> bool:
 
 
 def _save(fig, path: Path) -> Path:
-    tmp = path.with_name(path.name + ".tmp.png")
-    try:
-        fig.savefig(tmp, dpi=110)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    from experiments.figures import save_png  # the one atomic writer (unique temporary names)
+
+    return save_png(fig, path)
 
 
 def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: list[float], title: str,

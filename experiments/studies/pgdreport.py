@@ -212,13 +212,9 @@ def markdown(summary: dict) -> str:
 
 
 def _save(fig, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp.png")
-    try:
-        fig.savefig(tmp, dpi=110)
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from experiments.figures import save_png  # the one atomic writer (unique temporary names)
+
+    save_png(fig, path)
 
 
 def _bars(d: dict):

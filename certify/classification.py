@@ -199,29 +199,24 @@ class ClassificationProblem:
         return out
 
     def save(self, path: str | Path) -> Path:
-        """Write ``.npz`` or ``.json`` (float64, lossless) through a temporary file, then rename."""
+        """Write ``.npz`` or ``.json`` (float64, lossless) atomically (`certify.io.atomic`: a unique
+        temporary name in the target's folder, never a file the command did not create)."""
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in {".npz", ".json"}:
             raise MdcertError(f"cannot save to {str(path)!r}: use a .npz or .json file name")
         if path.is_dir() or not path.parent.is_dir():
             raise MdcertError(f"cannot save to {str(path)!r}: give a file name in an existing directory")
-        tmp = path.with_name(path.name + ".tmp" + suffix)
-        try:
-            if suffix == ".json":
-                tmp.write_text(json.dumps(self.to_dict()))
-            else:
-                arrays = {"kind": np.array(KIND), "X": self.X, "y": self.y}
-                if self.classes is not None:
-                    arrays["classes"] = np.array(self.classes, dtype=np.int64)
-                if self.provenance is not None:
-                    arrays["provenance"] = np.array(provenance_text(self.provenance))
-                with open(tmp, "wb") as fh:
-                    np.savez(fh, **arrays)
-            tmp.replace(path)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        from certify.io.atomic import write_npz_atomic, write_text_atomic
+
+        if suffix == ".json":
+            return write_text_atomic(path, json.dumps(self.to_dict()))
+        arrays = {"kind": np.array(KIND), "X": self.X, "y": self.y}
+        if self.classes is not None:
+            arrays["classes"] = np.array(self.classes, dtype=np.int64)
+        if self.provenance is not None:
+            arrays["provenance"] = np.array(provenance_text(self.provenance))
+        write_npz_atomic(path, arrays)
         return path
 
     @classmethod

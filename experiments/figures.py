@@ -1,5 +1,5 @@
 """Shared plumbing of the run-directory figures (``mdcert plot``): reading a run's ``summary.json``,
-a matplotlib pyplot on the non-interactive Agg backend, and writing a PNG atomically."""
+figures through matplotlib's object API (no pyplot state, no backend switch), and writing a PNG atomically."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from certify.errors import MdcertError
 
-__all__ = ["read_summary", "pyplot", "save_png", "MAX_SUMMARY_BYTES"]
+__all__ = ["read_summary", "subplots", "save_png", "MAX_SUMMARY_BYTES"]
 
 #: the largest summary.json read (a 100-trial paths run writes well under 1 MB)
 MAX_SUMMARY_BYTES = 256 * 2 ** 20
@@ -53,14 +53,18 @@ def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") ->
     return summary
 
 
-def pyplot():
-    """``matplotlib.pyplot`` on the Agg backend (files only, no display needed)."""
-    import matplotlib
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,
+             constrained_layout: bool = False, **kwargs):
+    """``(fig, axes)`` as ``pyplot.subplots`` returns them, built with matplotlib's object API: a
+    `matplotlib.figure.Figure` on its own Agg canvas, no pyplot state and no backend switch (a
+    notebook's backend is left alone; nothing to close). ``kwargs`` go to `Figure.subplots`
+    (squeeze, sharex, sharey, gridspec_kw, ...)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize, layout="constrained" if constrained_layout else None)
+    FigureCanvasAgg(fig)            # text extents (get_renderer) and PNG output without pyplot
+    return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
 def save_png(fig, path: Path, *, tight: bool = False) -> Path:

@@ -25,7 +25,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 from certify.exact import format_exact
-from experiments.figures import pyplot, read_summary, save_png
+from experiments.figures import read_summary, save_png, subplots
 
 __all__ = ["BAND", "load_run", "plot_paths_run", "quantile_curves", "band", "log_axes", "projections_panel",
            "cross_figure"]
@@ -129,12 +129,12 @@ def projections_panel(ax, arrays: dict, rows: np.ndarray, p: float, label: str, 
     return shown
 
 
-def cross_figure(plt, groups: list, arrays: dict):
+def cross_figure(groups: list, arrays: dict):
     """The cross grid: rows = path (p, lr) groups, columns = SVM exponents q; each panel the median
     and 10-90% band of ``D_psi(Wbar_mm^(q), Wbar(k))``; the panel with q = p is the path's own SVM."""
     qs = arrays["cross_q"]
     rs = arrays["record_steps"]
-    fig, axes = plt.subplots(len(groups), len(qs), figsize=(3.6 * len(qs) + 0.8, 2.9 * len(groups) + 0.9),
+    fig, axes = subplots(len(groups), len(qs), figsize=(3.6 * len(qs) + 0.8, 2.9 * len(groups) + 0.9),
                              squeeze=False, sharex=True, constrained_layout=True)
     for i, (label, e, rows) in enumerate(groups):
         p = Fraction(e["p_exact"])
@@ -203,14 +203,13 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
         raise MdcertError(f"{str(run_dir)!r} is a {summary.get('kind')!r} run, not a paths run")
     if "record_steps" not in arrays:
         raise MdcertError(f"{str(run_dir)!r} has no arrays.npz with recorded paths")
-    plt = pyplot()
     out: list[Path] = []
     groups = list(_groups(summary, arrays))
     rs = arrays["record_steps"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if "bregman" in arrays:
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.4 * len(groups), 4.3), squeeze=False,
+            fig, axes = subplots(1, len(groups), figsize=(4.4 * len(groups), 4.3), squeeze=False,
                                      constrained_layout=True)
             for ax, (label, e, rows) in zip(axes[0], groups):
                 band(ax, rs[rows[0]], arrays["bregman"][rows], "vs SVM(alpha_final), alpha = argmax of the final "
@@ -229,23 +228,23 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7)
             out.append(save_png(fig, run_dir / "bregman.png"))
 
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 5.6), squeeze=False,
+            fig, axes = subplots(1, len(groups), figsize=(4.6 * len(groups), 5.6), squeeze=False,
                                      constrained_layout=True)
             for ax, (label, e, rows) in zip(axes[0], groups):
                 _rate_panel(ax, rs[rows[0]], arrays["bregman"][rows], e.get("rate_fit") or {}, label)
             out.append(save_png(fig, run_dir / "rate_fit.png"))
 
         if "cross" in arrays:
-            out.append(save_png(cross_figure(plt, groups, arrays), run_dir / "cross.png"))
+            out.append(save_png(cross_figure(groups, arrays), run_dir / "cross.png"))
 
         if "W_mm" in arrays:
-            fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 4.4), squeeze=False)
+            fig, axes = subplots(1, len(groups), figsize=(4.6 * len(groups), 4.4), squeeze=False)
             for ax, (label, e, rows) in zip(axes[0], groups):
                 projections_panel(ax, arrays, rows, float(e["p"]), label)
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "projections.png"))
 
-        fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 5.4), squeeze=False,
+        fig, axes = subplots(1, len(groups), figsize=(4.6 * len(groups), 5.4), squeeze=False,
                                  constrained_layout=True)
         for ax, (label, e, rows) in zip(axes[0], groups):
             _norm_panel(ax, rs[rows[0]], arrays["norm_p"][rows], e, label, bool(summary["config"].get("normalize")))

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from certify.errors import MdcertError
-from experiments.figures import pyplot, read_summary, save_png
+from experiments.figures import read_summary, save_png, subplots
 
 __all__ = ["plot_regpath_run"]
 
@@ -54,7 +54,6 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     Raises:
         MdcertError: the directory has no readable regpath summary.
     """
-    plt = pyplot()
     run = Path(run_dir)
     summary_path = run / "summary.json"
     summary = read_summary(run, create=f"mdcert regpath ... -o {run}")
@@ -66,7 +65,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     p = _p_text(summary.get("p"), summary.get("p_float"))
     outputs: list[Path] = []
 
-    fig, ax = plt.subplots(figsize=(5.8, 5.4 if joint else 4.8), constrained_layout=True)
+    fig, ax = subplots(figsize=(5.8, 5.4 if joint else 4.8), constrained_layout=True)
     ax.loglog(R, _floats(r["bregman_to_svm"] for r in path), "o-", label=r"$D_\psi(\bar W_{mm}, W(R)/\|W(R)\|_p)$")
     if joint:
         ax.loglog(R, _floats(r.get("bregman_v_to_svm") for r in path), "s--", label=r"$D_\psi(\bar v_{mm}, v(r)/\|v(r)\|_p)$")
@@ -88,7 +87,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     _legend_below(fig, ax)
     outputs.append(save_png(fig, run / "regpath_bregman.png"))
 
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
+    fig, ax = subplots(1, 2, figsize=(11, 4.2), constrained_layout=True)
     stat = _floats(r["stationarity"] for r in path)
     floor = 1e-17
     shown = [max(v, floor) if math.isfinite(v) else math.nan for v in stat]
@@ -109,7 +108,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     ax[1].grid(True, which="both", alpha=0.3)
     outputs.append(save_png(fig, run / "regpath_stationarity.png"))
 
-    fig, (ax, ax_w) = plt.subplots(2, 1, figsize=(6, 5.2), sharex=True, constrained_layout=True,
+    fig, (ax, ax_w) = subplots(2, 1, figsize=(6, 5.2), sharex=True, constrained_layout=True,
                                    gridspec_kw={"height_ratios": (3, 1.4)})
     if alpha:
         frac = [sum(int(a == b) for a, b in zip(r["selected_tokens"], alpha)) / len(alpha) for r in path]
@@ -133,7 +132,7 @@ def plot_regpath_run(run_dir: str | Path) -> list[Path]:
     if md and md.get("records"):
         recs = md["records"]
         steps = _floats(r["step"] for r in recs)
-        fig, ax = plt.subplots(figsize=(6, 4.3))
+        fig, ax = subplots(figsize=(6, 4.3))
         ax.loglog(steps, _floats(r.get("bregman_W") for r in recs), "o-",
                   label=r"$D_\psi(\bar W_{mm}, \bar W(k))$, SVM of alpha")
         ax.loglog(steps, _floats(r.get("bregman_v") for r in recs), "s--",

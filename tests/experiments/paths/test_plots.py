@@ -90,25 +90,23 @@ def test_every_panel_names_its_band_markers_and_the_number_of_paths(run_dir) -> 
     paths drawn, the SVM direction and final points named."""
     import numpy as np
 
-    from experiments.figures import pyplot
+    from experiments.figures import subplots
     from experiments.paths.plots import band, cross_figure, load_run, projections_panel
 
-    plt = pyplot()
     summary, arrays = load_run(run_dir)
     rows = np.flatnonzero(arrays["p_exact"] == summary["per_p"][0]["p_exact"])
-    fig, ax = plt.subplots()
+    fig, ax = subplots()
     band(ax, arrays["record_steps"][rows[0]], arrays["bregman"][rows], "D")
     labels = ax.get_legend_handles_labels()[1]
     assert labels == [f"D: median of {len(rows)} trajectories", "D: 10-90% of them"]
-    fig, ax = plt.subplots()
+    fig, ax = subplots()
     drawn = projections_panel(ax, arrays, rows, float(summary["per_p"][0]["p"]), "p=1.75", max_paths=1)
     assert drawn == 1 and ax.get_title() == f"p=1.75: 1 of {len(rows)} paths drawn"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("certified SVM direction" in t for t in legend) and any("final iterate" in t for t in legend)
     assert ax.get_xlabel() and ax.get_ylabel()
     groups = [("p=1.75", summary["per_p"][0], rows)]
-    fig = cross_figure(plt, groups, arrays)
+    fig = cross_figure(groups, arrays)
     assert fig.legends and all(a.get_xlabel() for a in fig.axes[-len(arrays["cross_q"]):])
     assert fig.axes[0].get_ylabel().startswith(r"$D_\psi")
     assert fig.get_suptitle().endswith(f"({len(rows)} trajectories per row)")
-    plt.close("all")

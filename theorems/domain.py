@@ -22,70 +22,19 @@ u, so the rest of the check may work on the simplified form.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import Enum
 
 from theorems.realfun import SAMPLE_POINTS, condition_relationals
 from theorems.signs import not_real, real_ball, sign_at
+from theorems.domain_types import Condition, DomainReport, Kind, PointValue, short_text
 
 __all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "rebuild", "freeze", "thaw", "conditions",
            "value_at", "sign_at", "domain_check", "set_points"]
-
-
-class Kind(Enum):
-    """What a condition asks of its expression g on its region."""
-
-    POSITIVE = "> 0"
-    NONNEGATIVE = ">= 0"
-    NONZERO = "!= 0"
-    COVERED = "covered by a piece"
-
-
-@dataclass(frozen=True)
-class Condition:
-    """``g kind`` must hold at every u of ``region`` (a sympy set); ``node`` is the written node asking it."""
-
-    kind: Kind
-    g: object
-    node: object
-    region: object
-
-    def text(self) -> str:
-        if self.kind is Kind.COVERED:
-            return f"the conditions of {_short(self.node)} cover R"
-        return f"{_short(self.g)} {self.kind.value} (for {_short(self.node)})"
-
-
-@dataclass(frozen=True)
-class PointValue:
-    """The written expression at an exact point: ``status`` is "defined", "undefined", "not real" or
-    "unknown"; ``value`` the exact value (None when undefined), ``why`` the node that fails."""
-
-    point: object
-    status: str
-    value: object = None
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class DomainReport:
-    """``status`` "holds" (every condition proved on R), "fails" (``point`` refutes) or "undecided"."""
-
-    status: str
-    detail: str
-    point: object = None
-    count: int = 0
 
 
 def _sp():
     import sympy as sp
 
     return sp
-
-
-def _short(x, n: int = 50) -> str:
-    text = " ".join(str(x).split())
-    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def rebuild(node, args, *, evaluate: bool):
@@ -227,13 +176,13 @@ def value_at(expr, u, c) -> PointValue:
 
     def check(v, node):
         if v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or v.is_finite is False:
-            raise _Stop("undefined", f"{_short(node)} = {_short(v, 30)} at u = {c}", v)
+            raise _Stop("undefined", f"{short_text(node)} = {short_text(v, 30)} at u = {c}", v)
         if v.is_real is not True:
             if not_real(v):
                 if not first_bad:
-                    first_bad.append(f"{_short(node)} = {_short(v, 30)} at u = {c}")
+                    first_bad.append(f"{short_text(node)} = {short_text(v, 30)} at u = {c}")
             elif real_ball(v) is None:
-                raise _Stop("unknown", f"could not certify {_short(node)} real at u = {c}")
+                raise _Stop("unknown", f"could not certify {short_text(node)} real at u = {c}")
         return v
 
     def truth(cond) -> bool:
@@ -243,7 +192,7 @@ def value_at(expr, u, c) -> PointValue:
             d = ev(cond.lhs) - ev(cond.rhs)
             s = sign_at(d)
             if s is None or first_bad:
-                raise _Stop("unknown", f"could not decide {_short(cond)} at u = {c}")
+                raise _Stop("unknown", f"could not decide {short_text(cond)} at u = {c}")
             return {"<": s < 0, "<=": s <= 0, ">": s > 0, ">=": s >= 0}[cond.rel_op]
         if isinstance(cond, sp.And):
             return all(truth(a) for a in cond.args)
@@ -251,7 +200,7 @@ def value_at(expr, u, c) -> PointValue:
             return any(truth(a) for a in cond.args)
         if isinstance(cond, sp.Not):
             return not truth(cond.args[0])
-        raise _Stop("unknown", f"unsupported condition {_short(cond)}")
+        raise _Stop("unknown", f"unsupported condition {short_text(cond)}")
 
     def ev(node):
         if node == u:
@@ -262,12 +211,12 @@ def value_at(expr, u, c) -> PointValue:
             for pair in node.args:
                 if truth(pair.args[1]):
                     return ev(pair.args[0])
-            raise _Stop("undefined", f"no piece of {_short(node)} applies at u = {c}")
+            raise _Stop("undefined", f"no piece of {short_text(node)} applies at u = {c}")
         vals = [ev(a) for a in node.args]
         if isinstance(node, sp.Pow):
             b, e = vals
             if b.is_zero is True and e.is_negative is True:
-                raise _Stop("undefined", f"{_short(node)} divides by zero at u = {c}", sp.zoo)
+                raise _Stop("undefined", f"{short_text(node)} divides by zero at u = {c}", sp.zoo)
         v = rebuild(node, vals, evaluate=True)
         return check(v, node)
 
@@ -349,10 +298,10 @@ def _describe(pv: PointValue, whole) -> str:
     if pv.status == "undefined":
         if pv.value is None:
             return f"l({c}) is not defined ({pv.why})"
-        return f"l({c}) = {_short(pv.value, 30)} is not defined ({pv.why})"
+        return f"l({c}) = {short_text(pv.value, 30)} is not defined ({pv.why})"
     total = whole if whole is not None else pv.value
     if total is not None and total.is_real is not True:
-        return f"l({c}) = {_short(total, 40)} is not real ({pv.why})"
+        return f"l({c}) = {short_text(total, 40)} is not real ({pv.why})"
     return f"l({c}) is not defined: {pv.why} is not real"
 
 

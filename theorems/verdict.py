@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import Enum
 from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
-from certify.exact import format_fraction, format_g
+from certify.exact import format_g
+from theorems.status import EvidenceError, Method, Verdict, approx_float, fraction_text, fraction_or_none, kleene_and
 
 __all__ = [
     "EvidenceError",
@@ -31,87 +31,6 @@ __all__ = [
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _RELATIONS = ("<=", "<", ">=", ">", "==")
-
-
-class EvidenceError(AssertionError):
-    """An internal soundness violation: a report claims more than its evidence proves."""
-
-
-class Verdict(str, Enum):
-    """Kleene three-valued truth value of a hypothesis."""
-
-    HOLDS = "holds"
-    FAILS = "fails"
-    UNDECIDED = "undecided"
-
-    def __and__(self, other: "Verdict") -> "Verdict":
-        """Kleene AND: FAILS dominates, then UNDECIDED, HOLDS only if both hold."""
-        if not isinstance(other, Verdict):
-            return NotImplemented
-        if Verdict.FAILS in (self, other):
-            return Verdict.FAILS
-        if Verdict.UNDECIDED in (self, other):
-            return Verdict.UNDECIDED
-        return Verdict.HOLDS
-
-    def __or__(self, other: "Verdict") -> "Verdict":
-        """Kleene OR (dual of AND)."""
-        if not isinstance(other, Verdict):
-            return NotImplemented
-        if Verdict.HOLDS in (self, other):
-            return Verdict.HOLDS
-        if Verdict.UNDECIDED in (self, other):
-            return Verdict.UNDECIDED
-        return Verdict.FAILS
-
-
-def kleene_and(verdicts: Iterable[Verdict]) -> Verdict:
-    """Kleene AND of many verdicts (HOLDS for an empty iterable)."""
-    out = Verdict.HOLDS
-    for v in verdicts:
-        out = out & v
-    return out
-
-
-class Method(str, Enum):
-    """How an enclosure was obtained. Only EXACT and INTERVAL are rigorous."""
-
-    EXACT = "exact"          # integer / rational arithmetic on the given float64 data
-    INTERVAL = "interval"    # outward-rounded ball arithmetic (python-flint arb)
-    SOLVER = "solver"        # a numerical solver's output (warm start only)
-    SAMPLED = "sampled"      # sampling or float64 evaluation at some points
-
-    @property
-    def rigorous(self) -> bool:
-        return self in (Method.EXACT, Method.INTERVAL)
-
-
-def _fraction_or_none(name: str, value: Any) -> Fraction | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise TypeError(f"Evidence.{name} must be a Fraction or int, not bool")
-    if isinstance(value, int):
-        return Fraction(value)
-    if isinstance(value, Fraction):
-        return value
-    raise TypeError(f"Evidence.{name} must be an exact Fraction or int (got {type(value).__name__}); "
-                    f"convert floats with Fraction(x) and mark them Method.SAMPLED")
-
-
-def _fmt(x: Fraction | None) -> str | None:
-    return None if x is None else format_fraction(x)
-
-
-def approx_float(x: Fraction | None) -> float | None:
-    """An informational float of an exact value: None when it is None or beyond the float64 range
-    (JSON has no infinity); a value below the smallest subnormal reads 0.0."""
-    if x is None:
-        return None
-    try:
-        return float(x)
-    except OverflowError:
-        return None
 
 
 @dataclass(frozen=True)
@@ -143,9 +62,9 @@ class Evidence:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lo", _fraction_or_none("lo", self.lo))
-        object.__setattr__(self, "hi", _fraction_or_none("hi", self.hi))
-        object.__setattr__(self, "threshold", _fraction_or_none("threshold", self.threshold))
+        object.__setattr__(self, "lo", fraction_or_none("lo", self.lo))
+        object.__setattr__(self, "hi", fraction_or_none("hi", self.hi))
+        object.__setattr__(self, "threshold", fraction_or_none("threshold", self.threshold))
         object.__setattr__(self, "method", Method(self.method))
         if self.lo is not None and self.hi is not None and self.lo > self.hi:
             raise EvidenceError(f"empty enclosure for {self.quantity}: lo > hi")
@@ -248,12 +167,12 @@ class Evidence:
     def to_json(self) -> dict:
         return {
             "quantity": self.quantity,
-            "lo": _fmt(self.lo),
-            "hi": _fmt(self.hi),
+            "lo": fraction_text(self.lo),
+            "hi": fraction_text(self.hi),
             "lo_approx": approx_float(self.lo),
             "hi_approx": approx_float(self.hi),
             "relation": self.relation,
-            "threshold": _fmt(self.threshold),
+            "threshold": fraction_text(self.threshold),
             "method": self.method.value,
             "rigorous": self.method.rigorous,
             "implies": None if self.implies() is None else self.implies().value,

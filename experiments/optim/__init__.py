@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "chunked_step_direct": "experiments.optim.kernels",
     "dual_exponent": "experiments.optim.mirror",
     "exponents_of": "experiments.optim.mirror",
-    "foreach_update": "experiments.optim.kernels",
+    "foreach_update": "experiments.optim.foreach",
     "inverse_mirror_map": "experiments.optim.mirror",
     "inverse_reproduces": "experiments.optim.kernels",
     "lp_norm": "experiments.optim.mirror",

@@ -30,7 +30,7 @@ from certify.errors import MdcertError
 from certify.exact import parse_p
 
 __all__ = ["absmax", "dual_norm", "dual_unit", "unit_norm", "pow2_scaled", "normalized", "simple_update", "validate_lr", "validate_p", "PowPlan", "mirror_step", "CHUNK", "chunked_dual", "chunked_step_cached", "chunked_step_direct",
-           "chunked_inverse", "inverse_reproduces", "signed_pow_into", "foreach_update"]
+           "chunked_inverse", "inverse_reproduces", "signed_pow_into"]
 
 CHUNK = 1 << 20  # elements per chunk (4 MiB of float32: L3-resident; fewer thread barriers than 1 MiB)
 
@@ -315,31 +315,3 @@ def chunked_step_direct(target: torch.Tensor, W: torch.Tensor, G: torch.Tensor, 
         signed_pow_into(target[s:e], qc, inv, tc)
         if extremes is not None:
             extremes.extend(torch.aminmax(target[s:e]))
-
-
-def foreach_update(params: list[torch.Tensor], grads: list[torch.Tensor], lr: float, exact: Fraction, *,
-                   maximize: bool, normalize: bool) -> list[torch.Tensor]:
-    """The mirror step of a group with ``torch._foreach_*`` kernels (new tensors; CUDA default path)."""
-    if maximize:
-        grads = torch._foreach_neg(grads)
-    if normalize:
-        q = float(exact / (exact - 1))
-        units = [dual_unit(g, q) for g in grads]
-        norms = [None if u is None else unit_norm(u, g.dtype) for u, g in zip(units, grads)]
-        grads = list(torch._foreach_mul(grads, [0.0 if u is None else 1.0 if n is None else 1.0 / n
-                                                for u, n in zip(units, norms)]))
-        for i, (u, n) in enumerate(zip(units, norms)):
-            if u is not None and n is None:  # a gradient at the edge of the float range
-                grads[i] = pow2_scaled(grads[i], u[0]) / u[1]
-    if exact == 2:
-        news = torch._foreach_add(params, grads, alpha=-lr)
-    else:
-        pm1, inv = float(exact - 1), float(1 / (exact - 1))
-        Q = torch._foreach_abs(params)
-        Q = torch._foreach_pow(Q, pm1) if pm1 != 2.0 else torch._foreach_mul(Q, Q)
-        torch._foreach_mul_(Q, torch._foreach_sign(params))
-        torch._foreach_add_(Q, grads, alpha=-lr)
-        news = torch._foreach_abs(Q)
-        news = torch._foreach_sqrt(news) if inv == 0.5 else torch._foreach_pow(news, inv)
-        torch._foreach_mul_(news, torch._foreach_sign(Q))
-    return news

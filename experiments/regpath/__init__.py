@@ -10,8 +10,8 @@ _EXPORTS: dict[str, str] = {
     "ExcessLoss": "experiments.regpath.excess_loss",
     "JointMDPath": "experiments.regpath.joint_md",
     "JointObjective": "experiments.regpath.joint_objective",
-    "JointPath": "experiments.regpath.joint",
-    "JointRadiusResult": "experiments.regpath.joint",
+    "JointPath": "experiments.regpath.joint_results",
+    "JointRadiusResult": "experiments.regpath.joint_results",
     "LOSSES": "experiments.regpath.excess_loss",
     "MAX_RADII": "experiments.regpath.grid",
     "RadiusFunction": "experiments.regpath.radius_function",
@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     "regularization_path": "experiments.regpath.fixed",
     "solve_on_sphere": "experiments.regpath.sphere",
     "start_queue": "experiments.regpath.results",
-    "theorem31_quantities": "experiments.regpath.joint",
+    "theorem31_quantities": "experiments.regpath.theorem31",
     "uniform_dual_direction": "experiments.regpath.svm_reference",
 }
 

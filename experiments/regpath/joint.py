@@ -16,22 +16,22 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
 from certify.blas import single_thread_blas
 from certify.errors import MdcertError
-from certify.exact import format_fraction, parse_p
+from certify.exact import parse_p
+from experiments.regpath.joint_results import JointPath, JointRadiusResult
+from experiments.regpath.theorem31 import theorem31_quantities
 from experiments.regpath.joint_objective import DecoderLoss, JointObjective
 from experiments.regpath.radius_function import RadiusFunction, parse_radius_function
 from experiments.regpath.grid import as_radii
-from experiments.regpath.results import StartSummary, json_number, rank_starts, start_queue
+from experiments.regpath.results import rank_starts, start_queue
 from experiments.regpath.sphere import sphere_kappa, theta_to_w, w_to_theta, ball_gap, solve_on_sphere
 from experiments.regpath.svm_reference import (Reference, ReferenceCache, bregman_directional, reference_direction,
-                                       reference_json, uniform_dual_direction)
+                                       uniform_dual_direction)
 
 __all__ = [
     "joint_example",
@@ -60,72 +60,6 @@ def joint_example():
 
 
 # ---------------------------------------------------------------------------------------- joint path
-@dataclass(frozen=True)
-class JointRadiusResult:
-    """Winner at one (R, r) and how the other starts fared (fields as `RadiusResult`, plus v)."""
-
-    R: float
-    r: float
-    W: np.ndarray
-    v: np.ndarray
-    loss: float
-    log_loss: float
-    stationarity: float
-    stationarity_W: float
-    stationarity_v: float
-    bregman_to_svm: float
-    bregman_v_to_svm: float
-    selected: tuple[int, ...]
-    selects_alpha: bool
-    winner: str
-    rounds: int
-    starts: tuple[StartSummary, ...]
-    bregman_to_selected_svm: float | None = None
-    bregman_v_to_selected_svm: float | None = None
-
-    def to_json(self) -> dict:
-        return {"R": self.R, "r": self.r, "bregman_to_svm": json_number(self.bregman_to_svm),
-                "bregman_v_to_svm": json_number(self.bregman_v_to_svm),
-                "bregman_to_selected_svm": json_number(self.bregman_to_selected_svm),
-                "bregman_v_to_selected_svm": json_number(self.bregman_v_to_selected_svm), "loss": json_number(self.loss),
-                "log_loss": json_number(self.log_loss), "stationarity": json_number(self.stationarity),
-                "stationarity_W": json_number(self.stationarity_W), "stationarity_v": json_number(self.stationarity_v),
-                "selected_tokens": list(self.selected), "selects_alpha": self.selects_alpha, "winner": self.winner,
-                "rounds": self.rounds, "v": [float(x) for x in self.v],
-                "starts": [s.to_json() for s in self.starts]}
-
-
-@dataclass(frozen=True)
-class JointPath:
-    """A joint regularization path (W, v)(R) over a grid (Theorem 31): winners per radius, the
-    certified attention and decoder references, and the measured Theorem 31 quantities."""
-
-    p: Fraction
-    alpha: tuple[int, ...]
-    r_of_R: str
-    reference: Reference
-    v_reference: Reference
-    results: tuple[JointRadiusResult, ...]
-    quantities: dict
-    elapsed_s: float
-    settings: dict
-
-    def decay(self) -> dict:
-        b = np.array([r.bregman_to_svm for r in self.results])
-        bv = np.array([r.bregman_v_to_svm for r in self.results])
-        return {"bregman_first": json_number(b[0]), "bregman_last": json_number(b[-1]),
-                "ratio_first_over_last": json_number(b[0] / b[-1] if b[-1] > 0 else math.inf),
-                "monotone_nonincreasing": bool(np.all(np.diff(b) <= 0)),
-                "bregman_v_first": json_number(bv[0]), "bregman_v_last": json_number(bv[-1]),
-                "ratio_v_first_over_last": json_number(bv[0] / bv[-1] if bv[-1] > 0 else math.inf)}
-
-    def to_json(self) -> dict:
-        return {"p": format_fraction(self.p), "p_float": float(self.p), "alpha": list(self.alpha),
-                "r_of_R": self.r_of_R, "reference": reference_json(self.reference), "v_reference": reference_json(self.v_reference),
-                "theorem31_quantities": self.quantities, "settings": self.settings, "elapsed_s": self.elapsed_s,
-                "decay": self.decay(), "path": [r.to_json() for r in self.results]}
-
-
 def _block_solve(obj: JointObjective, thW, thv, R, r, p, *, rounds: int, max_iter: int, polish: int, param: str):
     """Alternate the v-block and the W-block solves; returns the final state."""
     logL_prev = math.inf
@@ -254,39 +188,3 @@ def _joint_regularization_path(problem, p, *, radii, r_of_R, starts, seed, alpha
                 "radii": [float(x) for x in radii], "r": [float(x) for x in rs]}
     return JointPath(p, tuple(alpha), rf.text, reference, v_reference, tuple(results), quantities,
                      time.perf_counter() - t0, settings)
-
-
-# ---------------------------------------------------------------------------------------- Theorem 31 numbers
-def theorem31_quantities(problem, v_reference: Reference, alpha: Sequence[int]) -> dict:
-    """Data quantities behind Theorem 31's geometric condition, measured (no verdict).
-
-    With the certified decoder SVM point ``v_mm`` (exact rationals when certified): the token
-    scores ``y_i v_mm^T x_it`` (1 on the decoder's support examples, > 1 off it), per example the
-    alpha token's score, the best other token's score and their gap, and the decoder support set.
-    Scores are computed exactly (rationals) and rounded to float64 for the report. Only valid tokens
-    count (docs/theory.md section 1.3): row i of ``decoder_scores`` has ``lengths[i]`` entries.
-    """
-    X = problem.X
-    n, _, d = X.shape
-    lengths = [int(k) for k in problem.valid_lengths]
-    if v_reference.exact is not None:
-        v = list(v_reference.exact)
-    else:
-        v = [Fraction(float(x)) for x in v_reference.direction]
-    Xq = [[[Fraction(float(X[i, t, k])) for k in range(d)] for t in range(lengths[i])] for i in range(n)]
-    scores = [[int(problem.y[i]) * sum(Xq[i][t][k] * v[k] for k in range(d)) for t in range(lengths[i])]
-              for i in range(n)]
-    per = []
-    for i in range(n):
-        a = alpha[i]
-        others = [scores[i][t] for t in range(lengths[i]) if t != a]
-        best_other = max(others)
-        per.append({"example": i, "alpha_token": a, "alpha_score": float(scores[i][a]),
-                    "best_other_score": float(best_other), "score_gap": float(scores[i][a] - best_other),
-                    "alpha_strictly_best": bool(scores[i][a] > best_other),
-                    "on_decoder_margin": bool(scores[i][a] == 1)})
-    support = v_reference.info.get("support_tight")
-    return {"decoder_scores": [[float(s) for s in row] for row in scores], "per_example": per,
-            "decoder_support_examples": [int(r[0]) for r in support] if support is not None else None,
-            "decoder_vector_certified": bool(v_reference.certified),
-            "note": "measured quantities; the geometric condition itself is not asserted"}

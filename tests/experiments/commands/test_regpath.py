@@ -55,7 +55,7 @@ BAD = [
     (["--joint", "--r-of-R", "log(R)"], r"finite and positive"),
     (["--joint", "--r-of-R", "log(R-1)"], r"cannot be evaluated at R = 1"),
     (["--r-of-R", "R"], r"^--r-of-R is only used with --joint$"),
-    (["--loss", "hinge"], r"invalid choice: 'hinge'"),            # the parser's choices (ValueError)
+    (["--loss", "hinge"], r"invalid choice: 'hinge'"),     # the parser's choices (ValueError)
     (["--starts", "x"], r"invalid int value: 'x'"),
 ]
 
@@ -94,28 +94,32 @@ LIBRARY_BAD = [
 
 
 @pytest.mark.parametrize("change, match", LIBRARY_BAD)
-def test_from_options_checks_what_a_parser_would_have(problem_file, tmp_path, change, match) -> None:
+def test_from_options_checks_what_a_parser_would_have(problem_file, tmp_path, change,
+                                                       match) -> None:
     options = {"problem": str(problem_file), "p": "2", "output": str(tmp_path / "run"), **change}
     with pytest.raises(MdcertError, match=match):
         Config.from_options(options)
 
 
-def test_parse_equals_the_cli_config_and_missing_options_take_the_schema_defaults(problem_file,
-                                                                                     tmp_path) -> None:
+def test_parse_equals_the_cli_config_and_missing_options_take_the_schema_defaults(
+        problem_file, tmp_path) -> None:
     from experiments.cli.main import build_parser
 
     argv = _argv(problem_file, tmp_path / "run", "--starts", "2", "--seed", "7", "--joint",
-                 "--r-of-R", "sqrt(R)", "--md-steps", "3", "--no-dual-start", "--loss", "exponential")
+                 "--r-of-R", "sqrt(R)", "--md-steps", "3", "--no-dual-start",
+                 "--loss", "exponential")
     parser, _ = build_parser()
-    cli = Config.from_options(vars(parser.parse_args(["regpath", *argv])))   # + argparse's "command"
+    cli = Config.from_options(vars(parser.parse_args(["regpath", *argv])))  # with "command"
     config = parse("regpath", argv)
     assert config == cli and hash(config) == hash(cli)
-    assert COMMAND_MODULES["regpath"] == "experiments.commands.regpath" and module("regpath").Config is Config
+    assert COMMAND_MODULES["regpath"] == "experiments.commands.regpath"
+    assert module("regpath").Config is Config
     assert (config.p, config.radii, config.r_of_R, config.svm_start, config.dual_start) == \
         (Fraction(2), (1.0, 10.0), "sqrt(R)", True, False)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.starts = 5  # type: ignore[misc]
-    minimal = Config.from_options({"problem": str(problem_file), "p": "2", "output": tmp_path / "run"})
+    minimal = Config.from_options({"problem": str(problem_file), "p": "2",
+                                   "output": tmp_path / "run"})
     assert minimal == parse("regpath", [str(problem_file), "--p", "2", "-o", str(tmp_path / "run")])
     assert (minimal.radii_text, minimal.starts, minimal.digits, minimal.md_lr, minimal.r_of_R) == \
         ("10:1000:9", 3, 30, 0.1, None)

@@ -137,7 +137,7 @@ def test_a_theorem_31_run_says_where_the_path_picks_other_tokens(tmp_path, capsy
 
 
 def test_token_notes_are_empty_when_the_path_selects_alpha() -> None:
-    from experiments.cli.regpath import token_notes
+    from experiments.commands.regpath import token_notes
 
     path = [{"R": 1.0, "selected_tokens": [0, 2]}, {"R": 10.0, "selected_tokens": [0, 2]}]
     assert token_notes({"alpha": [0, 2], "path": path}) == []

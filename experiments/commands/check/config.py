@@ -28,17 +28,19 @@ DEFAULT_STEPS = 2000
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert check`` (the CLI and `experiments.commands.parse` build on it)."""
     parser.add_argument("problem", nargs="?", default=None,
-                        help="problem file (.npz or .json, e.g. from 'mdcert synth'); not with --run")
+                        help="problem file (.npz or .json, e.g. from 'mdcert synth'); not with "
+                             "--run")
     parser.add_argument("--p", default=None,
                         help="exponent of the l_p potential, exact decimal or num/den (e.g. 1.75); "
                              "required unless --run gives it")
     parser.add_argument("--theorem", default="10",
                         help="theorem number: 6, 8, 10, 11 or 31 (default 10)")
     parser.add_argument("--alpha", default=None,
-                        help=f"token indices: 'opt', '{FROM_TRAINING}' (argmax of the final attention "
-                             f"of the --init/--lr path) or comma-separated indices like 0,3,1 (default: "
-                             f"the problem's alpha, else opt)")
-    parser.add_argument("--init", default=None, metavar="W0.npy", help="initial W (d x d float64 .npy)")
+                        help=f"token indices: 'opt', '{FROM_TRAINING}' (argmax of the final "
+                             f"attention of the --init/--lr path) or comma-separated indices like "
+                             f"0,3,1 (default: the problem's alpha, else opt)")
+    parser.add_argument("--init", default=None, metavar="W0.npy",
+                        help="initial W (d x d float64 .npy)")
     parser.add_argument("--lr", default=None,
                         help="step size eta of the mirror-descent path (exact decimal, e.g. 0.1)")
     parser.add_argument("--steps", type=int, default=None,
@@ -48,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: constant steps); the step-size hypothesis then uses each "
                              "step's lr/||G||_q")
     parser.add_argument("--run", default=None, metavar="DIR",
-                        help="a 'mdcert paths' run directory: check trajectory --trajectory K of it "
-                             "(its problem, W(0), p, lr, steps and step rule)")
+                        help="a 'mdcert paths' run directory: check trajectory --trajectory K of "
+                             "it (its problem, W(0), p, lr, steps and step rule)")
     parser.add_argument("--trajectory", type=int, default=None, metavar="K",
                         help="index of the trajectory in the --run directory (0-based, as in its "
                              "arrays.npz)")
@@ -112,7 +114,7 @@ class Config:
 
     @property
     def from_training(self) -> bool:
-        """Whether alpha is read from the final attention of the path (``--alpha`` `FROM_TRAINING`)."""
+        """Whether alpha is read from the path's final attention (``--alpha`` `FROM_TRAINING`)."""
         return self.alpha is not None and self.alpha.strip().lower() == FROM_TRAINING
 
     @property
@@ -184,7 +186,8 @@ def _from_run(o: dict[str, Any]) -> None:
 
     if o["run"] is None:
         if o["trajectory"] is not None:
-            raise MdcertError("--trajectory K needs --run DIR, the 'mdcert paths' run it belongs to")
+            raise MdcertError("--trajectory K needs --run DIR, the 'mdcert paths' run it belongs "
+                              "to")
         return
     if o["trajectory"] is None:
         raise MdcertError("--run DIR needs --trajectory K: the index of the trajectory to check "
@@ -199,8 +202,8 @@ def _from_run(o: dict[str, Any]) -> None:
                           f"from the run; drop {', '.join(given)}")
     traj = load_trajectory(o["run"], o["trajectory"])
     if traj.steps < 1:
-        raise MdcertError(f"trajectory {traj.index} of the run took no step (status {traj.status}); "
-                          f"choose another")
+        raise MdcertError(f"trajectory {traj.index} of the run took no step (status "
+                          f"{traj.status}); choose another")
     o.update(p=f"{traj.p.numerator}/{traj.p.denominator}", lr=traj.lr, steps=traj.steps,
              normalize=traj.normalize)
 
@@ -218,11 +221,13 @@ def _validate(o: dict[str, Any]) -> Config:
     o["loss"] = _text(o["loss"])
     o["steps"], o["digits"] = _integer(o["steps"], "--steps"), _integer(o["digits"], "--digits")
     o["trajectory"] = _integer(o["trajectory"], "--trajectory")
-    o["normalize"], o["segment"] = _flag(o["normalize"], "--normalize"), _flag(o["segment"], "--segment")
+    o["normalize"] = _flag(o["normalize"], "--normalize")
+    o["segment"] = _flag(o["segment"], "--segment")
     theorem = get_theorem(o["theorem"])
-    _from_run(o)               # --run DIR --trajectory K: fills --p, --lr, --steps and the step rule
+    _from_run(o)  # --run DIR --trajectory K: fills --p, --lr, --steps and the step rule
     if o["problem"] is None and o["run"] is None:
-        raise MdcertError("give a problem file (or --run DIR --trajectory K of a 'mdcert paths' run)")
+        raise MdcertError("give a problem file (or --run DIR --trajectory K of a 'mdcert paths' "
+                          "run)")
     if o["p"] is None:
         raise MdcertError("give --p, the exponent of the l_p potential (e.g. --p 1.75)")
     if o["steps"] is None:

@@ -33,7 +33,8 @@ def table_lines(report, *, width: int | None = None) -> list[str]:
     if rest >= 64:
         we = rest * 11 // 20
         widths = (wn, 9, we, rest - we - 2)
-        lines = columns([("hypothesis", "verdict", "key evidence", "message / what to change")], widths)
+        lines = columns([("hypothesis", "verdict", "key evidence", "message / what to change")],
+                        widths)
         lines.append("  ".join("-" * w for w in widths))
         for name, verdict, key, msg in entries:
             lines += columns([(name, verdict, key, msg)], widths)
@@ -48,7 +49,8 @@ def table_lines(report, *, width: int | None = None) -> list[str]:
     else:
         lines = []
         for i, (name, verdict, key, msg) in enumerate(entries):
-            lines += ([""] if i else []) + wrap(f"{name}  {verdict}", width, first="", indent="    ")
+            lines += ([""] if i else []) + wrap(f"{name}  {verdict}", width, first="",
+                                                indent="    ")
             lines += wrap(key, width, first="  evidence: ", indent="    ")
             lines += wrap(msg, width, first="  -> ", indent="    ")
     head = wrap_lines([f"Theorem {report.theorem}: {report.title}",

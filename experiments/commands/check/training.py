@@ -38,7 +38,8 @@ def train_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic",
     from experiments.optim.optimizer import LpMirrorDescent
 
     data = problem_tensors(problem)
-    model = AttentionModel.from_problem(problem, W0=torch.from_numpy(np.array(W0, dtype=np.float64)))
+    W0 = torch.from_numpy(np.array(W0, dtype=np.float64))
+    model = AttentionModel.from_problem(problem, W0=W0)
     opt = LpMirrorDescent([model.W], lr=lr, p=p, normalize_gradient=normalize)
     q = float(p / (p - 1)) if normalize else None
     etas = [] if normalize else None

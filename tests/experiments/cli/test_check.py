@@ -77,7 +77,7 @@ def test_alpha_from_training(files, capsys):
 
 
 def test_run_path_matches_plain_mirror_descent(files):
-    from experiments.cli.check import run_path
+    from experiments.commands.check import run_path
 
     prob = AttentionProblem.load(files / "prob.npz")
     W0 = np.load(files / "W0.npy")
@@ -169,7 +169,7 @@ def failing_report(files):
 
 @pytest.mark.parametrize("width", [60, 80, 200])
 def test_table_fits_the_width_and_cuts_nothing(failing_report, width):
-    from experiments.cli.check import format_table
+    from experiments.commands.check import format_table
 
     text = format_table(failing_report, width=width)
     lines = text.splitlines()
@@ -183,7 +183,7 @@ def test_table_fits_the_width_and_cuts_nothing(failing_report, width):
 
 @pytest.mark.parametrize("width", [60, 80, 200])
 def test_a_fails_row_names_the_relation_that_failed(failing_report, width):
-    from experiments.cli.check import format_table
+    from experiments.commands.check import format_table
 
     assert failing_report.hypothesis("init_in_region").verdict.value == "fails"
     words = " ".join(format_table(failing_report, width=width).split())
@@ -215,7 +215,7 @@ def test_normalized_path_checks_the_step_rule_it_ran(files, tmp_path):
 
 def test_train_path_normalized_is_the_paths_engine_path(files):
     """check --normalize and paths --normalize train the same algorithm: same iterates from the same W(0)."""
-    from experiments.cli.check import train_path
+    from experiments.commands.check import train_path
     from experiments.paths.engine import run_paths
 
     prob = AttentionProblem.load(files / "prob.npz")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+from pathlib import Path
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
@@ -234,9 +235,13 @@ def _validate(o: dict[str, Any]) -> Config:
         o["steps"] = DEFAULT_STEPS
     if o["json"] is not None:
         check_output_file(o["json"], option="--json")
+        run_files = {}
+        if o["run"] is not None and Path(o["run"]).is_dir():    # the run's own files are inputs too
+            run_files = {f"the --run directory's {f.name}": f for f in sorted(Path(o["run"]).iterdir())
+                         if f.is_file()}
         check_distinct({"--json": o["json"]}, {"the problem file": o["problem"],
                                                "the --init file": o["init"],
-                                               "the --run directory": o["run"]})
+                                               "the --run directory": o["run"], **run_files})
     p = parse_p(o["p"], name="--p")
     parse_loss(o["loss"])  # refused before any work (the symbolic check runs with the others)
     if not 1 <= o["steps"] <= 10 ** 9:

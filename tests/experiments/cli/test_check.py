@@ -277,6 +277,20 @@ def test_bad_run_options_are_one_line(tmp_path, capsys, extra, match):
     assert re.search(match, err) and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("name", ["arrays.npz", "summary.json"])
+def test_json_never_overwrites_a_file_of_the_run_it_reads(tmp_path, capsys, name):
+    """``--json RUN/arrays.npz`` named the run's own data: refused before any work, the run intact."""
+    run = tmp_path / "run"
+    assert main(["paths", "--trials", "1", "--p", "2", "--steps", "10", "--lr", "0.1", "--records", "4",
+                 "--progress", "off", "--no-certify", "-o", str(run)]) == 0
+    capsys.readouterr()
+    before = (run / name).read_bytes()
+    assert main(["check", "--run", str(run), "--trajectory", "0", "--json", str(run / name)]) == 1
+    err = capsys.readouterr().err
+    assert re.search(rf"--json '.*{name}' is the --run directory's {name}; inputs are never overwritten", err)
+    assert err.count("\n") == 1 and (run / name).read_bytes() == before
+
+
 def test_run_that_is_not_a_paths_run(tmp_path, capsys):
     assert main(["check", "--run", str(tmp_path), "--trajectory", "0"]) == 1
     assert "no summary.json" in capsys.readouterr().err

@@ -14,6 +14,11 @@ import numpy as np
 
 from certify.exact import format_exact, parse_fraction
 from experiments.commands.paths.options import Config
+from experiments.outputs import check_output_dir, run_dir
+from experiments.paths.config import check_sizes
+from experiments.paths.text import per_p_lines
+from experiments.svm_cache import Certifier
+from experiments.terminal import wrap, wrap_lines
 
 __all__ = ["Result", "run"]
 
@@ -44,7 +49,6 @@ class Result:
         """Write ``arrays.npz``, ``certificates.jsonl.gz`` and ``summary.json`` into a run directory
         of kind ``paths`` at ``out`` (a temporary directory renamed when complete)."""
         from certify.io.jsonenc import dumps
-        from experiments.outputs import run_dir
 
         with run_dir(Path(out), kind="paths", overwrite=self.overwrite) as tmp:
             with open(tmp / "arrays.npz", "wb") as fh:
@@ -60,9 +64,6 @@ class Result:
     def lines(self, width: int) -> list[str]:
         """The terminal summary: the run, then per (p, lr) the endings, D and rates against the SVM
         each is measured with (`experiments.paths.text.per_p_lines`), wrapped to ``width``."""
-        from experiments.paths.text import per_p_lines
-        from experiments.terminal import wrap, wrap_lines
-
         s = self.summary
         elapsed = s["elapsed_s"] if s["elapsed_s"] is not None else time.perf_counter() - self.t_start
         out = [f"paths: {s['trajectories']} trajectories on {s['device']} in {elapsed:.1f}s "
@@ -80,8 +81,6 @@ class Result:
 def run(config: Config) -> Result:
     """Read the inputs, check their sizes and the run directory, then train every path, certify the
     reference SVMs (in worker processes, while the paths still run) and analyse the curves."""
-    from experiments.outputs import check_output_dir
-    from experiments.paths.config import check_sizes
     from experiments.paths.inputs import build, check_init_range, resolve_inputs
 
     inputs = resolve_inputs(problems=config.problems, init=config.init, init_std=config.init_std,
@@ -97,7 +96,6 @@ def run(config: Config) -> Result:
 
     from experiments.paths.engine import resolve_device, run_paths
     from experiments.paths.summary import measure_against_svms, per_p_entry
-    from experiments.svm_cache import Certifier
 
     device = resolve_device(config.device)
     ps, steps_p, lrs = config.p, config.steps, config.lr

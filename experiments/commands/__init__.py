@@ -30,6 +30,7 @@ __all__ = ["COMMAND_MODULES", "module", "parse"]
 COMMAND_MODULES: dict[str, str] = {
     "regpath": "experiments.commands.regpath",
     "check": "experiments.commands.check",
+    "paths": "experiments.commands.paths",
 }
 
 

@@ -1,9 +1,9 @@
-"""Configuration of ``mdcert paths``: validation of the command-line arguments (before torch is
-imported) and of the output directory; one-line MdcertError on bad input."""
+"""Configuration of ``mdcert paths``: validation of its options (before torch is imported) and of the
+sizes of a run; one-line MdcertError on bad input. Takes plain keyword values (the command's frozen
+``Config`` is built from them in `experiments.commands.paths`)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from fractions import Fraction
 from typing import Callable
@@ -13,7 +13,7 @@ import numpy as np
 from certify.errors import MdcertError
 from experiments.resources import check_memory
 
-__all__ = ["parse_config", "MAX_STEPS", "P_GAP_RANGE", "check_float_p"]
+__all__ = ["parse_config", "check_sizes", "MAX_STEPS", "MAX_COUNT", "P_GAP_RANGE", "check_float_p"]
 
 #: the largest step count accepted (larger ones overflow index arithmetic and would run for days)
 MAX_STEPS = 10 ** 9
@@ -55,55 +55,75 @@ def _numbers(text: str, name: str, convert: Callable[[str], float], what: str) -
         raise MdcertError(f"--{name} must be {what}, got {text!r}") from None
 
 
-def parse_config(args: argparse.Namespace) -> dict:
-    """Validate the arguments (before torch is imported); MdcertError with one line on bad input."""
+def parse_config(*, p: str, steps: str, lr: str, trials: int | None, inits: int | None, n: int | None,
+                 T: int | None, d: int | None, records: int, tail: float, digits: int,
+                 decoder_lr: float | None, seed: int, device: str, workers: int | None) -> dict:
+    """Validate the options of ``mdcert paths`` (before torch is imported); MdcertError with one line
+    on bad input.
+
+    ``p``, ``steps`` and ``lr`` are the comma-separated texts of the command line. A size given as None
+    (``trials``, ``n``, ``T``, ``d`` from problem files, ``inits`` from a ``--init`` file) is checked by
+    `check_sizes` once the files are read. Returns ``{"p", "p_text", "steps", "lr", "workers",
+    "device"}``: the exponents (Fractions) and their texts, the step count of each p, the step sizes,
+    the certification processes and the normalized device name.
+    """
     from certify.exact import parse_p
 
-    ps = [check_float_p(parse_p(s, name="--p"), s) for s in _split(args.p, "p")]
+    ps = [check_float_p(parse_p(s, name="--p"), s) for s in _split(p, "p")]
     if len(set(ps)) != len(ps):
-        raise MdcertError(f"--p lists a value twice: {args.p!r}")
-    steps = _numbers(args.steps, "steps", int, "integers")
-    if len(steps) == 1:
-        steps = steps * len(ps)
-    if len(steps) != len(ps):
-        raise MdcertError(f"--steps has {len(steps)} values but --p has {len(ps)}; give one step count per p (or one for all)")
-    if any(k < 1 for k in steps):
-        raise MdcertError(f"--steps must be >= 1, got {args.steps!r}")
-    if any(k > MAX_STEPS for k in steps):
-        raise MdcertError(f"--steps must be at most {MAX_STEPS:.0e}, got {args.steps!r}")
-    lrs = _numbers(args.lr, "lr", float, "numbers")
+        raise MdcertError(f"--p lists a value twice: {p!r}")
+    ks = _numbers(steps, "steps", int, "integers")
+    if len(ks) == 1:
+        ks = ks * len(ps)
+    if len(ks) != len(ps):
+        raise MdcertError(f"--steps has {len(ks)} values but --p has {len(ps)}; give one step count per p (or one for all)")
+    if any(k < 1 for k in ks):
+        raise MdcertError(f"--steps must be >= 1, got {steps!r}")
+    if any(k > MAX_STEPS for k in ks):
+        raise MdcertError(f"--steps must be at most {MAX_STEPS:.0e}, got {steps!r}")
+    lrs = _numbers(lr, "lr", float, "numbers")
     if any(not np.isfinite(x) or x <= 0 for x in lrs):
-        raise MdcertError(f"--lr values must be finite and > 0, got {args.lr!r}")
-    for name in ("trials", "inits", "n", "T", "d"):
-        if getattr(args, name) < (2 if name == "T" else 1):
-            raise MdcertError(f"--{name} must be >= {2 if name == 'T' else 1}, got {getattr(args, name)}")
-        if getattr(args, name) > MAX_COUNT:
-            raise MdcertError(f"--{name} must be at most {MAX_COUNT:.0e}, got {getattr(args, name)}")
-    if args.records > MAX_COUNT:
-        raise MdcertError(f"--records must be at most {MAX_COUNT:.0e}, got {args.records}")
-    if not 0 <= args.tail < 1:
-        raise MdcertError(f"--tail must be in [0, 1), got {args.tail}")
-    if args.records < 2:
-        raise MdcertError(f"--records must be >= 2, got {args.records}")
-    if not 1 <= args.digits <= 2000:
-        raise MdcertError(f"--digits must be in 1..2000, got {args.digits}")
-    if args.decoder_lr is not None and (not np.isfinite(args.decoder_lr) or args.decoder_lr <= 0):
-        raise MdcertError(f"--decoder-lr must be finite and > 0, got {args.decoder_lr}")
-    if not 0 <= args.seed < 2 ** 63:
-        raise MdcertError(f"--seed must be in 0..2**63-1, got {args.seed}")
-    dev = str(args.device).strip().lower()
+        raise MdcertError(f"--lr values must be finite and > 0, got {lr!r}")
+    sizes = {"trials": trials, "inits": inits, "n": n, "T": T, "d": d}
+    _check_counts({k: v for k, v in sizes.items() if v is not None})
+    if records > MAX_COUNT:
+        raise MdcertError(f"--records must be at most {MAX_COUNT:.0e}, got {records}")
+    if not 0 <= tail < 1:
+        raise MdcertError(f"--tail must be in [0, 1), got {tail}")
+    if records < 2:
+        raise MdcertError(f"--records must be >= 2, got {records}")
+    if not 1 <= digits <= 2000:
+        raise MdcertError(f"--digits must be in 1..2000, got {digits}")
+    if decoder_lr is not None and (not np.isfinite(decoder_lr) or decoder_lr <= 0):
+        raise MdcertError(f"--decoder-lr must be finite and > 0, got {decoder_lr}")
+    if not 0 <= seed < 2 ** 63:
+        raise MdcertError(f"--seed must be in 0..2**63-1, got {seed}")
+    dev = str(device).strip().lower()
     if dev not in ("auto", "cpu", "cuda") and not (dev.startswith("cuda:") and dev[5:].isdigit()):
-        raise MdcertError(f"unknown device {args.device!r}; use auto, cpu, cuda or cuda:N")
-    B = args.trials * args.inits * len(ps) * len(lrs)
-    n, T, d = args.n, args.T, args.d
-    check_memory(8 * (4 * args.trials * n * T * d + B * (args.records * (d * d + n + 2) + 6 * n * T + 8 * d * d)),
-                 what=f"{B} trajectories of {args.trials} datasets (n={n}, T={T}, d={d}, {args.records} records)",
-                 fix="reduce --trials, --inits, --records or the sizes --n, --T, --d")
-    workers = args.workers
+        raise MdcertError(f"unknown device {device!r}; use auto, cpu, cuda or cuda:N")
+    if None not in sizes.values():
+        check_sizes(**sizes, records=records, runs=len(ps) * len(lrs))
     if workers is None:
         workers = 2 if (os.cpu_count() or 1) >= 2 else 0
     if workers < 0:
         raise MdcertError(f"--workers must be >= 0, got {workers}")
-    return {"p": ps, "p_text": _split(args.p, "p"), "steps": steps, "lr": lrs, "workers": workers, "device": dev}
+    return {"p": ps, "p_text": _split(p, "p"), "steps": ks, "lr": lrs, "workers": workers, "device": dev}
 
 
+def _check_counts(sizes: dict[str, int]) -> None:
+    """Each of ``--trials``, ``--inits``, ``--n``, ``--T``, ``--d`` given in ``sizes`` in its range."""
+    for name, value in sizes.items():
+        if value < (2 if name == "T" else 1):
+            raise MdcertError(f"--{name} must be >= {2 if name == 'T' else 1}, got {value}")
+        if value > MAX_COUNT:
+            raise MdcertError(f"--{name} must be at most {MAX_COUNT:.0e}, got {value}")
+
+
+def check_sizes(*, trials: int, inits: int, n: int, T: int, d: int, records: int, runs: int) -> None:
+    """The sizes of a run (given, or read from its files) in range, and its arrays within the memory
+    budget (``runs``: the number of (p, lr) pairs); one-line MdcertError."""
+    _check_counts({"trials": trials, "inits": inits, "n": n, "T": T, "d": d})
+    B = trials * inits * runs
+    check_memory(8 * (4 * trials * n * T * d + B * (records * (d * d + n + 2) + 6 * n * T + 8 * d * d)),
+                 what=f"{B} trajectories of {trials} datasets (n={n}, T={T}, d={d}, {records} records)",
+                 fix="reduce --trials, --inits, --records or the sizes --n, --T, --d")

@@ -8,17 +8,18 @@ longest T, which changes no path (docs/theory.md section 1.3). Every error is on
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["PathInputs", "file_sha256", "load_problems", "load_inits", "check_init_range", "resolve_inputs", "build", "SYNTHETIC_DEFAULTS"]
+__all__ = ["PathInputs", "file_sha256", "load_problems", "load_inits", "check_init_range",
+           "check_input_options", "resolve_inputs", "build", "SYNTHETIC_DEFAULTS"]
 
 #: --trials, --n, --T, --d of the synthetic study (used when no problem file is given)
 SYNTHETIC_DEFAULTS = {"trials": 100, "n": 6, "T": 8, "d": 10}
@@ -39,13 +40,20 @@ class PathInputs:
             (None for synthetic trials).
         init_record: how W0 was made: ``{"source": "random", "std", "seed", "count", "generator"}`` or
             ``{"source": "file", "path", "sha256", "count"}``.
+        trials, inits, n, T, d: the sizes that run (datasets, initializations per dataset, examples,
+            tokens, dimension), given or read from the files.
     """
 
     problems: list
-    W0: np.ndarray
+    W0: np.ndarray | None
     problem_records: list[dict] | None
     init_record: dict
     sources: list | None = None
+    trials: int = 0
+    inits: int = 0
+    n: int = 0
+    T: int = 0
+    d: int = 0
 
 
 def file_sha256(path: str | Path) -> str:
@@ -104,56 +112,65 @@ def check_init_range(W: np.ndarray, ps, path: str) -> None:
                                   f"paths measure)")
 
 
-def resolve_inputs(args: argparse.Namespace) -> PathInputs:
-    """Validate the data and init options, fill in the synthetic defaults, load every input; sets
-    ``args.trials``, ``args.n``, ``args.T``, ``args.d`` and ``args.inits`` to what will run (call `build`
-    for the synthetic datasets and the random W0 once the sizes are validated)."""
-    files = list(getattr(args, "problems", None) or [])
-    std = getattr(args, "init_std", None)
-    if args.init is not None and (std is not None or args.inits is not None):
+def check_input_options(*, problems: Sequence[str], init: str | None, init_std: float | None,
+                        inits: int | None, trials: int | None, n: int | None, T: int | None,
+                        d: int | None) -> dict[str, int | None]:
+    """Validate the data and init options (no file is read) and fill in the synthetic defaults;
+    returns ``{"trials", "n", "T", "d", "inits"}`` as they will run, None where the problem files or
+    the ``--init`` file give the value."""
+    if init is not None and (init_std is not None or inits is not None):
         raise MdcertError("--init gives the initializations; it cannot be combined with --init-std or --inits")
-    if std is not None and not (math.isfinite(std) and std > 0):
-        raise MdcertError(f"--init-std must be finite and > 0, got {std}")
-    if files:
-        given = [f"--{k}" for k in SYNTHETIC_DEFAULTS if getattr(args, k) is not None]
+    if init_std is not None and not (math.isfinite(init_std) and init_std > 0):
+        raise MdcertError(f"--init-std must be finite and > 0, got {init_std}")
+    sizes = {"trials": trials, "n": n, "T": T, "d": d}
+    if problems:
+        given = [f"--{k}" for k in SYNTHETIC_DEFAULTS if sizes[k] is not None]
         if given:
             raise MdcertError(f"{', '.join(given)} describe synthetic trials; with problem files n, T, d and the "
                               f"number of datasets come from the files")
     else:
-        for k, v in SYNTHETIC_DEFAULTS.items():
-            if getattr(args, k) is None:
-                setattr(args, k, v)
-    if args.inits is None:
-        args.inits = 1
+        sizes = {k: SYNTHETIC_DEFAULTS[k] if v is None else v for k, v in sizes.items()}
+    sizes["inits"] = None if init is not None else (1 if inits is None else inits)
+    return sizes
+
+
+def resolve_inputs(*, problems: Sequence[str], init: str | None, init_std: float | None, seed: int,
+                   trials: int | None, n: int | None, T: int | None, d: int | None,
+                   inits: int | None) -> PathInputs:
+    """Load every input of options validated by `check_input_options` (sizes as it returns them);
+    the returned `PathInputs` holds the sizes that will run (call `build` for the synthetic datasets
+    and the random W0 once the sizes are validated)."""
+    files = list(problems)
     if files:
-        problems, records, sources = load_problems(files)
-        args.trials, args.n, args.T, args.d = len(problems), problems[0].n, problems[0].T, problems[0].d
+        loaded, records, sources = load_problems(files)
+        trials, n, T, d = len(loaded), loaded[0].n, loaded[0].T, loaded[0].d
     else:
-        problems, records, sources = None, None, None   # built after parse_config has bounded the sizes
-    if args.init is not None:
-        W = load_inits(args.init, args.d)
-        args.inits = W.shape[0]
-        init = {"source": "file", "path": str(args.init), "sha256": file_sha256(args.init), "count": int(W.shape[0])}
+        loaded, records, sources = [], None, None       # built after the sizes are bounded
+    if init is not None:
+        W = load_inits(init, d)
+        inits = W.shape[0]
+        record = {"source": "file", "path": str(init), "sha256": file_sha256(init), "count": int(W.shape[0])}
     else:
         W = None
-        init = {"source": "random", "std": 1.0 if std is None else float(std), "seed": args.seed,
-                "count": int(args.inits), "generator": "torch.Generator().manual_seed(seed), N(0, std^2) float64"}
-    return PathInputs(problems if problems is not None else [], W, records, init, sources)
+        record = {"source": "random", "std": 1.0 if init_std is None else float(init_std), "seed": seed,
+                  "count": int(inits), "generator": "torch.Generator().manual_seed(seed), N(0, std^2) float64"}
+    return PathInputs(loaded, W, records, record, sources, trials=trials, inits=inits, n=n, T=T, d=d)
 
 
-def build(args: argparse.Namespace, inputs: PathInputs) -> PathInputs:
-    """The datasets and W0 (D, K, d, d) of validated arguments (synthetic trials and random inits here)."""
+def build(inputs: PathInputs, *, seed: int) -> PathInputs:
+    """The datasets and W0 (D, K, d, d) of validated inputs (synthetic trials and random inits here)."""
     import torch
 
     from certify import synthetic_problem
 
-    problems = inputs.problems or [synthetic_problem(n=args.n, T=args.T, d=args.d, seed=1_000_000 * args.seed + t)
-                                   for t in range(args.trials)]
+    problems = inputs.problems or [synthetic_problem(n=inputs.n, T=inputs.T, d=inputs.d, seed=1_000_000 * seed + t)
+                                   for t in range(inputs.trials)]
     if inputs.W0 is not None:
         W0 = np.broadcast_to(inputs.W0, (len(problems),) + inputs.W0.shape)
     else:
-        gen = torch.Generator(device="cpu").manual_seed(args.seed)
-        W0 = torch.randn((args.trials, args.inits, args.d, args.d), generator=gen, dtype=torch.float64).numpy()
+        gen = torch.Generator(device="cpu").manual_seed(seed)
+        W0 = torch.randn((inputs.trials, inputs.inits, inputs.d, inputs.d), generator=gen,
+                         dtype=torch.float64).numpy()
         if inputs.init_record["std"] != 1.0:
             W0 = W0 * inputs.init_record["std"]
-    return PathInputs(problems, W0, inputs.problem_records, inputs.init_record, inputs.sources or problems)
+    return replace(inputs, problems=problems, W0=W0, sources=inputs.sources or problems)

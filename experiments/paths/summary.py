@@ -78,10 +78,14 @@ def measure_against_svms(certifier: Certifier, res, trial: np.ndarray, p_rows: l
     return arrays, summary
 
 
-def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str, lr: float, steps: int, args,
-                 ps: list, alpha_final: np.ndarray, alpha_opt: np.ndarray) -> dict:
+def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str, lr: float, steps: int,
+                trials: int, inits: int, tail: float, average: str = "geometric", ps: list,
+                alpha_final: np.ndarray, alpha_opt: np.ndarray) -> dict:
     """The summary of one (p, lr): final Bregman statistics, rate fits with the held-out verdict and the
-    curve's state, norm growth against the law of the step rule, cross grid (docs/theory.md section 6)."""
+    curve's state, norm growth against the law of the step rule, cross grid (docs/theory.md section 6).
+
+    ``trials`` and ``inits`` are the run's datasets and initializations per dataset (recorded), ``tail``
+    and ``average`` the rate fits' window and averaged curve (`experiments.paths.rates.fit_rates`)."""
     from experiments.paths.growth import fit_norm_growth
     from experiments.paths.rates import bregman_floor, fit_rates
 
@@ -89,18 +93,17 @@ def per_p_entry(res, arrays: dict, *, sel: np.ndarray, p: Fraction, p_text: str,
 
     def norm_fit(k, c):
         return fit_norm_growth(k, c, normalized=bool(res.normalize), p=float(p), lr=float(lr),
-                               tail_fraction=args.tail)
+                               tail_fraction=tail)
 
     def rate_fit(direction_errors):
         """fit_rates with the floor set by float64 resolution and the certificates' direction error."""
         worst = float(np.nanmax(direction_errors)) if np.any(np.isfinite(direction_errors)) else None
         floor = bregman_floor(float(p), d * d, direction_error=worst)
-        return lambda k, c: fit_rates(k, c, tail_fraction=args.tail, floor=floor,
-                                      average=getattr(args, "average", "geometric"))
+        return lambda k, c: fit_rates(k, c, tail_fraction=tail, floor=floor, average=average)
 
     steps_row = res.record_steps[sel[0]]
     entry = {"p": float(p), "p_exact": f"{p.numerator}/{p.denominator}", "p_text": p_text,
-             "lr": lr, "steps": int(steps), "trials": int(args.trials), "inits": int(args.inits),
+             "lr": lr, "steps": int(steps), "trials": int(trials), "inits": int(inits),
              "trajectories": int(sel.size),
              "status_counts": {s: int(np.sum(res.status[sel] == s)) for s in sorted(set(res.status[sel]))},
              "alpha_final_is_opt": int(np.sum(np.all(alpha_final[sel] == alpha_opt[sel], axis=1))),

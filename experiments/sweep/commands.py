@@ -7,7 +7,6 @@ SPEC value the command would refuse is refused before any job starts.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -166,44 +165,16 @@ SYNTH = JobKind(
     output_flag="-o", output_name="problem.npz", ok_codes=frozenset({0}), verdict=written,
     preload=("numpy", "certify.problem"))
 
-class _Refusing(argparse.ArgumentParser):
-    """The command's own parser, with its error as an exception instead of an exit."""
-
-    def error(self, message: str) -> None:  # noqa: D401 - argparse API
-        raise MdcertError(" ".join(str(message).split()))
-
-
-_DEVICES: dict[str, str | None] = {}
-
-
 def validate_paths(argv: list[str]) -> None:
-    """One ``paths`` job's argv through ``mdcert paths``'s own parser and `parse_config` (the sizes that
-    the command reads from the problem file stand in as the smallest valid ones), and its device
-    through the command's `resolve_device` (once per device: a CUDA device where CUDA is missing)."""
-    from argparse import Namespace
+    """One ``paths`` job's argv through ``mdcert paths``'s own options and validation
+    (`experiments.commands.parse`: the parser, then ``Config.from_options``, which leaves the sizes of
+    problem files to the job and refuses a CUDA device where CUDA is missing)."""
+    from experiments.commands import parse
 
-    from experiments.cli.paths import configure
-    from experiments.paths.config import parse_config
-
-    parser = _Refusing(prog="mdcert paths", add_help=False)
-    configure(parser)
-    args: Namespace = parser.parse_args(argv[1:])
-    for name, smallest in (("trials", 1), ("inits", 1), ("n", 1), ("T", 2), ("d", 1)):
-        if getattr(args, name, None) is None:
-            setattr(args, name, smallest)
-    cfg = parse_config(args)
-    device = cfg["device"]
-    if device not in _DEVICES:
-        try:
-            if device.startswith("cuda"):
-                from experiments.paths.engine import resolve_device
-
-                resolve_device(device)
-            _DEVICES[device] = None
-        except MdcertError as exc:
-            _DEVICES[device] = str(exc)
-    if _DEVICES[device] is not None:
-        raise MdcertError(_DEVICES[device])
+    try:
+        parse("paths", argv[1:])
+    except ValueError as exc:
+        raise MdcertError(str(exc)) from None
 
 
 PATHS = JobKind(

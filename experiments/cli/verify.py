@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "optimal), 'problem' (the alpha stored in the problem file) or comma-separated "
                              "indices like 0,3,1")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every claim")
-    from experiments.cli.certify_cmd import add_export_options
+    from experiments.commands.certify import add_export_options
 
     add_export_options(parser)
 
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from certify.limits import max_certificate_bytes, read_json_file
     from certify.classification import ClassificationProblem, load_problem
     from certify.problem import resolve_alpha
-    from experiments.cli.certify_cmd import check_export_paths, prepare_export, write_export
+    from experiments.commands.certify import check_export_paths, export_lines, prepare_export, write_export
     from experiments.terminal import problem_lines, shorten_lists, summarize_sequence, terminal_width
 
     from certify.regression.problem import declares_regression
@@ -50,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
         from experiments.cli.interpolate import verify_interpolation
 
         return verify_interpolation(args)
-    check_export_paths(args, {"the problem file": args.problem, "the certificate": args.certificate})
+    exports = {"export_w": args.export_w, "export_direction": args.export_direction}
+    check_export_paths(**exports, output=None,
+                       inputs={"the problem file": args.problem, "the certificate": args.certificate})
     problem = load_problem(args.problem)
     classification = isinstance(problem, ClassificationProblem)
     if classification and args.alpha is not None:
@@ -92,7 +94,12 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         from certify import Certificate
 
-        write_export(args, prepare_export(args, Certificate.from_json(data)))
+        sol, notes = prepare_export(Certificate.from_json(data), **exports)
+        for note in notes:
+            print(note, file=sys.stderr)
+        write_export(sol, **exports)
+        for line in export_lines(sol, **exports):
+            print(line)
         return 0
     print(f"NOT verified: {result.first_failure}", file=sys.stderr)
     return 1

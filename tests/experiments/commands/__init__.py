@@ -1,0 +1,1 @@
+"""Tests (mirrors the package layout)."""

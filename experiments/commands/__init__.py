@@ -29,6 +29,7 @@ __all__ = ["COMMAND_MODULES", "module", "parse"]
 #: command name -> module of the application layer (filled as commands move here)
 COMMAND_MODULES: dict[str, str] = {
     "certify": "experiments.commands.certify",
+    "data": "experiments.commands.data",
 }
 
 

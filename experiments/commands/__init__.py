@@ -30,6 +30,7 @@ __all__ = ["COMMAND_MODULES", "module", "parse"]
 COMMAND_MODULES: dict[str, str] = {
     "certify": "experiments.commands.certify",
     "data": "experiments.commands.data",
+    "demo": "experiments.commands.demo",
 }
 
 

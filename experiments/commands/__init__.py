@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, str] = {
     "certify": "experiments.commands.certify",
     "data": "experiments.commands.data",
     "demo": "experiments.commands.demo",
+    "interpolate": "experiments.commands.interpolate",
     "verify": "experiments.commands.verify",
 }
 

@@ -32,6 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "data": "experiments.commands.data",
     "demo": "experiments.commands.demo",
     "interpolate": "experiments.commands.interpolate",
+    "signdescent": "experiments.commands.signdescent",
     "verify": "experiments.commands.verify",
 }
 

@@ -31,6 +31,12 @@ COMMAND_MODULES: dict[str, str] = {
     "regpath": "experiments.commands.regpath",
     "check": "experiments.commands.check",
     "paths": "experiments.commands.paths",
+    "certify": "experiments.commands.certify",
+    "data": "experiments.commands.data",
+    "demo": "experiments.commands.demo",
+    "interpolate": "experiments.commands.interpolate",
+    "signdescent": "experiments.commands.signdescent",
+    "verify": "experiments.commands.verify",
 }
 
 

@@ -56,11 +56,11 @@ def test_demo_refuses_an_existing_output_directory(tmp_path, capsys) -> None:
 
 def test_a_temporary_demo_does_not_point_to_its_removed_figures(tmp_path, monkeypatch, capsys) -> None:
     """Without -o the outputs are removed: the figures line says so and names no file."""
-    import experiments.cli.demo as demo
+    import experiments.commands.demo as demo
 
     seen = {}
 
-    def fake_stage(title, argv):
+    def fake_stage(title, argv, *, runner):
         if argv[0] == "plot":
             run = argv[1]
             seen["run"] = run
@@ -82,7 +82,7 @@ def test_a_temporary_demo_does_not_point_to_its_removed_figures(tmp_path, monkey
 
 
 def test_check_facts_state_the_region_for_the_given_mu_and_R(tmp_path) -> None:
-    from experiments.cli.demo import _check_facts, _region_quantities
+    from experiments.commands.demo import _check_facts, _region_quantities
 
     rep = {"theorem": "10", "verdict": "fails", "quantities": {"mu": "1/2", "R": "1"}, "hypotheses": [
         {"name": "init_in_region", "verdict": "holds", "evidence": [

@@ -174,7 +174,7 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
     from flint import arb
 
     from certify.classify import inactive_mask
-    from certify.verified import inverse_diagonal_upper
+    from certify.check.verified import inverse_diagonal_upper
 
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]

@@ -8,7 +8,7 @@ approximate inverse of the second one, and any choice gives a valid bound.
   ``<= m^(1/q - 1/2) ||l||_2 ||z||_2`` for q < 2, with ``||l||_2 <= isqrt(sum l_j^2) + 1``. One
   vectorized pass over the N rows, no ball per row.
 - Certainly tight needs upper bounds of ``(M^-1)_ii`` for the exact integer Gram matrix M of the
-  rows not certified inactive: `certify.verified.inverse_diagonal_upper` (the checker's own, trusted
+  rows not certified inactive: `certify.check.verified.inverse_diagonal_upper` (the checker's own, trusted
   verification, shared here), one ``fmpz_mat`` product of 53-bit integers instead of a ball inverse.
 """
 

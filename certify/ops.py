@@ -175,7 +175,7 @@ class ExactOps:
 
     def gram_factors(self) -> tuple:
         """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
-        `certify.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
+        `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
         ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
         Lmat = self._lmat()
         G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)

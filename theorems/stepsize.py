@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
 from certify.exact import format_exact, format_sci, parse_nonnegative, parse_p
-from theorems.balls import arb_fraction, enclosure, working_precision
+from theorems.balls import arb_fraction, enclosure
 from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
                               loss_terms, padding_mask, softmax_balls, token_values)
 from theorems.context import Predicate, as_context
@@ -78,7 +79,7 @@ def _iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, 
 def _evaluate(steps: np.ndarray, S_int: np.ndarray, E: np.ndarray, Ws: np.ndarray, H: np.ndarray, Y: np.ndarray,
               p: Fraction, loss: str, prec: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Balls of D_L(W_{k+1}, W_k) and D_psi(W_{k+1}, W_k) for the given steps at ``prec`` bits."""
-    with working_precision(prec):
+    with flint.ctx.workprec(int(prec)):
         idx = np.array(sorted(set(steps.tolist()) | {int(k) + 1 for k in steps}), dtype=np.int64)
         pos = {int(k): i for i, k in enumerate(idx)}
         S = logit_balls(S_int[idx], E[idx])
@@ -153,7 +154,7 @@ def check_steps(problem, trajectory: Any, eta: Any, p: Fraction, *, loss: str = 
         if todo.size == 0:
             break
         DL, Dpsi = _evaluate(todo, S_int, E, Ws, H, Y, p, loss, prec, padding_mask(problem))
-        with working_precision(prec):
+        with flint.ctx.workprec(int(prec)):
             eta_one = None if per_step else arb_fraction(eta)
             left = []
             for k, dl, dp in zip(todo, DL, Dpsi):

@@ -14,12 +14,12 @@ import math
 from fractions import Fraction
 from typing import NamedTuple, Sequence
 
+import flint
 import numpy as np
 
 from certify.certificate import ExactVector, SupportClass
 from certify.limits import TIGHT_GROUPS
 from certify.ops import ExactOps
-from certify.refine import working_precision
 
 __all__ = ["Bounds", "ball_bounds", "make_feasible", "exact_kkt_p2", "arb_lower", "arb_upper", "norm_pow"]
 
@@ -106,7 +106,7 @@ def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *,
     from flint import arb
 
     q = p / (p - 1)
-    with working_precision(bits + 64):
+    with flint.ctx.workprec(bits + 64):
         pa, qa = _ab(p), _ab(q)
         Aw = ops.matvec(w.ints)
         e_aw = ops.exp + w.exp
@@ -160,7 +160,7 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
     else:
         eps = _nonneg_up((_nonneg_up(ub * ub - lb * lb) / _ab(q - 1)).sqrt())
         t = a / uq ** (2 / qa)
-    with working_precision(128):
+    with flint.ctx.workprec(128):
         return _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t)
 
 
@@ -174,7 +174,7 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
     from flint import arb
 
     from certify.classify import inactive_mask
-    from certify.verified import inverse_diagonal_upper
+    from certify.check.verified import inverse_diagonal_upper
 
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]
@@ -247,7 +247,7 @@ def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int, weights=No
     for i, v in zip(S, X):
         lam_full[i] = v
     opt2 = Fraction(sum(k * k for k in Wint)) / (Fraction(2) ** (2 * ops.exp) * den * den)
-    with working_precision(bits + 64):
+    with flint.ctx.workprec(bits + 64):
         r = _ab(opt2).sqrt()
         lo, hi = arb_lower(r), arb_upper(r)
     index = [ops.cs.index[i] for i in ops.rows]

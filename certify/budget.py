@@ -4,14 +4,13 @@
 variables) before it allocates anything large, and answers NO_VERIFIED_RESULT with a message when the
 estimate exceeds the budget; a MemoryError that still happens is caught the same way. The estimate
 grows with N d (the data and its exact copies) plus the working sets (at most a few m rows), never
-with N^2 or N m.
+with N^2 or N m. The budget it is compared with is the project's one reading of the memory this
+process may use, `certify.memory.default_budget`.
 """
 
 from __future__ import annotations
 
-from certify.memory import default_budget, format_bytes
-
-__all__ = ["default_budget", "solve_bytes", "format_bytes"]  # the first and last from certify.memory
+__all__ = ["solve_bytes"]
 
 
 def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> int:

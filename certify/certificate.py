@@ -200,7 +200,7 @@ class Certificate:
         gordan: infeasibility certificate (exact, >= 0, nonzero, ``A^T g = 0``), length N.
         gordan_basis: None, or m row positions: then ``gordan`` is a Gordan vector up to rounding and
             a correction on these rows, verified with exact integer products, makes it an exact one
-            (`certify.verified`, docs/theory.md section 4.4).
+            (`certify.check.verified`, docs/theory.md section 4.4).
         exact_kkt: True when ``w`` is the exact optimum with ``w = A^T lam`` (p = 2 rational KKT).
         digits: the requested number of digits.
         info: diagnostics (timings, methods); NOT certified, may hold floats.

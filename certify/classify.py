@@ -8,7 +8,7 @@ approximate inverse of the second one, and any choice gives a valid bound.
   ``<= m^(1/q - 1/2) ||l||_2 ||z||_2`` for q < 2, with ``||l||_2 <= isqrt(sum l_j^2) + 1``. One
   vectorized pass over the N rows, no ball per row.
 - Certainly tight needs upper bounds of ``(M^-1)_ii`` for the exact integer Gram matrix M of the
-  rows not certified inactive: `certify.verified.inverse_diagonal_upper` (the checker's own, trusted
+  rows not certified inactive: `certify.check.verified.inverse_diagonal_upper` (the checker's own, trusted
   verification, shared here), one ``fmpz_mat`` product of 53-bit integers instead of a ball inverse.
 """
 
@@ -30,21 +30,20 @@ def _norm2_upper(M: np.ndarray) -> list[int]:
 
 def row_norm_bounds(ops) -> tuple[list[int], int]:
     """``(B, e)``: ``||a_i||_2 <= B_i * 2**e`` for the rows of ``ops`` (an `ExactOps`)."""
-    key = "row_norm_bounds"
-    full = ops.cs._cache.get(key)
-    if full is None:
+
+    def build() -> tuple[list[int], int]:
         cs = ops.cs
         left = _norm2_upper(cs.left.ints)
         if cs.right is None:
-            full = (left, cs.left.exp)
-        else:
-            from certify.structured import row_factors
+            return left, cs.left.exp
+        from certify.structured import row_factors
 
-            ex = row_factors(cs).example
-            first = np.unique(ex, return_index=True)[1]
-            zn = _norm2_upper(cs.right.ints[first])
-            full = ([a * zn[int(e)] for a, e in zip(left, ex)], cs.left.exp + cs.right.exp)
-        ops.cs._cache[key] = full
+        ex = row_factors(cs).example
+        first = np.unique(ex, return_index=True)[1]
+        zn = _norm2_upper(cs.right.ints[first])
+        return [a * zn[int(e)] for a, e in zip(left, ex)], cs.left.exp + cs.right.exp
+
+    full = ops.cs.derived("row_norm_bounds", build)
     B, e = full
     return [B[int(r)] for r in ops.rows], e
 

@@ -4,7 +4,7 @@ Solver side. When ``A w >= 1`` is infeasible the psi-form dual is unbounded belo
 it (`certify.workingset`) runs off along a Gordan direction: ``g = lam / 1^T lam`` then has
 ``A^T g`` at rounding level (measured: 2e-16 at N = 15,500, m = 1024 after 100 iterations) and a
 large support. The certificate carries g rounded to a dyadic and a basis B of m rows with large
-``g`` (QR with column pivoting on the weighted candidate rows); `certify.verified` proves with
+``g`` (QR with column pivoting on the weighted candidate rows); `certify.check.verified` proves with
 exact integer products that a correction on B turns it into an exact Gordan vector. No exact
 kernel vector (10^5-bit entries at m = 1024) is ever formed.
 """
@@ -17,7 +17,7 @@ from certify.certificate import ExactVector
 from certify.exact import dyadic
 from certify.ops import ExactOps
 from certify.structured import row_factors
-from certify.verified import kron_solution_bound
+from certify.check.verified import kron_solution_bound
 
 __all__ = ["near_gordan"]
 
@@ -40,7 +40,7 @@ def _basis(cs, g: np.ndarray) -> np.ndarray | None:
 
 def near_gordan(cs, lam: np.ndarray) -> tuple[ExactVector, tuple[int, ...]] | None:
     """A dyadic near-Gordan vector and its basis from a float vector ``lam >= 0`` (the direction of
-    a diverging dual), verified as `certify.verified.gordan_check` verifies it; None if not proven."""
+    a diverging dual), verified as `certify.check.verified.gordan_check` verifies it; None if not proven."""
     lam = np.where(np.isfinite(lam), np.maximum(lam, 0.0), 0.0)
     if not lam.any() or cs.N < cs.m:
         return None

@@ -79,9 +79,7 @@ class _Layout:
 
 
 def _layout(cs: ConstraintSystem) -> _Layout:
-    if "exact_layout" not in cs._cache:
-        cs._cache["exact_layout"] = _Layout(cs)
-    return cs._cache["exact_layout"]
+    return cs.derived("exact_layout", lambda: _Layout(cs))
 
 
 class ExactOps:
@@ -128,15 +126,14 @@ class ExactOps:
 
     def _lmat(self):
         if "Lmat" not in self._cache:
-            full = self.N == self.cs.N
-            if full and "Lmat" in self.cs._cache:  # one fmpz_mat of the whole system, shared by its ExactOps
-                self._cache["Lmat"] = self.cs._cache["Lmat"]
-            else:
+
+            def build():
                 ints = self.cs.left.ints
                 vals = ints[self.rows].ravel().tolist() if ints.dtype != object else self.L.ravel()  # int64: fast
-                self._cache["Lmat"] = _fmpz(self.N, self.d, vals)
-                if full:
-                    self.cs._cache["Lmat"] = self._cache["Lmat"]
+                return _fmpz(self.N, self.d, vals)
+
+            # one fmpz_mat of the whole system, shared by its ExactOps
+            self._cache["Lmat"] = self.cs.derived("Lmat", build) if self.N == self.cs.N else build()
         return self._cache["Lmat"]
 
     def matvec(self, w: Sequence[int]) -> list[int]:
@@ -175,7 +172,7 @@ class ExactOps:
 
     def gram_factors(self) -> tuple:
         """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
-        `certify.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
+        `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
         ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
         Lmat = self._lmat()
         G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)
@@ -244,18 +241,16 @@ class ExactOps:
         """For each row, the (local) index of the first row equal to it exactly (coinciding
         constraints, e.g. a duplicated token). Attention rows ``l z^T`` are compared through the
         primitive parts of l and z and the product of their contents (Gauss's lemma)."""
-        if "rep" in self._cache:
-            return self._cache["rep"]
-        full = self.N == self.cs.N and "representatives" in self.cs._cache
-        if full:
-            return self.cs._cache["representatives"]
+        if "rep" not in self._cache:
+            full = self.N == self.cs.N  # the whole system's are shared by its ExactOps
+            self._cache["rep"] = self.cs.derived("representatives", self._representatives) if full \
+                else self._representatives()
+        return self._cache["rep"]
+
+    def _representatives(self) -> np.ndarray:
         if self.R is None and self.cs.left.ints.dtype != object:  # plain int64 rows: equal keys = equal rows
             _, first, inv = np.unique(self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True)
-            rep = first[inv.ravel()].astype(np.int64)
-            self._cache["rep"] = rep
-            if self.N == self.cs.N:
-                self.cs._cache["representatives"] = rep
-            return rep
+            return first[inv.ravel()].astype(np.int64)
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
         L, R = self.L, self.R
@@ -269,9 +264,6 @@ class ExactOps:
                 kz = zkeys[g]
                 key = (key[0], kz[0], key[1] * kz[1])
             rep[r] = keys.setdefault(key, r)
-        self._cache["rep"] = rep
-        if self.N == self.cs.N:
-            self.cs._cache["representatives"] = rep
         return rep
 
     def structural_zero_columns(self) -> np.ndarray:

@@ -15,11 +15,12 @@ import math
 from fractions import Fraction
 from typing import NamedTuple
 
+import flint
 import numpy as np
 
 from certify.ops import ExactOps, float_to_fixed, int_vector_to_float
 
-__all__ = ["Refined", "refine", "phi_fixed", "working_precision"]
+__all__ = ["Refined", "refine", "phi_fixed"]
 
 
 class Refined(NamedTuple):
@@ -37,13 +38,6 @@ class Refined(NamedTuple):
     residual_log2: float = float("-inf")  # log2 of the max residual (``residual`` underflows below 1e-308)
 
 
-def working_precision(bits: int):
-    """Temporarily set python-flint's working precision (bits, at least 53): `flint.ctx.workprec`."""
-    import flint
-
-    return flint.ctx.workprec(max(int(bits), 53))
-
-
 def _arb_to_fixed(x, e: int) -> int:
     """Round the midpoint of arb ``x`` to the nearest integer multiple of ``2**e``; returns the integer."""
     man, ex = x.mid().man_exp()
@@ -59,7 +53,7 @@ def phi_fixed(U: list[int], u_exp: int, q: Fraction, bits: int) -> tuple[list[in
     nz = [k for k in U if k]
     if not nz:
         return [0] * len(U), 0
-    with working_precision(bits + 40):
+    with flint.ctx.workprec(max(bits + 40, 53)):
         return _phi_fixed(U, u_exp, q, bits, nz)
 
 
@@ -148,7 +142,7 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
     lam_exp = int(np.floor(np.log2(top))) - bits - 16
     Lam = {i: float_to_fixed(lam0[i], lam_exp) for i in S}
     it_total = 0
-    with working_precision(bits + 64):
+    with flint.ctx.workprec(bits + 64):
         for _change in range(max_active_changes):
             sub = ops.subset(S)
             one = None

@@ -8,12 +8,15 @@ its ties; `ConstraintSystem` holds the exact rows ``A w >= 1`` of one SVM and on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 import numpy as np
 
 from certify.exact import DyadicArray, ldexp_array
 
 __all__ = ["ConstraintSystem", "OptimalTokens"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,19 @@ class ConstraintSystem:
         rows = (left[:, :, None] * right[:, None, :]).reshape(self.N, self.m)
         return rows, self.left.exp + self.right.exp
 
+    def derived(self, key: str, build: Callable[[], T]) -> T:
+        """A value derived from this system, ``build()`` on the first request for ``key`` and kept for the
+        system's life (the solvers' exact layouts, row factors and norm bounds, shared by every user of
+        the system). The system is immutable, so a derived value never goes stale."""
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
     def rows(self) -> np.ndarray:
         """Float64 approximation of A (each entry correctly rounded); for solvers only, never evidence."""
-        if "rows" not in self._cache:
+
+        def build() -> np.ndarray:
             ints, exp = self.exact_rows()
-            self._cache["rows"] = ldexp_array(ints, exp)  # huge integers (subnormal data) overflow astype
-        return self._cache["rows"]
+            return ldexp_array(ints, exp)  # huge integers (subnormal data) overflow astype
+
+        return self.derived("rows", build)

@@ -108,11 +108,11 @@ class RowFactors:
 
 def row_factors(cs: ConstraintSystem) -> RowFactors:
     """The float factors of ``cs`` (cached on the system)."""
-    key = "row_factors"
-    if key not in cs._cache:
+
+    def build() -> RowFactors:
         left = _to_float(cs.left.ints, cs.left.exp)
         if cs.kind != "attention":
-            cs._cache[key] = RowFactors(cs.kind, cs.d, left, None, None)
+            return RowFactors(cs.kind, cs.d, left, None, None)
         else:
             ex = np.fromiter((r[0] for r in cs.index), dtype=np.int64, count=cs.N)
             _, first, local = np.unique(ex, return_index=True, return_inverse=True)
@@ -133,5 +133,6 @@ def row_factors(cs: ConstraintSystem) -> RowFactors:
                 padded = np.zeros((n * k, cs.d))
                 padded[slot] = left
                 padded = padded.reshape(n, k, cs.d)
-            cs._cache[key] = RowFactors(cs.kind, cs.d, left, right, local, padded, slot)
-    return cs._cache[key]
+            return RowFactors(cs.kind, cs.d, left, right, local, padded, slot)
+
+    return cs.derived("row_factors", build)

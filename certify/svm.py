@@ -21,7 +21,8 @@ from fractions import Fraction
 import numpy as np
 
 from certify.blas import single_thread_blas
-from certify.budget import default_budget, format_bytes, solve_bytes
+from certify.budget import solve_bytes
+from certify.memory import default_budget, format_bytes
 from certify.bounds import Bounds, ball_bounds, exact_kkt_p2, make_feasible
 from certify.certificate import Certificate, CertStatus, ExactVector
 from certify.errors import MdcertError
@@ -78,7 +79,7 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
         digits: requested relative width ``(UB - LB)/LB <= 10**-digits`` of the OPT enclosure.
         time_limit: seconds after which no further precision increase is attempted.
         memory_budget: bytes the solve may use (default: 80% of the available memory, see
-            `certify.budget.default_budget`); a larger estimated need gives NO_VERIFIED_RESULT.
+            `certify.memory.default_budget`); a larger estimated need gives NO_VERIFIED_RESULT.
         path: warm start, one of `PATHS`; "auto" takes "working-set" for attention systems with
             more than `DENSE_ENTRIES` entries. Both give certificates with the same claims.
         progress: optional callable ``progress(fraction, stage)`` told the estimated fraction of the

@@ -3,17 +3,16 @@
 A command whose arrays cannot fit is refused with one line naming the estimate and the options that
 shrink it, instead of being killed by the kernel's out-of-memory killer half-way (an exit nobody can
 catch, after minutes of work). The estimate is of the arrays the command allocates; the budget is
-half of the machine's memory (or of the cgroup limit, when one is set). `usable_cpus` (from `certify.blas`)
-counts the CPUs this process may run on (the default worker counts of `mdcert study` and `mdcert sweep`).
+half of `certify.memory.memory_limit` (the machine's memory, or the cgroup limit when one is set: the
+project's one reading of it, which certify's own budgets use too).
 """
 
 from __future__ import annotations
 
-from certify.blas import usable_cpus
 from certify.errors import MdcertError
 from certify.memory import memory_limit
 
-__all__ = ["memory_limit", "check_memory", "usable_cpus"]
+__all__ = ["check_memory"]
 
 
 def check_memory(nbytes: int, *, what: str, fix: str, fraction: float = 0.5) -> None:

@@ -9,10 +9,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from flint import arb, ctx, fmpq
+from flint import arb, fmpq
 
 __all__ = [
-    "working_precision",
     "arb_fraction",
     "arb_dyadic",
     "arb_of_float",
@@ -22,11 +21,6 @@ __all__ = [
     "lower_fraction",
     "upper_fraction",
 ]
-
-
-def working_precision(bits: int):
-    """Temporarily set python-flint's working precision (restored on exit): `flint.ctx.workprec`."""
-    return ctx.workprec(int(bits))
 
 
 def arb_fraction(x: Fraction | int) -> arb:

@@ -168,7 +168,7 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         if "joint_svms_feasible" in th.hypotheses:
             ctx.certificate(pf, svm="decoder", alpha=a)
     for svm in ("attention", "decoder"):
-        cert = ctx._cache.get(("cert", svm, a, pf))
+        cert = ctx.computed_certificate(pf, svm=svm, alpha=a)
         if cert is None:
             continue
         if getattr(cert.status, "value", cert.status) == "optimal" and \

@@ -63,6 +63,10 @@ class CheckContext:
             self._cache[key] = cert
         return self._cache[key]
 
+    def computed_certificate(self, p: Any, *, svm: str = "attention", alpha: Any = None):
+        """The certificate of (svm, alpha, p) if `certificate` has computed it, else None (never solves)."""
+        return self._cache.get(("cert", svm, self.alpha(alpha), parse_p(p)))
+
     def feasibility(self, *, svm: str = "attention", alpha: Any = None):
         """Certified feasibility (`certify.feasibility`), computed once per (svm, alpha)."""
         from certify.feasible import feasibility

@@ -25,10 +25,11 @@ import math
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 from flint import arb
 
-from theorems.balls import arb_fraction, enclosure, working_precision
+from theorems.balls import arb_fraction, enclosure
 from theorems.logits import token_values
 
 __all__ = ["PREFILTER_LOSSES", "logit_increment_norms", "prefilter_steps"]
@@ -123,7 +124,7 @@ def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
     if loss not in PREFILTER_LOSSES:
         return proved, ratios, unchanged
     h, hexp = token_values(problem)
-    with working_precision(_PREC):
+    with flint.ctx.workprec(_PREC):
         c = _coefficients(h, hexp, loss, problem.lengths)
         lows = _psi_lower(rows, Ws, p)
         per_step = isinstance(eta, (list, tuple, np.ndarray))

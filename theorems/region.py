@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
 from certify.exact import conjugate, format_exact, format_sci, parse_nonnegative, parse_p
-from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure, working_precision
+from theorems.balls import abs_pow, arb_dyadic, arb_fraction, arb_of_float, enclosure
 from theorems.context import CheckContext, Predicate, as_context
 from theorems.verdict import Evidence, HypothesisReport, Method, Verdict
 
@@ -75,7 +76,7 @@ def data_quantities(ctx: CheckContext, cert, alpha: tuple[int, ...]) -> list[Evi
     xs = (X.as_object() ** 2).sum(axis=2)          # (n, T) exact ints, scale 2^(2 eX)
     zs = (z.as_object() ** 2).sum(axis=1)          # (n,)
     prod = max(int(xs[i, t]) * int(zs[i]) for i in range(prob.n) for t in range(prob.T))
-    with working_precision(_PREC):
+    with flint.ctx.workprec(_PREC):
         val = arb_dyadic(prod, 2 * (X.exp + z.exp)).sqrt()
         out.append(Evidence("max_it ||x_it||_2 ||z_i||_2", *enclosure(val), Method.INTERVAL,
                             detail="exact squared norms, one sqrt in arb"))
@@ -101,7 +102,7 @@ def data_quantities(ctx: CheckContext, cert, alpha: tuple[int, ...]) -> list[Evi
         rows, rexp = system.exact_rows()
         w = cert.w
         q = conjugate(p)
-        with working_precision(_PREC):
+        with flint.ctx.workprec(_PREC):
             qa = arb_fraction(q)
             dist = arb_fraction(cert.distance_upper)
             L, Rt = system.left.as_object(), system.right.as_object()
@@ -152,7 +153,7 @@ class InitInRegion(Predicate):
             return (Evidence("D_psi(Wbar_mm, Wbar(0))", None, None, Method.EXACT,
                              detail="W(0) = 0: its direction W(0)/||W(0)||_p is undefined"),
                     Evidence.point("||W(0)||_p", 0, method=Method.EXACT, detail="W(0) = 0"), cert)
-        with working_precision(_PREC):
+        with flint.ctx.workprec(_PREC):
             pa = arb_fraction(p)
             b = [arb_of_float(float(x)) for x in W0.ravel()]
             n0, powers = _ball_norm_p(b, pa)

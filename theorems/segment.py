@@ -19,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+import flint
 import numpy as np
 from flint import arb
 
 from certify.errors import MdcertError
-from theorems.balls import arb_fraction, working_precision
+from theorems.balls import arb_fraction
 from theorems.logits import (BALL_EXP, RIGOROUS_LOSSES, check_trajectory, exact_logits, padding_mask, softmax_balls,
                               token_values)
 
@@ -111,7 +112,7 @@ def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: 
         raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
     K = Ws.shape[0] - 1
     hint, hexp = token_values(problem)
-    with working_precision(_PREC):
+    with flint.ctx.workprec(_PREC):
         Sx = exact_logits(problem, Ws)
         Wb = np.frompyfunc(arb, 1, 1)(Ws.reshape(K + 1, -1))
         H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(hint)

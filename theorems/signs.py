@@ -8,7 +8,7 @@ non-real when the ball's imaginary part excludes 0. Anything else is unknown (No
 
 from __future__ import annotations
 
-from theorems.balls import working_precision
+import flint
 
 __all__ = ["exact_acb", "real_ball", "not_real", "sign_at"]
 
@@ -58,7 +58,7 @@ def exact_acb(x, prec: int):
 def real_ball(x):
     """An ``arb`` containing the real number x, or None when x is not certified real."""
     for prec in (128, 512):
-        with working_precision(prec):
+        with flint.ctx.workprec(prec):
             try:
                 z = exact_acb(x, prec)
             except (ValueError, ZeroDivisionError, ArithmeticError):
@@ -77,7 +77,7 @@ def not_real(x) -> bool:
     if x.is_real is True:
         return False
     for prec in (128, 512):
-        with working_precision(prec):
+        with flint.ctx.workprec(prec):
             try:
                 z = exact_acb(x, prec)
             except (ValueError, ZeroDivisionError, ArithmeticError):

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 import numpy as np
+import flint
 from flint import arb
 from certify.errors import MdcertError
-from theorems.balls import arb_fraction, enclosure, working_precision
+from theorems.balls import arb_fraction, enclosure
 from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
                               loss_terms, padding_mask, softmax_balls, token_values)
 from theorems.prefilter import prefilter_steps
@@ -53,7 +54,7 @@ def iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p
 def evaluate(steps: np.ndarray, S_int: np.ndarray, E: np.ndarray, Ws: np.ndarray, H: np.ndarray, Y: np.ndarray,
               p: Fraction, loss: str, prec: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Balls of D_L(W_{k+1}, W_k) and D_psi(W_{k+1}, W_k) for the given steps at ``prec`` bits."""
-    with working_precision(prec):
+    with flint.ctx.workprec(int(prec)):
         idx = np.array(sorted(set(steps.tolist()) | {int(k) + 1 for k in steps}), dtype=np.int64)
         pos = {int(k): i for i, k in enumerate(idx)}
         S = logit_balls(S_int[idx], E[idx])
@@ -128,7 +129,7 @@ def check_steps(problem, trajectory: Any, eta: Any, p: Fraction, *, loss: str = 
         if todo.size == 0:
             break
         DL, Dpsi = evaluate(todo, S_int, E, Ws, H, Y, p, loss, prec, padding_mask(problem))
-        with working_precision(prec):
+        with flint.ctx.workprec(int(prec)):
             eta_one = None if per_step else arb_fraction(eta)
             left = []
             for k, dl, dp in zip(todo, DL, Dpsi):

@@ -1,17 +1,32 @@
 """Regression problems and their certified interpolation programs (docs/theory.md section 8).
 
 The setting of smoothed sign descent (arXiv 2410.14158): data X (N x D), targets y, and the
-programs whose solutions the training limits are compared with.
+programs whose solutions the training limits are compared with. Names are exported lazily
+(PEP 562, `certify.lazy`) so that the trusted checker (`certify.check`), which reads
+`certify.regression.problem` and `certify.regression.certificate`, does not load the solver
+(`certify.regression.interpolate`) through this package.
 """
 
 from __future__ import annotations
 
-from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
-from certify.regression.check import InterpCheck, check_interpolation
-from certify.regression.deltakkt import DeltaKKT, delta_kkt
-from certify.regression.interpolate import InterpResult, certify_interpolation
-from certify.regression.problem import RegressionProblem, exact_float64, load_regression
-from certify.regression.synth import regression_problem
+from certify.lazy import lazy_exports
 
-__all__ = ["DeltaKKT", "delta_kkt", "ExactVec", "InterpolationCertificate", "InterpStatus", "InterpCheck", "check_interpolation",
-           "InterpResult", "certify_interpolation", "RegressionProblem", "exact_float64", "load_regression", "regression_problem"]
+#: public name -> defining module
+_EXPORTS: dict[str, str] = {
+    "DeltaKKT": "certify.regression.deltakkt",
+    "delta_kkt": "certify.regression.deltakkt",
+    "ExactVec": "certify.regression.certificate",
+    "InterpolationCertificate": "certify.regression.certificate",
+    "InterpStatus": "certify.regression.certificate",
+    "InterpCheck": "certify.regression.check",
+    "check_interpolation": "certify.regression.check",
+    "InterpResult": "certify.regression.interpolate",
+    "certify_interpolation": "certify.regression.interpolate",
+    "RegressionProblem": "certify.regression.problem",
+    "exact_float64": "certify.regression.problem",
+    "load_regression": "certify.regression.problem",
+    "regression_problem": "certify.regression.synth",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -2,7 +2,7 @@
 
 Re-derives every claim of an `InterpolationCertificate` from the regression data alone, with exact
 integer products (`certify.regression.intmat`), the verified inverse-diagonal bound of an exact Gram
-matrix (`certify.verified`) and outward-rounded balls (python-flint ``arb``). It imports no solver.
+matrix (`certify.check.verified`) and outward-rounded balls (python-flint ``arb``). It imports no solver.
 
 With ``X = Zx 2^ex``, ``y = Zy 2^ey``, ``beta~ = b 2^eb / db`` and ``mu = m 2^em / dm``:
 
@@ -28,7 +28,7 @@ from certify.exact import conjugate, dyadic
 from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
 from certify.regression.intmat import IntMatrix
 from certify.regression.problem import RegressionProblem
-from certify.verified import inverse_diagonal_upper
+from certify.check.verified import inverse_diagonal_upper
 
 __all__ = ["InterpCheck", "check_interpolation", "residual_of", "residual_bound", "norm_ball", "lower_bound_ball",
            "distance_upper", "upper_ball", "lower_ball"]

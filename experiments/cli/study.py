@@ -17,8 +17,8 @@ import argparse
 import sys
 import time
 
+from certify.blas import usable_cpus
 from experiments.progress import show_progress
-from experiments.resources import usable_cpus
 
 HELP = "the paper's transformer studies (sentiment, vision): tuned optimizers, seeds, intervals, causal tests, pruning"
 

@@ -18,7 +18,7 @@ import signal
 import sys
 import threading
 
-from experiments.resources import usable_cpus
+from certify.blas import usable_cpus
 
 HELP = ("run a grid of mdcert jobs (TOML/YAML SPEC) on local workers or Ray; resumable, one record per job; "
         "exit 0 all finished, 4 some failed, 1 bad input, 130 interrupted")

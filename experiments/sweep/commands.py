@@ -118,7 +118,7 @@ def written(record: Path, code: int) -> str:
 #: what a certification imports on first use (numpy, scipy, python-flint, the solver)
 #: what a certify job imports on its first run (loaded by the worker's start-up, not charged to the job)
 _CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
-                  "certify.certificate", "certify.export", "certify.verified", "certify.workingset",
+                  "certify.certificate", "certify.export", "certify.check.verified", "certify.workingset",
                   "certify.warmstart", "certify.classify", "certify.info", "certify.loaders", "threadpoolctl",
                   "experiments.progress")
 _DIGITS = Param("digits", ParamType.INT, "--digits", check=_int_range("digits", 1, 2000))

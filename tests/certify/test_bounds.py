@@ -13,7 +13,7 @@ from certify import AttentionProblem, synthetic_problem
 from certify.bounds import arb_lower, arb_upper, ball_bounds, exact_kkt_p2, make_feasible, norm_pow
 from certify.certificate import ExactVector
 from certify.ops import ExactOps
-from certify.refine import refine, working_precision
+from certify.refine import refine
 from certify.svm import certify_svm
 from certify.warmstart import warm_start
 
@@ -79,9 +79,9 @@ def test_p2_exact_path_agrees_with_ball_path():
 
 
 def test_norm_pow_and_endpoints():
-    from flint import arb, fmpq
+    from flint import arb, ctx, fmpq
 
-    with working_precision(200):
+    with ctx.workprec(200):
         s = norm_pow([3, -4, 0], -1, arb(2))
         assert arb_lower(s) <= Fraction(25, 4) <= arb_upper(s)
         r = arb(fmpq(1, 3))

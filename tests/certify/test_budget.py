@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from certify.budget import default_budget, format_bytes, solve_bytes
+from certify.budget import solve_bytes
 
 
 def test_structured_estimate_is_linear_in_rows():
@@ -12,7 +12,3 @@ def test_structured_estimate_is_linear_in_rows():
     dense = solve_bytes(N=62_000, d=64, m=4096, n=2000, T=32, structured=False)
     assert dense > 20 * a  # the dense path holds N x N matrices (the structured one at most m x m)
 
-
-def test_default_budget_and_format():
-    assert default_budget() > 2**20
-    assert format_bytes(3 * 2**30) == "3.0 GiB" and format_bytes(5 * 2**20) == "5 MiB"

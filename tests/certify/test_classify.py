@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from certify import synthetic_problem
 from certify.classify import inactive_mask, row_norm_bounds
-from certify.verified import inverse_diagonal_upper
+from certify.check.verified import inverse_diagonal_upper
 from certify.ops import ExactOps
 
 

@@ -24,6 +24,15 @@ def test_cache_and_wrapping():
         CheckContext("problem.npz")
 
 
+def test_computed_certificate_never_solves():
+    ctx = CheckContext(PROB)
+    assert ctx.computed_certificate("1.75", alpha=[0]) is None  # not solved yet, and not solved now
+    assert ctx.computed_certificate("1.75", alpha=[0]) is None
+    cert = ctx.certificate("1.75", alpha=[0])
+    assert ctx.computed_certificate("7/4", alpha="0") is cert
+    assert ctx.computed_certificate("1.75", svm="decoder", alpha=[0]) is None
+
+
 def test_internal_solver_failure_is_no_verified_result(monkeypatch):
     def boom(*a, **k):
         raise ArithmeticError("overflow in a warm start")

@@ -6,11 +6,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from flint import arb
+from flint import arb, ctx
 
 from certify.synth import synthetic_problem
 from tests.theorems.test_stepsize import md_path, mp_bregmans
-from theorems.balls import working_precision
 from theorems.prefilter import _coefficients, _psi_lower, logit_increment_norms
 from theorems.logits import dyadic_rows, logit_ints, token_values
 from theorems.stepsize import check_steps
@@ -49,7 +48,7 @@ def test_prefilter_bounds_bracket_the_true_divergences(small, p):
     S, E = logit_ints(small, Ws, rows)
     dsq, e = logit_increment_norms(S, E)
     h, hexp = token_values(small)
-    with working_precision(128):
+    with ctx.workprec(128):
         c = _coefficients(h, hexp, "logistic")
         lows = _psi_lower(rows, Ws, Fraction(p))
         for k in range(5):

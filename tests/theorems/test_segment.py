@@ -7,10 +7,10 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-from flint import arb
+from flint import arb, ctx
 
 from certify.synth import synthetic_problem
-from theorems.balls import arb_fraction, working_precision
+from theorems.balls import arb_fraction
 from theorems.segment import _g2, segment_convexity
 from theorems.logits import exact_logits, token_values
 from theorems.stepsize import check_steps, step_size_convex_along_path
@@ -64,7 +64,7 @@ def test_second_derivative_matches_mpmath(small, p):
     mpmath.mp.dps = 50
     ref = mpmath.diff(lambda t: _g_mp(small, Ws[1], Ws[0], p, eta, t), mpmath.mpf(1) / 3, 2)
     hint, hexp = token_values(small)
-    with working_precision(128):
+    with ctx.workprec(128):
         S = exact_logits(small, Ws)
         Wb = np.frompyfunc(arb, 1, 1)(Ws.reshape(2, -1))
         H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(hint)

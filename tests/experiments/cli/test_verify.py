@@ -176,7 +176,7 @@ def test_fuzzed_certificates_never_exit_70(files, tmp_path):
     """Certificates mutated by the checker's fuzzer, through the command: exit 0 or 1, one line."""
     from hypothesis import HealthCheck, given, settings
 
-    from tests.certify.test_check_fuzz import fuzz_case
+    from tests.certify.check.test_checker_fuzz import fuzz_case
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
     @given(fuzz_case())

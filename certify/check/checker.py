@@ -5,7 +5,7 @@ torch) and none of the solver modules of `certify`: only the data model, the cer
 and python-flint. From the problem data and the certificate's exact vectors it recomputes, with
 exact integers and outward-rounded arb balls:
 
-- rows (built by the trusted `certify.checkrows`): attention / decoder, or max-margin (docs/theory.md section 7);
+- rows (built by the trusted `certify.check.rows`): attention / decoder, or max-margin (docs/theory.md section 7);
 - identity: data hash, svm, alpha, p (and, if the caller passes them, that they are the expected ones);
 - optimal: ``min A w >= 1`` exactly; ``lam >= 0``; ``OPT <= ||w||_p``; ``OPT >= 1^T lam/||A^T lam||_q``;
   distance ``||w - w*||_p``, normalized-direction and Bregman bounds (docs/theory.md section 4 formulas);
@@ -15,7 +15,7 @@ exact integers and outward-rounded arb balls:
   ``min(m, TIGHT_GROUPS)`` distinct rows, else the tight claims are refused before M is formed);
   with ``exact_kkt`` (p = 2): ``w = A^T lam`` and complementary slackness, in exact rationals;
 - infeasible: ``g >= 0``, ``g != 0``, ``A^T g = 0`` exactly (Gordan), or up to a correction on a basis of
-  rows verified with exact products (`certify.verified`).
+  rows verified with exact products (`certify.check.verified`).
 
 A claim is accepted only if it is implied by (at least as weak as) what is recomputed. A certificate
 is untrusted input: before any arithmetic, every integer, exponent and bound must lie within the
@@ -34,13 +34,13 @@ from typing import NamedTuple
 import numpy as np
 
 from certify.certificate import Certificate, CertStatus
-from certify.checkrows import attention_rows, classification_rows
+from certify.check.rows import attention_rows, classification_rows
 from certify.classification import ClassificationProblem
 from certify.errors import MdcertError
 from certify.exact import format_exact, format_sci
 from certify.limits import TIGHT_GROUPS, size_budget, size_violation
 from certify.problem import AttentionProblem
-from certify.verified import gordan_check, inverse_diagonal_upper
+from certify.check.verified import gordan_check, inverse_diagonal_upper
 
 __all__ = ["ClaimCheck", "CheckResult", "check_certificate"]
 
@@ -63,7 +63,7 @@ class CheckResult(NamedTuple):
 
 class _Rows:
     """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder, and the
-    max-margin rows of a classification problem, from `certify.checkrows`).
+    max-margin rows of a classification problem, from `certify.check.rows`).
 
     Row order: example i, then token t, for every valid token ``t != alpha_i`` (padding tokens
     ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""

@@ -1,4 +1,4 @@
-"""certify.verified (trusted): the correction bound is sound, forged near-Gordan certificates fail."""
+"""certify.check.verified (trusted): the correction bound is sound, forged near-Gordan certificates fail."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from certify import CertStatus, check_certificate, synthetic_problem
 from certify.svm import certify_svm
 from certify.synth import planted_problem
-from certify.verified import _split_residual_row_sums, kron_solution_bound, solution_bound
+from certify.check.verified import _split_residual_row_sums, kron_solution_bound, solution_bound
 
 
 @settings(max_examples=40, deadline=None)
@@ -81,7 +81,7 @@ def test_split_dgemm_refuses_entries_beyond_its_bounds():
 def test_both_product_paths_give_sound_bounds(monkeypatch):
     """BLAS (default) and ``MDCERT_EXACT_PRODUCTS=flint`` both bound the true solution; the default
     does not touch the python-flint product on a well-conditioned system, ``flint`` always does."""
-    import certify.verified as V
+    import certify.check.verified as V
 
     rng = np.random.default_rng(3)
     M = np.array([[int(x) << 70 for x in row] for row in rng.integers(-2**40, 2**40, size=(24, 24))], dtype=object)

@@ -10,10 +10,10 @@ The sweep's local engine, the certified reference SVMs of ``mdcert paths``
 * **death attribution**: when a worker dies (SIGKILL, the OOM killer, a crash), only the task it was
   running fails, with `WorkerDied` (``.exitcode``, ``.pid``; `describe_exit` words it); the tasks
   queued behind it run on a fresh worker, untouched;
-* **kill on shutdown**: `Pool.shutdown` (and leaving a ``with Pool(...)`` block) SIGKILLs every worker
-  still alive (SIGKILL, not SIGTERM: a SIGTERMed worker first runs its exit handlers, seconds under
-  load) and reaps it, so no process outlives the pool; the workers also die with this process
-  (`certify.process.die_with_parent`) should it be killed;
+* **kill on shutdown**: `Pool.shutdown` (and leaving a ``with Pool(...)`` block) SIGKILLs every
+  worker still alive (SIGKILL, not SIGTERM: a SIGTERMed worker first runs its exit handlers,
+  seconds under load) and reaps it, so no process outlives the pool; the workers also die with this
+  process (`certify.process.die_with_parent`) should it be killed;
 * **Ctrl-C**: workers ignore SIGINT (it is blocked while they start, so none is lost to a worker
   that has not ignored it yet); the KeyboardInterrupt reaches this process, whose ``with`` block or
   ``finally`` kills the workers within seconds; the futures of finished tasks keep their results;
@@ -40,7 +40,8 @@ from typing import Any, Callable, Iterator
 
 import pebble
 
-__all__ = ["Pool", "WorkerDied", "WorkerStartError", "TaskTimeout", "describe_exit", "BLAS_THREAD_VARS"]
+__all__ = ["Pool", "WorkerDied", "WorkerStartError", "TaskTimeout", "describe_exit",
+           "BLAS_THREAD_VARS"]
 
 #: raised by the future of a task whose worker died (``.exitcode``: negative for a signal; ``.pid``)
 WorkerDied = pebble.ProcessExpired
@@ -68,7 +69,8 @@ class WorkerStartError(RuntimeError):
 
     def __init__(self, exitcode: int | None) -> None:
         self.exitcode = exitcode
-        self.description = describe_exit(exitcode) if exitcode is not None else "did not start in time"
+        self.description = ("did not start in time" if exitcode is None
+                            else describe_exit(exitcode))
         super().__init__(f"a worker process {self.description} while starting")
 
 
@@ -102,7 +104,7 @@ def _sigint_blocked() -> Iterator[None]:
 
 def _bootstrap(parent: int, blas_threads: int | None, ready, initializer: tuple[str, str] | None,
                initargs: tuple) -> None:
-    """Each worker's first code: thread counts, die with ``parent``, the caller's initializer, ready."""
+    """A worker's first code: thread counts, die with ``parent``, the initializer, ready."""
     if blas_threads is not None:
         for name in BLAS_THREAD_VARS:
             os.environ.setdefault(name, str(int(blas_threads)))
@@ -136,7 +138,7 @@ class Pool:
         self._context = _Context()
         self._ready = self._context.Semaphore(0)
         init = None if initializer is None else (initializer.__module__, initializer.__qualname__)
-        with _sigint_blocked():   # the pool's threads, which start every worker, keep SIGINT blocked
+        with _sigint_blocked():  # the pool's threads, which start every worker, keep SIGINT blocked
             self._pool: pebble.ProcessPool | None = pebble.ProcessPool(
                 max_workers=self.workers, initializer=_bootstrap,
                 initargs=(os.getpid(), blas_threads, self._ready, init, tuple(initargs)),
@@ -146,14 +148,15 @@ class Pool:
 
     @property
     def processes(self) -> tuple:
-        """Every worker process started so far (`multiprocessing.Process`), replaced ones included."""
+        """Every worker process started so far (`multiprocessing.Process`), replaced ones too."""
         return tuple(self._context.started)
 
     def pids(self) -> list[int]:
         """The pids of the workers alive now."""
         return [p.pid for p in self._context.started if p.pid is not None and p.exitcode is None]
 
-    def submit(self, fn: Callable, /, *args: Any, timeout: float | None = None, **kwargs: Any) -> Future:
+    def submit(self, fn: Callable, /, *args: Any, timeout: float | None = None,
+               **kwargs: Any) -> Future:
         """Run ``fn(*args, **kwargs)`` in a worker (``fn`` module-level, arguments picklable).
 
         The future raises `TaskTimeout` past ``timeout`` seconds of running, `WorkerDied` if the
@@ -180,8 +183,9 @@ class Pool:
     def shutdown(self, *, kill: bool = True, timeout: float = 10.0) -> None:
         """Stop the pool and reap every worker (idempotent).
 
-        ``kill``: SIGKILL the workers now (tasks in flight are abandoned; finished futures keep their
-        results). Otherwise wait up to ``timeout`` seconds for the submitted tasks, then kill."""
+        ``kill``: SIGKILL the workers now (tasks in flight are abandoned; finished futures keep
+        their results). Otherwise wait up to ``timeout`` seconds for the submitted tasks, then kill.
+        """
         pool, self._pool = self._pool, None
         if pool is None:
             return

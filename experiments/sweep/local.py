@@ -1,4 +1,4 @@
-"""The local engine of ``mdcert sweep``: K worker processes on this machine, embedded, nothing to start.
+"""The local engine of ``mdcert sweep``: K worker processes on this machine, nothing to start.
 
 The workers are mdcert's process pool (`experiments.runtime.pool`): each loads the command line and
 the kind's ``preload`` once (`experiments.sweep.worker.warm`), with one BLAS thread, then runs jobs
@@ -36,8 +36,10 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, *, workers: int, retries: int, preload: tuple[str, ...] = (), depth: int = 2) -> None:
-        self.workers, self.retries, self.preload, self.depth = workers, retries, tuple(preload), depth
+    def __init__(self, *, workers: int, retries: int, preload: tuple[str, ...] = (),
+                 depth: int = 2) -> None:
+        self.workers, self.retries, self.depth = workers, retries, depth
+        self.preload = tuple(preload)
         self.pool = None
         self.startup_s = 0.0
 
@@ -67,7 +69,6 @@ class LocalEngine:
         A job whose worker died is charged with the death (retried, or failed after ``retries``
         deaths); the other jobs in flight are not affected.
         """
-        from experiments.runtime.pool import WorkerDied, describe_exit
         from experiments.sweep.worker import execute
 
         source = iter(jobs)
@@ -88,30 +89,40 @@ class LocalEngine:
             done, _ = wait(list(flight), return_when=FIRST_COMPLETED)
             for future in done:
                 job = flight.pop(future)
-                try:
-                    line = future.result()
-                except (WorkerDied, SystemExit) as exc:      # SystemExit: the worker was told to stop
-                    code = exc.exitcode if isinstance(exc, WorkerDied) else exc.code
-                    attempts = deaths.get(job.key, 0) + 1
-                    if attempts <= self.retries:
-                        deaths[job.key] = attempts
-                        retry.append(job)
-                        continue
-                    deaths.pop(job.key, None)
-                    line = failed_record(job, f"worker process {describe_exit(code)} on all {attempts} attempts; "
-                                              f"the job may need more memory or time than a worker has",
-                                         attempts=attempts)
-                except BrokenProcessPool:                     # the pool itself failed: the engine stops
-                    raise
-                except Exception as exc:  # the store itself failed in the worker (disk full, permissions)
-                    attempts = deaths.pop(job.key, 0) + 1
-                    line = failed_record(job, f"worker error: {type(exc).__name__}: {exc}", attempts=attempts)
+                line = self._outcome(job, future, deaths)
+                if line is None:
+                    retry.append(job)
                 else:
-                    deaths.pop(job.key, None)
-                yield line
+                    yield line
+
+    def _outcome(self, job: Job, future: Future, deaths: dict[str, int]) -> dict | None:
+        """The index line of a finished ``job``, or None when its worker died and it is retried."""
+        from experiments.runtime.pool import WorkerDied, describe_exit
+
+        try:
+            line = future.result()
+        except (WorkerDied, SystemExit) as exc:      # SystemExit: the worker was told to stop
+            code = exc.exitcode if isinstance(exc, WorkerDied) else exc.code
+            attempts = deaths.get(job.key, 0) + 1
+            if attempts <= self.retries:
+                deaths[job.key] = attempts
+                return None
+            deaths.pop(job.key, None)
+            return failed_record(job, f"worker process {describe_exit(code)} on all {attempts} "
+                                      f"attempts; the job may need more memory or time than a "
+                                      f"worker has", attempts=attempts)
+        except BrokenProcessPool:                     # the pool itself failed: the engine stops
+            raise
+        except Exception as exc:  # the store itself failed in the worker (disk full, permissions)
+            attempts = deaths.pop(job.key, 0) + 1
+            return failed_record(job, f"worker error: {type(exc).__name__}: {exc}",
+                                 attempts=attempts)
+        deaths.pop(job.key, None)
+        return line
 
     def close(self, *, kill: bool = False) -> None:
-        """Stop the workers (``kill``: SIGKILL them now; else let them finish, 10 s at most) and reap them."""
+        """Stop the workers (``kill``: SIGKILL them now; else let them finish, 10 s at most) and
+        reap them."""
         if self.pool is not None:
             self.pool.shutdown(kill=kill, timeout=10)
             self.pool = None

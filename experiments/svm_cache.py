@@ -2,17 +2,14 @@
 of worker processes that import no torch (`certify.certify_svm`, digits raised until the certified
 direction error is below `DIRECTION_TOL`).
 
-The workers die with the parent (`certify.process.die_with_parent`: a parent-death signal and a
-watcher of the parent pid), are killed by `Certifier.close` (a finished or interrupted run does not
-wait for a running solve), ignore Ctrl-C (the parent handles it; SIGINT is blocked while they start,
-so none arrives before they ignore it) and so never outlive a killed or interrupted ``mdcert paths``
-or hold its stdout and stderr open.
+The pool is mdcert's process pool (`experiments.runtime.pool.Pool`, started at the first
+submission): its workers die with the parent, are killed by `Certifier.close` (a finished or
+interrupted run does not wait for a running solve), ignore Ctrl-C (the parent handles it) and so
+never outlive a killed or interrupted ``mdcert paths`` or hold its stdout and stderr open.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import time
 from fractions import Fraction
@@ -66,21 +63,13 @@ class Certifier:
         self.opt_keys: list = []
         #: the waiting bar of `results`: None on a terminal only, True / False forced (``--progress``)
         self.progress: bool | None = None
+        self.workers = workers
         self.pool = None
-        self._workers: list = []
-        if workers > 0:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            from certify.process import die_with_parent
-
-            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=die_with_parent, initargs=(os.getpid(),))
 
     @property
     def processes(self) -> tuple:
         """The worker processes started so far (`close` kills them)."""
-        return tuple(self._workers)
+        return self.pool.processes if self.pool is not None else ()
 
     def key(self, trial: int, alpha, p: Fraction) -> tuple:
         return (self.hashes[trial], tuple(int(a) for a in alpha), p)
@@ -92,25 +81,17 @@ class Certifier:
             pr = self.problems[trial]
             job = (key, pr.X, pr.y, pr.z, pr.v, key[1], f"{p.numerator}/{p.denominator}", self.digits, pr.lengths)
             self.jobs[key] = job
-            if self.pool is not None:
+            if self.workers > 0:
                 self.futures[key] = self._submit(job)
         return key
 
     def _submit(self, job: tuple):
-        """Submit with SIGINT blocked: the pool starts workers in ``submit``, and a started process
-        inherits the signal mask, so a Ctrl-C cannot reach a worker before it ignores SIGINT. The
-        processes that appear during the call are this pool's workers (`close` kills them)."""
-        import multiprocessing
+        """Submit to the pool, started now if it is not yet."""
+        if self.pool is None:
+            from experiments.runtime.pool import Pool
 
-        block = hasattr(signal, "pthread_sigmask")
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
-        before = set(multiprocessing.active_children())
-        try:
-            return self.pool.submit(certify_job, job)
-        finally:
-            self._workers += [p for p in multiprocessing.active_children() if p not in before]
-            if block:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            self.pool = Pool(self.workers)
+        return self.pool.submit(certify_job, job)
 
     def results(self) -> dict[tuple, dict]:
         """Every submitted job's result (waits for them; a progress bar on a terminal, see `progress`)."""
@@ -128,17 +109,8 @@ class Certifier:
     def close(self) -> None:
         """Stop the workers now (finished or interrupted: running jobs are abandoned, not awaited)."""
         if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            for proc in self._workers:
-                proc.kill()
-            deadline = time.monotonic() + 5
-            for proc in self._workers:
-                proc.join(5)
-                # the executor's own thread may reap the process first; its exit code then lands a
-                # moment later (seen once in CI: exitcode None right after join)
-                while proc.exitcode is None and time.monotonic() < deadline:
-                    time.sleep(0.01)
-            self._workers, self.pool = [], None
+            self.pool.shutdown(kill=True)
+            self.pool = None
 
 
 def references(cert: Certifier, keys: list, shape) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,6 +16,12 @@ outside. `call_with_time_limit` therefore uses one of two mechanisms:
 
 Arguments and results cross the process boundary by pickle; the function is named by module and
 qualified name.
+
+Why not mdcert's process pool (`experiments.runtime.pool`): ``theorems`` sits below ``experiments``
+(imports point down only, docs/architecture.md) and is part of the base install, which has no
+pebble (the ``train`` extra brings it); and a limit needs one throw-away process per call, started
+only where SIGALRM cannot serve, not a pool of warm workers. So it stays one subprocess, in one
+function (`_in_subprocess`), that dies with its parent (`certify.process.die_with_parent`).
 """
 
 from __future__ import annotations

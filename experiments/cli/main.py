@@ -58,7 +58,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: optional dependency (top-level import name) -> the pyproject extra that installs it. The base
 #: install (certify, theorems, `mdcert synth/certify/verify/check/info`) needs none of them.
 EXTRAS: dict[str, str] = {
-    "torch": "train", "hypothesis": "train", "matplotlib": "plots", "ray": "ray", "yaml": "ray",
+    "torch": "train", "hypothesis": "train", "pebble": "train", "matplotlib": "plots",
+    "ray": "ray", "yaml": "ray",
     "sklearn": "data", "tokenizers": "data", "safetensors": "data", "transformers": "data",
 }
 

@@ -164,28 +164,20 @@ class StudyContext:
         return records
 
     def _run_in_pool(self, units: Sequence[Unit], pending: list, store: Callable) -> None:
-        """Run ``pending`` in a `pebble` process pool, calling ``store(i, key, result, seconds, cpu)``
-        as each run finishes. However this stops (Ctrl-C, an error), every worker is killed (SIGKILL:
-        a run in flight has nothing worth saving) and reaped before it returns."""
-        import multiprocessing
-        import signal
+        """Run ``pending`` in mdcert's process pool (`experiments.runtime.pool.Pool`), calling
+        ``store(i, key, result, seconds, cpu)`` as each run finishes. However this stops (Ctrl-C, an
+        error), every worker is killed (SIGKILL: a run in flight has nothing worth saving) and reaped
+        before it returns."""
         from concurrent.futures import FIRST_COMPLETED, wait
 
-        from pebble import ProcessPool
+        from experiments.runtime.pool import Pool
 
-        pool = ProcessPool(max_workers=min(self.workers, len(pending)), initializer=worker_init,
-                           initargs=(os.getpid(), self.threads), context=multiprocessing.get_context("spawn"))
-        before = set(multiprocessing.active_children())
+        pool = Pool(min(self.workers, len(pending)), initializer=worker_init,
+                    initargs=(os.getpid(), self.threads), blas_threads=None)
         finished = False
         try:
-            # workers are started (spawned) by the first schedule; SIGINT is blocked meanwhile so a Ctrl-C
-            # at that moment reaches this process only, once the workers ignore it (`worker_init`)
-            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
-                futures = {pool.schedule(remote_unit, args=(self.kind, self.args, units[i].where)): (i, key)
-                           for i, key in pending}
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            futures = {pool.submit(remote_unit, self.kind, self.args, units[i].where): (i, key)
+                       for i, key in pending}
             waiting = set(futures)
             while waiting:
                 done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
@@ -193,14 +185,7 @@ class StudyContext:
                     store(*futures[f], *f.result())
             finished = True
         finally:
-            if finished:
-                pool.close()
-            else:        # SIGKILL: a SIGTERMed worker would first run its exit handlers (seconds under load)
-                pool.stop()
-                time.sleep(0.2)      # pebble's manager loop (0.1 s) sees the stop and replaces no killed worker
-                for proc in set(multiprocessing.active_children()) - before:
-                    proc.kill()
-            pool.join()
+            pool.shutdown(kill=not finished)
 
     def set_status(self, status: StudyStatus) -> None:
         """Rewrite ``study.json`` with ``status`` and this invocation's counts (atomically)."""

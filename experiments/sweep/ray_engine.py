@@ -23,14 +23,17 @@ import socket
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from certify.errors import MdcertError
 
 from experiments.sweep.jobs import Job
-from experiments.sweep.local import CODE_ROOT
 
 __all__ = ["RayEngine", "EngineStopped", "probe_address"]
+
+#: the code root holding this experiments package (first on the Ray workers' PYTHONPATH)
+CODE_ROOT = str(Path(__file__).resolve().parents[2])
 
 #: seconds to wait for the driver to disconnect from an instance that died
 SHUTDOWN_S = 3.0

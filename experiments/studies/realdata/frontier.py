@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import sys
 import time
 from concurrent.futures import Future
@@ -40,49 +38,32 @@ LOCALITY = ("holds", "fails", "undecided")
 
 
 class JobPool:
-    """Jobs in ``workers`` spawned processes that die with this one (0: each job runs at submission).
+    """Jobs in ``workers`` worker processes (0: each job runs at submission): mdcert's process pool
+    (`experiments.runtime.pool.Pool`, started at the first submission).
 
     Workers import the job's module only (certify and theorems, never torch); they ignore Ctrl-C and are
     killed by `close` (an interrupted study does not wait for a running solve), as in `experiments.svm_cache`.
     """
 
     def __init__(self, workers: int) -> None:
+        self.workers = workers
         self.pool = None
-        self._procs: list = []
-        if workers > 0:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            from certify.process import die_with_parent
-
-            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                            initializer=die_with_parent, initargs=(os.getpid(),))
 
     def submit(self, fn: Callable[[dict], dict], job: dict) -> Future:
-        if self.pool is None:
+        if self.workers <= 0:
             fut: Future = Future()
             fut.set_result(fn(job))
             return fut
-        import multiprocessing
+        if self.pool is None:
+            from experiments.runtime.pool import Pool
 
-        block = hasattr(signal, "pthread_sigmask")
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if block else None
-        before = set(multiprocessing.active_children())
-        try:
-            return self.pool.submit(fn, job)
-        finally:
-            self._procs += [p for p in multiprocessing.active_children() if p not in before]
-            if block:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            self.pool = Pool(self.workers)
+        return self.pool.submit(fn, job)
 
     def close(self) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
-            for proc in self._procs:
-                proc.kill()
-            for proc in self._procs:
-                proc.join(5)
-            self.pool, self._procs = None, []
+            self.pool.shutdown(kill=True)
+            self.pool = None
 
     def __enter__(self) -> "JobPool":
         return self

@@ -1,0 +1,7 @@
+"""experiments.runtime: how experiments run, as opposed to what they compute.
+
+`experiments.runtime.pool` is mdcert's one process pool (worker processes with per-task timeouts,
+per-task attribution of a worker's death, kill on shutdown and on Ctrl-C).
+"""
+
+__all__ = []

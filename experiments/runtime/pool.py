@@ -36,6 +36,7 @@ import os
 import signal
 import time
 from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator
 
 import pebble
@@ -160,10 +161,17 @@ class Pool:
         """Run ``fn(*args, **kwargs)`` in a worker (``fn`` module-level, arguments picklable).
 
         The future raises `TaskTimeout` past ``timeout`` seconds of running, `WorkerDied` if the
-        worker died running it, or what ``fn`` raised."""
+        worker died running it, or what ``fn`` raised. Raises `BrokenProcessPool` when the pool as
+        a whole has failed (pebble's error state, e.g. after a worker died while idle): start a new
+        `Pool`."""
         if self._pool is None:
             raise RuntimeError("the pool is shut down")
-        return self._pool.schedule(fn, args=args, kwargs=kwargs, timeout=timeout)
+        try:
+            return self._pool.schedule(fn, args=args, kwargs=kwargs, timeout=timeout)
+        except RuntimeError as exc:  # pebble's pool is in its error state (a worker died idle)
+            if not self._pool.active:
+                raise BrokenProcessPool(f"the process pool broke: {exc}") from exc
+            raise
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Wait until every worker has run its initializer.

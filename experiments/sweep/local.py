@@ -6,7 +6,9 @@ the kind's ``preload`` once (`experiments.sweep.worker.warm`), with one BLAS thr
 so the next job is waiting when one finishes. When a worker dies (SIGKILL, the OOM killer) the pool
 says which job it was running: that job alone is retried, on a fresh worker, up to ``retries`` times
 and then recorded failed; the jobs queued behind it run untouched (a pool-wide BrokenProcessPool
-would charge every job in flight for one death). Workers ignore SIGINT and die with the driver:
+would charge every job in flight for one death; when the pool as a whole breaks, e.g. a worker
+killed between jobs, fresh workers start and the jobs in flight run again, up to
+`MAX_POOL_RESTARTS` times). Workers ignore SIGINT and die with the driver:
 Ctrl-C reaches the driver, which SIGKILLs its workers and keeps every finished record.
 """
 
@@ -21,7 +23,11 @@ from typing import Iterable, Iterator
 from experiments.sweep.jobs import Job
 from experiments.sweep.worker import failed_record
 
-__all__ = ["LocalEngine"]
+__all__ = ["LocalEngine", "MAX_POOL_RESTARTS"]
+
+#: fresh pools started after the pool as a whole broke (a worker died while no job ran) before
+#: the engine gives up; no job is charged for such a break
+MAX_POOL_RESTARTS = 3
 
 
 class LocalEngine:
@@ -76,24 +82,44 @@ class LocalEngine:
         deaths: dict[str, int] = {}
         flight: dict[Future, Job] = {}
         exhausted = False
+        restarts = 0
         while True:
-            while len(flight) < self.workers * self.depth:
-                if retry:
-                    job = retry.popleft()
-                elif exhausted or (job := next(source, None)) is None:
-                    exhausted = True
-                    break
-                flight[self.pool.submit(execute, job)] = job
-            if not flight:
-                return
-            done, _ = wait(list(flight), return_when=FIRST_COMPLETED)
-            for future in done:
-                job = flight.pop(future)
-                line = self._outcome(job, future, deaths)
-                if line is None:
-                    retry.append(job)
-                else:
-                    yield line
+            try:
+                while len(flight) < self.workers * self.depth:
+                    if retry:
+                        job = retry.popleft()
+                    elif exhausted or (job := next(source, None)) is None:
+                        exhausted = True
+                        break
+                    try:
+                        flight[self.pool.submit(execute, job)] = job
+                    except BrokenProcessPool:
+                        retry.appendleft(job)
+                        raise
+                if not flight:
+                    return
+                done, _ = wait(list(flight), return_when=FIRST_COMPLETED)
+                for future in done:
+                    job = flight.pop(future)
+                    try:
+                        line = self._outcome(job, future, deaths)
+                    except BrokenProcessPool:
+                        retry.append(job)
+                        raise
+                    if line is None:
+                        retry.append(job)
+                    else:
+                        yield line
+            except BrokenProcessPool:
+                # the pool as a whole failed (e.g. a worker died between jobs): no job is to
+                # blame; start fresh workers and run every job that was in flight again
+                restarts += 1
+                if restarts > MAX_POOL_RESTARTS:
+                    raise
+                retry.extend(flight.values())
+                flight.clear()
+                self.close(kill=True)
+                self.start()
 
     def _outcome(self, job: Job, future: Future, deaths: dict[str, int]) -> dict | None:
         """The index line of a finished ``job``, or None when its worker died and it is retried."""

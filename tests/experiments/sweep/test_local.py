@@ -90,3 +90,24 @@ def test_retries_exhausted_is_failed_and_a_rerun_completes(slow_spec, tmp_path) 
     rerun = run_sweep(slow_spec, out, engine="local", workers=1, progress=False)
     assert (rerun.done, rerun.failed, rerun.skipped) == (1, 0, 3)
     assert all(r["status"] == "done" for r in assert_complete(out, 4))
+
+
+def test_a_worker_killed_between_jobs_costs_no_job(slow_spec, tmp_path, monkeypatch) -> None:
+    """A worker SIGKILLed while idle (after start-up, before any job) breaks the pebble pool as a
+    whole: the engine starts fresh workers and every job still completes, none charged."""
+    from experiments.sweep.local import LocalEngine
+
+    original, killed = LocalEngine.start, []
+
+    def start_then_kill(self) -> float:
+        seconds = original(self)
+        if not killed:
+            killed.append(self.pids()[0])
+            os.kill(killed[0], signal.SIGKILL)
+            time.sleep(0.5)
+        return seconds
+
+    monkeypatch.setattr(LocalEngine, "start", start_then_kill)
+    res = run_sweep(slow_spec, tmp_path / "out", engine="local", workers=2, retries=0, progress=False)
+    assert killed and (res.done, res.failed) == (4, 0)
+    assert all(r["status"] == "done" and r["attempt"] == 1 for r in assert_complete(tmp_path / "out", 4))

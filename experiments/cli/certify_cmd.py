@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from experiments.commands.certify import Config, run as certify
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     result = certify(Config.from_options(vars(args)))
     result.write()

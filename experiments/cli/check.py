@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from experiments.commands.check import Config, run as check
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     config = Config.from_options(vars(args))
     result = check(config)

@@ -25,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate, build (`experiments.commands.data`), write the problem file, print one line."""
     from experiments.commands.data import Config, run as build
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     result = build(Config.from_options(vars(args)))
     result.write()

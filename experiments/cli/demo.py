@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     from experiments.cli.main import main
     from experiments.commands.demo import Config, run as demo
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     result = demo(Config.from_options(vars(args)), runner=main)
     result.write()

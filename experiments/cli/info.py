@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from certify.info import problem_info
     from certify.problem import AttentionProblem
-    from experiments.outputs import check_distinct, check_output_file, write_text_atomic
+    from experiments.runtime.outputs import check_distinct, check_output_file, write_text_atomic
 
     if args.json is not None:
         check_output_file(args.json, option="--json", suffixes=(".json",))

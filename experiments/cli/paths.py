@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate, run, write the run directory, print the summary; the exit code."""
     from experiments.commands.paths import Config, run as run_paths
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     config = Config.from_options(vars(args) | {"argv": sys.argv[1:] if sys.argv else []})
     result = run_paths(config)

@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from certify.classification import ClassificationProblem, load_problem
     from certify.errors import MdcertError
-    from experiments.outputs import check_output_dir, check_seed, run_dir
+    from experiments.runtime.outputs import check_output_dir, check_seed, run_dir
 
     if args.output is None and not args.check:
         raise MdcertError("-o RUN is required (the run directory to write), or give --check")

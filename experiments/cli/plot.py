@@ -24,9 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def plot_run(run_dir: str | Path) -> list[Path]:
     """Write the figures of ``run_dir``; returns the PNG paths."""
-    from experiments.figures import read_summary
+    from experiments.runtime.figures import read_summary
 
-    from experiments.outputs import check_distinct
+    from experiments.runtime.outputs import check_distinct
 
     run_dir = Path(run_dir)
     sfile = run_dir / "summary.json"
@@ -52,7 +52,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
 def _recorded(run_dir: Path, files: list[Path]) -> list[Path]:
     """``files``, added to the run directory's marker (mdcert wrote them: ``--overwrite`` may
     replace them)."""
-    from experiments.outputs import add_run_files
+    from experiments.runtime.outputs import add_run_files
 
     add_run_files(run_dir, files)
     return files

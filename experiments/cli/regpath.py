@@ -27,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate, compute the path, write the run directory, print the summary; the exit code."""
     from experiments.commands.regpath import Config, run as regpath
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     config = Config.from_options(vars(args))
     result = regpath(config)

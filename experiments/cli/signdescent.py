@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from experiments.commands.signdescent import Config, run as run_command
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     result = run_command(Config.from_options(vars(args)), warn=lambda line: print(line, file=sys.stderr))
     result.write()

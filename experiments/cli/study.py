@@ -18,7 +18,7 @@ import sys
 import time
 
 from certify.blas import usable_cpus
-from experiments.progress import show_progress
+from experiments.runtime.progress import show_progress
 
 HELP = "the paper's transformer studies (sentiment, vision): tuned optimizers, seeds, intervals, causal tests, pruning"
 

@@ -33,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from certify import synthetic_problem
     from certify.errors import MdcertError
-    from experiments.outputs import check_output_file, check_seed
+    from experiments.runtime.outputs import check_output_file, check_seed
 
     check_seed(args.seed, bounded=False)
     if args.classification:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             raise MdcertError(f"invalid {name}: {getattr(args, name)}; at most 1e7 (the problem must fit in memory)")
     if args.min_T is not None and not 2 <= args.min_T <= args.T:
         raise MdcertError(f"invalid --min-T {args.min_T}; give 2 <= MIN_T <= T (T = {args.T})")
-    from experiments.resources import check_memory
+    from experiments.runtime.resources import check_memory
 
     check_memory(8 * 4 * args.n * args.T * args.d, what=f"a problem of n={args.n}, T={args.T}, d={args.d}",
                  fix="reduce --n, --T or --d")
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
 def _classification(args: argparse.Namespace) -> int:
     from certify.errors import MdcertError
     from certify.synth import classification_problem
-    from experiments.outputs import check_output_file
-    from experiments.resources import check_memory
+    from experiments.runtime.outputs import check_output_file
+    from experiments.runtime.resources import check_memory
 
     for name in ("n", "d"):
         if not 1 <= getattr(args, name) <= 10 ** 7:

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from experiments.commands.verify import Config, run as run_command
-    from experiments.terminal import terminal_width
+    from experiments.runtime.terminal import terminal_width
 
     result = run_command(Config.from_options(vars(args)))
     result.write()

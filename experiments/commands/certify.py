@@ -72,7 +72,7 @@ def add_export_options(parser: argparse.ArgumentParser) -> None:
 def check_export_paths(*, export_w: str | None, export_direction: str | None, output: str | None,
                        inputs: dict) -> None:
     """Validate the export paths before any work: .npy names, not an input, not another output."""
-    from experiments.outputs import check_distinct, check_output_file
+    from experiments.runtime.outputs import check_distinct, check_output_file
 
     for opt, path in (("--export-w", export_w), ("--export-direction", export_direction)):
         if path is not None:
@@ -97,7 +97,7 @@ def prepare_export(cert, *, export_w: str | None, export_direction: str | None,
 
 def write_export(sol, *, export_w: str | None, export_direction: str | None) -> None:
     """Write the arrays of a `CertifiedSolution` to the requested paths (each atomically)."""
-    from experiments.outputs import write_npy_atomic
+    from experiments.runtime.outputs import write_npy_atomic
 
     if sol is None:
         return
@@ -139,7 +139,7 @@ class Config:
 
         from certify.errors import MdcertError
         from certify.exact import parse_p
-        from experiments.outputs import check_output_file
+        from experiments.runtime.outputs import check_output_file
 
         problem, output = options["problem"], options.get("output")
         export_w, export_direction = options.get("export_w"), options.get("export_direction")
@@ -214,7 +214,7 @@ class Result:
         then the exports the config names, each atomically."""
         import json
 
-        from experiments.outputs import write_text_atomic
+        from experiments.runtime.outputs import write_text_atomic
 
         out = self.config.output if out is None else out
         if out is not None:
@@ -227,7 +227,7 @@ class Result:
 
         from certify import CertStatus
         from certify.exact import decimal_digits, format_exact, format_sci
-        from experiments.terminal import problem_lines, summarize_sequence
+        from experiments.runtime.terminal import problem_lines, summarize_sequence
 
         cert, problem, cfg = self.certificate, self.problem, self.config
         lines: list[str] = []
@@ -295,7 +295,7 @@ def run(config: Config) -> Result:
     from certify import certify_svm
     from certify.classification import ClassificationProblem, load_problem
     from certify.errors import MdcertError
-    from experiments.progress import progress
+    from experiments.runtime.progress import progress
 
     problem = load_problem(config.problem, memory_budget=config.memory_budget)  # half the budget to read it
     classification = isinstance(problem, ClassificationProblem)

@@ -95,7 +95,7 @@ class Config:
         `MdcertError` line on bad input, before any work)."""
         from certify.errors import MdcertError
         from experiments.data.extras import check_installed
-        from experiments.outputs import check_distinct, check_output_file, check_seed
+        from experiments.runtime.outputs import check_distinct, check_output_file, check_seed
 
         source = options.get("source")
         if source is None:

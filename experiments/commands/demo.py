@@ -49,7 +49,7 @@ class Config:
         """Validate p (the demo trains a float64 path at it), the seed and ``-o`` (one line each)."""
         from certify.errors import MdcertError
         from certify.exact import parse_p
-        from experiments.outputs import check_output_dir, check_seed
+        from experiments.runtime.outputs import check_output_dir, check_seed
         from experiments.paths.config import check_float_p
 
         p, seed, out = options.get("p", "1.75"), options.get("seed", 7), options.get("out")
@@ -192,7 +192,7 @@ def _near_svm_init(cert_path: str, out: Path, *, seed: int) -> str:
     import numpy as np
 
     from certify import Certificate
-    from experiments.outputs import write_npy_atomic
+    from experiments.runtime.outputs import write_npy_atomic
 
     cert = Certificate.from_json(json.loads(Path(cert_path).read_text()))
     direction = cert.direction_float()
@@ -254,7 +254,7 @@ def run(config: Config, *, runner: Runner) -> Result:
     import shutil
     import tempfile
 
-    from experiments.outputs import write_marker
+    from experiments.runtime.outputs import write_marker
 
     start = time.perf_counter()
     tmp = tempfile.TemporaryDirectory(prefix="mdcert-demo-") if config.out is None else None

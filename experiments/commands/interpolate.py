@@ -57,7 +57,7 @@ class Config:
         """Validate p, bits, the output paths and the --synth sizes (one line each, before any work)."""
         from certify.errors import MdcertError
         from certify.exact import parse_p
-        from experiments.outputs import check_distinct, check_output_file
+        from experiments.runtime.outputs import check_distinct, check_output_file
 
         problem, output, export_beta = options["problem"], options.get("output"), options.get("export_beta")
         p = parse_p(options["p"])
@@ -101,7 +101,7 @@ class Result:
         import json
 
         from certify.regression import InterpStatus
-        from experiments.outputs import write_npy_atomic, write_text_atomic
+        from experiments.runtime.outputs import write_npy_atomic, write_text_atomic
 
         cert, out = self.solve.certificate, self.config.output if out is None else out
         if out is not None:

@@ -96,7 +96,7 @@ class Config:
     def from_options(cls, options: Mapping[str, Any]) -> "Config":
         """Validate every option and the run directory (one line each, before any work)."""
         from certify.errors import MdcertError
-        from experiments.outputs import check_output_dir, check_output_file
+        from experiments.runtime.outputs import check_output_dir, check_output_file
 
         problem, synth, output = options.get("problem"), options.get("synth"), options["output"]
         preset, quick, overwrite = options.get("preset"), bool(options.get("quick")), bool(options.get("overwrite"))
@@ -139,7 +139,7 @@ class Result:
 
     def write(self, out: str | None = None) -> None:
         """The run directory to ``out`` (default: the config's ``-o``), complete or not at all."""
-        from experiments.outputs import run_dir
+        from experiments.runtime.outputs import run_dir
 
         if self.study is None:
             return

@@ -101,7 +101,7 @@ class Result:
     def lines(self, width: int) -> list[str]:
         """The problem (as 'mdcert certify' shows it), every claim with -v, the verdict, the exports."""
         from certify.classification import ClassificationProblem
-        from experiments.terminal import problem_lines, shorten_lists
+        from experiments.runtime.terminal import problem_lines, shorten_lists
 
         lines: list[str] = []
         if isinstance(self.problem, ClassificationProblem):
@@ -150,7 +150,7 @@ def run(config: Config) -> Result:
     from certify.errors import MdcertError
     from certify.limits import max_certificate_bytes, read_json_file
     from certify.problem import resolve_alpha
-    from experiments.terminal import summarize_sequence
+    from experiments.runtime.terminal import summarize_sequence
 
     if config.regression:
         return _regression(config)

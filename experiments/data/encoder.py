@@ -81,7 +81,7 @@ def default_cache_dir() -> Path:
 
 def check_cache_dir(path: str | Path | None) -> Path:
     """The cache directory, created if needed; one line when it cannot be written."""
-    from experiments.outputs import writable
+    from experiments.runtime.outputs import writable
 
     out = default_cache_dir() if path is None else Path(path)
     if out.exists() and not out.is_dir():
@@ -128,7 +128,7 @@ def contextual_outputs(sequences: Sequence[Sequence[int]], *, batch_size: int = 
     torch, model = load_encoder()
     order = sorted(range(len(sequences)), key=lambda i: (len(sequences[i]), i))
     out: list[np.ndarray | None] = [None] * len(sequences)
-    from experiments.progress import progress as progress_bar
+    from experiments.runtime.progress import progress as progress_bar
 
     bar = progress_bar(len(sequences), desc="encoding", unit="seq", enabled=None if progress else False)
     with torch.inference_mode():

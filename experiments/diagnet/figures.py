@@ -28,7 +28,7 @@ def have_matplotlib() -> bool:
 
 
 def _save(fig, path: Path) -> Path:
-    from experiments.figures import save_png  # the one atomic writer (unique temporary names)
+    from experiments.runtime.figures import save_png  # the one atomic writer (unique temporary names)
 
     return save_png(fig, path)
 

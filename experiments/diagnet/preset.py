@@ -26,7 +26,7 @@ PAPER_KIND = "signdescent-paper"
 
 def run_paper(out: str | Path, *, quick: bool, overwrite: bool, echo=print) -> Path:
     from certify.io.jsonenc import dumps
-    from experiments.outputs import run_dir
+    from experiments.runtime.outputs import run_dir
 
     out = Path(out)
     cache = Path(f"{out}.parts")

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from certify.errors import MdcertError
-from experiments.resources import check_memory
+from experiments.runtime.resources import check_memory
 
 __all__ = ["parse_config", "check_sizes", "MAX_STEPS", "MAX_COUNT", "P_GAP_RANGE", "check_float_p"]
 

@@ -11,7 +11,7 @@ below ~1e-16, as in a softmax backward pass), and the gradient, linear in the sm
 ``a_it (t != m)``, is formed from ``a_it e^M <= 1`` where M is the smallest top-vs-runner-up logit
 gap; normalized steps only need its direction, so they neither stall on underflow nor lose
 precision at any horizon. The softmax output and its logit derivatives are those of
-`experiments.attention_output` (`output_terms`, `output_dlogits`), the same functions behind the
+`experiments.model.attention_output` (`output_terms`, `output_dlogits`), the same functions behind the
 model's autograd route, so the two agree to rounding (tested). Padding tokens of variable-length
 problems (docs/theory.md section 1.3) get logit ``-inf`` (``mask``): weight 0, derivative 0.
 """
@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from experiments.attention_output import mask_logits, output_dlogits, output_terms
+from experiments.model.attention_output import mask_logits, output_dlogits, output_terms
 from experiments.optim.mirror import signed_pow
 from experiments.model import logistic_loss
 

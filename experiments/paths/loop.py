@@ -18,8 +18,8 @@ __all__ = ["Recorder", "progress_printer", "run_loop"]
 
 def progress_printer(enabled: bool, total: int):
     """``show(k, active, final=False)``: the training progress (step k of ``total``, active
-    trajectories, ETA) through the shared bar of `experiments.progress` (drawn only when enabled)."""
-    from experiments.progress import progress
+    trajectories, ETA) through the shared bar of `experiments.runtime.progress` (drawn only when enabled)."""
+    from experiments.runtime.progress import progress
 
     bar = progress(total, desc="paths: training", unit="step", enabled=bool(enabled))
     state = {"last": 0.0}

@@ -25,7 +25,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 from certify.exact import format_exact
-from experiments.figures import read_summary, save_png, subplots
+from experiments.runtime.figures import read_summary, save_png, subplots
 from experiments.paths.panels import (BAND, band, log_axes, norm_panel, projections_panel, quantile_curves,
                                       rate_panel)
 

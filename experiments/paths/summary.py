@@ -11,7 +11,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 from experiments.paths.text import REF_FINAL, REF_OPT
-from experiments.svm_cache import DIRECTION_TOL, Certifier, references
+from experiments.paths.svm_cache import DIRECTION_TOL, Certifier, references
 
 __all__ = ["measure_against_svms", "per_p_entry"]
 

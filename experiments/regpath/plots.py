@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from certify.errors import MdcertError
-from experiments.figures import read_summary, save_png, subplots
+from experiments.runtime.figures import read_summary, save_png, subplots
 
 __all__ = ["plot_regpath_run"]
 

@@ -1,7 +1,7 @@
 """mdcert's one process pool: `pebble.ProcessPool` with the guarantees every caller needs.
 
 The sweep's local engine, the certified reference SVMs of ``mdcert paths``
-(`experiments.svm_cache.Certifier`), the real-data studies' certification pool
+(`experiments.paths.svm_cache.Certifier`), the real-data studies' certification pool
 (`experiments.studies.realdata.frontier.JobPool`) and the studies' run pool
 (`experiments.studies.runner`) all run on `Pool`:
 

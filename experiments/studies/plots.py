@@ -20,7 +20,7 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def figure(width: float, height: float):
-    """A `matplotlib.figure.Figure` with constrained layout (saved by `experiments.figures.save_png`)."""
+    """A `matplotlib.figure.Figure` with constrained layout (saved by `experiments.runtime.figures.save_png`)."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
@@ -50,7 +50,7 @@ def _legend_right(fig, ax) -> None:
 
 
 def _save(fig, path: Path) -> None:
-    from experiments.figures import save_png
+    from experiments.runtime.figures import save_png
 
     save_png(fig, path)
 

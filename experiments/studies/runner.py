@@ -26,7 +26,7 @@ from certify.errors import MdcertError
 from certify.io import jsonenc
 from certify.io.jsonenc import jsonable
 
-from experiments.outputs import write_text_atomic
+from experiments.runtime.outputs import write_text_atomic
 
 __all__ = ["FORMAT", "StudyStatus", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps",
            "worker_init", "remote_unit"]
@@ -195,9 +195,9 @@ class StudyContext:
         write_text_atomic(self.root / META, dumps(meta))
 
     def bar(self, total: int, desc: str, *, leave: bool = True):
-        """A progress bar on stderr with ETA (`experiments.progress`): ``progress`` None shows it only on a
+        """A progress bar on stderr with ETA (`experiments.runtime.progress`): ``progress`` None shows it only on a
         terminal, True always, False never."""
-        from experiments.progress import progress
+        from experiments.runtime.progress import progress
 
         return progress(total, desc=desc, unit="it", enabled=self.progress, leave=leave)
 
@@ -243,7 +243,7 @@ def check_study_dir(root: str | os.PathLike, *, kind: str) -> Path:
     Raises:
         MdcertError: one line naming -o and the fix.
     """
-    from experiments.outputs import check_output_dir
+    from experiments.runtime.outputs import check_output_dir
 
     if not str(root).strip():
         raise MdcertError("-o is empty; give a study directory")

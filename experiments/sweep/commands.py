@@ -120,7 +120,7 @@ def written(record: Path, code: int) -> str:
 _CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
                   "certify.certificate", "certify.export", "certify.check.verified", "certify.workingset",
                   "certify.warmstart", "certify.classify", "certify.info", "certify.loaders", "threadpoolctl",
-                  "experiments.progress")
+                  "experiments.runtime.progress")
 _DIGITS = Param("digits", ParamType.INT, "--digits", check=_int_range("digits", 1, 2000))
 
 CERTIFY = JobKind(
@@ -150,7 +150,7 @@ CHECK = JobKind(
             _DIGITS),
     output_flag="--json", output_name="report.json", ok_codes=frozenset({0}),
     verdict=check_verdict, verdicts=("holds", "fails", "undecided"),
-    preload=_CERTIFY_STACK + ("theorems.catalogue", "theorems.loss_parse", "certify.check", "experiments.terminal",
+    preload=_CERTIFY_STACK + ("theorems.catalogue", "theorems.loss_parse", "certify.check", "experiments.runtime.terminal",
                               "experiments.paths.trajectory",
                               "sympy", "sympy.combinatorics", "sympy.tensor.tensor", "sympy.sets.setexpr",
                               "sympy.assumptions.wrapper"))  # sympy loads these on its first use

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
 
-from experiments.outputs import write_text_atomic
+from experiments.runtime.outputs import write_text_atomic
 from experiments.sweep.jobs import FileDigests, Job, iter_jobs, mdcert_version
 from experiments.sweep.spec import SweepSpec
 from experiments.sweep.store import META, JobStatus, Store, index_line
@@ -69,7 +69,7 @@ def make_engine(name: str, *, workers: int, retries: int, address: str | None, p
 
 
 def _progress(total: int, enabled: bool | None):
-    from experiments.progress import progress
+    from experiments.runtime.progress import progress
 
     return progress(total, desc="sweep", unit="job", enabled=enabled if total else False)
 

@@ -64,8 +64,8 @@ def layout_problems(fig) -> list[str]:
 
 
 def capture_figures(monkeypatch) -> dict:
-    """Make `experiments.figures.save_png` record every figure it writes: file name -> problems."""
-    import experiments.figures as figures
+    """Make `experiments.runtime.figures.save_png` record every figure it writes: file name -> problems."""
+    import experiments.runtime.figures as figures
 
     seen: dict = {}
     real = figures.save_png

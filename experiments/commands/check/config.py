@@ -213,7 +213,7 @@ def _validate(o: dict[str, Any]) -> Config:
     """Every check of today's ``mdcert check``, in its order (the first failing one is reported)."""
     from certify.errors import MdcertError
     from certify.exact import parse_nonnegative, parse_p
-    from experiments.outputs import check_distinct, check_output_file
+    from experiments.runtime.outputs import check_distinct, check_output_file
     from theorems.catalogue import get_theorem
     from theorems.loss_parse import parse_loss
 

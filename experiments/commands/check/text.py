@@ -11,14 +11,14 @@ __all__ = ["format_table", "table_lines", "summary_lines"]
 def format_table(report, *, width: int | None = None) -> str:
     """Plain-text table of hypothesis, verdict, key evidence (what was required, what was found, and
     whether it holds) and what to change, wrapped to ``width`` columns (default: the terminal's,
-    `experiments.terminal.terminal_width`); nothing is cut. Wide terminals get four columns, medium
+    `experiments.runtime.terminal.terminal_width`); nothing is cut. Wide terminals get four columns, medium
     ones three (evidence and message in one), narrow ones one block per hypothesis."""
     return "\n".join(table_lines(report, width=width))
 
 
 def table_lines(report, *, width: int | None = None) -> list[str]:
     """The lines of `format_table`."""
-    from experiments.terminal import columns, shorten_lists, terminal_width, wrap, wrap_lines
+    from experiments.runtime.terminal import columns, shorten_lists, terminal_width, wrap, wrap_lines
 
     width = terminal_width() if width is None else max(int(width), 40)
     entries = []
@@ -71,7 +71,7 @@ def summary_lines(report, *, from_training: bool, steps: int, notes: Sequence[st
     from fractions import Fraction
 
     from certify.exact import format_g
-    from experiments.terminal import shorten_lists
+    from experiments.runtime.terminal import shorten_lists
 
     q = report.quantities
     tail = [f"alpha = {shorten_lists(str(q['alpha']))}"

@@ -40,7 +40,7 @@ class Result:
         """The terminal summary at ``width`` columns: the problem (when it has lengths or a
         provenance), the table of hypotheses, and alpha, the SVM bracket, path notes and time."""
         from experiments.commands.check.text import summary_lines, table_lines
-        from experiments.terminal import problem_lines, wrap_lines
+        from experiments.runtime.terminal import problem_lines, wrap_lines
 
         out = []
         if self.problem.lengths is not None or self.problem.provenance:
@@ -67,7 +67,7 @@ class Result:
     def write(self, out) -> None:
         """Write the JSON report to the file ``out`` (atomically: complete or absent)."""
         from certify.io.jsonenc import dumps
-        from experiments.outputs import write_text_atomic
+        from experiments.runtime.outputs import write_text_atomic
 
         write_text_atomic(out, dumps(self.to_json(), indent=2, default=str))
 
@@ -125,7 +125,7 @@ def run(config: Config) -> Result:
     from certify.errors import MdcertError
     from certify.problem import AttentionProblem
     from experiments.commands.check.training import load_init, train_path
-    from experiments.progress import progress
+    from experiments.runtime.progress import progress
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext
 
@@ -141,7 +141,7 @@ def run(config: Config) -> Result:
     seconds = {}
     alpha = config.alpha
     if config.training:
-        from experiments.resources import check_memory
+        from experiments.runtime.resources import check_memory
 
         # the float64 path, then its exact integer logits and ball evaluations (Python objects)
         check_memory((config.steps + 1) * (problem.d ** 2 + problem.n * problem.T) * 300,

@@ -137,7 +137,7 @@ class Config:
         Raises:
             MdcertError: one line naming the option and the fix.
         """
-        from experiments.outputs import check_outside
+        from experiments.runtime.outputs import check_outside
         from experiments.paths.config import parse_config
         from experiments.paths.inputs import check_input_options
 

@@ -14,11 +14,11 @@ import numpy as np
 
 from certify.exact import format_exact, parse_fraction
 from experiments.commands.paths.options import Config
-from experiments.outputs import check_output_dir, run_dir
+from experiments.runtime.outputs import check_output_dir, run_dir
 from experiments.paths.config import check_sizes
 from experiments.paths.text import per_p_lines
-from experiments.svm_cache import Certifier
-from experiments.terminal import wrap, wrap_lines
+from experiments.paths.svm_cache import Certifier
+from experiments.runtime.terminal import wrap, wrap_lines
 
 __all__ = ["Result", "run"]
 

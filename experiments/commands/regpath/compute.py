@@ -34,9 +34,9 @@ def run(config: Config) -> Result:
 
     from certify.exact import format_fraction
     from certify.problem import resolve_alpha
-    from experiments.progress import progress
+    from experiments.runtime.progress import progress
     from experiments.regpath.svm_reference import reference_direction
-    from experiments.terminal import problem_lines, terminal_width
+    from experiments.runtime.terminal import problem_lines, terminal_width
 
     c, p, radii = config, config.p, np.asarray(config.radii, dtype=np.float64)
     problem = _load(c.problem)

@@ -128,7 +128,7 @@ class Config:
             MdcertError: one line naming the option and the fix.
         """
         from certify import parse_p
-        from experiments.outputs import check_output_dir, check_seed
+        from experiments.runtime.outputs import check_output_dir, check_seed
         from experiments.regpath.grid import parse_radii
 
         o = {**_defaults(), **{k: v for k, v in options.items() if k in _FLAGS}}

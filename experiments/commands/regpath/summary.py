@@ -93,11 +93,11 @@ class Result:
 
     def write(self, out: str | os.PathLike) -> None:
         """Write the run directory ``out`` (summary.json, path.npz and its marker): complete or
-        nothing (`experiments.outputs.run_dir`)."""
+        nothing (`experiments.runtime.outputs.run_dir`)."""
         import numpy as np
 
         from certify.io.jsonenc import dumps
-        from experiments.outputs import run_dir
+        from experiments.runtime.outputs import run_dir
 
         text = dumps(self.summary, indent=1)
         with run_dir(out, kind=KIND, overwrite=self.overwrite) as tmp:

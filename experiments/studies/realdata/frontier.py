@@ -42,7 +42,7 @@ class JobPool:
     (`experiments.runtime.pool.Pool`, started at the first submission).
 
     Workers import the job's module only (certify and theorems, never torch); they ignore Ctrl-C and are
-    killed by `close` (an interrupted study does not wait for a running solve), as in `experiments.svm_cache`.
+    killed by `close` (an interrupted study does not wait for a running solve), as in `experiments.paths.svm_cache`.
     """
 
     def __init__(self, workers: int) -> None:
@@ -116,7 +116,7 @@ def verdict_job(job: dict) -> dict:
     something (otherwise the SVM is solved afresh); a fresh one is stored before the check.
     """
     from certify import CertStatus, Certificate, MdcertError, check_certificate
-    from experiments.outputs import write_text_atomic
+    from experiments.runtime.outputs import write_text_atomic
     from theorems.timelimit import TimeLimitExceeded, call_with_time_limit
 
     problem = job_problem(job)

@@ -1,8 +1,8 @@
 """The outputs of ``mdcert study realdata``: summary.json, report.md and the figures (docs/formats.md).
 
 Every number in report.md and the figures is read from the summary of the same run; every file is
-written through a temporary name and renamed (`experiments.outputs.write_text_atomic`,
-`experiments.figures.save_png`).
+written through a temporary name and renamed (`experiments.runtime.outputs.write_text_atomic`,
+`experiments.runtime.figures.save_png`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.outputs import write_text_atomic
+from experiments.runtime.outputs import write_text_atomic
 from experiments.paths.rates import clean_json
 from experiments.paths.text import interval_text
 
@@ -167,7 +167,7 @@ def plot_frontier(summary: dict, path: Path) -> Path:
     the legend (verdict by colour, token choice by line style) sits below the panels."""
     from matplotlib.lines import Line2D
 
-    from experiments.figures import save_png
+    from experiments.runtime.figures import save_png
     from experiments.studies.plots import figure
 
     mods = summary["modalities"]
@@ -215,7 +215,7 @@ def plot_paths(name: str, entry: dict, threshold: float, path: Path) -> Path:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import MaxNLocator
 
-    from experiments.figures import save_png
+    from experiments.runtime.figures import save_png
     from experiments.studies.plots import figure
 
     per_p = entry["paths"]["per_p"]

@@ -157,7 +157,7 @@ def check_inputs(config: RealDataConfig, *, cache_dir: str | None = None) -> dic
 
 def build_setups(args: argparse.Namespace) -> RealDataConfig:
     """Validate the options, extras and output directory before the study directory is made."""
-    from experiments.outputs import check_outside
+    from experiments.runtime.outputs import check_outside
 
     config = config_from_args(args)
     inputs = check_inputs(config, cache_dir=getattr(args, "cache_dir", None))

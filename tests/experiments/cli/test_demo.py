@@ -41,7 +41,7 @@ def test_quick_demo_runs_every_stage_and_keeps_outputs(tmp_path, capsys) -> None
     assert [entry["p_exact"] for entry in summary["per_p"]] == ["7/4", "2/1", "3/1"]
     assert all(entry["bregman_final_mean"] is not None for entry in summary["per_p"])
     assert list((out / "paths").glob("*.png"))
-    from experiments.outputs import read_marker, run_files
+    from experiments.runtime.outputs import read_marker, run_files
 
     assert read_marker(out)["kind"] == "demo" and {"cert.json", "W0.npy", "paths/summary.json"} <= run_files(
         out, kind="demo")                        # the whole directory is mdcert's, every file listed

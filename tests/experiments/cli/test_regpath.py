@@ -48,7 +48,7 @@ def test_overwrite_replaces_a_regpath_run_and_its_figures(small_problem, tmp_pat
     """--overwrite replaces a regpath run with the figures `mdcert plot` added; a paths run is refused."""
     import os
 
-    from experiments.outputs import read_marker
+    from experiments.runtime.outputs import read_marker
 
     run = tmp_path / "run"
     argv = ["regpath", str(small_problem), "--p", "2", "--radii", "10:100:2", "--starts", "1", "-o", str(run)]

@@ -51,7 +51,7 @@ def test_a_failed_stage_stops_the_demo_and_removes_its_directory(tmp_path, capsy
 
 
 def test_a_completed_demo_is_a_run_directory_with_a_summary(tmp_path, monkeypatch, capsys) -> None:
-    from experiments.outputs import read_marker
+    from experiments.runtime.outputs import read_marker
 
     for name, value in (("_cert_facts", "cert"), ("_check_facts", "check"), ("_paths_facts", "paths")):
         monkeypatch.setattr(demo, name, lambda *a, value=value: value)

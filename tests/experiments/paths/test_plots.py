@@ -30,7 +30,7 @@ def test_plot_paths_run_writes_pngs(run_dir, capsys) -> None:
         data = (run_dir / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
     assert not [p for p in run_dir.iterdir() if ".tmp" in p.name]   # no temporary left
-    from experiments.outputs import run_files
+    from experiments.runtime.outputs import run_files
 
     assert names <= run_files(run_dir, kind="paths")                    # recorded: --overwrite may replace them
 
@@ -90,7 +90,7 @@ def test_every_panel_names_its_band_markers_and_the_number_of_paths(run_dir) -> 
     paths drawn, the SVM direction and final points named."""
     import numpy as np
 
-    from experiments.figures import subplots
+    from experiments.runtime.figures import subplots
     from experiments.paths.plots import band, cross_figure, load_run, projections_panel
 
     summary, arrays = load_run(run_dir)

@@ -94,7 +94,7 @@ def test_interrupted_command_leaves_nothing(monkeypatch, tmp_path, capsys) -> No
 
 
 def test_atomic_dir_and_file_clean_up_on_interrupt(tmp_path) -> None:
-    from experiments.outputs import run_dir, write_text_atomic
+    from experiments.runtime.outputs import run_dir, write_text_atomic
 
     with pytest.raises(KeyboardInterrupt):
         with run_dir(tmp_path / "run", kind="paths", overwrite=False) as tmp:

@@ -2,7 +2,7 @@
 
 Logits ``s_it = x_it^T W z_i`` (no 1/sqrt(d) scaling), output ``f(X_i) = v^T X_i^T softmax(X_i W z_i)``,
 loss ``L(W, v) = (1/n) sum_i l(y_i f(X_i))`` with the logistic loss ``l(u) = log(1 + e^{-u})`` by default.
-The output and its gradient come from `experiments.attention_output` (the engine's saturation-safe
+The output and its gradient come from `experiments.model.attention_output` (the engine's saturation-safe
 formula as an autograd Function): ``loss(...).backward()`` keeps the gradient's direction once the
 top attention weight rounds to 1.0. Variable-length problems (docs/theory.md section 1.3) pass
 ``mask`` (``ProblemTensors.mask``): padding gets logit ``-inf``, weight 0. A forgotten mask is an
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from certify.errors import MdcertError
-from experiments.attention_output import attention_output, mask_logits
+from experiments.model.attention_output import attention_output, mask_logits
 
 __all__ = [
     "LOSSES",
@@ -146,7 +146,7 @@ def _token_values(X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 def model_output(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, v: torch.Tensor,
                  mask: torch.Tensor | None = None) -> torch.Tensor:
     """Model outputs ``f(X_i) = v^T X_i^T softmax(X_i W z_i)`` as ``[..., n]`` (saturation-safe value and
-    gradient: `experiments.attention_output.AttentionOutput`)."""
+    gradient: `experiments.model.attention_output.AttentionOutput`)."""
     return attention_output(attention_logits(X, z, W, mask), _token_values(X, v))
 
 

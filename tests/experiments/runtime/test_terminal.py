@@ -1,4 +1,4 @@
-"""Text that fits the terminal (experiments/terminal.py)."""
+"""Text that fits the terminal (experiments/runtime/terminal.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from experiments.terminal import MIN_WIDTH, columns, terminal_width, wrap, wrap_lines
+from experiments.runtime.terminal import MIN_WIDTH, columns, terminal_width, wrap, wrap_lines
 
 
 @pytest.mark.parametrize("cols,expected", [("60", 60), ("200", 200), ("10", MIN_WIDTH)])
@@ -45,7 +45,7 @@ def test_wrap_lines_indents_continuations_under_their_own_line() -> None:
 # ---------------------------------------------------------------- long vectors and nested dicts
 from types import SimpleNamespace  # noqa: E402
 
-from experiments.terminal import HEAD_ITEMS, mapping_lines, problem_lines, shorten_lists, summarize_sequence  # noqa: E402
+from experiments.runtime.terminal import HEAD_ITEMS, mapping_lines, problem_lines, shorten_lists, summarize_sequence  # noqa: E402
 
 
 @pytest.mark.parametrize("values,expected", [

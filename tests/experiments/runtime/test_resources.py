@@ -1,11 +1,11 @@
-"""experiments.resources: work that cannot fit half of the memory is refused in one line, before it
+"""experiments.runtime.resources: work that cannot fit half of the memory is refused in one line, before it
 starts, against certify.memory's reading of the memory limit."""
 
 from __future__ import annotations
 
 import pytest
 
-import experiments.resources as res
+import experiments.runtime.resources as res
 from certify.errors import MdcertError
 
 

@@ -1,4 +1,4 @@
-"""experiments.figures: figures through matplotlib's object API, no global backend switch (issue 22)."""
+"""experiments.runtime.figures: figures through matplotlib's object API, no global backend switch (issue 22)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_subplots_draws_and_saves_without_pyplot_or_a_backend_switch(tmp_path) -
     code = textwrap.dedent(f"""
         import sys, matplotlib
         matplotlib.use("svg")
-        from experiments.figures import save_png, subplots
+        from experiments.runtime.figures import save_png, subplots
         fig, axes = subplots(1, 2, figsize=(4, 2), squeeze=False, constrained_layout=True)
         axes[0][0].plot([1, 2], [3, 4]); axes[0][0].set_xlabel("step")
         r = fig.canvas.get_renderer()                       # text extents for layout checks

@@ -1,4 +1,4 @@
-"""Certified reference SVMs for mdcert paths: cache and worker pool (experiments/svm_cache.py)."""
+"""Certified reference SVMs for mdcert paths: cache and worker pool (experiments/paths/svm_cache.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 
 from certify import AttentionProblem, synthetic_problem
-from experiments.svm_cache import Certifier, references
+from experiments.paths.svm_cache import Certifier, references
 
 
 def test_infeasible_alpha_is_recorded_not_a_crash() -> None:

@@ -1,4 +1,4 @@
-"""Progress bars with ETA on a terminal only (experiments/progress.py)."""
+"""Progress bars with ETA on a terminal only (experiments/runtime/progress.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from experiments.progress import progress, show_progress
+from experiments.runtime.progress import progress, show_progress
 
 
 def test_shown_only_when_stderr_is_a_terminal(monkeypatch, capsys) -> None:

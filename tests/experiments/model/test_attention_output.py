@@ -1,4 +1,4 @@
-"""experiments.attention_output: the saturation-safe output and its gradient, shared by the model's
+"""experiments.model.attention_output: the saturation-safe output and its gradient, shared by the model's
 autograd route and the batched engine (issue 11 item 2), against an mpmath reference of the exact update."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from certify import synthetic_problem
-from experiments.attention_output import (
+from experiments.model.attention_output import (
     AttentionOutput,
     attention_output,
     mask_logits,

@@ -95,7 +95,7 @@ class Certifier:
 
     def results(self) -> dict[tuple, dict]:
         """Every submitted job's result (waits for them; a progress bar on a terminal, see `progress`)."""
-        from experiments.progress import progress
+        from experiments.runtime.progress import progress
 
         pending = [key for key in self.jobs if key not in self.done]
         with progress(len(pending), desc="paths: certified SVMs", unit="svm",

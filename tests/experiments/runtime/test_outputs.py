@@ -1,4 +1,4 @@
-"""`experiments.outputs`: outputs never name an input or each other; .npy outputs are atomic; `--overwrite`
+"""`experiments.runtime.outputs`: outputs never name an input or each other; .npy outputs are atomic; `--overwrite`
 replaces only a run of the same kind that mdcert wrote, and never removes a file it did not write."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from certify.errors import MdcertError
-from experiments.outputs import check_distinct, check_output_dir, check_outside, write_npy_atomic
+from experiments.runtime.outputs import check_distinct, check_output_dir, check_outside, write_npy_atomic
 
 
 @pytest.fixture()
@@ -87,7 +87,7 @@ def test_run_directory_beside_an_input_passes(tree) -> None:
 
 # ------------------------------------------------------------------ run directories and --overwrite
 def _run(root, kind="paths", files=("summary.json", "arrays.npz")):
-    from experiments.outputs import run_dir
+    from experiments.runtime.outputs import run_dir
 
     with run_dir(root, kind=kind, overwrite=False) as tmp:
         for rel in files:
@@ -143,7 +143,7 @@ def _bad_marker(text):
 def test_overwrite_refuses_what_mdcert_did_not_write(tmp_path, make, pattern) -> None:
     """A study, a folder with a junk summary.json, a run of another kind, a run holding a file of the
     user's: refused by the check before any work and by the replace at the end; nothing changes."""
-    from experiments.outputs import run_dir
+    from experiments.runtime.outputs import run_dir
 
     out = tmp_path / "out"
     make(out)
@@ -168,7 +168,7 @@ def test_a_user_file_in_a_run_of_the_same_kind_is_refused_and_kept(tmp_path, cap
 
 
 def test_overwrite_replaces_a_run_of_the_same_kind(tmp_path) -> None:
-    from experiments.outputs import add_run_files, read_marker, run_dir, run_files
+    from experiments.runtime.outputs import add_run_files, read_marker, run_dir, run_files
 
     out = _run(tmp_path / "run", files=("summary.json", "arrays.npz", "sub/deep.txt"))
     marker = read_marker(out)
@@ -211,6 +211,6 @@ def test_every_overwrite_option_keeps_a_users_file(tmp_path, capsys, argv) -> No
 
 
 def read_kind(folder) -> str:
-    from experiments.outputs import read_marker
+    from experiments.runtime.outputs import read_marker
 
     return read_marker(folder)["kind"]

@@ -27,7 +27,9 @@ from typing import Any, Sequence
 __all__ = ["COMMAND_MODULES", "module", "parse"]
 
 #: command name -> module of the application layer (filled as commands move here)
-COMMAND_MODULES: dict[str, str] = {}
+COMMAND_MODULES: dict[str, str] = {
+    "study": "experiments.commands.study",
+}
 
 
 def module(name: str):

@@ -123,3 +123,13 @@ def test_threads_writing_one_key(tmp_path) -> None:
     for t in threads:
         t.join()
     assert store.read_json("same")["round"] == 19 and store.temporaries() == []
+
+
+def test_the_sweep_job_key_is_the_same_content_key() -> None:
+    """experiments.sweep.jobs.job_key computes the same canonical JSON (a future merge keeps keys)."""
+    from experiments.sweep.jobs import job_key
+
+    values = {"p": "1.75", "n": 8, "problem": "a.npz", "eps": 0.5}
+    key = job_key("certify", values, {"problem": "ab" * 32}, "0.1")
+    params = {**values, "problem": {"sha256": "ab" * 32}}
+    assert key == content_key({"kind": "certify", "params": params, "version": "0.1"})

@@ -121,7 +121,8 @@ class Config:
         workers = options.get("workers")
         if workers is not None and not 1 <= workers <= 256:
             raise MdcertError(f"--workers {workers}: give a number of processes between 1 and 256")
-        own = tuple(sorted((k, v) for k, v in options.items() if k not in COMMON and k != "command"))
+        own = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)          # hashable, frozen
+                           for k, v in options.items() if k not in COMMON and k != "command"))
         return cls(kind=str(kind), out=str(options.get("out")), seeds=int(seeds),
                    device=options.get("device", "auto"), quick=quick, lr=lr, seed_start=seed_start,
                    threads=threads, workers=workers, progress=options.get("progress", "auto"),

@@ -37,6 +37,7 @@ COMMAND_MODULES: dict[str, str] = {
     "interpolate": "experiments.commands.interpolate",
     "signdescent": "experiments.commands.signdescent",
     "verify": "experiments.commands.verify",
+    "study": "experiments.commands.study",
 }
 
 

@@ -11,8 +11,9 @@ Two kinds of feature (384 wide), both from ``model/model.safetensors`` (pinned S
 
 `corpus_features` returns the features of every snippet's content tokens (the policy of
 `experiments.data.tokenizer`) as one ragged array. The contextual encoding runs once per corpus: it
-is cached as float32 in ``<cache>/text-contextual-<key>.npz``, the key hashing the corpus, tokenizer
-and weights digests and the format, written under a temporary name and renamed (atomic). The cache
+is cached as float32 in ``<cache>/text-contextual-<key>.npz``, a record of the one content-keyed
+store (`experiments.runtime.store`): the key hashes the corpus, tokenizer and weights digests and the
+format; the file is written under a temporary name and renamed (atomic). The cache
 directory is ``--cache-dir``, else ``$MDCERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/mdcert``, else
 ``~/.cache/mdcert``. The cached values are the ones used (also on the run that writes them), so
 repeated runs give the same bytes.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,15 +31,16 @@ from typing import Sequence
 import numpy as np
 
 from certify.errors import MdcertError
-from certify.io.atomic import write_npz_atomic
 from experiments.data.corpus import Corpus
 from experiments.data.extras import require
 from experiments.data.tokenizer import DUPLICATES, content_tokens, encode, load_tokenizer, model_file
+from experiments.runtime.store import RunStore, content_key
 
 __all__ = ["EMBED_MODES", "CACHE_FORMAT", "CorpusFeatures", "default_cache_dir", "static_embeddings",
            "contextual_outputs", "corpus_features", "check_cache_dir", "load_encoder"]
 
 EMBED_MODES = ("static", "contextual")
+CACHE_PREFIX = "text-contextual-"
 CACHE_FORMAT = "mdcert-text-features/1"
 WIDTH = 384
 
@@ -162,7 +163,7 @@ def _cache_key(corpus: Corpus) -> str:
               "rows": hashlib.sha256(np.ascontiguousarray(corpus.rows, "<i8").tobytes()).hexdigest(),
               "tokenizer": model_file("tokenizer.json")[1], "weights": model_file("model.safetensors")[1],
               "duplicates": DUPLICATES}
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:20]
+    return content_key(record, length=20)
 
 
 def _read_cache(path: Path, ids: np.ndarray, offsets: np.ndarray) -> dict | None:
@@ -188,8 +189,9 @@ def corpus_features(corpus: Corpus, *, embed: str = "static", cache_dir: str | P
         table = static_embeddings()
         feats = np.ascontiguousarray(table[ids], dtype=np.float32)
         return CorpusFeatures("static", ids, feats, offsets, None)
-    folder = check_cache_dir(cache_dir)
-    path = folder / f"text-contextual-{_cache_key(corpus)}.npz"
+    store = RunStore(check_cache_dir(cache_dir), prefix=CACHE_PREFIX, suffix=".npz")
+    key = _cache_key(corpus)
+    path = store.path(key)
     data = _read_cache(path, ids, offsets) if path.is_file() else None
     if data is None:
         outputs = contextual_outputs(encoded, progress=progress)
@@ -198,6 +200,6 @@ def corpus_features(corpus: Corpus, *, embed: str = "static", cache_dir: str | P
         for i, (hidden, k) in enumerate(zip(outputs, kept)):
             feats[offsets[i]:offsets[i + 1]] = hidden[list(k.positions)]
             cls[i] = hidden[0]
-        write_npz_atomic(path, {"ids": ids, "offsets": offsets, "features": feats, "cls": cls})
+        store.write_npz(key, {"ids": ids, "offsets": offsets, "features": feats, "cls": cls})
         data = {"features": feats, "cls": cls}
     return CorpusFeatures("contextual", ids, data["features"], offsets, data["cls"], path)

@@ -1,7 +1,8 @@
 """The registry of study kinds of ``mdcert study``, and the option parsers they share (docs/theory.md section 6.5).
 
-A `StudyKind` adds its own options to its sub-parser and runs with a `experiments.studies.runner.StudyContext`
-(the run store, device, progress, worker processes). `KINDS` maps a kind's name to ``"module:ATTRIBUTE"`` and is
+A `StudyKind` adds its own options to its sub-parser and runs with the command's frozen configuration
+(``experiments.commands.study.Config``: the common options as fields, the kind's own read as attributes)
+and a `experiments.studies.runner.StudyContext` (the run store, device, progress, worker processes). `KINDS` maps a kind's name to ``"module:ATTRIBUTE"`` and is
 imported lazily, so a new kind (``realdata``, say) is one module defining a `StudyKind` and one line here.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from certify.errors import MdcertError
 from certify.lazy import lazy_registry
@@ -26,12 +27,13 @@ class StudyKind:
         help: one line for ``--help``.
         configure: adds the kind's own options (the common ones, -o, --seeds, --device, --quick,
             --threads, come from ``mdcert study`` itself).
-        setups: ``setups(args) -> [Setup]`` validates the options (one-line `MdcertError`), loads
+        setups: ``setups(config) -> [Setup]`` validates the options (one-line `MdcertError`), loads
             the data and builds one `experiments.studies.protocol.Setup` per model size; called
-            before the study directory is made, and again in every worker process.
-        run: ``run(args, ctx) -> summary`` does the work through ``ctx.run_units`` (resumable) and
+            before the study directory is made, and again in every worker process
+            (`experiments.studies.worker`), so ``config`` is frozen and picklable.
+        run: ``run(config, ctx) -> summary`` does the work through ``ctx.run_units`` (resumable) and
             writes the report into ``ctx.root``; `run_setups` is the usual one.
-        estimate: ``estimate(args, ctx) -> experiments.studies.monitor.Estimate | None``, the run time
+        estimate: ``estimate(config, ctx) -> experiments.studies.monitor.Estimate | None``, the run time
             before the study starts; kinds run by `run_setups` get `experiments.studies.protocol.estimate`.
         unit: what the counts ``ctx.trained`` / ``ctx.reused`` count (``run``; ``certificate`` for realdata).
     """
@@ -39,33 +41,33 @@ class StudyKind:
     name: str
     help: str
     configure: Callable[[argparse.ArgumentParser], None]
-    setups: Callable[[argparse.Namespace], list]
-    run: Callable[[argparse.Namespace, object], dict] | None = None
-    estimate: Callable[[argparse.Namespace, object], object] | None = None
+    setups: Callable[[Any], list]
+    run: Callable[[Any, object], dict] | None = None
+    estimate: Callable[[Any, object], object] | None = None
     unit: str = "run"
 
-    def predict(self, args: argparse.Namespace, ctx, *, startup_s: float = 0.0):
+    def predict(self, config: Any, ctx, *, startup_s: float = 0.0):
         """The `experiments.studies.monitor.Estimate` of this study in ``ctx``, or None when the kind has none."""
         if self.estimate is not None:
-            return self.estimate(args, ctx)
+            return self.estimate(config, ctx)
         if self.run is None:
             from experiments.studies.protocol import estimate
 
-            return estimate(self.setups(args), ctx, startup_s=startup_s)
+            return estimate(self.setups(config), ctx, startup_s=startup_s)
         return None
 
-    def execute(self, args: argparse.Namespace, ctx) -> dict:
-        """``run(args, ctx)``, or `run_setups` when the kind has no ``run`` of its own."""
-        return (self.run or run_setups(self.name, self.setups))(args, ctx)
+    def execute(self, config: Any, ctx) -> dict:
+        """``run(config, ctx)``, or `run_setups` when the kind has no ``run`` of its own."""
+        return (self.run or run_setups(self.name, self.setups))(config, ctx)
 
 
-def run_setups(name: str, setups: Callable[[argparse.Namespace], list]):
+def run_setups(name: str, setups: Callable[[Any], list]):
     """The usual ``run``: the protocol for every setup, then the report."""
-    def run(args, ctx) -> dict:
+    def run(config, ctx) -> dict:
         from experiments.studies.protocol import run_protocol
         from experiments.studies.report import write_report
 
-        built = setups(args)
+        built = setups(config)
         return write_report(ctx, name, built, {s.size: run_protocol(s, ctx) for s in built})
     return run
 

@@ -172,7 +172,7 @@ def write_report(ctx, study: str, setups, results: dict) -> dict:
     import time
 
     sizes = [summarize(s, results[s.size]) for s in setups]
-    smoke = bool(getattr(ctx.args, "quick", False))
+    smoke = bool(getattr(ctx.config, "quick", False))
     summary = {"study": study, "sizes": sizes, "smoke_run": smoke,
                "interval": "95% Student-t interval over seeds, clipped to the quantity's range; differences paired "
                            "by seed",

@@ -4,16 +4,20 @@
     DIR/runs/KEY.json       one record per finished run (training, and the analyses of a final run)
     DIR/summary.json, DIR/report.md, DIR/*.png   written by the kind's report at the end
 
-A run is identified by the SHA-256 of its configuration (canonical JSON, with `FORMAT`); a record is
-written through a temporary name and renamed, so it is whole or absent, and `StudyContext.run_unit`
+A run is identified by the SHA-256 of its configuration (canonical JSON, with `FORMAT`); the records
+are a `experiments.runtime.store.RunStore` (``DIR/runs``): a record is written through a temporary name
+and renamed, so it is whole or absent, and `StudyContext.run_unit`
 returns a finished record instead of redoing it: an interrupted study resumes where it stopped, and a
 second invocation with the same options trains nothing. A directory holding anything but a study
 of the same kind is refused before any work.
+
+This module is the store and the scheduling only: it imports no study kind. Runs in worker processes
+call the context's ``remote`` (`experiments.studies.worker.StudyWorker`: it rebuilds the kind's set-ups
+in the worker), given by whoever opens the study.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -27,9 +31,9 @@ from certify.io import jsonenc
 from certify.io.jsonenc import jsonable
 
 from experiments.runtime.outputs import write_text_atomic
+from experiments.runtime.store import RunStore, content_key
 
-__all__ = ["FORMAT", "StudyStatus", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps",
-           "worker_init", "remote_unit"]
+__all__ = ["FORMAT", "StudyStatus", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps"]
 
 FORMAT = "mdcert-study-1"
 META = "study.json"
@@ -51,10 +55,8 @@ def dumps(obj) -> str:
 
 
 def run_key(config: dict) -> str:
-    """SHA-256 hex of the canonical JSON of ``config`` and `FORMAT`."""
-    text = json.dumps({"format": FORMAT, "config": jsonable(config)}, sort_keys=True,
-                      separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    """SHA-256 hex of the canonical JSON of ``config`` and `FORMAT` (`experiments.runtime.store.content_key`)."""
+    return content_key({"format": FORMAT, "config": config})
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,17 @@ class StudyContext:
 
     ``seconds`` / ``cpu_seconds`` sum the runs trained now (each run's own wall and CPU time, in
     whichever process ran it): with several workers their sum exceeds the study's wall time.
-    ``monitor`` (an `experiments.studies.monitor.Monitor`) hears of every stage and finished run."""
+    ``monitor`` (an `experiments.studies.monitor.Monitor`) hears of every stage and finished run.
+    ``config`` is the command's frozen configuration (the kinds read it); ``remote`` runs a unit's
+    ``where`` in a worker process (``remote(where) -> (result, seconds, cpu_seconds)``, with
+    ``remote.init(parent_pid)`` as the workers' initializer; picklable): without it every run is
+    in-process."""
 
     root: Path
     kind: str
     device: object
     progress: bool | None = None
-    args: object = None
+    config: object = None
     workers: int = 1
     threads: int = 1
     trained: int = 0
@@ -90,18 +96,21 @@ class StudyContext:
     cpu_seconds: float = 0.0
     options: dict = field(default_factory=dict)
     monitor: object = None
+    remote: object = None
     t_start: float = field(default_factory=time.perf_counter)
 
+    @property
+    def store(self) -> RunStore:
+        """The run records, ``root/runs/KEY.json``."""
+        return RunStore(self.root / RUNS)
+
     def record_path(self, key: str) -> Path:
-        return self.root / RUNS / f"{key}.json"
+        return self.store.path(key)
 
     def load(self, key: str) -> dict | None:
         """The finished record ``key``, or None (an unreadable record counts as absent)."""
-        path = self.record_path(key)
-        try:
-            return json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
+        found = self.store.read_json(key)
+        return found if isinstance(found, dict) else None
 
     def run_unit(self, config: dict, work: Callable[[dict], dict], *, label: str = "") -> dict:
         """The record of ``config``: read if finished, else ``work(config)`` stored atomically."""
@@ -119,7 +128,7 @@ class StudyContext:
     def _store(self, unit: Unit, key: str, result: dict, seconds: float, cpu: float) -> dict:
         record = {"key": key, "label": unit.label, "config": unit.config, "seconds": seconds, "cpu_seconds": cpu,
                   "load": os.getloadavg()[0], "result": result}
-        write_text_atomic(self.record_path(key), dumps(record))
+        self.store.write_text(key, dumps(record))
         self.trained += 1
         self.seconds += seconds
         self.cpu_seconds += cpu
@@ -148,7 +157,7 @@ class StudyContext:
             self.monitor.stage(desc, len(units) - len(pending), len(units))
         with self.bar(len(units), desc) as bar:
             bar.update(len(units) - len(pending))
-            if self.workers <= 1 or len(pending) <= 1:
+            if self.workers <= 1 or len(pending) <= 1 or self.remote is None:
                 for i, key in pending:
                     t0, c0 = time.perf_counter(), time.process_time()
                     result = units[i].local()
@@ -172,12 +181,11 @@ class StudyContext:
 
         from experiments.runtime.pool import Pool
 
-        pool = Pool(min(self.workers, len(pending)), initializer=worker_init,
-                    initargs=(os.getpid(), self.threads), blas_threads=None)
+        pool = Pool(min(self.workers, len(pending)), initializer=self.remote.init,
+                    initargs=(os.getpid(),), blas_threads=None)
         finished = False
         try:
-            futures = {pool.submit(remote_unit, self.kind, self.args, units[i].where): (i, key)
-                       for i, key in pending}
+            futures = {pool.submit(self.remote, units[i].where): (i, key) for i, key in pending}
             waiting = set(futures)
             while waiting:
                 done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
@@ -203,37 +211,6 @@ class StudyContext:
 
     def write(self, name: str, text: str) -> Path:
         return write_text_atomic(self.root / name, text)
-
-
-def worker_init(parent_pid: int, threads: int) -> None:
-    """Initializer of a worker process: die with the parent, deterministic kernels, ``threads`` threads."""
-    from certify.process import die_with_parent
-    from experiments.studies.train import set_determinism
-
-    die_with_parent(parent_pid)
-    set_determinism(threads)
-
-
-_SETUPS: dict = {}
-
-
-def remote_unit(kind: str, args, where: tuple) -> tuple[dict, float, float]:
-    """Run one unit in a worker: rebuild the kind's setups from ``args`` (once per process), then
-    `experiments.studies.protocol.work`; returns ``(result, seconds, cpu_seconds)``."""
-    from experiments.studies.kinds import get_kind
-    from experiments.studies.protocol import work
-    from experiments.studies.train import resolve_device
-
-    study, size, phase, key, lr, seed = where
-    cache = (kind, repr(sorted(vars(args).items())))
-    if cache not in _SETUPS:
-        _SETUPS.clear()
-        _SETUPS[cache] = {s.size: s for s in get_kind(kind).setups(args)}
-    setup = _SETUPS[cache][size]
-    spec = next(s for s in setup.specs if s.key == key)
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = work(setup, phase, spec, lr, seed, resolve_device(args.device))
-    return result, time.perf_counter() - t0, time.process_time() - c0
 
 
 def check_study_dir(root: str | os.PathLike, *, kind: str) -> Path:
@@ -266,10 +243,11 @@ def check_study_dir(root: str | os.PathLike, *, kind: str) -> Path:
 
 
 def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool | None = None,
-               args=None, workers: int = 1, threads: int = 1) -> StudyContext:
-    """Create or reopen the study directory ``root`` for ``kind`` (`check_study_dir` first)."""
+               config=None, remote=None, workers: int = 1, threads: int = 1) -> StudyContext:
+    """Create or reopen the study directory ``root`` for ``kind`` (`check_study_dir` first);
+    ``config`` and ``remote`` as in `StudyContext`."""
     out = check_study_dir(root, kind=kind)
-    (out / RUNS).mkdir(parents=True, exist_ok=True)
-    ctx = StudyContext(out, kind, device, progress, args, workers, threads, options=options)
+    RunStore(out / RUNS).ensure()
+    ctx = StudyContext(out, kind, device, progress, config, workers, threads, options=options, remote=remote)
     ctx.set_status(StudyStatus.RUNNING)
     return ctx

@@ -15,23 +15,25 @@ certificate: ``feasible`` (an optimal certificate, so ``A w >= 1`` has a solutio
 rejected; the reason is recorded). Feasibility does not depend on p (docs/theory.md section 3.1): one
 exponent serves. The solves run in worker processes that import no torch (`JobPool`), while the main
 process trains; a certificate from an interrupted run is re-checked before it is used (`verdict_job`).
+Certificates are records of the one content-keyed store (`experiments.runtime.store`,
+``runs/verdict-KEY.json``, `cert_key`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from experiments.runtime.store import RunStore, content_key
+
 __all__ = ["JobPool", "Subset", "problem_job", "job_problem", "verdict_job", "draw_subsets", "train_alpha",
-           "run_frontier", "frontier_fractions", "VERDICTS", "LOCALITY"]
+           "run_frontier", "frontier_fractions", "cert_key", "VERDICTS", "LOCALITY"]
 
 VERDICTS = ("feasible", "infeasible", "undecided")
 LOCALITY = ("holds", "fails", "undecided")
@@ -83,11 +85,18 @@ def job_problem(job: dict):
     return AttentionProblem(job["X"], job["y"], job["z"], job["v"], lengths=job["lengths"])
 
 
-def _cache_file(cache: str | None, problem, alpha, p: str, digits: int) -> Path | None:
-    if cache is None:
-        return None
-    key = json.dumps([problem.data_hash(), [int(a) for a in alpha], p, int(digits)])
-    return Path(cache) / f"verdict-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+#: the frontier's certificates in the study's run folder: ``verdict-KEY.json``
+CERT_PREFIX = "verdict-"
+
+
+def _cert_store(cache: str | None) -> RunStore | None:
+    """The certificate store in ``cache`` (`experiments.runtime.store`), or None."""
+    return None if cache is None else RunStore(cache, prefix=CERT_PREFIX)
+
+
+def cert_key(problem, alpha, p: str, digits: int) -> str:
+    """The content key of a certificate: the data hash, alpha, p and digits (32 hex digits)."""
+    return content_key([problem.data_hash(), [int(a) for a in alpha], p, int(digits)], length=32)
 
 
 def _certify(problem, p, alpha, digits, time_limit, locality):
@@ -116,13 +125,14 @@ def verdict_job(job: dict) -> dict:
     something (otherwise the SVM is solved afresh); a fresh one is stored before the check.
     """
     from certify import CertStatus, Certificate, MdcertError, check_certificate
-    from experiments.runtime.outputs import write_text_atomic
     from theorems.timelimit import TimeLimitExceeded, call_with_time_limit
 
     problem = job_problem(job)
     alpha, p = [int(a) for a in job["alpha"]], job["p"]
     locality = bool(job.get("locality"))          # its verdict needs the solve itself: no stored certificate
-    path = None if locality else _cache_file(job.get("cache"), problem, alpha, p, job["digits"])
+    store = None if locality else _cert_store(job.get("cache"))
+    key = None if store is None else cert_key(problem, alpha, p, job["digits"])
+    path = None if store is None else store.path(key)
     cert, check, cached, local = None, None, False, None
     t0 = time.perf_counter()
     if path is not None and path.is_file():
@@ -146,8 +156,8 @@ def verdict_job(job: dict) -> dict:
                     "certify_seconds": time.perf_counter() - t0, "check_seconds": None,
                     "locally_optimal": "undecided" if locality else None, "locality_message": why if locality else None}
         solve_s = time.perf_counter() - t0
-        if path is not None:
-            write_text_atomic(path, json.dumps(cert.to_json()))
+        if store is not None:
+            store.write_text(key, json.dumps(cert.to_json()))
         t0 = time.perf_counter()
         check = check_certificate(problem, cert, p=p, svm="attention", alpha=alpha)
     check_s = time.perf_counter() - t0

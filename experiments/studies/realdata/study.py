@@ -105,8 +105,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--modalities", default="text,digits", help="which sources, comma-separated (default text,digits)")
 
 
-def config_from_args(args: argparse.Namespace) -> RealDataConfig:
-    """The preset (``--quick`` or the default) with the options applied; bad options are one line."""
+def config_from_args(args: Any) -> RealDataConfig:
+    """The preset (``--quick`` or the default) with the options applied; bad options are one line.
+
+    ``args``: the ``mdcert study`` configuration (``experiments.commands.study.Config``, frozen), or
+    any object with its option attributes (an absent one takes its default)."""
     base = QUICK if getattr(args, "quick", False) else DEFAULT
     names = [s.strip() for s in str(getattr(args, "modalities", "text,digits")).split(",") if s.strip()]
     known = {m.name: m for m in base.modalities}
@@ -155,7 +158,7 @@ def check_inputs(config: RealDataConfig, *, cache_dir: str | None = None) -> dic
     return inputs
 
 
-def build_setups(args: argparse.Namespace) -> RealDataConfig:
+def build_setups(args: Any) -> RealDataConfig:
     """Validate the options, extras and output directory before the study directory is made."""
     from experiments.runtime.outputs import check_outside
 
@@ -266,21 +269,22 @@ def run_study(config: RealDataConfig, root: str | os.PathLike, *, workers: int =
     return summary
 
 
-def _progress(args: argparse.Namespace) -> bool:
+def _progress(args: Any) -> bool:
     """Progress lines on stderr: ``--progress on``, or ``auto`` on a terminal."""
     mode = getattr(args, "progress", "auto")
     return mode == "on" or (mode == "auto" and sys.stderr.isatty())
 
 
-def _workers(args: argparse.Namespace, ctx) -> int:
+def _workers(args: Any, ctx) -> int:
     w = getattr(ctx, "workers", None)
     if w is None:
         w = getattr(args, "workers", None)
     return 2 if w is None else int(w)
 
 
-def run(args: argparse.Namespace, ctx) -> dict:
-    """The `StudyKind` entry: ``ctx.root`` is the study directory (made by ``mdcert study``)."""
+def run(args: Any, ctx) -> dict:
+    """The `StudyKind` entry: ``args`` the study's configuration (`config_from_args`), ``ctx.root``
+    the study directory (made by ``mdcert study``)."""
     config = build_setups(args)
     summary = run_study(config, ctx.root, workers=_workers(args, ctx), device=getattr(ctx, "device", "cpu"),
                         cache_dir=getattr(args, "cache_dir", None), progress=_progress(args),

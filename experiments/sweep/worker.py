@@ -101,6 +101,27 @@ def _one_line(exc: BaseException) -> str:
     return msg
 
 
+@contextlib.contextmanager
+def _input_warnings(command: str):
+    """Each `InputWarning` (suspicious input) as one line ``mdcert CMD: warning: ...`` on stderr."""
+    import warnings
+
+    from certify.errors import InputWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, InputWarning):
+            print(f"mdcert {command}: warning: {_one_line(message)}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = show
+        yield
+
+
 def run_config(command: str, argv: list[str], output: Path) -> int:
     """Run ``command`` on ``argv`` (its options, without the command's name) through the application
     layer: parse, ``run(config)``, ``Result.write(output)``, the summary lines on stdout; the exit
@@ -109,9 +130,10 @@ def run_config(command: str, argv: list[str], output: Path) -> int:
     from experiments.commands import module, parse
 
     try:
-        config = parse(command, argv)
-        result = module(command).run(config)
-        result.write(output)
+        with _input_warnings(command):
+            config = parse(command, argv)
+            result = module(command).run(config)
+            result.write(output)
         for line in result.lines(LINE_WIDTH):
             print(line)
         return int(result.exit_code)
@@ -121,6 +143,10 @@ def run_config(command: str, argv: list[str], output: Path) -> int:
     except KeyboardInterrupt:
         print(f"mdcert {command}: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as exc:         # an optional dependency missing on this worker
+        print(f"mdcert {command}: error: this command needs {exc.name}, which is not installed on "
+              f"{socket.gethostname()}; install the same mdcert extras on every worker", file=sys.stderr)
+        return 1
     except Exception as exc:                   # a bug, not bad input: one line, exit 70
         print(f"mdcert {command}: internal error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return 70

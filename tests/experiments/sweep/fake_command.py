@@ -5,7 +5,8 @@ failure records, exit codes) while no real command is registered in ``COMMAND_MO
 ``fake PROBLEM --n N --p P --mode MODE [--loud] -o OUT``: the problem file's size in bytes times N.
 Modes: ``ok``; ``answer`` (exit 2, an answer like certify's infeasible); ``fails`` (exit 5, a code
 the kind does not accept); ``bad`` (bad input found while running: one line, exit 1); ``boom`` (a
-bug: exit 70). Config refuses N outside 1..100 and p <= 1 before anything runs.
+bug: exit 70); ``warn`` (an `InputWarning`, then ok); ``noextra`` (an optional dependency missing:
+exit 1). Config refuses N outside 1..100 and p <= 1 before anything runs.
 
 A test registers it with ``monkeypatch`` (`register` in this process); a sweep's worker process
 imports this module as its kind's preload, which registers it there (``setdefault``).
@@ -16,12 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
-from certify.errors import MdcertError
+from certify.errors import InputWarning, MdcertError
 from certify.io.atomic import write_text_atomic
 
 from experiments.commands import COMMAND_MODULES
@@ -30,7 +32,7 @@ from experiments.sweep.kinds import KINDS, JobKind
 __all__ = ["NAME", "add_arguments", "Config", "Result", "run", "FAKE", "register"]
 
 NAME = "fake"
-MODES = ("ok", "answer", "fails", "bad", "boom")
+MODES = ("ok", "answer", "fails", "bad", "boom", "warn", "noextra")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +87,10 @@ def run(config: Config) -> Result:
         raise MdcertError(f"{config.problem.name} is refused while running")
     if config.mode == "boom":
         return 1 // 0  # type: ignore[return-value]
+    if config.mode == "noextra":
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+    if config.mode == "warn":
+        warnings.warn(f"{config.problem.name} looks suspicious", InputWarning, stacklevel=1)
     value = config.problem.stat().st_size * config.n
     return Result(value=value, p=str(config.p), exit_code={"answer": 2, "fails": 5}.get(config.mode, 0))
 

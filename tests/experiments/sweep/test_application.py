@@ -45,7 +45,8 @@ def test_grid_parameters_come_from_the_commands_parser(fake) -> None:
     got = {p.name: (p.type, p.flag, p.required, p.choices) for p in kind.params}
     assert got == {"problem": (ParamType.FILE, None, True, ()), "n": (ParamType.INT, "--n", False, ()),
                    "p": (ParamType.DECIMAL, "--p", False, ()),
-                   "mode": (ParamType.TEXT, "--mode", False, ("ok", "answer", "fails", "bad", "boom")),
+                   "mode": (ParamType.TEXT, "--mode", False, ("ok", "answer", "fails", "bad", "boom", "warn",
+                                                             "noextra")),
                    "loud": (ParamType.BOOL, "--loud", False, ())}
     assert kind.worker_preload() == ("experiments.commands", FAKE_MODULE)
     argv = kind.argv({"problem": "/a", "n": 2, "p": "1.5", "loud": True}, "/r")
@@ -56,7 +57,7 @@ def test_grid_parameters_come_from_the_commands_parser(fake) -> None:
     ('n = [1, 101]\n', r"grid point \(problem=a\.txt, n=101\): mdcert fake refuses it: --n must be between 1 and 100, got 101"),
     ('p = ["2", "1"]\n', r"grid point \(problem=a\.txt, p=1\): mdcert fake refuses it: --p must be > 1, got '1'"),
     ('p = ["x"]\n', r"p=x\): mdcert fake refuses it: --p must be an exact decimal"),
-    ('mode = ["nope"]\n', r"grid\.mode: 'nope' is not one of ok, answer, fails, bad, boom"),
+    ('mode = ["nope"]\n', r"grid\.mode: 'nope' is not one of ok, answer, fails, bad, boom, warn, noextra$"),
     ('n = ["2"]\n', r"grid\.n: '2' is not an integer"),
     ('q = [1]\n', r"unknown key grid\.q for kind 'fake'; the grid takes problem, n, p, mode, loud"),
 ])
@@ -97,12 +98,21 @@ def test_a_job_is_the_commands_run_write_and_lines(fake) -> None:
     ("fails", "failed", 5, "exit code 5 with no message"),
     ("bad", "failed", 1, "mdcert fake: error: a.txt is refused while running"),
     ("boom", "failed", 70, "mdcert fake: internal error: ZeroDivisionError: integer division or modulo by zero"),
+    ("noextra", "failed", 1, "mdcert fake: error: this command needs torch, which is not installed on "),
 ])
 def test_exit_codes_and_failures(fake, mode, status, code, error) -> None:
     job = next(iter_jobs(_spec(fake, f'mode = ["{mode}"]\n'), fake / "out"))
     line = worker.execute(job)
-    assert (line["status"], line["exit_code"], line["error"]) == (status, code, error)
+    got = line["error"][:len(error)] if mode == "noextra" else line["error"]     # then the host name
+    assert (line["status"], line["exit_code"], got) == (status, code, error)
     assert Store(fake / "out").read_record(job.key)["status"] == status
+
+
+def test_an_input_warning_is_one_line_on_the_jobs_stderr(fake) -> None:
+    job = next(iter_jobs(_spec(fake, 'mode = ["warn"]\n'), fake / "out"))
+    assert worker.execute(job)["status"] == "done"
+    stderr = Store(fake / "out").record_dir(job.key) / "stderr.txt"
+    assert stderr.read_text() == "mdcert fake: warning: a.txt looks suspicious\n"
 
 
 def test_a_sweep_runs_the_command_in_worker_processes_and_resumes(fake) -> None:

@@ -159,8 +159,13 @@ def run_job(kind, argv: list[str], folder: Path) -> int:
 
     if kind.command not in COMMAND_MODULES:
         return _legacy_run(argv, folder)
-    with _captured(folder):
-        return run_config(kind.command, argv[1:], folder / kind.output_name)
+    old_argv = sys.argv
+    sys.argv = ["mdcert", *argv]               # as a user's command line (a run records its argv)
+    try:
+        with _captured(folder):
+            return run_config(kind.command, argv[1:], folder / kind.output_name)
+    finally:
+        sys.argv = old_argv
 
 
 def _legacy_run(argv: list[str], folder: Path) -> int:

@@ -81,7 +81,7 @@ class Result:
 
 def run(config: Config) -> Result:
     if config.loud:
-        print("running on stdout")
+        print(f"running on stdout: {' '.join(sys.argv[1:3])}")
         print("running on stderr", file=sys.stderr)
     if config.mode == "bad":
         raise MdcertError(f"{config.problem.name} is refused while running")

@@ -89,7 +89,8 @@ def test_a_job_is_the_commands_run_write_and_lines(fake) -> None:
     assert rec["argv"] == ["fake", str((fake / "a.txt").resolve()), "--n=3", "--p=1.5", "--loud", "-o", "fake.json"]
     assert set(rec["outputs"]) == {"fake.json", "stdout.txt", "stderr.txt"}
     assert json.loads((folder / "fake.json").read_text()) == {"value": 9, "p": "3/2"}
-    assert (folder / "stdout.txt").read_text() == "running on stdout\nvalue: 9\np: 3/2\n"
+    problem = str((fake / "a.txt").resolve())
+    assert (folder / "stdout.txt").read_text() == f"running on stdout: fake {problem}\nvalue: 9\np: 3/2\n"
     assert (folder / "stderr.txt").read_text() == "running on stderr\n"
 
 

@@ -135,7 +135,7 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                         recorded = counts["skipped"] + counts["done"] + counts["failed"]
                         on_engine_lost(f"{reason}; {recorded} of {len(seen)} job(s) recorded")
                 eng = make_engine(engine, workers=workers, retries=retries, address=address,
-                                  preload=spec.job_kind().preload, on_lost=lost, native_log=store.root / RAY_LOG)
+                                  preload=spec.job_kind().worker_preload(), on_lost=lost, native_log=store.root / RAY_LOG)
                 startup = eng.start()
                 bar = _progress(len(pending), progress)
                 t_run = time.perf_counter()

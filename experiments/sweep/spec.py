@@ -11,7 +11,8 @@
 
 Every grid value is a non-empty list (or an integer range); the jobs are the Cartesian product of
 the axes, generated lazily in the SPEC's order. Unknown keys, empty grids, missing files, bad types
-and values the command would refuse (p <= 1, say) raise `MdcertError` with one line.
+and values the command would refuse (p <= 1, say: every grid point goes through the command's own
+parser and config, `JobKind.validate`) raise `MdcertError` with one line.
 """
 
 from __future__ import annotations
@@ -156,25 +157,29 @@ def _validate(data: object, spec_path: Path, text: str, sha: str) -> SweepSpec:
     spec = SweepSpec(spec_path, kind.name, axes, description, sha, text)
     if spec.size > MAX_JOBS:
         raise MdcertError(f"the grid has {spec.size} jobs; at most {MAX_JOBS} (split it into several SPECs)")
-    if kind.validate is not None:
-        _validate_points(spec, kind)
+    _validate_points(spec, kind)
     return spec
 
 
 def _validate_points(spec: SweepSpec, kind: JobKind) -> None:
-    """Every grid point's argv through the command's own validation (`JobKind.validate`): a value the
-    command would refuse is refused now, not in every job."""
+    """Every grid point's argv through the command's own parser and validation (`JobKind.validate`,
+    writing into an empty stand-in record directory): a value the command would refuse is refused
+    now, with the grid point and the command's one line, not in every job."""
+    import tempfile
+
     checked: set[tuple[str, ...]] = set()
-    for values, labels in spec.points():
-        argv = kind.argv(values, "RECORD")
-        if tuple(argv) in checked:
-            continue
-        checked.add(tuple(argv))
-        try:
-            kind.validate(argv)
-        except MdcertError as exc:
-            point = ", ".join(f"{k}={v}" for k, v in labels.items())
-            raise MdcertError(f"grid point ({point}): mdcert {kind.command} refuses it: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix="mdcert-sweep-check-") as record:
+        for values, labels in spec.points():
+            argv = kind.argv(values, record)
+            if tuple(argv) in checked:
+                continue
+            checked.add(tuple(argv))
+            try:
+                kind.validate(argv)
+            except (MdcertError, ValueError) as exc:
+                point = ", ".join(f"{k}={v}" for k, v in labels.items())
+                line = " ".join(str(exc).split())
+                raise MdcertError(f"grid point ({point}): mdcert {kind.command} refuses it: {line}") from None
 
 
 def _axis(param: Param, raw: object, base: Path) -> Axis:

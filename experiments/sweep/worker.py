@@ -1,10 +1,12 @@
-"""One sweep job in a worker process: the argv of the single command, run through
-`experiments.cli.main.main` with its output inside the job's temporary record directory.
+"""One sweep job in a worker process: the grid point's argv, parsed into the command's ``Config``
+(`experiments.commands.parse`), run with the command's ``run(config)``, its ``Result`` written
+inside the job's temporary record directory (``Result.write(RECORD/output_name)``) and its terminal
+summary (``Result.lines``) kept as the record's ``stdout.txt``; the exit code is ``Result.exit_code``.
 
 `execute` never raises for a job's own failure: a non-zero exit code (or an exception escaping the
-command) becomes a ``failed`` record with the command's one stderr line. It returns the job's index
-line. Only the death of the worker process itself (a kill, the OOM killer) escapes it, and the
-engines retry that.
+command: bad input is exit 1 with the one line ``mdcert CMD: error: ...``, anything else exit 70)
+becomes a ``failed`` record with that line. It returns the job's index line. Only the death of the
+worker process itself (a kill, the OOM killer) escapes it, and the engines retry that.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from pathlib import Path
 from experiments.sweep.jobs import Job, file_sha256
 from experiments.sweep.store import RECORD, JobStatus, Store, index_line
 
-__all__ = ["execute", "failed_record", "quiet_threads", "warm"]
+__all__ = ["execute", "failed_record", "quiet_threads", "warm", "run_job", "run_config", "LINE_WIDTH"]
+
+#: width of the terminal summary a job keeps in its record's stdout.txt (`Result.lines`)
+LINE_WIDTH = 100
 
 #: BLAS / OpenMP pools limited to one thread per worker (the workers are the parallelism)
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -37,14 +42,17 @@ def quiet_threads() -> None:
 
 
 def warm(preload: tuple[str, ...] = ()) -> int:
-    """Import the command line (every command's parser, as `main` builds it) and ``preload`` in this
-    worker before its first job, so that the job's time is the job's alone; the worker's pid."""
+    """Import ``preload`` (the kind's `JobKind.worker_preload`: its command's module and what its
+    first job would import) in this worker before its first job, so that the job's time is the job's
+    alone; an entry ``module:function`` also calls the function. The worker's pid."""
     import importlib
 
     quiet_threads()
-    importlib.import_module("experiments.cli.main").build_parser()   # every command's module, as main() does
-    for module in preload:
-        importlib.import_module(module)
+    for entry in preload:
+        module, _, function = entry.partition(":")
+        loaded = importlib.import_module(module)
+        if function:
+            getattr(loaded, function)()
     return os.getpid()
 
 
@@ -81,24 +89,91 @@ def _captured(folder: Path):
             os.close(saved[1])
 
 
-def run_command(argv: list[str], folder: Path) -> int:
-    """Run ``mdcert ARGV`` in this process with its output captured in ``folder``; the exit code."""
-    from experiments.cli.main import main
+def _one_line(exc: BaseException) -> str:
+    """The first line of an exception's message, as the command line shows it."""
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename!r}" if exc.filename is not None else " while reading an input"
+        return f"{exc.strerror}{where}; check the path and its permissions"
+    text = str(exc).strip()
+    msg = text.splitlines()[0] if text else type(exc).__name__
+    if isinstance(exc, MemoryError):
+        return f"out of memory ({msg}); reduce the problem size, trials or steps"
+    return msg
 
+
+@contextlib.contextmanager
+def _input_warnings(command: str):
+    """Each `InputWarning` (suspicious input) as one line ``mdcert CMD: warning: ...`` on stderr."""
+    import warnings
+
+    from certify.errors import InputWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, InputWarning):
+            print(f"mdcert {command}: warning: {_one_line(message)}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", InputWarning)
+        warnings.showwarning = show
+        yield
+
+
+def run_config(command: str, argv: list[str], output: Path) -> int:
+    """Run ``command`` on ``argv`` (its options, without the command's name) through the application
+    layer: parse, ``run(config)``, ``Result.write(output)``, the summary lines on stdout; the exit
+    code, with exceptions turned into codes and one stderr line as the command line does."""
+    from certify.errors import MdcertError
+    from experiments.commands import module, parse
+
+    try:
+        with _input_warnings(command):
+            config = parse(command, argv)
+            result = module(command).run(config)
+            result.write(output)
+        for line in result.lines(LINE_WIDTH):
+            print(line)
+        return int(result.exit_code)
+    except (MdcertError, ValueError, FloatingPointError, OSError, MemoryError) as exc:
+        print(f"mdcert {command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"mdcert {command}: interrupted", file=sys.stderr)
+        return 130
+    except ModuleNotFoundError as exc:         # an optional dependency missing on this worker
+        print(f"mdcert {command}: error: this command needs {exc.name}, which is not installed on "
+              f"{socket.gethostname()}; install the same mdcert extras on every worker", file=sys.stderr)
+        return 1
+    except Exception as exc:                   # a bug, not bad input: one line, exit 70
+        print(f"mdcert {command}: internal error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return 70
+
+
+def run_job(kind, argv: list[str], folder: Path) -> int:
+    """Run one job's ``argv`` (its kind's command first) in this process with its output captured in
+    ``folder`` (stdout.txt, stderr.txt); the exit code."""
+    from experiments.commands import COMMAND_MODULES
+
+    if kind.command not in COMMAND_MODULES:
+        return _legacy_run(argv, folder)
     old_argv = sys.argv
-    sys.argv = ["mdcert", *argv]
+    sys.argv = ["mdcert", *argv]               # as a user's command line (a run records its argv)
     try:
         with _captured(folder):
-            try:
-                return int(main(argv) or 0)
-            except SystemExit as exc:          # argparse's own exit
-                code = exc.code
-                return code if isinstance(code, int) else (0 if code is None else 1)
-            except Exception as exc:           # main() turns errors into codes; this is a bug
-                print(f"mdcert {argv[0]}: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-                return 70
+            return run_config(kind.command, argv[1:], folder / kind.output_name)
     finally:
         sys.argv = old_argv
+
+
+def _legacy_run(argv: list[str], folder: Path) -> int:
+    """TEMPORARY (delete with `experiments.sweep.legacy`): a command not yet in
+    `experiments.commands.COMMAND_MODULES` runs through the CLI's ``main(argv)``."""
+    from experiments.sweep import legacy
+
+    return legacy.run_cli(argv, _captured, folder)
 
 
 def _outputs(folder: Path) -> dict:
@@ -183,7 +258,7 @@ def _execute(job: Job) -> dict:
     verdict = None
     if error is None:
         try:
-            code = run_command(argv, tmp)
+            code = run_job(kind, argv, tmp)
         except WorkerStopped:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

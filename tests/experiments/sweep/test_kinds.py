@@ -41,3 +41,27 @@ def test_a_new_kind_is_one_module_and_one_registry_line(monkeypatch) -> None:
     with pytest.raises(TypeError, match="is not the JobKind 'synth2'"):    # the name must match
         get_kind("synth2")
     assert get_kind("synth").param("seed").type is ParamType.INT
+
+
+def test_grid_parameters_are_read_from_the_commands_parser() -> None:
+    """Flags, types, choices and required come from the command's options, not from the sweep."""
+    certify = {p.name: p for p in get_kind("certify").params}
+    assert [p.name for p in get_kind("certify").params] == ["problem", "p", "svm", "alpha", "digits", "time_limit"]
+    assert (certify["problem"].type, certify["problem"].flag, certify["problem"].required) == (ParamType.FILE, None, True)
+    assert (certify["p"].type, certify["p"].required) == (ParamType.DECIMAL, True)
+    assert certify["svm"].choices == ("attention", "decoder") and certify["time_limit"].type is ParamType.FLOAT
+    assert certify["time_limit"].flag == "--time-limit"
+    paths = {p.name: p for p in get_kind("paths").params}
+    assert paths["problem"].flag is None and not paths["problem"].required      # PROBLEM ... may be empty
+    assert paths["train_decoder"].type is ParamType.BOOL and paths["dtype"].choices == ("float64", "float32")
+    study = {p.name: p for p in get_kind("study").params}
+    assert study["seed"].flag == "--seed-start" and "sentiment" in study["study"].choices
+
+
+def test_a_kind_naming_an_option_its_command_lacks_is_one_line(monkeypatch) -> None:
+    import dataclasses
+
+    stale = dataclasses.replace(get_kind("synth"), name="synth2", grid=("n", "size"))
+    monkeypatch.setitem(KINDS, "synth2", "experiments.sweep.commands:SYNTH")
+    with pytest.raises(MdcertError, match=r"^sweep kind 'synth2': mdcert synth has no option for grid\.size$"):
+        stale.params

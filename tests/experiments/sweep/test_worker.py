@@ -46,14 +46,14 @@ def test_a_failing_job_is_recorded_with_its_one_line(jobs, tmp_path) -> None:
 
 def test_a_changed_input_is_not_run(jobs, tmp_path, monkeypatch) -> None:
     make_problems(tmp_path, seeds=(1,), n=5)                   # p1.npz now holds other bytes
-    monkeypatch.setattr(worker, "run_command", lambda *a: pytest.fail("must not run"))
+    monkeypatch.setattr(worker, "run_job", lambda *a: pytest.fail("must not run"))
     line = execute(jobs[0])
     assert line["status"] == "failed" and "changed since the sweep started" in line["error"]
 
 
 def test_a_finished_record_is_reused_and_failed_record_defers_to_it(jobs, monkeypatch) -> None:
     execute(jobs[0])
-    monkeypatch.setattr(worker, "run_command", lambda *a: pytest.fail("must not run twice"))
+    monkeypatch.setattr(worker, "run_job", lambda *a: pytest.fail("must not run twice"))
     assert execute(jobs[0])["status"] == "done"
     assert failed_record(jobs[0], "worker died", attempts=3)["status"] == "done"
     line = failed_record(jobs[1], "worker process killed by signal 9 (SIGKILL) on all 3 attempts", attempts=3)
@@ -80,8 +80,8 @@ def test_a_warm_worker_charges_no_start_up_to_its_first_job(tmp_path) -> None:
         import sys
         from pathlib import Path
         from experiments.sweep.commands import CERTIFY, CHECK
-        from experiments.sweep.worker import run_command, warm
-        warm(CERTIFY.preload + CHECK.preload)
+        from experiments.sweep.worker import run_job, warm
+        warm(CERTIFY.worker_preload() + CHECK.worker_preload())
         tmp, problem = Path(sys.argv[1]), sys.argv[2]
         roots = ("certify", "theorems", "experiments", "numpy", "scipy", "flint", "sympy", "mpmath", "torch")
         for i, argv in enumerate([["certify", problem, "--p", "2", "-o", str(tmp / "c.json")],
@@ -90,7 +90,8 @@ def test_a_warm_worker_charges_no_start_up_to_its_first_job(tmp_path) -> None:
             before = set(sys.modules)
             folder = tmp / str(i)
             folder.mkdir()
-            assert run_command(argv, folder) == 0, (folder / "stderr.txt").read_text()
+            kind = CERTIFY if argv[0] == "certify" else CHECK
+            assert run_job(kind, argv, folder) == 0, (folder / "stderr.txt").read_text()
             new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in roots)
             print(argv[0], ",".join(new))
     """

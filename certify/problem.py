@@ -24,7 +24,29 @@ from certify.exact import DyadicArray, dyadic
 from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
 from certify.rows import ConstraintSystem, OptimalTokens
 
-__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "read_problem_file", "resolve_alpha"]  # rows: re-exported
+__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "read_problem_file", "resolve_alpha", "alpha_indices"]  # rows: re-exported
+
+
+def alpha_indices(text: str) -> list[int] | None:
+    """The token indices a comma-separated ``--alpha`` text names (None for 'opt' / 'global' /
+    'optimal'), checked without the data; the range is checked by `resolve_alpha`.
+
+    Raises:
+        MdcertError: not 'opt' nor ASCII integers separated by commas (one line).
+    """
+    t = text.strip().lower()
+    if t in {"opt", "global", "optimal"}:
+        return None
+    try:
+        if not t.isascii() or "_" in t:
+            raise ValueError  # int() reads other scripts' digits (Arabic-Indic) and 1_0; --p does not
+        items = [s.strip() for s in t.split(",")] if t else []
+        if any(s == "" for s in items):
+            raise ValueError
+        return [int(s) for s in items]
+    except ValueError:
+        raise MdcertError(f"invalid alpha {text!r}; use 'opt' or comma-separated token indices in ASCII digits "
+                          f"like 0,3,1") from None
 
 
 def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
@@ -42,16 +64,7 @@ def resolve_alpha(problem: "AttentionProblem", alpha) -> tuple[int, ...]:
                 raise MdcertError(f"globally optimal tokens are tied in example {i} (tokens {list(ts)}); "
                                   f"pass --alpha explicitly to choose one")
             return tokens.indices
-        try:
-            if not text.isascii() or "_" in text:
-                raise ValueError  # int() reads other scripts' digits (Arabic-Indic) and 1_0; --p does not
-            items = [s.strip() for s in text.split(",")] if text else []
-            if any(s == "" for s in items):
-                raise ValueError
-            alpha = [int(s) for s in items]
-        except ValueError:
-            raise MdcertError(f"invalid alpha {alpha!r}; use 'opt' or comma-separated token indices in ASCII digits "
-                              f"like 0,3,1") from None
+        alpha = alpha_indices(alpha)
     if isinstance(alpha, (list, tuple)) and any(isinstance(a, (bool, np.bool_)) for a in alpha):
         raise MdcertError(f"alpha must be {problem.n} integer token indices, got a boolean (true/false) in "
                           f"{str(alpha)[:60]}")

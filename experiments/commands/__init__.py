@@ -38,6 +38,7 @@ COMMAND_MODULES: dict[str, str] = {
     "signdescent": "experiments.commands.signdescent",
     "verify": "experiments.commands.verify",
     "study": "experiments.commands.study",
+    "synth": "experiments.commands.synth",
 }
 
 

@@ -155,6 +155,10 @@ class Config:
         budget = options.get("memory_budget")
         budget = None if budget is None else parse_size(budget)
         p = parse_p(options["p"])
+        if options.get("alpha") is not None:          # its syntax now; its range once the data is read
+            from certify.problem import alpha_indices
+
+            alpha_indices(str(options["alpha"]))
         digits = options.get("digits", 60)
         if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 2000:
             raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")

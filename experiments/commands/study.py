@@ -121,6 +121,11 @@ class Config:
         workers = options.get("workers")
         if workers is not None and not 1 <= workers <= 256:
             raise MdcertError(f"--workers {workers}: give a number of processes between 1 and 256")
+        if options.get("optimizers") is not None:       # each name known (the grids come with the kind)
+            from experiments.studies.train import parse_optimizer
+
+            for text in str(options["optimizers"]).split(","):
+                parse_optimizer(text)
         own = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)          # hashable, frozen
                            for k, v in options.items() if k not in COMMON and k != "command"))
         return cls(kind=str(kind), out=str(options.get("out")), seeds=int(seeds),

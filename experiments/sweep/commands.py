@@ -50,7 +50,7 @@ def written(record: Path, code: int) -> str:
 _CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
                   "certify.certificate", "certify.export", "certify.check.verified", "certify.workingset",
                   "certify.warmstart", "certify.classify", "certify.info", "certify.loaders", "threadpoolctl",
-                  "experiments.runtime.progress")
+                  "experiments.runtime.progress", "certify.io.atomic", "experiments.runtime.outputs")
 
 CERTIFY = JobKind(
     name="certify", command="certify", grid=("problem", "p", "svm", "alpha", "digits", "time_limit"),

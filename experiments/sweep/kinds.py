@@ -24,7 +24,7 @@ from typing import Callable, Iterator, Mapping
 from certify.errors import MdcertError
 from certify.lazy import lazy_registry
 
-__all__ = ["ParamType", "Param", "JobKind", "KINDS", "get_kind", "kind_names", "registered",
+__all__ = ["ParamType", "Param", "JobKind", "KINDS", "get_kind", "kind_names",
            "command_parser", "grid_params"]
 
 
@@ -51,8 +51,6 @@ class Param:
         choices: allowed values (TEXT), empty for any.
         convert: turns a SPEC value of another shape into the command's text (alpha's list of
             indices becomes ``"0,3,1"``), applied before the type check.
-        check: extra validation of one value (raises `MdcertError` with one line); only for a
-            command not yet in `experiments.commands` (`experiments.sweep.legacy`).
     """
 
     name: str
@@ -61,7 +59,6 @@ class Param:
     required: bool = False
     choices: tuple[str, ...] = ()
     convert: Callable[[object], object] | None = None
-    check: Callable[[object], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,21 +114,12 @@ class JobKind:
     def validate(self, argv: list[str]) -> None:
         """Check one job's argv with the command's own parser and validation (raises `MdcertError`
         or ValueError with the command's one line)."""
-        if not registered(self.command):
-            from experiments.sweep import legacy
-
-            legacy.validate(self.command, argv)
-            return
         from experiments.commands import parse
 
         parse(self.command, argv[1:])
 
     def worker_preload(self) -> tuple[str, ...]:
         """What a worker imports before its first job: ``preload`` and the command's module."""
-        if not registered(self.command):
-            from experiments.sweep import legacy
-
-            return self.preload + legacy.cli_modules()
         from experiments.commands import COMMAND_MODULES
 
         return self.preload + ("experiments.commands", COMMAND_MODULES[self.command])
@@ -160,19 +148,8 @@ class JobKind:
         return argv
 
 
-def registered(command: str) -> bool:
-    """Whether ``command`` has an application-layer module (`experiments.commands`)."""
-    from experiments.commands import COMMAND_MODULES
-
-    return command in COMMAND_MODULES
-
-
 def command_parser(command: str) -> argparse.ArgumentParser:
     """A parser holding the options of ``command`` (its ``add_arguments``)."""
-    if not registered(command):
-        from experiments.sweep import legacy
-
-        return legacy.cli_parser(command)
     from experiments.commands import module
 
     parser = argparse.ArgumentParser(prog=f"mdcert {command}", add_help=False)
@@ -220,11 +197,6 @@ def grid_params(kind: JobKind) -> tuple[Param, ...]:
     by_dest: dict[str, argparse.Action] = {}
     for action in _actions(command_parser(kind.command)):
         by_dest.setdefault(action.dest, action)
-    checks = {}
-    if not registered(kind.command):
-        from experiments.sweep import legacy
-
-        checks = legacy.value_checks(kind.name)
     params = []
     for name in kind.grid:
         action = by_dest.get(kind.dests.get(name, name))
@@ -237,7 +209,7 @@ def grid_params(kind: JobKind) -> tuple[Param, ...]:
             required = action.nargs not in ("?", "*")
         required = required or name in kind.required
         params.append(Param(name, _type(kind, name, action), _flag(action), required=required, choices=choices,
-                            convert=kind.convert.get(name), check=checks.get(name)))
+                            convert=kind.convert.get(name)))
     return tuple(params)
 
 

@@ -248,8 +248,6 @@ def _value(param: Param, item: object, key: str) -> object:
         value = str(item).strip()
         if param.choices and value not in param.choices:
             raise MdcertError(f"{key}: {item!r} is not one of {', '.join(param.choices)}")
-    if param.check is not None:
-        param.check(value)
     return value
 
 

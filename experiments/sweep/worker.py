@@ -155,10 +155,6 @@ def run_config(command: str, argv: list[str], output: Path) -> int:
 def run_job(kind, argv: list[str], folder: Path) -> int:
     """Run one job's ``argv`` (its kind's command first) in this process with its output captured in
     ``folder`` (stdout.txt, stderr.txt); the exit code."""
-    from experiments.commands import COMMAND_MODULES
-
-    if kind.command not in COMMAND_MODULES:
-        return _legacy_run(argv, folder)
     old_argv = sys.argv
     sys.argv = ["mdcert", *argv]               # as a user's command line (a run records its argv)
     try:
@@ -166,14 +162,6 @@ def run_job(kind, argv: list[str], folder: Path) -> int:
             return run_config(kind.command, argv[1:], folder / kind.output_name)
     finally:
         sys.argv = old_argv
-
-
-def _legacy_run(argv: list[str], folder: Path) -> int:
-    """TEMPORARY (delete with `experiments.sweep.legacy`): a command not yet in
-    `experiments.commands.COMMAND_MODULES` runs through the CLI's ``main(argv)``."""
-    from experiments.sweep import legacy
-
-    return legacy.run_cli(argv, _captured, folder)
 
 
 def _outputs(folder: Path) -> dict:

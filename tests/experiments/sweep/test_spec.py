@@ -64,7 +64,7 @@ BAD = [
     ('kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2"]\ndigits = ["30"]\n', r"grid\.digits: '30' is not an integer"),
     ('kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2"]\ndigits = [0]\n', r"between 1 and 2000"),
     ('kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2"]\nsvm = ["both"]\n', r"not one of attention, decoder"),
-    ('kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2"]\nalpha = ["best"]\n', r"invalid grid\.alpha"),
+    ('kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2"]\nalpha = ["best"]\n', r"alpha=best\): mdcert certify refuses it: invalid alpha .best."),
     ('kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\np = ["2", "2"]\n', r"lists '2' twice"),
     ('kind = "certify"\n[grid]\nproblem = [3]\np = ["2"]\n', r"not a file path"),
     ('kind = "certify"\n[grid]\np = ["2"]\n', r"grid\.problem is required"),

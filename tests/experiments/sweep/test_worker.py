@@ -61,9 +61,9 @@ def test_a_finished_record_is_reused_and_failed_record_defers_to_it(jobs, monkey
 
 
 def test_an_internal_error_is_exit_70(jobs, monkeypatch) -> None:
-    import experiments.cli.certify_cmd as cmd
+    import experiments.commands.certify as cmd
 
-    monkeypatch.setattr(cmd, "run", lambda args: 1 / 0)
+    monkeypatch.setattr(cmd, "run", lambda config: 1 / 0)
     line = execute(jobs[0])
     assert line["status"] == "failed" and line["exit_code"] == 70 and "internal error: ZeroDivisionError" in line["error"]
 

@@ -12,7 +12,6 @@ leaves nothing half-written.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import sys
@@ -126,55 +125,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(module, args: argparse.Namespace) -> int:
-    from certify.errors import MdcertError
+    from experiments.commands.outcome import exit_code_for, input_warnings, is_bug, one_line
 
     try:
-        with _input_warnings(args.command):
+        with input_warnings(args.command):
             return int(module.run(args) or 0)
     except BrokenPipeError as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
         if _stdout_closed():
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not raise
             return 141
-        print(f"mdcert {args.command}: error: {_one_line(exc)}", file=sys.stderr)  # another pipe broke
+        print(f"mdcert {args.command}: error: {one_line(exc)}", file=sys.stderr)  # another pipe broke
         return 1
-    except (MdcertError, ValueError, FloatingPointError, OSError, MemoryError) as exc:
-        print(f"mdcert {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"mdcert {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:  # a bug, not bad input: still one line, but say so
-        extra = EXTRAS.get((exc.name or "").partition(".")[0]) if isinstance(exc, ModuleNotFoundError) else None
-        if extra is not None:  # an optional dependency this command needs is not installed
-            print(f"mdcert {args.command}: error: this command needs {exc.name}, which is not installed; "
-                  f"install it with: pip install 'mdcert[{extra}]'", file=sys.stderr)
-            return 1
-        if os.environ.get("MDCERT_TRACEBACK"):
+    except KeyboardInterrupt as exc:
+        return exit_code_for(args.command, exc)
+    except Exception as exc:  # noqa: BLE001 - every outcome becomes one line and an exit code
+        if os.environ.get("MDCERT_TRACEBACK") and is_bug(exc, extras=EXTRAS):
             raise
-        print(f"mdcert {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)} (this is a bug; "
-              f"rerun with MDCERT_TRACEBACK=1 for the traceback and report it)", file=sys.stderr)
-        return 70
-
-
-@contextlib.contextmanager
-def _input_warnings(command: str):
-    """Print each `InputWarning` (suspicious input) as one line ``mdcert CMD: warning: ...`` on stderr."""
-    import warnings
-
-    from certify.errors import InputWarning
-
-    shown = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, InputWarning):
-            print(f"mdcert {command}: warning: {_one_line(message)}", file=sys.stderr)
-        else:
-            shown(message, category, filename, lineno, file, line)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", InputWarning)
-        warnings.showwarning = show
-        yield
+        return exit_code_for(args.command, exc, extras=EXTRAS,
+                             bug_hint=" (this is a bug; rerun with MDCERT_TRACEBACK=1 for the traceback and "
+                                      "report it)")
 
 
 def _stdout_closed() -> bool:
@@ -187,18 +156,6 @@ def _stdout_closed() -> bool:
         return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
     except (AttributeError, OSError, ValueError):  # no poll, or a replaced stdout without a descriptor
         return False
-
-
-def _one_line(exc: BaseException) -> str:
-    """The first line of an exception's message, with an actionable form for OS and memory errors."""
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f": {exc.filename!r}" if exc.filename is not None else " while reading an input"
-        return f"{exc.strerror}{where}; check the path and its permissions"
-    text = str(exc).strip()
-    msg = text.splitlines()[0] if text else type(exc).__name__
-    if isinstance(exc, MemoryError):
-        return f"out of memory ({msg}); reduce the problem size, trials or steps"
-    return msg
 
 
 if __name__ == "__main__":  # pragma: no cover

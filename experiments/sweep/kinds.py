@@ -122,7 +122,8 @@ class JobKind:
         """What a worker imports before its first job: ``preload`` and the command's module."""
         from experiments.commands import COMMAND_MODULES
 
-        return self.preload + ("experiments.commands", COMMAND_MODULES[self.command])
+        return self.preload + ("experiments.commands", "experiments.commands.outcome",
+                               COMMAND_MODULES[self.command])
 
     def argv(self, values: Mapping[str, object], record: str | Path) -> list[str]:
         """The command line of one job, writing its output inside the directory ``record``.

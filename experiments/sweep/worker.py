@@ -89,67 +89,23 @@ def _captured(folder: Path):
             os.close(saved[1])
 
 
-def _one_line(exc: BaseException) -> str:
-    """The first line of an exception's message, as the command line shows it."""
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f": {exc.filename!r}" if exc.filename is not None else " while reading an input"
-        return f"{exc.strerror}{where}; check the path and its permissions"
-    text = str(exc).strip()
-    msg = text.splitlines()[0] if text else type(exc).__name__
-    if isinstance(exc, MemoryError):
-        return f"out of memory ({msg}); reduce the problem size, trials or steps"
-    return msg
-
-
-@contextlib.contextmanager
-def _input_warnings(command: str):
-    """Each `InputWarning` (suspicious input) as one line ``mdcert CMD: warning: ...`` on stderr."""
-    import warnings
-
-    from certify.errors import InputWarning
-
-    shown = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, InputWarning):
-            print(f"mdcert {command}: warning: {_one_line(message)}", file=sys.stderr)
-        else:
-            shown(message, category, filename, lineno, file, line)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", InputWarning)
-        warnings.showwarning = show
-        yield
-
-
 def run_config(command: str, argv: list[str], output: Path) -> int:
     """Run ``command`` on ``argv`` (its options, without the command's name) through the application
     layer: parse, ``run(config)``, ``Result.write(output)``, the summary lines on stdout; the exit
     code, with exceptions turned into codes and one stderr line as the command line does."""
-    from certify.errors import MdcertError
     from experiments.commands import module, parse
+    from experiments.commands.outcome import exit_code_for, input_warnings
 
     try:
-        with _input_warnings(command):
+        with input_warnings(command):
             config = parse(command, argv)
             result = module(command).run(config)
             result.write(output)
         for line in result.lines(LINE_WIDTH):
             print(line)
         return int(result.exit_code)
-    except (MdcertError, ValueError, FloatingPointError, OSError, MemoryError) as exc:
-        print(f"mdcert {command}: error: {_one_line(exc)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"mdcert {command}: interrupted", file=sys.stderr)
-        return 130
-    except ModuleNotFoundError as exc:         # an optional dependency missing on this worker
-        print(f"mdcert {command}: error: this command needs {exc.name}, which is not installed on "
-              f"{socket.gethostname()}; install the same mdcert extras on every worker", file=sys.stderr)
-        return 1
-    except Exception as exc:                   # a bug, not bad input: one line, exit 70
-        print(f"mdcert {command}: internal error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
-        return 70
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line and an exit code, as the CLI
+        return exit_code_for(command, exc, host=socket.gethostname())
 
 
 def run_job(kind, argv: list[str], folder: Path) -> int:

@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 from certify.errors import InputWarning, MdcertError
-from experiments.commands.outcome import exit_code_for, input_warnings, is_bug, one_line
+from experiments.commands.outcome import exit_code_for, input_warnings, is_bug
 
 CASES = [
     (MdcertError("bad --p"), {}, None, 1, r"^mdcert cmd: error: bad --p$"),

@@ -71,9 +71,9 @@ def test_certificate_load_and_from_text_round_trip(cert, tmp_path):
 
 
 def _budget(p="7/4"):
-    from certify.check.checker import _Rows
+    from certify.check.claims import Rows
 
-    rows = _Rows(PROBLEM, "attention", PROBLEM.optimal_indices().indices)
+    rows = Rows(PROBLEM, "attention", PROBLEM.optimal_indices().indices)
     return size_budget(p=Fraction(p), rows_L=rows.L, rows_R=rows.R, rows_exp=rows.exp, m=rows.m)
 
 

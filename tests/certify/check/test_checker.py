@@ -162,7 +162,7 @@ def test_nan_ball_is_never_a_zero_upper_bound():
     near 1) would have accepted distance/direction/Bregman claims of 0 and every inactive claim."""
     from flint import arb
 
-    from certify.check.checker import _top
+    from certify.check.claims import _top
 
     assert not _top(arb("nan")) <= 1000
     assert not _top(arb("nan")).is_finite()
@@ -294,7 +294,7 @@ def test_checker_builds_rows_of_valid_tokens_only():
 def test_checker_rows_and_products_equal_the_plain_definitions(svm):
     """The vectorized rows, ``A w`` and the per-example ``A^T lam`` equal the row-by-row definitions
     (docs/theory.md section 4.6), padding included."""
-    from certify.check.checker import _Rows
+    from certify.check.claims import Rows
 
     rng = np.random.default_rng(4)
     n, T, d = 5, 6, 3
@@ -304,7 +304,7 @@ def test_checker_rows_and_products_equal_the_plain_definitions(svm):
     alpha = [2, 1, 0, 2, 5]
     pr = AttentionProblem(X, rng.choice([-1.0, 1.0], n), np.round(rng.standard_normal((n, d)) * 4) / 4,
                           rng.standard_normal(d), alpha=alpha, lengths=lengths)
-    rows = _Rows(pr, svm, tuple(alpha))
+    rows = Rows(pr, svm, tuple(alpha))
     Xi, Zi = pr.exact("X").ints.astype(object), pr.exact("z").ints.astype(object)
     plain = []
     for i in range(n):
@@ -360,7 +360,7 @@ def test_tight_claim_over_more_rows_than_variables_is_refused_at_once(wide_cert)
 def test_tight_claims_beyond_the_checkers_limit_are_refused(cert_json, monkeypatch):
     """The documented cap (`certify.limits.TIGHT_GROUPS`) applies below m too; the solver's limit is the
     same constant, so an honest certificate never crosses it."""
-    import certify.check.checker
+    import certify.check.claims
     from certify.bounds import TIGHT_LIMIT
     from certify.limits import TIGHT_GROUPS
 
@@ -369,9 +369,9 @@ def test_tight_claims_beyond_the_checkers_limit_are_refused(cert_json, monkeypat
     if not sup["tight"] or cert_json.get("exact_kkt"):
         pytest.skip("no tight rows to prove through the Gram matrix (exact KKT: each row by its slack)")
     open_rows = len(sup["tight"]) + len(sup["undecided"])  # PROBLEM's rows are distinct: one group each
-    monkeypatch.setattr(certify.check.checker, "TIGHT_GROUPS", open_rows)
+    monkeypatch.setattr(certify.check.claims, "TIGHT_GROUPS", open_rows)
     assert check_certificate(PROBLEM, cert_json).ok
-    monkeypatch.setattr(certify.check.checker, "TIGHT_GROUPS", open_rows - 1)
+    monkeypatch.setattr(certify.check.claims, "TIGHT_GROUPS", open_rows - 1)
     res = _fails(cert_json, "support_tight")
     assert f"at most min(m, {open_rows - 1}) = {open_rows - 1}" in res.first_failure
 

@@ -10,16 +10,16 @@ every claim from the data and the exact vectors.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from fractions import Fraction
-from typing import Any, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from certify.errors import MdcertError
-from certify.exact import decimal_int, decimal_str, format_fraction, parse_fraction
+from certify.exact import format_fraction
+from certify.exactvector import ExactVector, fraction_from_json, fraction_json, index_from_json, short_repr
 
 __all__ = ["CertStatus", "SupportClass", "ExactVector", "Certificate", "CERT_FORMAT", "SVMS", "solution_shape"]
 
@@ -48,136 +48,6 @@ class SupportClass(NamedTuple):
 
     def counts(self) -> tuple[int, int, int]:
         return len(self.tight), len(self.inactive), len(self.undecided)
-
-
-@dataclass(frozen=True)
-class ExactVector:
-    """An exact rational vector ``ints * 2**exp / den`` (den > 0; docs/theory.md section 4.1).
-
-    Attributes:
-        ints: Python integers.
-        exp: common binary exponent.
-        den: common positive denominator (1 for dyadic vectors).
-    """
-
-    ints: tuple[int, ...]
-    exp: int = 0
-    den: int = 1
-
-    def __post_init__(self) -> None:
-        if self.den <= 0:
-            raise MdcertError(f"exact vector denominator must be positive, got {self.den}")
-
-    def __len__(self) -> int:
-        return len(self.ints)
-
-    def fractions(self) -> list[Fraction]:
-        scale = Fraction(2) ** self.exp / self.den
-        return [Fraction(k) * scale for k in self.ints]
-
-    def to_float(self) -> np.ndarray:
-        """Each entry rounded to float64 (within one unit in the last place)."""
-        if self.den == 1:
-            out = np.empty(len(self.ints))
-            for j, k in enumerate(self.ints):
-                out[j] = _ldexp_int(k, self.exp)
-            return out
-        return np.array([_fraction_float(f) for f in self.fractions()], dtype=np.float64)
-
-    def to_json(self) -> dict:
-        """Integers as JSON numbers; one beyond Python's 4300-digit str limit as a decimal string
-        (``json`` could neither write nor read it as a number)."""
-        return {"ints": [_int_json(k) for k in self.ints], "exp": int(self.exp), "den": _int_json(self.den)}
-
-    @classmethod
-    def from_json(cls, data: Any, *, name: str = "vector") -> "ExactVector":
-        if not isinstance(data, dict) or "ints" not in data:
-            raise MdcertError(f"certificate field {name!r} must be an object with 'ints', 'exp', 'den'")
-        ints = data["ints"]
-        try:
-            if not isinstance(ints, list):
-                raise TypeError
-            ints = [_int_from_json(k) for k in ints]
-            exp, den = data.get("exp", 0), _int_from_json(data.get("den", 1))
-        except (TypeError, ValueError):
-            raise MdcertError(f"certificate field {name!r}: 'ints' and 'den' must be integers (no floats)") from None
-        if not isinstance(exp, int) or not isinstance(den, int) or isinstance(exp, bool) or den <= 0:
-            raise MdcertError(f"certificate field {name!r}: 'exp' must be an integer and 'den' a positive integer")
-        if abs(exp) > _MAX_EXP:  # 2**exp is formed exactly: a hostile exponent would hang the checker
-            raise MdcertError(f"certificate field {name!r}: 'exp' = {exp} is out of range (|exp| <= {_MAX_EXP})")
-        return cls(tuple(ints), exp, den)
-
-    @classmethod
-    def from_dyadic(cls, ints: Sequence[int], exp: int) -> "ExactVector":
-        return cls(tuple(int(k) for k in ints), int(exp), 1)
-
-
-#: largest binary exponent of an exact vector read from JSON (real certificates stay far below)
-_MAX_EXP = 10**7
-
-
-def _ldexp_int(k: int, e: int) -> float:
-    """``k * 2**e`` rounded to float64 without overflow in the integer conversion."""
-    k = int(k)
-    if k == 0:
-        return 0.0
-    sign = 1.0 if k > 0 else -1.0
-    k = abs(k)
-    shift = max(0, k.bit_length() - 64)
-    try:
-        return sign * math.ldexp(float(k >> shift), e + shift)
-    except OverflowError:
-        return sign * math.inf
-
-
-def _shown(x: Any) -> str:
-    """A short, safe display of an untrusted value (never the repr of a huge or deeply nested one)."""
-    if x is None or isinstance(x, (bool, float)):
-        return repr(x)
-    if isinstance(x, int):
-        return repr(x) if x.bit_length() < 256 else f"an integer of {x.bit_length()} bits"
-    if isinstance(x, str):
-        return repr(x[:60]) + ("..." if len(x) > 60 else "")
-    return f"a {type(x).__name__}"
-
-
-def _fraction_float(x: Fraction) -> float:
-    """``float(x)``, +-inf beyond the float64 range (float() raises OverflowError there)."""
-    try:
-        return float(x)
-    except OverflowError:
-        return math.copysign(math.inf, x)
-
-
-def _int_json(k: int) -> int | str:
-    k = int(k)
-    return k if k.bit_length() < 14000 else decimal_str(k)
-
-
-def _int_from_json(x: Any) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, str)):
-        raise TypeError(f"{_shown(x)} is not an integer")
-    return x if isinstance(x, int) else decimal_int(x)
-
-
-def _index(x: Any) -> int:
-    """A row index component: an integer, never a float truncated to one."""
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"index {_shown(x)} is not an integer")
-    return int(x)
-
-
-def _frac(x: Fraction | None) -> str | None:
-    return None if x is None else format_fraction(x)
-
-
-def _unfrac(data: dict, key: str) -> Fraction | None:
-    val = data.get(key)
-    if val is None:
-        return None
-    if not isinstance(val, str):
-        raise MdcertError(f"certificate field {key!r} must be an exact 'num/den' string, got {type(val).__name__}")
-    return parse_fraction(val)
 
 
 @dataclass(frozen=True)
@@ -279,11 +149,11 @@ class Certificate:
             "data_hash": self.data_hash,
             "d": int(self.d),
             "digits": int(self.digits),
-            "opt_lower": _frac(self.opt_lower),
-            "opt_upper": _frac(self.opt_upper),
-            "distance_upper": _frac(self.distance_upper),
-            "direction_error_upper": _frac(self.direction_error_upper),
-            "bregman_upper": _frac(self.bregman_upper),
+            "opt_lower": fraction_json(self.opt_lower),
+            "opt_upper": fraction_json(self.opt_upper),
+            "distance_upper": fraction_json(self.distance_upper),
+            "direction_error_upper": fraction_json(self.direction_error_upper),
+            "bregman_upper": fraction_json(self.bregman_upper),
             "support": sup,
             "exact_kkt": bool(self.exact_kkt),
             "w": None if self.w is None else self.w.to_json(),
@@ -319,14 +189,14 @@ class Certificate:
                 raise ValueError
             status = CertStatus(data.get("status"))
         except ValueError:
-            raise MdcertError(f"unknown certificate status {_shown(data.get('status'))}; expected optimal, infeasible "
+            raise MdcertError(f"unknown certificate status {short_repr(data.get('status'))}; expected optimal, infeasible "
                               f"or no_verified_result") from None
         svm = data.get("svm")
         if svm not in SVMS:
-            raise MdcertError(f"certificate 'svm' must be one of {', '.join(SVMS)}, got {_shown(svm)}")
-        p = _unfrac(data, "p")
+            raise MdcertError(f"certificate 'svm' must be one of {', '.join(SVMS)}, got {short_repr(svm)}")
+        p = fraction_from_json(data, "p")
         if p is None or p <= 1:
-            raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {_shown(data.get('p'))}")
+            raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {short_repr(data.get('p'))}")
         alpha = data.get("alpha")
         if not isinstance(alpha, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in alpha):
             raise MdcertError("certificate 'alpha' must be a list of integers")
@@ -336,7 +206,7 @@ class Certificate:
             if not isinstance(sup, dict):
                 raise MdcertError("certificate 'support' must be an object with tight, inactive, undecided")
             try:
-                support = SupportClass(*(tuple(tuple(_index(x) for x in r) for r in sup.get(k, []))
+                support = SupportClass(*(tuple(tuple(index_from_json(x) for x in r) for r in sup.get(k, []))
                                          for k in ("tight", "inactive", "undecided")))
             except (TypeError, ValueError):
                 raise MdcertError("certificate 'support' lists must hold integer index lists like [i, t]") from None
@@ -349,16 +219,16 @@ class Certificate:
         for key in ("d", "digits"):
             val = data.get(key, 0)
             if not isinstance(val, int) or isinstance(val, bool) or not 0 <= val < 2**31:
-                raise MdcertError(f"certificate field {key!r} must be an integer in 0..2**31-1, got {_shown(val)}")
+                raise MdcertError(f"certificate field {key!r} must be an integer in 0..2**31-1, got {short_repr(val)}")
         if not isinstance(data.get("data_hash", ""), str):
-            raise MdcertError(f"certificate 'data_hash' must be a string like 'sha256:...', got {_shown(data.get('data_hash'))}")
+            raise MdcertError(f"certificate 'data_hash' must be a string like 'sha256:...', got {short_repr(data.get('data_hash'))}")
         if not isinstance(data.get("info") or {}, dict) or not isinstance(data.get("exact_kkt", False), bool):
             raise MdcertError("certificate 'info' must be an object and 'exact_kkt' true or false")
         return cls(status=status, svm=svm, p=p, alpha=tuple(alpha), data_hash=data.get("data_hash", ""),
-                   opt_lower=_unfrac(data, "opt_lower"), opt_upper=_unfrac(data, "opt_upper"),
-                   distance_upper=_unfrac(data, "distance_upper"),
-                   direction_error_upper=_unfrac(data, "direction_error_upper"),
-                   bregman_upper=_unfrac(data, "bregman_upper"), support=support,
+                   opt_lower=fraction_from_json(data, "opt_lower"), opt_upper=fraction_from_json(data, "opt_upper"),
+                   distance_upper=fraction_from_json(data, "distance_upper"),
+                   direction_error_upper=fraction_from_json(data, "direction_error_upper"),
+                   bregman_upper=fraction_from_json(data, "bregman_upper"), support=support,
                    exact_kkt=bool(data.get("exact_kkt", False)), d=int(data.get("d", 0)),
                    digits=int(data.get("digits", 0)), info=dict(data.get("info") or {}),
                    gordan_basis=None if basis is None else tuple(basis), **vecs)

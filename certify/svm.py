@@ -23,18 +23,12 @@ import numpy as np
 from certify.blas import single_thread_blas
 from certify.budget import solve_bytes
 from certify.memory import default_budget, format_bytes
-from certify.bounds import Bounds, ball_bounds, exact_kkt_p2, make_feasible
-from certify.certificate import Certificate, CertStatus, ExactVector
+from certify.certificate import Certificate, CertStatus
 from certify.errors import MdcertError
 from certify.exact import parse_p
-from certify.feasible import FeasibilityResult, constraint_system, feasibility_system
-from certify.gordan import near_gordan
-from certify.ops import ExactOps
+from certify.feasible import constraint_system
 from certify.problem import AttentionProblem, resolve_alpha
-from certify.refine import refine
-from certify.structured import row_factors
-from certify.warmstart import warm_start
-from certify.workingset import working_set_bytes, working_set_start
+from certify.solve import solve, target_bits
 
 __all__ = ["certify_svm", "certify_system", "target_bits", "DENSE_ENTRIES", "PATHS"]
 
@@ -42,28 +36,6 @@ __all__ = ["certify_svm", "certify_system", "target_bits", "DENSE_ENTRIES", "PAT
 DENSE_ENTRIES = 1 << 20
 #: warm-start paths: "auto" (by size), "dense" (N x m rows, N x N Hessians), "working-set" (structured)
 PATHS = ("auto", "dense", "working-set")
-
-
-#: float failures of the solver side (never of a proof): they end in NO_VERIFIED_RESULT, not a traceback
-_NUMERIC = (FloatingPointError, ValueError, ZeroDivisionError, np.linalg.LinAlgError, OverflowError)
-
-
-def target_bits(p: Fraction, digits: int) -> int:
-    """Working bits so that width ~1e-digits and direction error ~1e-(digits/2) or better.
-
-    The direction error scales like sqrt(gap) (p <= 2) or gap^(1/p) (p > 2), hence p*digits/2 gap
-    digits for p > 2.
-    """
-    gap_digits = digits if p <= 2 else math.ceil(float(p) * digits / 2)
-    return int(math.ceil(gap_digits * 3.33)) + 24
-
-
-def _width_ok(b: Bounds, digits: int) -> bool:
-    return b.opt_upper - b.opt_lower <= b.opt_lower * Fraction(1, 10 ** digits)
-
-
-def _good(b: Bounds, digits: int) -> bool:
-    return _width_ok(b, digits) and not b.support.undecided
 
 
 def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
@@ -194,7 +166,7 @@ def certify_system(build, p, *, svm: str, data_hash: str, d: int, N: int, m: int
                       f"(mdcert certify --memory-budget) or certify fewer examples",
             "memory_estimate_bytes": need, "memory_budget_bytes": budget})
     try:
-        return _solve(build(), pf, base, digits=digits, time_limit=time_limit, t0=t0,
+        return solve(build(), pf, base, digits=digits, time_limit=time_limit, t0=t0,
                       structured=structured, budget=budget, need=need, progress=progress)
     except MemoryError:
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
@@ -204,128 +176,3 @@ def certify_system(build, p, *, svm: str, data_hash: str, d: int, N: int, m: int
             "seconds": round(time.perf_counter() - t0, 4)})
 
 
-def _solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, progress) -> Certificate:
-    progress(0.0, "warm start")
-    ops = ExactOps(cs)
-    info: dict = {}
-
-    def infeasible_or_unknown(reason: str) -> Certificate:
-        try:
-            feas = feasibility_system(cs)
-        except _NUMERIC as exc:  # a float step failed (extreme data scale): nothing is claimed
-            info.update(seconds=round(time.perf_counter() - t0, 4), reason=f"{reason}; feasibility: {exc}")
-            return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
-        info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4), reason=reason)
-        if feas.feasible is False:
-            return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
-        if feas.feasible:
-            info["reason"] = reason + "; the SVM is feasible (proven), but no certified optimum was found"
-        return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
-
-    # a zero row (duplicated token) is infeasible outright
-    zero = ~np.asarray(cs.left.ints != 0).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
-    if cs.right is not None and cs.N:
-        zero |= ~np.asarray(cs.right.ints != 0).any(axis=1)
-    if zero.any():
-        return infeasible_or_unknown("zero constraint row")
-    if structured:
-        rf = row_factors(cs)
-        ws_budget = max(budget - need + working_set_bytes(min(cs.N, cs.m), cs.m), budget // 4)
-        try:
-            ws, rep = working_set_start(rf, float(pf), budget_bytes=ws_budget)
-        except _NUMERIC:
-            return infeasible_or_unknown("warm start failed")
-        info["warm_start"] = ws.method
-        info["working_set"] = {"rows": rep.rows, "rounds": rep.rounds, "lbfgs_iterations": rep.lbfgs_iterations}
-        if not ws.kkt_residual < 1e-6:
-            ng, source = (near_gordan(cs, ws.lam) if rep.diverged else None), "dual"
-            if ng is None and pf != 2:
-                # feasibility does not depend on p, and the p = 2 dual diverges where a p near 1 stalls
-                # (measured: (500,32,32) at p = 1.1); any Gordan vector is re-proved exactly
-                try:
-                    ws2, rep2 = working_set_start(rf, 2.0, budget_bytes=ws_budget)
-                    ng, source = (near_gordan(cs, ws2.lam) if rep2.diverged else None), "p = 2 dual"
-                except _NUMERIC:
-                    pass
-            if ng is not None:
-                info.update(feasibility=f"near-Gordan vector from the diverging {source}, correction on a basis "
-                                        "verified with exact integer products", seconds=round(time.perf_counter() - t0, 4))
-                return Certificate(status=CertStatus.INFEASIBLE, gordan=ng[0], gordan_basis=ng[1], info=info, **base)
-            return infeasible_or_unknown(f"structured warm start: {ws.method}")
-    else:
-        try:
-            ws = _dense_warm(cs, ops, pf)
-        except _NUMERIC:
-            return infeasible_or_unknown("warm start failed")
-        if isinstance(ws, FeasibilityResult):  # proven infeasible on the way
-            info.update(feasibility=ws.method, seconds=round(time.perf_counter() - t0, 4))
-            return Certificate(status=CertStatus.INFEASIBLE, gordan=ws.gordan_exact, info=info, **base)
-    info["warm_start"] = ws.method
-    if not np.all(np.isfinite(ws.lam)) or not ws.kkt_residual < 1e-3:
-        return infeasible_or_unknown(f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})")
-    bits = target_bits(pf, digits)
-    best: Bounds | None = None
-    for attempt in range(4):
-        def reached(lg: float, bits=bits, attempt=attempt) -> None:  # the warm start is about 10% of the work
-            progress(0.1 + 0.8 * min(1.0, max(0.0, -lg / bits)), f"refine to {bits} bits (attempt {attempt + 1})")
-        try:
-            ref = refine(ops, pf, ws.lam, bits=bits, progress=reached)
-            progress(0.9, "exact bounds")
-            b = None
-            if pf == 2 and len(ref.support) <= 64 and cs.m <= 4096:
-                # exact rational KKT: denominators grow like |S| * 220 bits, so small supports only
-                b = exact_kkt_p2(ops, ref.support, bits=bits, weights=ref.lam_ints)
-            if b is None:
-                w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)
-                lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
-                if w is not None and any(ref.lam_ints) and min(ref.lam_ints) >= 0:
-                    b = ball_bounds(ops, pf, w, lam, bits=bits)
-        except _NUMERIC as exc:  # a float step of the refinement failed: keep what is proven so far
-            info["refine_error"] = str(exc)
-            break
-        if b is not None and (best is None or _score(b) > _score(best)):
-            best = b
-        resid = float(ref.residual)
-        info.update(bits=bits, refine_iterations=ref.iterations, active_set=len(ref.support),
-                    refine_residual=resid if math.isfinite(resid) else None,  # strict JSON: no Infinity
-                    refine_residual_log2=ref.residual_log2 if math.isfinite(ref.residual_log2) else None)
-        if best is not None and _good(best, digits):
-            break
-        if b is not None and b.singular and _width_ok(b, digits):
-            break  # A_S' A_S'^T is singular (dependent rows): more precision decides nothing
-        if time_limit is not None and time.perf_counter() - t0 > time_limit / 3:
-            break
-        bits *= 2
-    if best is None:
-        return infeasible_or_unknown("refinement did not yield a rigorous enclosure")
-    info["seconds"] = round(time.perf_counter() - t0, 4)
-    info["requested_width_reached"] = _width_ok(best, digits)
-    return Certificate(status=CertStatus.OPTIMAL, opt_lower=best.opt_lower, opt_upper=best.opt_upper,
-                       distance_upper=best.distance_upper, direction_error_upper=best.direction_error_upper,
-                       bregman_upper=best.bregman_upper, support=best.support, w=best.w, lam=best.lam,
-                       exact_kkt=best.exact_kkt, info=info, **base)
-
-
-def _dense_warm(cs, ops: ExactOps, pf: Fraction):
-    """The dense warm start (N x m float rows): a `WarmStart`, or the `FeasibilityResult` that
-    proved the system infeasible when Newton converged too slowly."""
-    A = ops.float_rows()
-    hess = None
-    if cs.kind == "attention" and cs.m >= 2500:  # structured Hessian pays off only for large m
-        Lf, Zf = ops.float_factors()
-
-        def hess(D, F):
-            return ops.hessian(D, F, Lf=Lf, Zf=Zf)
-    ws = warm_start(A, float(pf), fallbacks=False, hess=hess)
-    if not ws.kkt_residual < 1e-6:  # refine() finishes the active set from here
-        # slow convergence is typical of infeasible or degenerate systems: settle feasibility first
-        feas = feasibility_system(cs)
-        if feas.feasible is False:
-            return feas
-        ws2 = warm_start(A, float(pf), hess=hess, previous=ws)
-        ws = ws2 if ws2.kkt_residual < ws.kkt_residual else ws
-    return ws
-
-
-def _score(b: Bounds) -> tuple[int, Fraction]:
-    return (-len(b.support.undecided), -(b.opt_upper - b.opt_lower) / b.opt_lower)

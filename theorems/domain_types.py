@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+
 def short_text(x, n: int = 50) -> str:
     """``x`` on one line, cut to ``n`` characters."""
     text = " ".join(str(x).split())

@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from typing import Any
+
 import numpy as np
+
 from certify.exact import format_fraction
 
 __all__ = ['exact_vector', 'dyadic_scale', 'verify_gordan', 'verify_point']

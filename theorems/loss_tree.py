@@ -8,6 +8,7 @@ import ast
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
+
 from certify.errors import MdcertError
 
 __all__ = ['CONSTANTS', 'LIMITS', 'LOSS_FUNCS', 'NOT_REAL', 'OPS', 'U_BITS', 'check_tree', 'const_int', 'literal_bits', 'loss_refusal']

@@ -5,6 +5,7 @@ sign, kinks, and points drawn from solution sets."""
 from __future__ import annotations
 
 from fractions import Fraction
+
 from theorems.domain import set_points, sign_at
 from theorems.verdict import Evidence, Method
 

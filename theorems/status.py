@@ -6,6 +6,7 @@ from __future__ import annotations
 from enum import Enum
 from fractions import Fraction
 from typing import Any, Iterable
+
 from certify.exact import format_fraction
 
 __all__ = ['EvidenceError', 'Method', 'Verdict', 'approx_float', 'fraction_text', 'fraction_or_none', 'kleene_and']

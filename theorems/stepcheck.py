@@ -6,13 +6,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
-import numpy as np
+
 import flint
+import numpy as np
 from flint import arb
+
 from certify.errors import MdcertError
 from theorems.balls import arb_fraction, enclosure
-from theorems.logits import (RIGOROUS_LOSSES, check_trajectory, dyadic_rows, logit_balls, logit_ints,
-                              loss_terms, padding_mask, softmax_balls, token_values)
+from theorems.logits import (
+    RIGOROUS_LOSSES,
+    check_trajectory,
+    dyadic_rows,
+    logit_balls,
+    logit_ints,
+    loss_terms,
+    padding_mask,
+    softmax_balls,
+    token_values,
+)
 from theorems.prefilter import prefilter_steps
 
 #: working precisions (bits) tried in turn until every step is decided

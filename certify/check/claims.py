@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+
 import numpy as np
+
 from certify.certificate import Certificate
 from certify.check.rows import attention_rows, classification_rows
+from certify.check.verified import inverse_diagonal_upper
 from certify.classification import ClassificationProblem
 from certify.exact import format_sci
 from certify.limits import TIGHT_GROUPS
-from certify.check.verified import inverse_diagonal_upper
 
 __all__ = ["Rows", "check_optimal"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
-from experiments.commands.certify import add_export_options, check_export_paths, export_lines, write_export
+from experiments.commands.exports import add_export_options, check_export_paths, export_lines, write_export
 
 __all__ = ["Config", "Result", "add_arguments", "run"]
 
@@ -190,7 +190,7 @@ def run(config: Config) -> Result:
         notes.append(f"note: the certificate is about alpha = {summarize_sequence(certified)}, the problem file "
                      f"stores alpha = {summarize_sequence(stored)}; pass --alpha problem to require the stored one")
     from certify import Certificate
-    from experiments.commands.certify import prepare_export
+    from experiments.commands.exports import prepare_export
 
     sol, export_notes = prepare_export(Certificate.from_json(data), export_w=config.export_w,
                                        export_direction=config.export_direction)

@@ -4,9 +4,7 @@ panel (docs/theory.md sections 6.2-6.4). Each draws into a given matplotlib ``Ax
 
 from __future__ import annotations
 
-
 import numpy as np
-
 
 __all__ = ["BAND", "quantile_curves", "band", "log_axes", "projections_panel", "rate_panel", "norm_panel",
            "count_text", "legend_below"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Sequence
 
-
 from experiments.regpath.svm_reference import Reference
 
 __all__ = ["theorem31_quantities"]

@@ -11,7 +11,9 @@ __all__ = ["write_figures"]
 
 
 def _save(fig, path: Path) -> None:
-    from experiments.runtime.figures import save_png  # the one atomic writer (unique temporary names)
+    from experiments.runtime.figures import (
+        save_png,  # the one atomic writer (unique temporary names)
+    )
 
     save_png(fig, path)
 

@@ -301,7 +301,7 @@ def test_memory_budget_gives_no_verified_result_not_memory_error(monkeypatch):
     def oom(*args, **kwargs):
         raise MemoryError("Unable to allocate 28.6 GiB")
 
-    monkeypatch.setattr(svm_mod, "_solve", oom)
+    monkeypatch.setattr(svm_mod, "solve", oom)
     c = certify_svm(PROBLEM, "2")
     assert c.status is CertStatus.NO_VERIFIED_RESULT and c.info["reason"].startswith("ran out of memory")
     for bad in (0, -5, 1.5, True, "4G"):

@@ -55,10 +55,10 @@ def test_certify_infeasible_exit_3(tmp_path, capsys):
 
 
 def test_no_verified_result_exit_2(problem_file, tmp_path, capsys, monkeypatch):
-    import certify.svm as svm_mod
+    import certify.solve as solve_mod
 
-    monkeypatch.setattr(svm_mod, "ball_bounds", lambda *a, **k: None)  # nothing can be proven
-    monkeypatch.setattr(svm_mod, "exact_kkt_p2", lambda *a, **k: None)
+    monkeypatch.setattr(solve_mod, "ball_bounds", lambda *a, **k: None)  # nothing can be proven
+    monkeypatch.setattr(solve_mod, "exact_kkt_p2", lambda *a, **k: None)
     out = tmp_path / "c.json"
     assert main(["certify", str(problem_file), "--p", "1.5", "--digits", "10", "-o", str(out)]) == 2
     assert "nothing proven" in capsys.readouterr().out
@@ -202,9 +202,9 @@ def test_digits_beyond_float64_are_reached_and_reported_exactly(problem_file, tm
 
 
 def test_digits_not_reached_exit_2_on_stderr(problem_file, tmp_path, capsys, monkeypatch):
-    import certify.svm as svm_mod
+    import certify.solve as solve_mod
 
-    monkeypatch.setattr(svm_mod, "target_bits", lambda p, digits: 64)  # ~19 digits, then the time limit stops
+    monkeypatch.setattr(solve_mod, "target_bits", lambda p, digits: 64)  # ~19 digits, then the time limit stops
     out = tmp_path / "c.json"
     assert main(["certify", str(problem_file), "--p", "1.75", "--digits", "60", "--time-limit", "0",
                  "-o", str(out)]) == 2

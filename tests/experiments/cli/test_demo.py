@@ -70,11 +70,11 @@ def test_a_temporary_demo_does_not_point_to_its_removed_figures(tmp_path, monkey
         return None
 
     monkeypatch.setattr(demo, "_stage", fake_stage)
-    monkeypatch.setattr(demo, "_cert_facts", lambda path: "cert")
-    monkeypatch.setattr(demo, "_check_facts", lambda path: "check")
-    monkeypatch.setattr(demo, "_region_quantities", lambda path: [])
-    monkeypatch.setattr(demo, "_paths_facts", lambda run: "paths")
-    monkeypatch.setattr(demo, "_near_svm_init", lambda cert, out, seed: str(out))
+    monkeypatch.setattr(demo, "cert_facts", lambda path: "cert")
+    monkeypatch.setattr(demo, "check_facts", lambda path: "check")
+    monkeypatch.setattr(demo, "region_quantities", lambda path: [])
+    monkeypatch.setattr(demo, "paths_facts", lambda run: "paths")
+    monkeypatch.setattr(demo, "near_svm_init", lambda cert, out, seed: str(out))
     assert main(["demo", "--quick"]) == 0
     text = capsys.readouterr().out
     line = [ln for ln in text.splitlines() if ln.startswith("=> drew")][0]
@@ -82,7 +82,7 @@ def test_a_temporary_demo_does_not_point_to_its_removed_figures(tmp_path, monkey
 
 
 def test_check_facts_state_the_region_for_the_given_mu_and_R(tmp_path) -> None:
-    from experiments.commands.demo import _check_facts, _region_quantities
+    from experiments.commands.demo_facts import check_facts as _check_facts, region_quantities as _region_quantities
 
     rep = {"theorem": "10", "verdict": "fails", "quantities": {"mu": "1/2", "R": "1"}, "hypotheses": [
         {"name": "init_in_region", "verdict": "holds", "evidence": [

@@ -9,6 +9,7 @@ import re
 import pytest
 
 import experiments.commands.demo as demo
+import experiments.commands.demo_facts as demo_facts
 from certify.errors import MdcertError
 from experiments.cli.main import build_parser
 from experiments.commands import parse
@@ -53,10 +54,10 @@ def test_a_failed_stage_stops_the_demo_and_removes_its_directory(tmp_path, capsy
 def test_a_completed_demo_is_a_run_directory_with_a_summary(tmp_path, monkeypatch, capsys) -> None:
     from experiments.runtime.outputs import read_marker
 
-    for name, value in (("_cert_facts", "cert"), ("_check_facts", "check"), ("_paths_facts", "paths")):
+    for name, value in (("cert_facts", "cert"), ("check_facts", "check"), ("paths_facts", "paths")):
         monkeypatch.setattr(demo, name, lambda *a, value=value: value)
-    monkeypatch.setattr(demo, "_region_quantities", lambda path: [])
-    monkeypatch.setattr(demo, "_near_svm_init", lambda cert, out, seed: str(out))
+    monkeypatch.setattr(demo, "region_quantities", lambda path: [])
+    monkeypatch.setattr(demo, "near_svm_init", lambda cert, out, seed: str(out))
     calls = []
     out = tmp_path / "demo"
     result = run(parse("demo", ["--quick", "-o", str(out)]), runner=lambda argv: calls.append(argv[0]) or 0)
@@ -80,5 +81,5 @@ def test_check_facts_state_the_region_for_the_given_mu_and_R(tmp_path) -> None:
             {"quantity": "OPT = ||W_mm||_p", "lo_approx": 4.25, "hi_approx": 4.25}]}]}
     path = tmp_path / "r.json"
     path.write_text(json.dumps(rep))
-    assert demo._check_facts(str(path)) == ("Theorem 10: 1 of 1 hypotheses proved, verdict FAILS; "
+    assert demo_facts.check_facts(str(path)) == ("Theorem 10: 1 of 1 hypotheses proved, verdict FAILS; "
                                             "init_in_region HOLDS for the given mu = 0.5, R = 1")

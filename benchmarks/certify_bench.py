@@ -32,7 +32,11 @@ def _digits(x: Fraction | None) -> str:
         return "-"
     if x == 0:
         return "exact"
-    return f"{-math.log10(float(x)):.0f}" if float(x) > 0 else f"{len(str(x.denominator)) - len(str(x.numerator))}"
+    return (
+        f"{-math.log10(float(x)):.0f}"
+        if float(x) > 0
+        else f"{len(str(x.denominator)) - len(str(x.numerator))}"
+    )
 
 
 def _sci(x) -> str:
@@ -63,9 +67,14 @@ def slsqp(A: np.ndarray, p: float) -> tuple[np.ndarray | None, float]:
 
     x0 = np.linalg.lstsq(A, np.ones(A.shape[0]), rcond=None)[0] * 1.5
     t0 = time.perf_counter()
-    res = minimize(lambda w: np.sum(np.abs(w) ** p) / p, x0, jac=lambda w: np.sign(w) * np.abs(w) ** (p - 1),
-                   constraints=[{"type": "ineq", "fun": lambda w: A @ w - 1, "jac": lambda w: A}],
-                   method="SLSQP", options={"maxiter": 1000, "ftol": 1e-10})
+    res = minimize(
+        lambda w: np.sum(np.abs(w) ** p) / p,
+        x0,
+        jac=lambda w: np.sign(w) * np.abs(w) ** (p - 1),
+        constraints=[{"type": "ineq", "fun": lambda w: A @ w - 1, "jac": lambda w: A}],
+        method="SLSQP",
+        options={"maxiter": 1000, "ftol": 1e-10},
+    )
     return (res.x if res.x is not None else None), time.perf_counter() - t0
 
 
@@ -95,15 +104,19 @@ def run(instance: str, pr, ps, baselines: tuple[str, ...]) -> list[str]:
         ok = check_certificate(pr, cert).ok
         t_check = time.perf_counter() - t0
         t, i, u = cert.support.counts()
-        rows.append(f"| {instance} | {ps_} | ours (certify_svm, digits=60) | {t_ours:.2f} | {_digits(cert.relative_width())} "
-                    f"| {_sci(cert.direction_error_upper)} (certified) | {t}/{i}/{u} | checker {t_check:.2f} s, "
-                    f"{'verified' if ok else 'REJECTED'} |")
+        rows.append(
+            f"| {instance} | {ps_} | ours (certify_svm, digits=60) | {t_ours:.2f} | {_digits(cert.relative_width())} "
+            f"| {_sci(cert.direction_error_upper)} (certified) | {t}/{i}/{u} | checker {t_check:.2f} s, "
+            f"{'verified' if ok else 'REJECTED'} |"
+        )
         for name in baselines:
             w, el = (slsqp if name == "SLSQP" else clarabel)(A, float(Fraction(ps_)))
             viol, objerr, dirr = true_errors(ops, cert, w, float(Fraction(ps_)))
-            rows.append(f"| {instance} | {ps_} | {name} | {el:.2f} | objective error {objerr} | {dirr} (true) | - "
-                        f"| constraint violation {viol} |")
-        print("\n".join(rows[-1 - len(baselines):]), flush=True)
+            rows.append(
+                f"| {instance} | {ps_} | {name} | {el:.2f} | objective error {objerr} | {dirr} (true) | - "
+                f"| constraint violation {viol} |"
+            )
+        print("\n".join(rows[-1 - len(baselines) :]), flush=True)
     return rows
 
 
@@ -114,7 +127,9 @@ def main() -> None:
     args = ap.parse_args()
     ps = ["1.1", "1.5", "1.75", "2", "3"]
     certify_svm(synthetic_problem(), "1.5", digits=10)  # warm up imports (not timed)
-    print("| instance | p | method | time (s) | OPT digits / error | direction error | tight/inactive/undecided | notes |")
+    print(
+        "| instance | p | method | time (s) | OPT digits / error | direction error | tight/inactive/undecided | notes |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     run("n=6 T=8 d=10 (m=100)", synthetic_problem(), ps, ("SLSQP", "cvxpy+Clarabel"))
     if args.large:

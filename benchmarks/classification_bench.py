@@ -40,13 +40,15 @@ def _problem(spec: dict):
         return ClassificationProblem(X.astype(np.float64), y.astype(np.float64))
     from certify.synth import classification_problem
 
-    return classification_problem(n=spec["n"], d=spec["d"], separable=spec["data"] == "planted", seed=0)
+    return classification_problem(
+        n=spec["n"], d=spec["d"], separable=spec["data"] == "planted", seed=0
+    )
 
 
 def _rss_gib() -> float:
     import resource
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def run_ours(spec: dict) -> dict:
@@ -61,9 +63,15 @@ def run_ours(spec: dict) -> dict:
     rss = _rss_gib()
     t0 = time.perf_counter()
     res = check_certificate(prob, cert)
-    out = {"status": cert.status.value, "seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
-           "peak_gib": round(rss, 2), "check_seconds": round(time.perf_counter() - t0, 1), "checked": res.ok,
-           "peak_gib_with_check": round(_rss_gib(), 2)}
+    out = {
+        "status": cert.status.value,
+        "seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+        "peak_gib": round(rss, 2),
+        "check_seconds": round(time.perf_counter() - t0, 1),
+        "checked": res.ok,
+        "peak_gib_with_check": round(_rss_gib(), 2),
+    }
     if cert.support is not None:
         out["tight"], out["inactive"], out["undecided"] = cert.support.counts()
         rw = cert.relative_width()
@@ -91,8 +99,15 @@ def run_clarabel(spec: dict) -> dict:
     try:
         pr.solve(solver=cp.CLARABEL)
     except cp.error.SolverError as exc:
-        return {"status": f"solver error: {str(exc)[:60]}", "seconds": round(time.perf_counter() - t0, 1)}
-    out = {"status": pr.status, "seconds": round(time.perf_counter() - t0, 1), "peak_gib": round(_rss_gib(), 2)}
+        return {
+            "status": f"solver error: {str(exc)[:60]}",
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+    out = {
+        "status": pr.status,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "peak_gib": round(_rss_gib(), 2),
+    }
     if w.value is not None and pr.status in ("optimal", "optimal_inaccurate"):
         out["opt"] = _feasible_norm(A, np.asarray(w.value), float(spec["p"]))
     return out
@@ -107,7 +122,11 @@ def run_linearsvc(spec: dict) -> dict:
     t0 = time.perf_counter()
     clf = LinearSVC(C=1e6, loss="hinge", fit_intercept=False, dual=True, max_iter=100_000, tol=1e-8)
     clf.fit(prob.X, prob.y)
-    out = {"status": "fit", "seconds": round(time.perf_counter() - t0, 1), "peak_gib": round(_rss_gib(), 2)}
+    out = {
+        "status": "fit",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "peak_gib": round(_rss_gib(), 2),
+    }
     out["opt"] = _feasible_norm(A, np.asarray(clf.coef_).ravel(), 2.0)
     return out
 
@@ -131,7 +150,10 @@ def one(kind: str, spec: dict, cap: float) -> dict:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=cap, env=env, cwd=ROOT)
     except subprocess.TimeoutExpired:
-        return {"status": f"not finished in {cap:.0f} s", "seconds": round(time.perf_counter() - t0, 1)}
+        return {
+            "status": f"not finished in {cap:.0f} s",
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
         return {"status": f"failed: {(proc.stderr.strip().splitlines() or ['?'])[-1][:80]}"}
@@ -145,7 +167,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ps", default="1.5,2,3")
     ap.add_argument("--only", choices=("binary", "digits"), default=None)
     ap.add_argument("--no-peers", action="store_true")
-    ap.add_argument("--peer-ps", default="1.5,2,3", help="p values at which Clarabel runs (default all)")
+    ap.add_argument(
+        "--peer-ps", default="1.5,2,3", help="p values at which Clarabel runs (default all)"
+    )
     ap.add_argument("--cap", type=float, default=600.0, help="seconds per peer run (default 600)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
@@ -157,7 +181,9 @@ def main(argv=None) -> int:
     ps = [s.strip() for s in args.ps.split(",")]
     cases = []
     if args.only != "digits":
-        cases += [dict(data=data, n=args.n, d=args.d, p=p) for data in ("planted", "random") for p in ps]
+        cases += [
+            dict(data=data, n=args.n, d=args.d, p=p) for data in ("planted", "random") for p in ps
+        ]
     if args.only != "binary":
         cases += [dict(data="digits", p=p) for p in ps]
     results = []
@@ -179,10 +205,14 @@ def main(argv=None) -> int:
 
 def _line(row: dict) -> str:
     spec, o = row["case"], row["ours"]
-    name = f"{spec['data']} " + (f"({spec['n']}, {spec['d']})" if spec["data"] != "digits" else "(1797, 64, K=10)")
-    text = (f"{name} p={spec['p']} load {row['load'][0]}: ours {o.get('status')} {o.get('seconds')} s "
-            f"(CPU {o.get('cpu_seconds')} s), {o.get('peak_gib')} GiB, digits {o.get('digits', '-')}, "
-            f"undecided {o.get('undecided', '-')}; checker {o.get('check_seconds')} s {o.get('checked')}")
+    name = f"{spec['data']} " + (
+        f"({spec['n']}, {spec['d']})" if spec["data"] != "digits" else "(1797, 64, K=10)"
+    )
+    text = (
+        f"{name} p={spec['p']} load {row['load'][0]}: ours {o.get('status')} {o.get('seconds')} s "
+        f"(CPU {o.get('cpu_seconds')} s), {o.get('peak_gib')} GiB, digits {o.get('digits', '-')}, "
+        f"undecided {o.get('undecided', '-')}; checker {o.get('check_seconds')} s {o.get('checked')}"
+    )
     for peer in ("clarabel", "linearsvc"):
         if peer in row:
             r = row[peer]

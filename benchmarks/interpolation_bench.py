@@ -21,8 +21,13 @@ import sys
 import time
 from fractions import Fraction
 
-DEFAULT = ["block,5,10,1.5", "gaussian,100,1000,1.5", "gaussian,100,1000,2", "gaussian,100,1000,3",
-           "gaussian,1000,10000,1.5"]
+DEFAULT = [
+    "block,5,10,1.5",
+    "gaussian,100,1000,1.5",
+    "gaussian,100,1000,2",
+    "gaussian,100,1000,3",
+    "gaussian,1000,10000,1.5",
+]
 
 
 def one_case(kind: str, N: int, D: int, p: str, baselines: bool, cap: float) -> dict:
@@ -38,12 +43,23 @@ def one_case(kind: str, N: int, D: int, p: str, baselines: bool, cap: float) -> 
     t0 = time.perf_counter()
     ok = check_interpolation(pr, cert).ok
     t_check = time.perf_counter() - t0
-    out = {"case": f"{kind} ({N},{D}) p={p}", "status": cert.status.value, "solve_s": round(t_solve, 2),
-           "check_s": round(t_check, 2), "checker_ok": ok,
-           "rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+    out = {
+        "case": f"{kind} ({N},{D}) p={p}",
+        "status": cert.status.value,
+        "solve_s": round(t_solve, 2),
+        "check_s": round(t_check, 2),
+        "checker_ok": ok,
+        "rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+    }
     if cert.opt_lower is not None and cert.opt_lower > 0:
         width = (cert.opt_upper - cert.opt_lower) / cert.opt_upper
-        out["digits"] = "exact" if width == 0 else int(-math.log10(float(width))) if float(width) > 0 else ">300"
+        out["digits"] = (
+            "exact"
+            if width == 0
+            else int(-math.log10(float(width)))
+            if float(width) > 0
+            else ">300"
+        )
     if baselines:
         import cvxpy as cp
 
@@ -55,8 +71,12 @@ def one_case(kind: str, N: int, D: int, p: str, baselines: bool, cap: float) -> 
             out["clarabel_s"] = round(time.perf_counter() - t0, 2)
             out["clarabel_status"] = prob.status
             if b.value is not None and cert.opt_lower:
-                val = float(np.sum(np.abs(b.value) ** float(Fraction(p))) ** (1 / float(Fraction(p))))
-                out["clarabel_rel_err"] = f"{abs(val - float(cert.opt_lower)) / float(cert.opt_lower):.1e}"
+                val = float(
+                    np.sum(np.abs(b.value) ** float(Fraction(p))) ** (1 / float(Fraction(p)))
+                )
+                out["clarabel_rel_err"] = (
+                    f"{abs(val - float(cert.opt_lower)) / float(cert.opt_lower):.1e}"
+                )
                 out["clarabel_residual"] = f"{float(np.abs(pr.X @ b.value - pr.y).max()):.1e}"
         except Exception as exc:  # a failed peer is a result, not a crash
             out["clarabel_s"] = round(time.perf_counter() - t0, 2)
@@ -68,20 +88,32 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--case", action="append", help="KIND,N,D,P (repeatable)")
     ap.add_argument("--no-baselines", action="store_true")
-    ap.add_argument("--clarabel-cap", type=float, default=600.0, help="seconds before Clarabel's run is cut")
+    ap.add_argument(
+        "--clarabel-cap", type=float, default=600.0, help="seconds before Clarabel's run is cut"
+    )
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         kind, N, D, p = args.one.split(",")
-        print(json.dumps(one_case(kind, int(N), int(D), p, not args.no_baselines, args.clarabel_cap)))
+        print(
+            json.dumps(one_case(kind, int(N), int(D), p, not args.no_baselines, args.clarabel_cap))
+        )
         return 0
     print(f"load average at start: {os.getloadavg()}")
     for case in args.case or DEFAULT:
-        cmd = [sys.executable, __file__, "--one", case] + (["--no-baselines"] if args.no_baselines else [])
+        cmd = [sys.executable, __file__, "--one", case] + (
+            ["--no-baselines"] if args.no_baselines else []
+        )
         t0 = time.perf_counter()
         try:
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=args.clarabel_cap + 900)
-            line = run.stdout.strip().splitlines()[-1] if run.returncode == 0 else f"failed: {run.stderr[-300:]}"
+            run = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=args.clarabel_cap + 900
+            )
+            line = (
+                run.stdout.strip().splitlines()[-1]
+                if run.returncode == 0
+                else f"failed: {run.stderr[-300:]}"
+            )
         except subprocess.TimeoutExpired:
             line = f"timed out after {time.perf_counter() - t0:.0f} s"
         print(f"{case}: {line}  (load {os.getloadavg()[0]:.1f})", flush=True)

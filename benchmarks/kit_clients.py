@@ -41,7 +41,9 @@ def ignored_options(cls) -> list[str]:
     out = []
     for kw in ({"momentum": 0.9}, {"weight_decay": 0.5}, {"momentum": 0.9, "dampening": 0.5}):
         same = torch.equal(two_steps(**kw), base)
-        out.append(f"option {kw}: {'accepted and IGNORED (two steps identical to the default)' if same else 'acts'}")
+        out.append(
+            f"option {kw}: {'accepted and IGNORED (two steps identical to the default)' if same else 'acts'}"
+        )
     return out
 
 
@@ -58,11 +60,21 @@ def main() -> int:
     print(f"load average at start: {os.getloadavg()}")
     for line in ignored_options(SMD_qnorm):
         print(line)
-    adapters = {"SMD_qnorm(params, lr=lr, q=p)": (lambda params, lr, p: SMD_qnorm(params, lr=lr, q=float(p)), {})}
+    adapters = {
+        "SMD_qnorm(params, lr=lr, q=p)": (
+            lambda params, lr, p: SMD_qnorm(params, lr=lr, q=float(p)),
+            {},
+        )
+    }
     for name, (factory, extra) in adapters.items():
         t0 = time.perf_counter()
-        report = run_kit(factory, kind="optimizer", dtypes=(torch.float64, torch.float32),
-                         max_examples=args.examples, **extra)
+        report = run_kit(
+            factory,
+            kind="optimizer",
+            dtypes=(torch.float64, torch.float32),
+            max_examples=args.examples,
+            **extra,
+        )
         print(f"== {name} ({time.perf_counter() - t0:.1f} s wall)")
         print(report.format())
     return 0

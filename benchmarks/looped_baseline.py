@@ -24,8 +24,9 @@ def _schedule(steps: int, records: int) -> set[int]:
     return {0, *map(int, grid)} if steps > 0 else {0}
 
 
-def train_one(X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: bool = False,
-              records: int = 64) -> dict:
+def train_one(
+    X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: bool = False, records: int = 64
+) -> dict:
     """Train one trajectory with the l_p mirror step; return recorded iterates and per-step losses.
 
     Args:
@@ -52,7 +53,7 @@ def train_one(X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: boo
         f = torch.einsum("nt,ntd,d->n", scores, X, v)
         loss = torch.nn.functional.softplus(-y * f).mean()
         loss.backward()
-        losses.append(loss.item())                      # per-step host sync, as the paper logs
+        losses.append(loss.item())  # per-step host sync, as the paper logs
         with torch.no_grad():
             G = W.grad
             if normalize:
@@ -60,11 +61,17 @@ def train_one(X, y, z, v, W0, *, p: float, lr: float, steps: int, normalize: boo
             Q = torch.sign(W) * W.abs().pow(p - 1.0) - lr * G
             W.copy_(torch.sign(Q) * Q.abs().pow(1.0 / (p - 1.0)))
         W.grad = None
-    return {"steps": out_steps, "W": np.stack(out_W), "losses": np.array(losses),
-            "seconds": time.perf_counter() - t0}
+    return {
+        "steps": out_steps,
+        "W": np.stack(out_W),
+        "losses": np.array(losses),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
-def train_one_module(problem, W0, *, p, lr: float, steps: int, normalize: bool = False, records: int = 64) -> dict:
+def train_one_module(
+    problem, W0, *, p, lr: float, steps: int, normalize: bool = False, records: int = 64
+) -> dict:
     """The same loop built from the project's standard pieces, as a user would write it:
     ``experiments.model.AttentionModel`` + ``experiments.optim.optimizer.LpMirrorDescent`` (a torch optimizer,
     like the paper's), ``loss.item()`` logged every step."""
@@ -72,7 +79,9 @@ def train_one_module(problem, W0, *, p, lr: float, steps: int, normalize: bool =
     from experiments.optim.optimizer import LpMirrorDescent
 
     t0 = time.perf_counter()
-    X, y, z = (torch.as_tensor(np.array(a), dtype=torch.float64) for a in (problem.X, problem.y, problem.z))
+    X, y, z = (
+        torch.as_tensor(np.array(a), dtype=torch.float64) for a in (problem.X, problem.y, problem.z)
+    )
     model = AttentionModel.from_problem(problem, W0=torch.as_tensor(np.asarray(W0)))
     opt = LpMirrorDescent(model.parameters(), lr=lr, p=p, normalize_gradient=normalize)
     rec = _schedule(steps, records)
@@ -88,19 +97,48 @@ def train_one_module(problem, W0, *, p, lr: float, steps: int, normalize: bool =
         loss.backward()
         losses.append(loss.item())
         opt.step()
-    return {"steps": out_steps, "W": np.stack(out_W), "losses": np.array(losses),
-            "seconds": time.perf_counter() - t0}
+    return {
+        "steps": out_steps,
+        "W": np.stack(out_W),
+        "losses": np.array(losses),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
-def train_many(problems, W0s, ps, lrs, steps, *, normalize: bool = False, records: int = 64,
-               impl: str = "inline") -> list[dict]:
+def train_many(
+    problems,
+    W0s,
+    ps,
+    lrs,
+    steps,
+    *,
+    normalize: bool = False,
+    records: int = 64,
+    impl: str = "inline",
+) -> list[dict]:
     """Loop over trajectories one at a time, as the paper's scripts do (``impl``: "inline" or "module")."""
     if impl == "module":
-        return [train_one_module(pr, W0, p=str(p), lr=float(lr), steps=int(K), normalize=normalize, records=records)
-                for pr, W0, p, lr, K in zip(problems, W0s, ps, lrs, steps)]
-    return [train_one(pr.X, pr.y, pr.z, pr.v, W0, p=float(p), lr=float(lr), steps=int(K), normalize=normalize,
-                      records=records)
-            for pr, W0, p, lr, K in zip(problems, W0s, ps, lrs, steps)]
+        return [
+            train_one_module(
+                pr, W0, p=str(p), lr=float(lr), steps=int(K), normalize=normalize, records=records
+            )
+            for pr, W0, p, lr, K in zip(problems, W0s, ps, lrs, steps)
+        ]
+    return [
+        train_one(
+            pr.X,
+            pr.y,
+            pr.z,
+            pr.v,
+            W0,
+            p=float(p),
+            lr=float(lr),
+            steps=int(K),
+            normalize=normalize,
+            records=records,
+        )
+        for pr, W0, p, lr, K in zip(problems, W0s, ps, lrs, steps)
+    ]
 
 
 if __name__ == "__main__":  # pragma: no cover - smoke test
@@ -110,4 +148,6 @@ if __name__ == "__main__":  # pragma: no cover - smoke test
     pr = synthetic_problem(seed=0)
     W0 = np.random.default_rng(0).standard_normal((pr.d, pr.d))
     r = train_one(pr.X, pr.y, pr.z, pr.v, W0, p=3.0, lr=0.1, steps=500, normalize=True)
-    print(f"500 steps in {r['seconds']:.2f}s ({r['seconds'] / 500 * 1e6:.0f} us/step); final loss {r['losses'][-1]:.4f}")
+    print(
+        f"500 steps in {r['seconds']:.2f}s ({r['seconds'] / 500 * 1e6:.0f} us/step); final loss {r['losses'][-1]:.4f}"
+    )

@@ -66,10 +66,16 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--trees", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--time-limit", type=float, default=2.0, help="seconds of symbolic work per tree")
+    ap.add_argument(
+        "--time-limit", type=float, default=2.0, help="seconds of symbolic work per tree"
+    )
     ap.add_argument("--json", default=None, help="write the summary here")
-    ap.add_argument("--jsonl", default=None, help="append one line per distinct tree here as it is judged "
-                                                  "(a checkpoint: partial counts survive an interrupted run)")
+    ap.add_argument(
+        "--jsonl",
+        default=None,
+        help="append one line per distinct tree here as it is judged "
+        "(a checkpoint: partial counts survive an interrupted run)",
+    )
     args = ap.parse_args(argv)
 
     rng = random.Random(args.seed)
@@ -83,16 +89,27 @@ def main(argv: list[str] | None = None) -> dict:
     wrong: list[tuple[str, str]] = []
     oracle_failed: list[tuple[str, str]] = []
     cpu, done, last = 0.0, 0, time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init,
-                                                  initargs=(args.time_limit,)) as pool:
+    with multiprocessing.get_context("fork").Pool(
+        args.workers, initializer=_init, initargs=(args.time_limit,)
+    ) as pool:
         for text, verdict, why, seconds in pool.imap_unordered(judge, distinct, chunksize=4):
             counts[verdict] += multiplicity[text]
             cpu += seconds
             done += 1
             if args.jsonl:
                 with open(args.jsonl, "a") as fh:
-                    fh.write(json.dumps({"text": text, "verdict": verdict, "wrong": why, "cpu_s": round(seconds, 3),
-                                         "multiplicity": multiplicity[text]}) + "\n")
+                    fh.write(
+                        json.dumps(
+                            {
+                                "text": text,
+                                "verdict": verdict,
+                                "wrong": why,
+                                "cpu_s": round(seconds, 3),
+                                "multiplicity": multiplicity[text],
+                            }
+                        )
+                        + "\n"
+                    )
             if verdict == "HOLDS (oracle failed)":
                 oracle_failed.append((text, why))
                 print(f"ORACLE FAILED on a HOLDS: {text}  ({why})", flush=True)
@@ -101,18 +118,32 @@ def main(argv: list[str] | None = None) -> dict:
                 print(f"WRONG HOLDS: {text}  ({why})", flush=True)
             if time.perf_counter() - last > 60:
                 last = time.perf_counter()
-                print(f"[{last - t0:6.0f} s] {done}/{len(distinct)} distinct trees, {dict(counts)}, "
-                      f"{len(wrong)} wrong HOLDS, {len(oracle_failed)} HOLDS the oracle failed on", file=sys.stderr, flush=True)
+                print(
+                    f"[{last - t0:6.0f} s] {done}/{len(distinct)} distinct trees, {dict(counts)}, "
+                    f"{len(wrong)} wrong HOLDS, {len(oracle_failed)} HOLDS the oracle failed on",
+                    file=sys.stderr,
+                    flush=True,
+                )
     wall = time.perf_counter() - t0
-    summary = {"trees": args.trees, "distinct": len(distinct), "seed": args.seed, "workers": args.workers,
-               "time_limit_s": args.time_limit, "verdicts (over all trees)": dict(counts),
-               "wrong_holds": len(wrong), "wrong_examples": wrong[:20],
-               "holds_unjudged_oracle_failed": len(oracle_failed), "oracle_failed_examples": oracle_failed[:20],
-               "pinned": {t: v for t, (v, _) in pinned.items()},
-               "pinned_wrong_holds": [t for t in PINNED_TRAPS if pinned[t][0] == "HOLDS"],
-               "legit_not_holds": [t for t in LEGIT if pinned.get(t, ("HOLDS",))[0] != "HOLDS"],
-               "wall_s": round(wall, 1), "worker_cpu_s_summed": round(cpu, 1),
-               "load_1min_before": load_before, "load_1min_after": os.getloadavg()[0]}
+    summary = {
+        "trees": args.trees,
+        "distinct": len(distinct),
+        "seed": args.seed,
+        "workers": args.workers,
+        "time_limit_s": args.time_limit,
+        "verdicts (over all trees)": dict(counts),
+        "wrong_holds": len(wrong),
+        "wrong_examples": wrong[:20],
+        "holds_unjudged_oracle_failed": len(oracle_failed),
+        "oracle_failed_examples": oracle_failed[:20],
+        "pinned": {t: v for t, (v, _) in pinned.items()},
+        "pinned_wrong_holds": [t for t in PINNED_TRAPS if pinned[t][0] == "HOLDS"],
+        "legit_not_holds": [t for t in LEGIT if pinned.get(t, ("HOLDS",))[0] != "HOLDS"],
+        "wall_s": round(wall, 1),
+        "worker_cpu_s_summed": round(cpu, 1),
+        "load_1min_before": load_before,
+        "load_1min_after": os.getloadavg()[0],
+    }
     print(json.dumps(summary, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))

@@ -42,8 +42,14 @@ def _make(kind: str, param: torch.nn.Parameter, lr: float = 1e-6):
         opt = LpMirrorDescent([param], lr=lr, p=p, differentiable=False, foreach=False)
         opt._single = _simple_only(opt)  # force the reference path
         return opt
-    return LpMirrorDescent([param], lr=lr, p=p, foreach=(path == "foreach"), cache_dual=(path != "nocache"),
-                           fused=(path == "fused"))
+    return LpMirrorDescent(
+        [param],
+        lr=lr,
+        p=p,
+        foreach=(path == "foreach"),
+        cache_dual=(path != "nocache"),
+        fused=(path == "fused"),
+    )
 
 
 def _simple_only(opt: LpMirrorDescent):
@@ -52,7 +58,9 @@ def _simple_only(opt: LpMirrorDescent):
     def single(job):
         gi, pi, group, param, lr, exact = job
         opt._check_grad(gi, pi, param.grad, exact, lr)
-        new = simple_update(param.detach(), param.grad, lr, exact, group["maximize"], group["normalize_gradient"])
+        new = simple_update(
+            param.detach(), param.grad, lr, exact, group["maximize"], group["normalize_gradient"]
+        )
         opt._check_result(gi, pi, param, new, exact, lr)
         return lambda: param.detach().copy_(new)
 
@@ -62,15 +70,27 @@ def _simple_only(opt: LpMirrorDescent):
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1M parameters and fewer repeats")
-    ap.add_argument("--size", type=int, default=None, help="number of float32 parameters (default 10M)")
+    ap.add_argument(
+        "--size", type=int, default=None, help="number of float32 parameters (default 10M)"
+    )
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--simple", action="store_true", help="also time the simple (reference) path")
-    ap.add_argument("--nocache", action="store_true", help="also time the fast path with cache_dual=False")
-    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)")
-    ap.add_argument("--no-fused", dest="fused", action="store_false", help="skip the fused (compiled) rows")
-    ap.add_argument("--lr", type=float, default=1e-6,
-                    help="step size of every optimizer (default 1e-6; from about 1e-3 on, float32 LpMD steps "
-                         "check the gradient with G.G instead of the cheaper G.sum())")
+    ap.add_argument(
+        "--nocache", action="store_true", help="also time the fast path with cache_dual=False"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice)"
+    )
+    ap.add_argument(
+        "--no-fused", dest="fused", action="store_false", help="skip the fused (compiled) rows"
+    )
+    ap.add_argument(
+        "--lr",
+        type=float,
+        default=1e-6,
+        help="step size of every optimizer (default 1e-6; from about 1e-3 on, float32 LpMD steps "
+        "check the gradient with G.G instead of the cheaper G.sum())",
+    )
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -96,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         opt.step()
         if kind.endswith("fused"):
-            print(f"{kind}: first step (compiles the kernel) {time.perf_counter() - t0:.1f} s", flush=True)
+            print(
+                f"{kind}: first step (compiles the kernel) {time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
         opt.step()
     times: dict[str, list[float]] = {k: [] for k in kinds}
     for _ in range(repeats):
@@ -106,12 +129,18 @@ def main(argv: list[str] | None = None) -> int:
             times[kind].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     best = {k: min(v) * 1e3 for k, v in times.items()}
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} float32 parameters, "
-          f"lr {args.lr:g}, median of {repeats} steps")
-    print(f"{'optimizer':<22}{'median ms':>10}{'min ms':>9}{'x SGD':>8}{'x Adam fused':>14}   (ratios of medians)")
+    print(
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} float32 parameters, "
+        f"lr {args.lr:g}, median of {repeats} steps"
+    )
+    print(
+        f"{'optimizer':<22}{'median ms':>10}{'min ms':>9}{'x SGD':>8}{'x Adam fused':>14}   (ratios of medians)"
+    )
     for kind in kinds:
-        print(f"{kind:<22}{med[kind]:>10.2f}{best[kind]:>9.2f}{med[kind] / med['SGD']:>8.2f}"
-              f"{med[kind] / med['Adam fused']:>14.2f}")
+        print(
+            f"{kind:<22}{med[kind]:>10.2f}{best[kind]:>9.2f}{med[kind] / med['SGD']:>8.2f}"
+            f"{med[kind] / med['Adam fused']:>14.2f}"
+        )
     return 0
 
 

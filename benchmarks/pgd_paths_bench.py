@@ -31,17 +31,27 @@ def main() -> None:
     args = ap.parse_args()
     print(f"load before: {os.getloadavg()}")
     problem = classification_problem(n=200, d=50, seed=0)
-    config = PgdConfig(ps=(1.5, 2.0, 3.0, 4.0), lrs=(0.1, 1.0), inits=8, init_scale=0.1, loss="logistic",
-                       normalize=not args.constant, steps=args.steps, records=200)
+    config = PgdConfig(
+        ps=(1.5, 2.0, 3.0, 4.0),
+        lrs=(0.1, 1.0),
+        inits=8,
+        init_scale=0.1,
+        loss="logistic",
+        normalize=not args.constant,
+        steps=args.steps,
+        records=200,
+    )
     t0 = time.perf_counter()
     run = run_pgd(problem, config, name="classification_problem(n=200, d=50, seed=0)")
     wall = time.perf_counter() - t0
     paths = run.paths
     nan = any(np.isnan(a).any() for a in (paths.W, paths.norms, paths.margin, paths.bregman))
     print(f"load after: {os.getloadavg()}")
-    print(f"trajectories {len(config.grid)}, steps {args.steps}, normalized {config.normalize}: total wall "
-          f"{wall:.1f} s; {run.seconds}; any NaN: {nan}; statuses "
-          f"{ {s.value: paths.status.count(s) for s in set(paths.status)} }")
+    print(
+        f"trajectories {len(config.grid)}, steps {args.steps}, normalized {config.normalize}: total wall "
+        f"{wall:.1f} s; {run.seconds}; any NaN: {nan}; statuses "
+        f"{ {s.value: paths.status.count(s) for s in set(paths.status)} }"
+    )
     for line in run.lines():
         print(line)
     if args.json:

@@ -60,7 +60,7 @@ def tagged(tag: str) -> dict[int, str]:
         except OSError:
             continue
         if needle in env + b"\0" and stat[stat.rindex(")") + 2] != "Z":
-            out[int(entry)] = stat[stat.index("(") + 1: stat.rindex(")")]
+            out[int(entry)] = stat[stat.index("(") + 1 : stat.rindex(")")]
     return out
 
 
@@ -96,7 +96,9 @@ def main() -> int:
     ap.add_argument("--min-s", type=float, default=2.0)
     ap.add_argument("--max-s", type=float, default=25.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--problems", type=int, default=120, help="problems in the grid (x 2 values of p)")
+    ap.add_argument(
+        "--problems", type=int, default=120, help="problems in the grid (x 2 values of p)"
+    )
     args = ap.parse_args()
     sig = getattr(signal, f"SIG{args.signal}")
     want = 128 + sig
@@ -107,27 +109,61 @@ def main() -> int:
         (tmp / "tmp").mkdir()
         data = tmp / "data"
         data.mkdir()
-        for s in range(args.problems):       # about a second a certification on this machine
+        for s in range(args.problems):  # about a second a certification on this machine
             synthetic_problem(n=50, T=16, d=14, seed=s).save(data / f"p{s}.npz")
         spec = tmp / "sweep.toml"
         spec.write_text('kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["1.75", "2"]\n')
         out = tmp / "SWEEP"
         total = 2 * args.problems
-        cmd = [sys.executable, "-m", "experiments.cli", "sweep", str(spec), "-o", str(out), "--engine", "ray",
-               "--workers", "2", "--progress", "off"]
-        base_env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp / "home"), "TMPDIR": str(tmp / "tmp")}
+        cmd = [
+            sys.executable,
+            "-m",
+            "experiments.cli",
+            "sweep",
+            str(spec),
+            "-o",
+            str(out),
+            "--engine",
+            "ray",
+            "--workers",
+            "2",
+            "--progress",
+            "off",
+        ]
+        base_env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(tmp / "home"),
+            "TMPDIR": str(tmp / "tmp"),
+        }
         l0 = load()
-        print("| run | to | after s | exit | stderr lines | stray stderr | left after 5 s | records before/after | lost |")
+        print(
+            "| run | to | after s | exit | stderr lines | stray stderr | left after 5 s | records before/after | lost |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
-        tally = {"runs": 0, "want": 0, "segv": 0, "stray": 0, "left": 0, "lost": 0, "finished_first": 0}
+        tally = {
+            "runs": 0,
+            "want": 0,
+            "segv": 0,
+            "stray": 0,
+            "left": 0,
+            "lost": 0,
+            "finished_first": 0,
+        }
         print_failed = 0
         for run in range(1, args.runs + 1):
             before = finished(out)
             tag = f"{os.getpid()}-{run}"
             delay = rng.uniform(args.min_s, args.max_s)
             to_group = run % 2 == 0
-            proc = subprocess.Popen(cmd, env={**base_env, "MDCERT_SOAK_TAG": tag}, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                env={**base_env, "MDCERT_SOAK_TAG": tag},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
             try:
                 _, err = proc.communicate(timeout=delay)
             except subprocess.TimeoutExpired:
@@ -143,7 +179,7 @@ def main() -> int:
                     err += "\n[soak: driver still running 120 s after the signal; killed]"
             time.sleep(5)
             left = tagged(tag)
-            for pid in left:                     # leave nothing behind for the next run (ours, by tag)
+            for pid in left:  # leave nothing behind for the next run (ours, by tag)
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
@@ -153,7 +189,9 @@ def main() -> int:
             tmp_left = list(out.glob("records/*/.*"))
             print_failed = max(print_failed, failed(out))
             lines = [ln for ln in err.splitlines() if ln.strip()]
-            stray = [ln for ln in lines if not ln.startswith("mdcert sweep:")] + ([] if len(lines) <= 1 else lines[1:])
+            stray = [ln for ln in lines if not ln.startswith("mdcert sweep:")] + (
+                [] if len(lines) <= 1 else lines[1:]
+            )
             segv = proc.returncode == -11 or "Segmentation" in err
             if proc.returncode == 0:
                 tally["finished_first"] += 1
@@ -165,29 +203,49 @@ def main() -> int:
             tally["lost"] += lost + len(tmp_left)
             if segv or stray or proc.returncode not in (0, want):
                 print("    stderr: " + " / ".join(lines)[:3000], flush=True)
-            print(f"| {run} | {'group' if to_group else 'pid'} | {delay:.1f} | {proc.returncode} | {len(lines)} | "
-                  f"{json.dumps(stray[:2])[:200] if stray else '-'} | "
-                  f"{', '.join(sorted(set(left.values()))) or 0} | {len(before)}/{len(after)} | "
-                  f"{lost}{f' (+{len(tmp_left)} tmp)' if tmp_left else ''} |", flush=True)
+            print(
+                f"| {run} | {'group' if to_group else 'pid'} | {delay:.1f} | {proc.returncode} | {len(lines)} | "
+                f"{json.dumps(stray[:2])[:200] if stray else '-'} | "
+                f"{', '.join(sorted(set(left.values()))) or 0} | {len(before)}/{len(after)} | "
+                f"{lost}{f' (+{len(tmp_left)} tmp)' if tmp_left else ''} |",
+                flush=True,
+            )
             if len(after) == total:
                 print("(the grid is finished; the remaining runs would not be interrupted)")
                 break
         before = finished(out)
-        final = subprocess.run(cmd, env={**base_env, "MDCERT_SOAK_TAG": "final"}, capture_output=True, text=True,
-                               timeout=3600)
+        final = subprocess.run(
+            cmd,
+            env={**base_env, "MDCERT_SOAK_TAG": "final"},
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         after = finished(out)
         lost = sum(1 for k, t in before.items() if after.get(k) != t)
         l1 = load()
         print_failed = max(print_failed, failed(out))
-        print(f"\nfinal run: exit {final.returncode}, {len(after)} of {total} records, {lost} earlier records "
-              f"lost or recomputed; stdout: {(final.stdout.strip().splitlines() or ['-'])[-2 if final.stdout.count(chr(10)) >= 2 else -1]} {final.stderr.strip()[-300:]}")
-        print(f"summary: {tally['runs']} runs with SIG{args.signal}: {tally['want']} exits {want}, "
-              f"{tally['finished_first']} finished before the signal, {tally['segv']} segfaults, "
-              f"{tally['stray']} runs with stray stderr, {tally['left']} processes left after 5 s, "
-              f"{tally['lost'] + lost} records lost, {print_failed} jobs recorded failed; load {l0:.2f} before, {l1:.2f} after")
-        ok = (tally["want"] + tally["finished_first"] == tally["runs"] and not tally["segv"] and not tally["stray"]
-              and not tally["left"] and not tally["lost"] and not lost and final.returncode == 0 and not print_failed
-              and len(after) == total)
+        print(
+            f"\nfinal run: exit {final.returncode}, {len(after)} of {total} records, {lost} earlier records "
+            f"lost or recomputed; stdout: {(final.stdout.strip().splitlines() or ['-'])[-2 if final.stdout.count(chr(10)) >= 2 else -1]} {final.stderr.strip()[-300:]}"
+        )
+        print(
+            f"summary: {tally['runs']} runs with SIG{args.signal}: {tally['want']} exits {want}, "
+            f"{tally['finished_first']} finished before the signal, {tally['segv']} segfaults, "
+            f"{tally['stray']} runs with stray stderr, {tally['left']} processes left after 5 s, "
+            f"{tally['lost'] + lost} records lost, {print_failed} jobs recorded failed; load {l0:.2f} before, {l1:.2f} after"
+        )
+        ok = (
+            tally["want"] + tally["finished_first"] == tally["runs"]
+            and not tally["segv"]
+            and not tally["stray"]
+            and not tally["left"]
+            and not tally["lost"]
+            and not lost
+            and final.returncode == 0
+            and not print_failed
+            and len(after) == total
+        )
         return 0 if ok else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

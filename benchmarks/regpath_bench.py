@@ -50,12 +50,13 @@ def plain_lbfgs_path(problem, p, radii, reference, *, max_iter: int = 300) -> li
     theta = w_to_theta(reference.direction, kappa)
     out = []
     for R in radii:
+
         def fun(th):
             U, N, W = theta_to_w(th, R, pf, kappa)
             ev = obj.evaluate(W[None, :])
             E = math.exp(float(ev["log_excess"][0]))
-            G = ev["grad"][0] * E                       # grad L = E * grad log E (underflows like plain L)
-            L = float(ev["loss"][0])                    # = L_* + E rounded to float64
+            G = ev["grad"][0] * E  # grad L = E * grad log E (underflows like plain L)
+            L = float(ev["loss"][0])  # = L_* + E rounded to float64
             gradN = np.sign(U) * np.abs(U) ** (pf - 1.0) / N ** (pf - 1.0)
             dU = (R / N) * (G - gradN * (float(G @ U) / N))
             if kappa != 1.0:
@@ -83,9 +84,11 @@ def main() -> int:
     problem = synthetic_problem()
     count, starts = (3, 1) if args.quick else (9, 3)
     radii = geometric_radii(10.0, 1000.0, count)
-    print(f"synthetic_problem(): n={problem.n} T={problem.T} d={problem.d}, optimal tokens "
-          f"{list(problem.optimal_indices().indices)}; radii {', '.join(f'{r:.4g}' for r in radii)}; "
-          f"{starts} random starts + svm + uniform-dual + previous-best")
+    print(
+        f"synthetic_problem(): n={problem.n} T={problem.T} d={problem.d}, optimal tokens "
+        f"{list(problem.optimal_indices().indices)}; radii {', '.join(f'{r:.4g}' for r in radii)}; "
+        f"{starts} random starts + svm + uniform-dual + previous-best"
+    )
     for ps in args.p.split(","):
         p = parse_p(ps)
         t0 = time.perf_counter()
@@ -95,22 +98,34 @@ def main() -> int:
         path = regularization_path(problem, p, radii=radii, starts=starts, reference=ref)
         t_path = time.perf_counter() - t0
         d = path.decay()
-        print(f"\np = {ps}: certified reference in {t_ref:.2f} s (direction error <= {ref.direction_error_upper:.1e}); "
-              f"path {t_path:.1f} s; D(10)/D(1000) = {d['ratio_first_over_last']:.3g}; "
-              f"monotone: {d['monotone_nonincreasing']}")
+        print(
+            f"\np = {ps}: certified reference in {t_ref:.2f} s (direction error <= {ref.direction_error_upper:.1e}); "
+            f"path {t_path:.1f} s; D(10)/D(1000) = {d['ratio_first_over_last']:.3g}; "
+            f"monotone: {d['monotone_nonincreasing']}"
+        )
         t0 = time.perf_counter()
-        nosvm = regularization_path(problem, p, radii=radii, starts=starts, reference=ref, svm_start=False)
+        nosvm = regularization_path(
+            problem, p, radii=radii, starts=starts, reference=ref, svm_start=False
+        )
         t_nosvm = time.perf_counter() - t0
         print(f"  without the SVM start (random + uniform-dual + warm): {t_nosvm:.1f} s")
         base = None if args.no_baseline else plain_lbfgs_path(problem, p, radii, ref)
-        print("      R   D_psi(log-domain)   max rel. gap   winner          tokens == opt   D_psi(no SVM start)   "
-              "D_psi(plain L-BFGS on L)")
+        print(
+            "      R   D_psi(log-domain)   max rel. gap   winner          tokens == opt   D_psi(no SVM start)   "
+            "D_psi(plain L-BFGS on L)"
+        )
         for k, r in enumerate(path.results):
             b = "" if base is None else f"{base[k]:.3e}"
-            print(f"{r.R:7.1f}   {r.bregman_to_svm:.3e}           {r.stationarity:.1e}        {r.winner:<15} "
-                  f"{str(r.selects_alpha):<15} {nosvm.results[k].bregman_to_svm:.3e} ({nosvm.results[k].winner:<13}) {b}")
+            print(
+                f"{r.R:7.1f}   {r.bregman_to_svm:.3e}           {r.stationarity:.1e}        {r.winner:<15} "
+                f"{str(r.selects_alpha):<15} {nosvm.results[k].bregman_to_svm:.3e} ({nosvm.results[k].winner:<13}) {b}"
+            )
     if not args.no_joint:
-        from experiments.regpath.joint import joint_example, joint_md_path, joint_regularization_path
+        from experiments.regpath.joint import (
+            joint_example,
+            joint_md_path,
+            joint_regularization_path,
+        )
 
         J = joint_example()
         print("\njoint example (n=2, T=3, d=2, alpha=(0,0)):")
@@ -123,17 +138,23 @@ def main() -> int:
             t_md = time.perf_counter() - t0
             print(f"  p = {ps}: joint path (r = R) {t_j:.1f} s")
             for r in jp.results:
-                print(f"     R = r = {r.R:7.1f}  D_W {r.bregman_to_svm:.3e}  D_v {r.bregman_v_to_svm:.3e}  "
-                      f"gap {r.stationarity:.1e}  tokens {list(r.selected)}  winner {r.winner}  "
-                      f"[vs SVMs of the selected tokens: D_W {_fmt(r.bregman_to_selected_svm)}  "
-                      f"D_v {_fmt(r.bregman_v_to_selected_svm)}]")
-            print(f"    joint MD ({md.steps} steps, {t_md:.1f} s): W step skipped at {list(md.skipped_W)[:5]}")
+                print(
+                    f"     R = r = {r.R:7.1f}  D_W {r.bregman_to_svm:.3e}  D_v {r.bregman_v_to_svm:.3e}  "
+                    f"gap {r.stationarity:.1e}  tokens {list(r.selected)}  winner {r.winner}  "
+                    f"[vs SVMs of the selected tokens: D_W {_fmt(r.bregman_to_selected_svm)}  "
+                    f"D_v {_fmt(r.bregman_v_to_selected_svm)}]"
+                )
+            print(
+                f"    joint MD ({md.steps} steps, {t_md:.1f} s): W step skipped at {list(md.skipped_W)[:5]}"
+            )
             shown = md.records[::8] + (() if (len(md.records) - 1) % 8 == 0 else (md.records[-1],))
             for rec in shown:
-                print(f"     k={rec['step']:5d}  ||W||={rec['norm_W']:.4g}  ||v||={rec['norm_v']:.4g}  "
-                      f"D_W={_fmt(rec['bregman_W'])}  D_v={_fmt(rec['bregman_v'])}  tokens {rec['selected_tokens']}  "
-                      f"[selected-token SVMs: D_W {_fmt(rec['bregman_W_to_selected_svm'])}  "
-                      f"D_v {_fmt(rec['bregman_v_to_selected_svm'])}]")
+                print(
+                    f"     k={rec['step']:5d}  ||W||={rec['norm_W']:.4g}  ||v||={rec['norm_v']:.4g}  "
+                    f"D_W={_fmt(rec['bregman_W'])}  D_v={_fmt(rec['bregman_v'])}  tokens {rec['selected_tokens']}  "
+                    f"[selected-token SVMs: D_W {_fmt(rec['bregman_W_to_selected_svm'])}  "
+                    f"D_v {_fmt(rec['bregman_v_to_selected_svm'])}]"
+                )
     return 0
 
 

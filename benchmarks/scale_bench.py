@@ -38,7 +38,11 @@ def _problem(kind: str, n: int, T: int, d: int):
     from certify import synthetic_problem
     from certify.synth import planted_problem
 
-    return planted_problem(n=n, T=T, d=d, seed=0) if kind == "planted" else synthetic_problem(n=n, T=T, d=d, seed=0)
+    return (
+        planted_problem(n=n, T=T, d=d, seed=0)
+        if kind == "planted"
+        else synthetic_problem(n=n, T=T, d=d, seed=0)
+    )
 
 
 def _digits(rw) -> int | None:
@@ -79,7 +83,9 @@ def case_clarabel(spec: dict) -> dict:
     import numpy as np
 
     pr = _problem(spec["kind"], spec["n"], spec["T"], spec["d"])
-    A = pr.attention_constraints().rows()  # the stored alpha (planted) or the globally optimal tokens
+    A = (
+        pr.attention_constraints().rows()
+    )  # the stored alpha (planted) or the globally optimal tokens
     t0 = time.perf_counter()
     w = cp.Variable(A.shape[1])
     prob = cp.Problem(cp.Minimize(cp.pnorm(w, float(spec["p"]), approx=False)), [A @ w >= 1])
@@ -102,14 +108,24 @@ def case_slsqp(spec: dict) -> dict:
     from scipy.optimize import minimize
 
     pr = _problem(spec["kind"], spec["n"], spec["T"], spec["d"])
-    A = pr.attention_constraints().rows()  # the stored alpha (planted) or the globally optimal tokens
+    A = (
+        pr.attention_constraints().rows()
+    )  # the stored alpha (planted) or the globally optimal tokens
     p = float(spec["p"])
     t0 = time.perf_counter()
     x0 = np.linalg.lstsq(A, np.ones(A.shape[0]), rcond=None)[0] * 1.5
-    res = minimize(lambda w: np.sum(np.abs(w) ** p) / p, x0, jac=lambda w: np.sign(w) * np.abs(w) ** (p - 1),
-                   constraints=[{"type": "ineq", "fun": lambda w: A @ w - 1, "jac": lambda w: A}],
-                   method="SLSQP", options={"maxiter": 1000, "ftol": 1e-10})
-    out = {"seconds": time.perf_counter() - t0, "status": "optimal" if res.success else f"failed: {res.message}"}
+    res = minimize(
+        lambda w: np.sum(np.abs(w) ** p) / p,
+        x0,
+        jac=lambda w: np.sign(w) * np.abs(w) ** (p - 1),
+        constraints=[{"type": "ineq", "fun": lambda w: A @ w - 1, "jac": lambda w: A}],
+        method="SLSQP",
+        options={"maxiter": 1000, "ftol": 1e-10},
+    )
+    out = {
+        "seconds": time.perf_counter() - t0,
+        "status": "optimal" if res.success else f"failed: {res.message}",
+    }
     out["violation"] = float(max(0.0, 1.0 - float((A @ res.x).min())))
     out["objective"] = float(np.sum(np.abs(res.x) ** p) ** (1 / p))
     return out
@@ -123,8 +139,12 @@ def child(spec: dict) -> None:
 
     from certify.blas import single_thread_blas
 
-    if spec.get("memory_limit"):  # baselines: a hard address-space limit, so a huge dense model fails cleanly
-        resource.setrlimit(resource.RLIMIT_AS, (int(spec["memory_limit"]), int(spec["memory_limit"])))
+    if spec.get(
+        "memory_limit"
+    ):  # baselines: a hard address-space limit, so a huge dense model fails cleanly
+        resource.setrlimit(
+            resource.RLIMIT_AS, (int(spec["memory_limit"]), int(spec["memory_limit"]))
+        )
 
     with single_thread_blas():
         out = CASES[spec["what"]](spec)
@@ -137,11 +157,20 @@ def run_case(spec: dict, timeout: float) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
         tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-        out = json.loads(lines[-1][7:]) if lines else {"status": f"failed: {tail[0][:120]}", "seconds": None}
+        out = (
+            json.loads(lines[-1][7:])
+            if lines
+            else {"status": f"failed: {tail[0][:120]}", "seconds": None}
+        )
     except subprocess.TimeoutExpired:
         out = {"status": f"not finished in {timeout:.0f} s", "seconds": None}
     out["wall_with_start"] = time.perf_counter() - t0
@@ -155,39 +184,62 @@ def _fmt_ours(r: dict, chk: dict) -> str:
         t, i, u = r["support"]
         verdict = f"optimal, {r['digits']} digits, {t}/{i}/{u} tight/inactive/undecided"
     else:
-        verdict = status if status != "no_verified_result" else f"no verified result ({r['info'].get('reason', '')[:60]})"
-    check = f"{chk['seconds']:.1f} s {'ok' if chk.get('ok') else 'REJECTED'}, {chk['rss_mb']:.0f} MB" if chk.get("seconds") \
+        verdict = (
+            status
+            if status != "no_verified_result"
+            else f"no verified result ({r['info'].get('reason', '')[:60]})"
+        )
+    check = (
+        f"{chk['seconds']:.1f} s {'ok' if chk.get('ok') else 'REJECTED'}, {chk['rss_mb']:.0f} MB"
+        if chk.get("seconds")
         else chk.get("status", "-")
+    )
     sec = f"{r['seconds']:.1f}" if r.get("seconds") is not None else "-"
-    return (f"| ({r['n']},{r['T']},{r['d']}) {r['kind']} | {r['n'] * (r['T'] - 1)} x {r['d'] ** 2} | {r['p']} | ours | {sec} | "
-            f"{r.get('rss_mb', 0):.0f} | {verdict} | checker {check} | {r['load'][0]:.1f}-{r['load'][1]:.1f} |")
+    return (
+        f"| ({r['n']},{r['T']},{r['d']}) {r['kind']} | {r['n'] * (r['T'] - 1)} x {r['d'] ** 2} | {r['p']} | ours | {sec} | "
+        f"{r.get('rss_mb', 0):.0f} | {verdict} | checker {check} | {r['load'][0]:.1f}-{r['load'][1]:.1f} |"
+    )
 
 
 def _fmt_base(r: dict, name: str) -> str:
     sec = f"{r['seconds']:.1f}" if r.get("seconds") is not None else "-"
     extra = f", violation {r['violation']:.1e}" if "violation" in r else ""
-    return (f"| ({r['n']},{r['T']},{r['d']}) {r['kind']} | {r['n'] * (r['T'] - 1)} x {r['d'] ** 2} | {r['p']} | {name} | {sec} | "
-            f"{r.get('rss_mb', 0):.0f} | {r.get('status')}{extra} | - | {r['load'][0]:.1f}-{r['load'][1]:.1f} |")
+    return (
+        f"| ({r['n']},{r['T']},{r['d']}) {r['kind']} | {r['n'] * (r['T'] - 1)} x {r['d'] ** 2} | {r['p']} | {name} | {sec} | "
+        f"{r.get('rss_mb', 0):.0f} | {r.get('status')}{extra} | - | {r['load'][0]:.1f}-{r['load'][1]:.1f} |"
+    )
 
 
 def plan(quick: bool) -> list[tuple[str, int, int, int, tuple[str, ...], dict]]:
     """(kind, n, T, d, ps, {baseline: ps it runs at})."""
     both = {"clarabel": PS, "slsqp": ("2",)}
     if quick:
-        return [("random", 100, 32, 32, ("2",), {"clarabel": ("2",), "slsqp": ("2",)}),
-                ("planted", 500, 32, 32, ("2",), {}), ("random", 500, 32, 32, ("2",), {})]
-    return [("random", 100, 32, 32, PS, both), ("planted", 100, 32, 32, PS, both),
-            ("planted", 500, 32, 32, PS, {"clarabel": PS}), ("random", 500, 32, 32, PS, {"clarabel": ("2",)}),
-            ("planted", 2000, 32, 64, PS, {"clarabel": ("2",)}), ("random", 2000, 32, 64, ("2",), {}),
-            ("planted", 10_000, 32, 64, ("2",), {})]
+        return [
+            ("random", 100, 32, 32, ("2",), {"clarabel": ("2",), "slsqp": ("2",)}),
+            ("planted", 500, 32, 32, ("2",), {}),
+            ("random", 500, 32, 32, ("2",), {}),
+        ]
+    return [
+        ("random", 100, 32, 32, PS, both),
+        ("planted", 100, 32, 32, PS, both),
+        ("planted", 500, 32, 32, PS, {"clarabel": PS}),
+        ("random", 500, 32, 32, PS, {"clarabel": ("2",)}),
+        ("planted", 2000, 32, 64, PS, {"clarabel": ("2",)}),
+        ("random", 2000, 32, 64, ("2",), {}),
+        ("planted", 10_000, 32, 64, ("2",), {}),
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--baseline-timeout", type=float, default=600.0)
-    ap.add_argument("--timeout", type=float, default=1200.0, help="limit of each of our cases (default 1200 s)")
-    ap.add_argument("--baseline-memory", type=float, default=8.0, help="address-space limit of a baseline, GiB")
+    ap.add_argument(
+        "--timeout", type=float, default=1200.0, help="limit of each of our cases (default 1200 s)"
+    )
+    ap.add_argument(
+        "--baseline-memory", type=float, default=8.0, help="address-space limit of a baseline, GiB"
+    )
     ap.add_argument("--json", default=None)
     ap.add_argument("--case", default=None, help="KIND,n,T,d[,p]: only that instance (and p)")
     ap.add_argument("--no-baselines", action="store_true", help="ours and the checker only")
@@ -196,9 +248,13 @@ def main() -> None:
     if args.child is not None:
         child(json.loads(args.child))
         return
-    print(f"# scale_bench {'--quick ' if args.quick else ''}{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
-          f"load {os.getloadavg()[0]:.1f}")
-    print("| instance (n,T,d) | N x m | p | method | time (s) | RSS (MB) | verdict | checker | load (1-min) |")
+    print(
+        f"# scale_bench {'--quick ' if args.quick else ''}{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "| instance (n,T,d) | N x m | p | method | time (s) | RSS (MB) | verdict | checker | load (1-min) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     results = []
     want = None if args.case is None else args.case.split(",")
@@ -213,15 +269,24 @@ def main() -> None:
                     baselines = {}
                 spec = dict(kind=kind, n=n, T=T, d=d, p=p, cert=str(Path(tmp) / "cert.json"))
                 ours = run_case({**spec, "what": "ours"}, args.timeout)
-                chk = run_case({**spec, "what": "check"}, args.timeout) if ours.get("seconds") is not None else {}
+                chk = (
+                    run_case({**spec, "what": "check"}, args.timeout)
+                    if ours.get("seconds") is not None
+                    else {}
+                )
                 print(_fmt_ours(ours, chk), flush=True)
                 results += [ours, chk]
                 for b, bps in baselines.items():
                     if p not in bps:
                         continue
-                    r = run_case({**spec, "what": b, "memory_limit": int(args.baseline_memory * 2**30)},
-                                 args.baseline_timeout)
-                    print(_fmt_base(r, "cvxpy+Clarabel" if b == "clarabel" else "scipy SLSQP"), flush=True)
+                    r = run_case(
+                        {**spec, "what": b, "memory_limit": int(args.baseline_memory * 2**30)},
+                        args.baseline_timeout,
+                    )
+                    print(
+                        _fmt_base(r, "cvxpy+Clarabel" if b == "clarabel" else "scipy SLSQP"),
+                        flush=True,
+                    )
                     results.append(r)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, default=str))

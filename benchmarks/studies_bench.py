@@ -56,8 +56,16 @@ def bench(name: str, make_model, batches, repeats: int) -> list[dict]:
     adam = statistics.median(setups[0][3])
     for spec, model, opt, total, inner in setups:
         step, o = statistics.median(total), statistics.median(inner)
-        rows.append({"model": name, "optimizer": spec.label, "step_ms": 1e3 * step, "optimizer_ms": 1e3 * o,
-                     "optimizer_share": o / step, "vs_adam": step / adam})
+        rows.append(
+            {
+                "model": name,
+                "optimizer": spec.label,
+                "step_ms": 1e3 * step,
+                "optimizer_ms": 1e3 * o,
+                "optimizer_share": o / step,
+                "vs_adam": step / adam,
+            }
+        )
     return rows
 
 
@@ -78,20 +86,37 @@ def main() -> None:
         (rows, mask), y = task.batch(idx, torch.device("cpu"))
         batches.append((rows, mask, y))
     cfg = EncoderConfig(blocks=3, heads=3, width=48, max_len=128, dropout=0.1)
-    out = bench("default: size 3, width 48, corpus table", lambda: TextClassifier(cfg, vocab, seed=0), batches, repeats)
+    out = bench(
+        "default: size 3, width 48, corpus table",
+        lambda: TextClassifier(cfg, vocab, seed=0),
+        batches,
+        repeats,
+    )
     cfg96 = EncoderConfig(blocks=3, heads=3, width=96, max_len=128, dropout=0.1)
     full = Vocabulary.from_sequences([range(30522)])
     for label, v in (("corpus table (14,491 rows)", vocab), ("full table (30,522 rows)", full)):
-        fixed = [(torch.randint(len(v), (64, 48), generator=g), torch.ones(64, 48, dtype=torch.bool),
-                  torch.randint(0, 2, (64,), generator=g)) for _ in range(4)]
-        out += bench(f"issue sizing: width 96, length 48, {label}", lambda v=v: TextClassifier(cfg96, v, seed=0),
-                     fixed, repeats)
+        fixed = [
+            (
+                torch.randint(len(v), (64, 48), generator=g),
+                torch.ones(64, 48, dtype=torch.bool),
+                torch.randint(0, 2, (64,), generator=g),
+            )
+            for _ in range(4)
+        ]
+        out += bench(
+            f"issue sizing: width 96, length 48, {label}",
+            lambda v=v: TextClassifier(cfg96, v, seed=0),
+            fixed,
+            repeats,
+        )
     print(f"load after {os.getloadavg()}")
     print("| model | optimizer | step ms | optimizer ms | optimizer share | step / Adam step |")
     print("|---|---|---|---|---|---|")
     for r in out:
-        print(f"| {r['model']} | {r['optimizer']} | {r['step_ms']:.1f} | {r['optimizer_ms']:.1f} | "
-              f"{100 * r['optimizer_share']:.0f}% | {r['vs_adam']:.2f} |")
+        print(
+            f"| {r['model']} | {r['optimizer']} | {r['step_ms']:.1f} | {r['optimizer_ms']:.1f} | "
+            f"{100 * r['optimizer_share']:.0f}% | {r['vs_adam']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -104,45 +104,60 @@ def part_study(repeats: int) -> None:
         spec_path = make_study(folder)
         spec = load_spec(spec_path)
         notes = []
-        print("| run | engine | start-up s | jobs wall s | ratio to one process | job wall s (sum) | job CPU s (sum) | load before/after |")
+        print(
+            "| run | engine | start-up s | jobs wall s | ratio to one process | job wall s (sum) | job CPU s (sum) | load before/after |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for r in range(repeats):
             l0 = load()
             c0 = time.process_time()
             base = one_process(spec_path, folder / f"single{r}")
-            print(f"| {r} | one process (300 commands) | - | {base:.2f} | 1.00 | {base:.2f} | "
-                  f"{time.process_time() - c0:.2f} | {l0:.2f} / {load():.2f} |")
+            print(
+                f"| {r} | one process (300 commands) | - | {base:.2f} | 1.00 | {base:.2f} | "
+                f"{time.process_time() - c0:.2f} | {l0:.2f} / {load():.2f} |"
+            )
             for engine in ("local", "ray"):
                 l0 = load()
                 out = folder / f"{engine}{r}"
                 res = run_sweep(spec, out, engine=engine, workers=2, progress=False)
                 assert res.done == 300 and res.failed == 0, res
-                cpu = sum(json.loads(t)["cpu_seconds"] for t in (out / "index.jsonl").read_text().splitlines())
-                print(f"| {r} | {engine}, 2 workers | {res.startup_s:.2f} | {res.run_s:.2f} | "
-                      f"{res.run_s / base:.2f} (with start-up {(res.run_s + res.startup_s) / base:.2f}) | "
-                      f"{res.job_s:.2f} | {cpu:.2f} | {l0:.2f} / {load():.2f} |")
+                cpu = sum(
+                    json.loads(t)["cpu_seconds"]
+                    for t in (out / "index.jsonl").read_text().splitlines()
+                )
+                print(
+                    f"| {r} | {engine}, 2 workers | {res.startup_s:.2f} | {res.run_s:.2f} | "
+                    f"{res.run_s / base:.2f} (with start-up {(res.run_s + res.startup_s) / base:.2f}) | "
+                    f"{res.job_s:.2f} | {cpu:.2f} | {l0:.2f} / {load():.2f} |"
+                )
                 notes.append(f"certificates ({engine}, run {r}): {check_study(out)}")
         print("\n".join(["", *notes]))
 
 
 def trivial_spec(folder: Path, jobs: int) -> Path:
     spec = folder / f"trivial{jobs}.toml"
-    spec.write_text(f'kind = "synth"\n[grid]\nseed = {{ start = 0, stop = {jobs} }}\nn = [2]\nT = [2]\nd = [2]\n')
+    spec.write_text(
+        f'kind = "synth"\n[grid]\nseed = {{ start = 0, stop = {jobs} }}\nn = [2]\nT = [2]\nd = [2]\n'
+    )
     return spec
 
 
 def part_overhead(jobs: int = 1000) -> None:
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
         spec = load_spec(trivial_spec(Path(tmp), jobs))
-        print("| engine | jobs | start-up s | wall s | wall per job ms | sum of command s | overhead per job ms | load before/after |")
+        print(
+            "| engine | jobs | start-up s | wall s | wall per job ms | sum of command s | overhead per job ms | load before/after |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         for engine in ("ray", "local"):
             l0 = load()
             res = run_sweep(spec, Path(tmp) / engine, engine=engine, workers=2, progress=False)
             assert res.done == jobs, res
             over = (2 * res.run_s - res.job_s) / jobs * 1e3
-            print(f"| {engine} | {jobs} | {res.startup_s:.2f} | {res.run_s:.2f} | {res.run_s / jobs * 1e3:.1f} | "
-                  f"{res.job_s:.2f} | {over:.1f} | {l0:.2f} / {load():.2f} |")
+            print(
+                f"| {engine} | {jobs} | {res.startup_s:.2f} | {res.run_s:.2f} | {res.run_s / jobs * 1e3:.1f} | "
+                f"{res.job_s:.2f} | {over:.1f} | {l0:.2f} / {load():.2f} |"
+            )
 
 
 def peak_rss_mib() -> float:
@@ -171,38 +186,77 @@ def memory_child(spec_path: str, out: str, engine: str) -> None:
     t0 = time.perf_counter()
     res = run_sweep(load_spec(spec_path), out, engine=engine, workers=2, progress=False)
     peak = peak_rss_mib()
-    print(json.dumps({"done": res.done, "failed": res.failed, "wall_s": time.perf_counter() - t0,
-                      "run_s": res.run_s, "startup_s": res.startup_s, "peak_rss_mib": peak, **marks}))
+    print(
+        json.dumps(
+            {
+                "done": res.done,
+                "failed": res.failed,
+                "wall_s": time.perf_counter() - t0,
+                "run_s": res.run_s,
+                "startup_s": res.startup_s,
+                "peak_rss_mib": peak,
+                **marks,
+            }
+        )
+    )
 
 
 def part_memory(jobs: int, engines: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
         spec = trivial_spec(Path(tmp), jobs)
-        print("| engine | jobs | driver peak RSS MiB | peak after 1,000 results MiB | wall s | load before/after |")
+        print(
+            "| engine | jobs | driver peak RSS MiB | peak after 1,000 results MiB | wall s | load before/after |"
+        )
         print("|---|---|---|---|---|---|")
         for engine in engines:
             l0 = load()
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
-            proc = subprocess.run([sys.executable, __file__, "memory-child", str(spec), str(Path(tmp) / engine), engine],
-                                  capture_output=True, text=True, env=env, check=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "memory-child",
+                    str(spec),
+                    str(Path(tmp) / engine),
+                    engine,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
             m = json.loads(proc.stdout.strip().splitlines()[-1])
             assert m["done"] == jobs, m
-            print(f"| {engine} | {jobs} | {m['peak_rss_mib']:.0f} | {m.get('after_1000', float('nan')):.0f} | "
-                  f"{m['wall_s']:.1f} | {l0:.2f} / {load():.2f} |")
+            print(
+                f"| {engine} | {jobs} | {m['peak_rss_mib']:.0f} | {m.get('after_1000', float('nan')):.0f} | "
+                f"{m['wall_s']:.1f} | {l0:.2f} / {load():.2f} |"
+            )
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "memory-child":
         memory_child(*sys.argv[2:5])
         return
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("parts", nargs="*", default=["study", "overhead", "memory"])
-    ap.add_argument("--jobs", type=int, default=10_000, help="jobs of the memory sweep (default 10^4)")
-    ap.add_argument("--repeats", type=int, default=1, help="repeats of the study comparison (default 1)")
-    ap.add_argument("--memory-engines", default="local,ray", help="engines of the memory part (default local,ray)")
+    ap.add_argument(
+        "--jobs", type=int, default=10_000, help="jobs of the memory sweep (default 10^4)"
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=1, help="repeats of the study comparison (default 1)"
+    )
+    ap.add_argument(
+        "--memory-engines",
+        default="local,ray",
+        help="engines of the memory part (default local,ray)",
+    )
     args = ap.parse_args()
-    print(f"# sweep_bench {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {os.cpu_count()} CPUs, uptime: "
-          f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    print(
+        f"# sweep_bench {time.strftime('%Y-%m-%d %H:%M:%S %Z')}, {os.cpu_count()} CPUs, uptime: "
+        f"{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}"
+    )
     if "study" in args.parts:
         part_study(args.repeats)
     if "overhead" in args.parts:

@@ -21,7 +21,15 @@ from certify.certificate import ExactVector, SupportClass
 from certify.limits import TIGHT_GROUPS
 from certify.ops import ExactOps
 
-__all__ = ["Bounds", "ball_bounds", "make_feasible", "exact_kkt_p2", "arb_lower", "arb_upper", "norm_pow"]
+__all__ = [
+    "Bounds",
+    "ball_bounds",
+    "make_feasible",
+    "exact_kkt_p2",
+    "arb_lower",
+    "arb_upper",
+    "norm_pow",
+]
 
 
 class Bounds(NamedTuple):
@@ -100,8 +108,15 @@ def make_feasible(ops: ExactOps, W: Sequence[int], w_exp: int, *, bits: int) -> 
     return ExactVector(tuple(int(k) * c for k in W), w_exp - k2 - e, 1)
 
 
-def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *, bits: int,
-                classify: bool = True) -> Bounds | None:
+def ball_bounds(
+    ops: ExactOps,
+    p: Fraction,
+    w: ExactVector,
+    lam: ExactVector,
+    *,
+    bits: int,
+    classify: bool = True,
+) -> Bounds | None:
     """All bounds of docs/theory.md section 4 for a feasible dyadic ``w`` and a dyadic ``lam >= 0``."""
     from flint import arb
 
@@ -126,21 +141,31 @@ def ball_bounds(ops: ExactOps, p: Fraction, w: ExactVector, lam: ExactVector, *,
         if p <= 2:  # constants from exact rationals (pa - 1 may straddle 0 for p near 1)
             dist = (_nonneg_up(ub * ub - lb * lb) / _ab(p - 1)).sqrt()
         else:
-            dist = (_nonneg_up(ub ** pa - lb ** pa) * (two ** _ab(p - 1) - 1)) ** (1 / pa)
+            dist = (_nonneg_up(ub**pa - lb**pa) * (two ** _ab(p - 1) - 1)) ** (1 / pa)
         dist = _nonneg_up(dist)
         lb_low = arb(lb.lower())
         if not lb_low > 0:  # no positive lower bound of OPT: nothing to certify
             return None
         direction = _nonneg_up(2 * dist / lb_low)
         if p <= 2:
-            breg = (two ** _ab(2 - p) / pa) * direction ** pa if direction > 0 else arb(0)
+            breg = (two ** _ab(2 - p) / pa) * direction**pa if direction > 0 else arb(0)
         else:
             breg = _ab((p - 1) / 2) * two ** _ab((p - 2) / p) * direction * direction
         support, singular = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows)), False
         if classify:
             support, singular = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
-        res = Bounds(arb_lower(lb), arb_upper(ub), arb_upper(dist), arb_upper(direction), arb_upper(_up(breg)),
-                     support, w, lam, False, singular)
+        res = Bounds(
+            arb_lower(lb),
+            arb_upper(ub),
+            arb_upper(dist),
+            arb_upper(direction),
+            arb_upper(_up(breg)),
+            support,
+            w,
+            lam,
+            False,
+            singular,
+        )
     if any(v is None for v in res[:5]):
         return None
     return res
@@ -154,7 +179,7 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
     two = arb(2)
     # dual error eps and psi/F2 scaling t at full precision (UB and LB nearly cancel)
     if p <= 2:
-        gap = _nonneg_up(_nonneg_up(ub ** pa - lb ** pa) / pa)
+        gap = _nonneg_up(_nonneg_up(ub**pa - lb**pa) / pa)
         eps = (qa * gap * (two ** _ab(q - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
         t = (a / uq) ** _ab(p - 1)
     else:
@@ -178,7 +203,9 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
 
     two = arb(2)
     index = [ops.cs.index[i] for i in ops.rows]
-    qfac = arb_upper(arb(ops.m) ** _ab(1 / q - Fraction(1, 2))) if q < 2 else Fraction(1)  # ||a||_q / ||a||_2
+    qfac = (
+        arb_upper(arb(ops.m) ** _ab(1 / q - Fraction(1, 2))) if q < 2 else Fraction(1)
+    )  # ||a||_q / ||a||_2
     dist_up = arb_upper(dist)
     if dist_up is None or qfac is None:
         inactive_rows = np.zeros(ops.N, dtype=bool)
@@ -201,16 +228,21 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
             scale = two ** (-ops.exp)
             for k, rows in enumerate(groups.values()):
                 rnorm = _nonneg_up(_ab(diag[k])).sqrt() * scale * mfac
-                mult = t * arb(sum(lam.ints[i] for i in rows)) * two ** lam.exp - rnorm * eps
+                mult = t * arb(sum(lam.ints[i] for i in rows)) * two**lam.exp - rnorm * eps
                 if mult.lower() > 0:
                     tight.update(rows)
     undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
     singular = bool(heads) and diag is None  # more precision will not decide the undecided rows
-    return SupportClass(tuple(index[i] for i in sorted(tight)), tuple(index[i] for i in sorted(inactive)),
-                        tuple(index[i] for i in undecided)), singular
+    return SupportClass(
+        tuple(index[i] for i in sorted(tight)),
+        tuple(index[i] for i in sorted(inactive)),
+        tuple(index[i] for i in undecided),
+    ), singular
 
 
-def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int, weights=None) -> Bounds | None:
+def exact_kkt_p2(
+    ops: ExactOps, support: Sequence[int], *, bits: int, weights=None
+) -> Bounds | None:
     """p = 2: ``lam_S = (A_S A_S^T)^{-1} 1``, ``w* = A_S^T lam_S`` in exact rationals; None if not KKT.
 
     Dependent rows in S are thinned to an exactly independent subset (largest ``weights`` first,
@@ -255,4 +287,14 @@ def exact_kkt_p2(ops: ExactOps, support: Sequence[int], *, bits: int, weights=No
     inactive = tuple(index[i] for i in range(ops.N) if Aw[i] > den)
     w = ExactVector(tuple(Wint), -ops.exp, den)
     lam = ExactVector(tuple(lam_full), -2 * ops.exp, den)
-    return Bounds(lo, hi, Fraction(0), Fraction(0), Fraction(0), SupportClass(tight, inactive, ()), w, lam, True)
+    return Bounds(
+        lo,
+        hi,
+        Fraction(0),
+        Fraction(0),
+        Fraction(0),
+        SupportClass(tight, inactive, ()),
+        w,
+        lam,
+        True,
+    )

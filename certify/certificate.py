@@ -19,9 +19,23 @@ import numpy as np
 
 from certify.errors import MdcertError
 from certify.exact import format_fraction
-from certify.exactvector import ExactVector, fraction_from_json, fraction_json, index_from_json, short_repr
+from certify.exactvector import (
+    ExactVector,
+    fraction_from_json,
+    fraction_json,
+    index_from_json,
+    short_repr,
+)
 
-__all__ = ["CertStatus", "SupportClass", "ExactVector", "Certificate", "CERT_FORMAT", "SVMS", "solution_shape"]
+__all__ = [
+    "CertStatus",
+    "SupportClass",
+    "ExactVector",
+    "Certificate",
+    "CERT_FORMAT",
+    "SVMS",
+    "solution_shape",
+]
 
 #: version tag written into every certificate JSON
 CERT_FORMAT = "mdcert-certificate/1"
@@ -139,7 +153,10 @@ class Certificate:
     def to_json(self) -> dict:
         sup = None
         if self.support is not None:
-            sup = {k: [list(r) for r in getattr(self.support, k)] for k in ("tight", "inactive", "undecided")}
+            sup = {
+                k: [list(r) for r in getattr(self.support, k)]
+                for k in ("tight", "inactive", "undecided")
+            }
         return {
             "format": CERT_FORMAT,
             "status": self.status.value,
@@ -159,7 +176,11 @@ class Certificate:
             "w": None if self.w is None else self.w.to_json(),
             "lam": None if self.lam is None else self.lam.to_json(),
             "gordan": None if self.gordan is None else self.gordan.to_json(),
-            **({} if self.gordan_basis is None else {"gordan_basis": [int(b) for b in self.gordan_basis]}),
+            **(
+                {}
+                if self.gordan_basis is None
+                else {"gordan_basis": [int(b) for b in self.gordan_basis]}
+            ),
             "info": self.info,
         }
 
@@ -169,15 +190,22 @@ class Certificate:
         ``NaN`` / ``Infinity`` are one-line `MdcertError` s (`certify.limits.parse_json`)."""
         from certify.limits import MAX_JSON_BYTES, parse_json
 
-        return cls.from_json(parse_json(raw, max_bytes=MAX_JSON_BYTES if max_bytes is None else max_bytes))
+        return cls.from_json(
+            parse_json(raw, max_bytes=MAX_JSON_BYTES if max_bytes is None else max_bytes)
+        )
 
     @classmethod
     def load(cls, path, *, max_bytes: int | None = None) -> "Certificate":
         """Read a certificate file (at most ``max_bytes``, default `certify.limits.MAX_JSON_BYTES`)."""
         from certify.limits import MAX_JSON_BYTES, read_json_file
 
-        return cls.from_json(read_json_file(path, what=f"certificate {str(path)!r}",
-                                            max_bytes=MAX_JSON_BYTES if max_bytes is None else max_bytes))
+        return cls.from_json(
+            read_json_file(
+                path,
+                what=f"certificate {str(path)!r}",
+                max_bytes=MAX_JSON_BYTES if max_bytes is None else max_bytes,
+            )
+        )
 
     @classmethod
     def from_json(cls, data: dict) -> "Certificate":
@@ -185,53 +213,94 @@ class Certificate:
         if not isinstance(data, dict):
             raise MdcertError("a certificate must be a JSON object")
         try:
-            if not isinstance(data.get("status"), str):  # Enum's own error takes the repr of the value
+            if not isinstance(
+                data.get("status"), str
+            ):  # Enum's own error takes the repr of the value
                 raise ValueError
             status = CertStatus(data.get("status"))
         except ValueError:
-            raise MdcertError(f"unknown certificate status {short_repr(data.get('status'))}; expected optimal, infeasible "
-                              f"or no_verified_result") from None
+            raise MdcertError(
+                f"unknown certificate status {short_repr(data.get('status'))}; expected optimal, infeasible "
+                f"or no_verified_result"
+            ) from None
         svm = data.get("svm")
         if svm not in SVMS:
-            raise MdcertError(f"certificate 'svm' must be one of {', '.join(SVMS)}, got {short_repr(svm)}")
+            raise MdcertError(
+                f"certificate 'svm' must be one of {', '.join(SVMS)}, got {short_repr(svm)}"
+            )
         p = fraction_from_json(data, "p")
         if p is None or p <= 1:
-            raise MdcertError(f"certificate 'p' must be an exact 'num/den' string > 1, got {short_repr(data.get('p'))}")
+            raise MdcertError(
+                f"certificate 'p' must be an exact 'num/den' string > 1, got {short_repr(data.get('p'))}"
+            )
         alpha = data.get("alpha")
-        if not isinstance(alpha, list) or not all(isinstance(a, int) and not isinstance(a, bool) for a in alpha):
+        if not isinstance(alpha, list) or not all(
+            isinstance(a, int) and not isinstance(a, bool) for a in alpha
+        ):
             raise MdcertError("certificate 'alpha' must be a list of integers")
         sup = data.get("support")
         support = None
         if sup is not None:
             if not isinstance(sup, dict):
-                raise MdcertError("certificate 'support' must be an object with tight, inactive, undecided")
+                raise MdcertError(
+                    "certificate 'support' must be an object with tight, inactive, undecided"
+                )
             try:
-                support = SupportClass(*(tuple(tuple(index_from_json(x) for x in r) for r in sup.get(k, []))
-                                         for k in ("tight", "inactive", "undecided")))
+                support = SupportClass(
+                    *(
+                        tuple(tuple(index_from_json(x) for x in r) for r in sup.get(k, []))
+                        for k in ("tight", "inactive", "undecided")
+                    )
+                )
             except (TypeError, ValueError):
-                raise MdcertError("certificate 'support' lists must hold integer index lists like [i, t]") from None
-        vecs = {k: None if data.get(k) is None else ExactVector.from_json(data[k], name=k)
-                for k in ("w", "lam", "gordan")}
+                raise MdcertError(
+                    "certificate 'support' lists must hold integer index lists like [i, t]"
+                ) from None
+        vecs = {
+            k: None if data.get(k) is None else ExactVector.from_json(data[k], name=k)
+            for k in ("w", "lam", "gordan")
+        }
         basis = data.get("gordan_basis")
-        if basis is not None and (not isinstance(basis, list) or
-                                  not all(isinstance(b, int) and not isinstance(b, bool) for b in basis)):
-            raise MdcertError("certificate 'gordan_basis' must be a list of row positions (integers)")
+        if basis is not None and (
+            not isinstance(basis, list)
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in basis)
+        ):
+            raise MdcertError(
+                "certificate 'gordan_basis' must be a list of row positions (integers)"
+            )
         for key in ("d", "digits"):
             val = data.get(key, 0)
             if not isinstance(val, int) or isinstance(val, bool) or not 0 <= val < 2**31:
-                raise MdcertError(f"certificate field {key!r} must be an integer in 0..2**31-1, got {short_repr(val)}")
+                raise MdcertError(
+                    f"certificate field {key!r} must be an integer in 0..2**31-1, got {short_repr(val)}"
+                )
         if not isinstance(data.get("data_hash", ""), str):
-            raise MdcertError(f"certificate 'data_hash' must be a string like 'sha256:...', got {short_repr(data.get('data_hash'))}")
-        if not isinstance(data.get("info") or {}, dict) or not isinstance(data.get("exact_kkt", False), bool):
+            raise MdcertError(
+                f"certificate 'data_hash' must be a string like 'sha256:...', got {short_repr(data.get('data_hash'))}"
+            )
+        if not isinstance(data.get("info") or {}, dict) or not isinstance(
+            data.get("exact_kkt", False), bool
+        ):
             raise MdcertError("certificate 'info' must be an object and 'exact_kkt' true or false")
-        return cls(status=status, svm=svm, p=p, alpha=tuple(alpha), data_hash=data.get("data_hash", ""),
-                   opt_lower=fraction_from_json(data, "opt_lower"), opt_upper=fraction_from_json(data, "opt_upper"),
-                   distance_upper=fraction_from_json(data, "distance_upper"),
-                   direction_error_upper=fraction_from_json(data, "direction_error_upper"),
-                   bregman_upper=fraction_from_json(data, "bregman_upper"), support=support,
-                   exact_kkt=bool(data.get("exact_kkt", False)), d=int(data.get("d", 0)),
-                   digits=int(data.get("digits", 0)), info=dict(data.get("info") or {}),
-                   gordan_basis=None if basis is None else tuple(basis), **vecs)
+        return cls(
+            status=status,
+            svm=svm,
+            p=p,
+            alpha=tuple(alpha),
+            data_hash=data.get("data_hash", ""),
+            opt_lower=fraction_from_json(data, "opt_lower"),
+            opt_upper=fraction_from_json(data, "opt_upper"),
+            distance_upper=fraction_from_json(data, "distance_upper"),
+            direction_error_upper=fraction_from_json(data, "direction_error_upper"),
+            bregman_upper=fraction_from_json(data, "bregman_upper"),
+            support=support,
+            exact_kkt=bool(data.get("exact_kkt", False)),
+            d=int(data.get("d", 0)),
+            digits=int(data.get("digits", 0)),
+            info=dict(data.get("info") or {}),
+            gordan_basis=None if basis is None else tuple(basis),
+            **vecs,
+        )
 
 
 def solution_shape(svm: str, d: int, size: int) -> tuple[int, ...]:

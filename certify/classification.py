@@ -41,32 +41,46 @@ def _labels(y: np.ndarray, classes) -> int | None:
     if classes is not None:
         if isinstance(classes, np.ndarray) and classes.ndim == 0:
             classes = classes.item()
-        if isinstance(classes, bool) or not isinstance(classes, (int, np.integer, float)) or \
-                not float(classes).is_integer() or not 2 <= int(classes) <= 10**6:
+        if (
+            isinstance(classes, bool)
+            or not isinstance(classes, (int, np.integer, float))
+            or not float(classes).is_integer()
+            or not 2 <= int(classes) <= 10**6
+        ):
             raise MdcertError(f"classes must be an integer K >= 2 (labels 0..K-1), got {classes!r}")
         classes = int(classes)
     elif np.all((y == 1.0) | (y == -1.0)):
         for label in (1.0, -1.0):
             if not np.any(y == label):
-                raise MdcertError(f"class {int(label):+d} has no example (all {n} labels are {int(-label):+d}); "
-                                  f"a binary problem needs both labels -1 and +1")
+                raise MdcertError(
+                    f"class {int(label):+d} has no example (all {n} labels are {int(-label):+d}); "
+                    f"a binary problem needs both labels -1 and +1"
+                )
         return None
     frac = np.flatnonzero(y != np.floor(y))
     if frac.size:
-        raise MdcertError(f"labels must be -1/+1 (binary) or integers 0..K-1 (multiclass); "
-                          f"y[{frac[0]}] = {float(y[frac[0]])!r}")
+        raise MdcertError(
+            f"labels must be -1/+1 (binary) or integers 0..K-1 (multiclass); "
+            f"y[{frac[0]}] = {float(y[frac[0]])!r}"
+        )
     K = classes if classes is not None else int(y.max()) + 1
     bad = np.flatnonzero((y < 0) | (y >= K))
     if bad.size:
         declared = f"the declared classes 0..{K - 1}" if classes is not None else "0..K-1"
-        raise MdcertError(f"label y[{bad[0]}] = {float(y[bad[0]]):g} is outside {declared}; "
-                          f"use labels 0..K-1 (multiclass) or -1/+1 (binary)")
+        raise MdcertError(
+            f"label y[{bad[0]}] = {float(y[bad[0]]):g} is outside {declared}; "
+            f"use labels 0..K-1 (multiclass) or -1/+1 (binary)"
+        )
     if K < 2:
-        raise MdcertError("a multiclass problem needs at least 2 classes (labels 0..K-1, K >= 2); all labels are 0")
+        raise MdcertError(
+            "a multiclass problem needs at least 2 classes (labels 0..K-1, K >= 2); all labels are 0"
+        )
     empty = np.flatnonzero(np.bincount(y.astype(np.int64), minlength=K) == 0)
     if empty.size:
-        raise MdcertError(f"class {int(empty[0])} has no example ({K} classes declared or inferred); drop the class "
-                          f"(relabel 0..K-1) or add examples")
+        raise MdcertError(
+            f"class {int(empty[0])} has no example ({K} classes declared or inferred); drop the class "
+            f"(relabel 0..K-1) or add examples"
+        )
     return K
 
 
@@ -108,7 +122,7 @@ class ClassificationProblem:
     # ------------------------------------------------------------------ shapes and identity
     @property
     def kind(self) -> str:
-        """"binary" or "multiclass": the program (and a certificate's ``svm`` field)."""
+        """ "binary" or "multiclass": the program (and a certificate's ``svm`` field)."""
         return "binary" if self.classes is None else "multiclass"
 
     @property
@@ -168,7 +182,9 @@ class ClassificationProblem:
         yk = self.labels()
         if self.classes is None:
             L = Xi * yk[:, None].astype(Xi.dtype)
-            return ConstraintSystem("decoder", self.row_index(), DyadicArray(L, X.exp), None, self.d)
+            return ConstraintSystem(
+                "decoder", self.row_index(), DyadicArray(L, X.exp), None, self.d
+            )
         K, n, d = self.classes, self.n, self.d
         other = np.array([[k for k in range(K) if k != yk[i]] for i in range(n)], dtype=np.int64)
         L = np.zeros((n, K - 1, K, d), dtype=Xi.dtype)
@@ -176,8 +192,13 @@ class ClassificationProblem:
         jj = np.tile(np.arange(K - 1), n).reshape(n, K - 1)
         L[ii, jj, yk[:, None]] = Xi[:, None, :]
         L[ii, jj, other] = -Xi[:, None, :]
-        return ConstraintSystem("decoder", self.row_index(), DyadicArray(L.reshape(n * (K - 1), K * d), X.exp),
-                                None, K * d)
+        return ConstraintSystem(
+            "decoder",
+            self.row_index(),
+            DyadicArray(L.reshape(n * (K - 1), K * d), X.exp),
+            None,
+            K * d,
+        )
 
     def conflicting_pair(self) -> tuple[int, int] | None:
         """Two examples ``(i, j)``, i < j, with exactly equal points and different labels, or None."""
@@ -186,7 +207,9 @@ class ClassificationProblem:
             inv = inv.ravel()
             rep = first[inv]  # the first example with the same point
             clash = np.flatnonzero(self.y != self.y[rep])
-            self._cache["conflict"] = None if not clash.size else (int(rep[clash[0]]), int(clash[0]))
+            self._cache["conflict"] = (
+                None if not clash.size else (int(rep[clash[0]]), int(clash[0]))
+            )
         return self._cache["conflict"]
 
     # ------------------------------------------------------------------ I/O
@@ -206,7 +229,9 @@ class ClassificationProblem:
         if suffix not in {".npz", ".json"}:
             raise MdcertError(f"cannot save to {str(path)!r}: use a .npz or .json file name")
         if path.is_dir() or not path.parent.is_dir():
-            raise MdcertError(f"cannot save to {str(path)!r}: give a file name in an existing directory")
+            raise MdcertError(
+                f"cannot save to {str(path)!r}: give a file name in an existing directory"
+            )
         from certify.io.atomic import write_npz_atomic, write_text_atomic
 
         if suffix == ".json":
@@ -223,18 +248,27 @@ class ClassificationProblem:
     def from_dict(cls, data: dict) -> "ClassificationProblem":
         missing = [k for k in ("X", "y") if k not in data]
         if missing:
-            raise MdcertError(f"classification problem data lacks {', '.join(missing)}; it needs X (n x d) and y (n)")
+            raise MdcertError(
+                f"classification problem data lacks {', '.join(missing)}; it needs X (n x d) and y (n)"
+            )
         extra = sorted(set(data) - {"kind", "X", "y", "classes", "provenance"})
         if extra:
-            raise MdcertError(f"classification problem data has unknown keys {extra}; allowed: kind, X, y, classes, "
-                              f"provenance")
-        return cls(data["X"], data["y"], classes=data.get("classes"), provenance=data.get("provenance"))
+            raise MdcertError(
+                f"classification problem data has unknown keys {extra}; allowed: kind, X, y, classes, "
+                f"provenance"
+            )
+        return cls(
+            data["X"], data["y"], classes=data.get("classes"), provenance=data.get("provenance")
+        )
 
     def describe(self) -> str:
         """One line: kind, sizes, class counts and provenance keys."""
         counts = np.bincount(self.labels() + (1 if self.classes is None else 0))
-        shown = (f"{int(counts[2])} positive, {int(counts[0])} negative" if self.classes is None else
-                 f"K={self.classes}, class sizes {int(counts.min())}..{int(counts.max())}")
+        shown = (
+            f"{int(counts[2])} positive, {int(counts[0])} negative"
+            if self.classes is None
+            else f"K={self.classes}, class sizes {int(counts.min())}..{int(counts.max())}"
+        )
         text = f"{self.kind} classification, n={self.n} d={self.d}, {shown}"
         if self.provenance:
             text += "; provenance: " + ", ".join(list(self.provenance)[:6])
@@ -257,8 +291,9 @@ def load_problem(path: str | Path, *, memory_budget: int | None = None):
         data.pop("kind", None)
         return AttentionProblem.from_file_data(data, path=path)
     if kind != KIND:
-        raise MdcertError(f"problem {str(path)!r} has unknown kind {str(kind)[:40]!r}; use 'classification' "
-                          f"(X, y) or omit kind (attention: X, y, z, v)")
+        raise MdcertError(
+            f"problem {str(path)!r} has unknown kind {str(kind)[:40]!r}; use 'classification' "
+            f"(X, y) or omit kind (attention: X, y, z, v)"
+        )
     data["kind"] = kind
     return ClassificationProblem.from_dict(data)
-

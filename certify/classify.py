@@ -48,7 +48,9 @@ def row_norm_bounds(ops) -> tuple[list[int], int]:
     return [B[int(r)] for r in ops.rows], e
 
 
-def inactive_mask(ops, Aw: list[int], e_aw: int, lam_ints, dist_upper: Fraction, mfac_upper: Fraction) -> np.ndarray:
+def inactive_mask(
+    ops, Aw: list[int], e_aw: int, lam_ints, dist_upper: Fraction, mfac_upper: Fraction
+) -> np.ndarray:
     """Rows proven inactive: no multiplier and ``a_i^T w - 1 > mfac * ||a_i||_2 * dist``, where
     ``a_i^T w = Aw_i 2**e_aw`` exactly, ``dist_upper >= dist`` and ``mfac_upper >= m^(1/q-1/2)``
     (or 1 for q >= 2)."""
@@ -59,4 +61,6 @@ def inactive_mask(ops, Aw: list[int], e_aw: int, lam_ints, dist_upper: Fraction,
         return np.zeros(ops.N, dtype=bool)
     D = one.numerator
     num, den = c.numerator, c.denominator
-    return np.array([lam_ints[i] == 0 and (Aw[i] - D) * den > B[i] * num for i in range(ops.N)], dtype=bool)
+    return np.array(
+        [lam_ints[i] == 0 and (Aw[i] - D) * den > B[i] * num for i in range(ops.N)], dtype=bool
+    )

@@ -16,8 +16,22 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["DyadicArray", "dyadic", "parse_p", "parse_nonnegative", "conjugate", "format_fraction", "parse_fraction", "decimal_str",
-           "decimal_int", "decimal_digits", "format_exact", "format_g", "format_sci", "ldexp_array"]
+__all__ = [
+    "DyadicArray",
+    "dyadic",
+    "parse_p",
+    "parse_nonnegative",
+    "conjugate",
+    "format_fraction",
+    "parse_fraction",
+    "decimal_str",
+    "decimal_int",
+    "decimal_digits",
+    "format_exact",
+    "format_g",
+    "format_sci",
+    "ldexp_array",
+]
 
 
 def parse_p(p: Any, *, name: str = "p") -> Fraction:
@@ -43,14 +57,28 @@ def parse_p(p: Any, *, name: str = "p") -> Fraction:
             value = Fraction(p)
         elif isinstance(p, (float, np.floating)):
             if not math.isfinite(float(p)):
-                raise MdcertError(f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
-                                  f"(p = inf is not supported)")
+                raise MdcertError(
+                    f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
+                    f"(p = inf is not supported)"
+                )
             value = Fraction(repr(float(p)))
         elif isinstance(p, str):
             text = p.strip()
-            if text.lower() in {"inf", "+inf", "infinity", "+infinity", "-inf", "-infinity", "nan", "+nan", "-nan"}:
-                raise MdcertError(f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
-                                  f"({'p = inf is not supported' if 'inf' in text.lower() else 'not a number'})")
+            if text.lower() in {
+                "inf",
+                "+inf",
+                "infinity",
+                "+infinity",
+                "-inf",
+                "-infinity",
+                "nan",
+                "+nan",
+                "-nan",
+            }:
+                raise MdcertError(
+                    f"invalid {name}: {p!r}; {name} must be finite and greater than 1 "
+                    f"({'p = inf is not supported' if 'inf' in text.lower() else 'not a number'})"
+                )
             if not text.isascii() or "_" in text:
                 raise ValueError("only ASCII digits, '.', 'e', '/' and a sign")
             value = Fraction(_small_exponent(text))
@@ -59,9 +87,13 @@ def parse_p(p: Any, *, name: str = "p") -> Fraction:
     except (ValueError, TypeError, ZeroDivisionError) as exc:
         if isinstance(exc, MdcertError):
             raise
-        raise MdcertError(f"invalid {name}: {p!r}; give a number greater than 1, e.g. 1.75 or 7/4") from None
+        raise MdcertError(
+            f"invalid {name}: {p!r}; give a number greater than 1, e.g. 1.75 or 7/4"
+        ) from None
     if value <= 1:
-        raise MdcertError(f"invalid {name}: {p!r}; mirror descent needs {name} > 1 (p = 1 is not strictly convex)")
+        raise MdcertError(
+            f"invalid {name}: {p!r}; mirror descent needs {name} > 1 (p = 1 is not strictly convex)"
+        )
     return value
 
 
@@ -84,7 +116,12 @@ def decimal_str(k: int) -> str:
 def decimal_int(text: str) -> int:
     """Inverse of `decimal_str` for a string of decimal digits with an optional sign."""
     t = str(text).strip()
-    if not t or not t.lstrip("+-").isdigit() or not t.lstrip("+-").isascii() or t.count("-") + t.count("+") > 1:
+    if (
+        not t
+        or not t.lstrip("+-").isdigit()
+        or not t.lstrip("+-").isascii()
+        or t.count("-") + t.count("+") > 1
+    ):
         raise ValueError(f"not a decimal integer: {text!r}")
     if len(t) < 4000:
         return int(t)
@@ -99,7 +136,9 @@ def decimal_digits(x: Fraction) -> int:
     x = Fraction(x)
     if x <= 0:
         raise ValueError(f"decimal_digits needs x > 0, got {x}")
-    k = math.floor(-(x.numerator.bit_length() - x.denominator.bit_length()) * math.log10(2))  # within 1 or 2
+    k = math.floor(
+        -(x.numerator.bit_length() - x.denominator.bit_length()) * math.log10(2)
+    )  # within 1 or 2
     while x > Fraction(10) ** -k:
         k -= 1
     while x <= Fraction(10) ** -(k + 1):
@@ -121,7 +160,9 @@ def format_sci(x: Fraction, digits: int = 3) -> str:
     n, d = abs(x.numerator), x.denominator
     shift = n.bit_length() - d.bit_length() - (4 * digits + 64)
     q, r = divmod(n >> shift, d) if shift >= 0 else divmod(n << -shift, d)  # x ~ q * 2**shift
-    if r or (shift > 0 and n & ((1 << shift) - 1)):  # a sticky bit: a cut value is never taken for a tie
+    if r or (
+        shift > 0 and n & ((1 << shift) - 1)
+    ):  # a sticky bit: a cut value is never taken for a tie
         q, shift = 2 * q + 1, shift - 1
     ctx = Context(prec=digits + 24, Emin=MIN_EMIN, Emax=MAX_EMAX)
     val = ctx.multiply(Decimal(q), ctx.power(Decimal(2), shift))
@@ -147,7 +188,7 @@ def format_g(x: Fraction | int, digits: int = 6) -> str:
         figures = body.replace(".", "")
         if exp10 >= 0:
             figures = figures.ljust(exp10 + 1, "0")
-            whole, frac = figures[:exp10 + 1], figures[exp10 + 1:]
+            whole, frac = figures[: exp10 + 1], figures[exp10 + 1 :]
         else:
             whole, frac = "0", "0" * (-exp10 - 1) + figures
         return sign + whole + ("." + frac if frac else "")
@@ -165,15 +206,17 @@ def format_exact(p: Fraction | int) -> str:
         den, twos = den // 2, twos + 1
     while den % 5 == 0:
         den, fives = den // 5, fives + 1
-    fraction = f"{decimal_str(x.numerator)}/{decimal_str(x.denominator)}" if x.denominator != 1 else None
+    fraction = (
+        f"{decimal_str(x.numerator)}/{decimal_str(x.denominator)}" if x.denominator != 1 else None
+    )
     if den != 1:  # no terminating decimal
         return sign + (fraction if len(fraction) <= 40 else "~" + format_sci(x, 12))
-    scale = max(twos, fives)          # x = m / 10**scale exactly
+    scale = max(twos, fives)  # x = m / 10**scale exactly
     m = x.numerator * 2 ** (scale - twos) * 5 ** (scale - fives)
     zeros = 0
-    while m and m % 10 == 0 and zeros < 10 ** 6:
+    while m and m % 10 == 0 and zeros < 10**6:
         m, zeros = m // 10, zeros + 1
-    digits, exp10 = decimal_str(m), zeros - scale       # x = m * 10**exp10, m without trailing zeros
+    digits, exp10 = decimal_str(m), zeros - scale  # x = m * 10**exp10, m without trailing zeros
     if len(digits) > 40:
         return sign + (fraction if fraction and len(fraction) <= 40 else "~" + format_sci(x, 12))
     if 0 <= exp10 and len(digits) + exp10 <= 16:
@@ -318,7 +361,9 @@ def parse_nonnegative(value: Any, name: str) -> Fraction:
     try:
         out = parse_fraction(str(value)) if not isinstance(value, Fraction) else value
     except MdcertError:
-        raise MdcertError(f"invalid {name}: {value!r}; give a non-negative number like 0.5 or 1/2") from None
+        raise MdcertError(
+            f"invalid {name}: {value!r}; give a non-negative number like 0.5 or 1/2"
+        ) from None
     if out < 0:
         raise MdcertError(f"invalid {name}: {value!r}; must be >= 0")
     return out

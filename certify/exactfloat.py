@@ -32,7 +32,7 @@ from certify.errors import MdcertError
 __all__ = ["exact_float64", "json_float64", "json_indices"]
 
 _FIX = "scale the data (integers within 2^53 in magnitude are exact) or store float64 values"
-_BIG = 2 ** 53
+_BIG = 2**53
 
 
 def _where(name: str, index: tuple[int, ...]) -> str:
@@ -65,8 +65,11 @@ def _scalar(x: Any) -> tuple[float, str | None]:
             f = float(x)
         if not np.isfinite(x) or (math.isfinite(f) and np.longdouble(f) == x):
             return f, None
-        return math.nan, (f"would round to {f!r} in float64; {_FIX}" if math.isfinite(f)
-                          else f"is beyond the float64 range; {_FIX}")
+        return math.nan, (
+            f"would round to {f!r} in float64; {_FIX}"
+            if math.isfinite(f)
+            else f"is beyond the float64 range; {_FIX}"
+        )
     if isinstance(x, (Decimal, Fraction)):
         if isinstance(x, Decimal) and not x.is_finite():
             return float(x), None
@@ -79,7 +82,10 @@ def _scalar(x: Any) -> tuple[float, str | None]:
         exact = Decimal(f) if isinstance(x, Decimal) else Fraction(f)
         return (f, None) if exact == x else (math.nan, f"would round to {f!r} in float64; {_FIX}")
     if isinstance(x, (list, tuple, np.ndarray)):
-        return math.nan, "is a nested list where a number is expected (ragged lists); give equal-length rows"
+        return (
+            math.nan,
+            "is a nested list where a number is expected (ragged lists); give equal-length rows",
+        )
     return math.nan, "is not a number"
 
 
@@ -93,8 +99,10 @@ def _objects(name: str, raw: np.ndarray, convert) -> np.ndarray:
         if why is not None:
             index = tuple(int(k) for k in np.unravel_index(i, raw.shape)) if raw.ndim else ()
             if why == "is not a number":
-                raise MdcertError(f"{name} must be a numeric array of real numbers (int or float); "
-                                  f"{_where(name, index)} = {_shown(repr(x))} is not a number")
+                raise MdcertError(
+                    f"{name} must be a numeric array of real numbers (int or float); "
+                    f"{_where(name, index)} = {_shown(repr(x))} is not a number"
+                )
             shown = str(x).lower() if isinstance(x, (bool, np.bool_)) else _shown(x)
             raise MdcertError(f"{_where(name, index)} = {shown} {why}")
         out.append(f)
@@ -107,12 +115,18 @@ def _first_inexact(a: np.ndarray) -> int | None:
     flat = a.ravel()
     if kind == "b" or (kind in "iu" and size <= 4) or (kind == "f" and size <= 8):
         return None
-    if kind == "f":  # longdouble: the float64 value must equal it (non-finite entries are refused later)
+    if (
+        kind == "f"
+    ):  # longdouble: the float64 value must equal it (non-finite entries are refused later)
         with np.errstate(over="ignore", invalid="ignore"):
             f = flat.astype(np.float64)
             bad = np.isfinite(flat) & ~(np.isfinite(f) & (f.astype(flat.dtype) == flat))
     else:
-        big = np.flatnonzero((flat > _BIG) | (flat < -_BIG)) if kind == "i" else np.flatnonzero(flat > _BIG)
+        big = (
+            np.flatnonzero((flat > _BIG) | (flat < -_BIG))
+            if kind == "i"
+            else np.flatnonzero(flat > _BIG)
+        )
         if big.size == 0:
             return None
         vals = flat[big]
@@ -151,13 +165,17 @@ def exact_float64(name: str, value: Any) -> np.ndarray:
 
 def _object_array(name: str, value: Any) -> np.ndarray:
     if isinstance(value, np.ndarray) and value.dtype.kind not in "O":
-        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got dtype "
-                          f"{value.dtype}; store plain float64 values")
+        raise MdcertError(
+            f"{name} must be a numeric array of real numbers (int or float), got dtype "
+            f"{value.dtype}; store plain float64 values"
+        )
     try:
         raw = np.array(value, dtype=object)
     except (TypeError, ValueError):
-        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got ragged or "
-                          f"non-numeric nested lists; store plain float64 values") from None
+        raise MdcertError(
+            f"{name} must be a numeric array of real numbers (int or float), got ragged or "
+            f"non-numeric nested lists; store plain float64 values"
+        ) from None
     return raw
 
 
@@ -181,8 +199,10 @@ def _json_number(x: Any) -> tuple[float, str | None]:
     ctx = Context(prec=digits, rounding=ROUND_HALF_EVEN, Emax=MAX_EMAX, Emin=MIN_EMIN)
     if ctx.plus(Decimal(f)) == d:
         return f, None
-    return math.nan, (f"names a number float64 cannot hold: it reads as {f!r}, which has other digits; "
-                      f"{_FIX} (e.g. as Python's repr writes it)")
+    return math.nan, (
+        f"names a number float64 cannot hold: it reads as {f!r}, which has other digits; "
+        f"{_FIX} (e.g. as Python's repr writes it)"
+    )
 
 
 def json_float64(name: str, value: Any) -> np.ndarray:
@@ -200,8 +220,10 @@ def json_indices(name: str, value: Any) -> Any:
     for i, x in enumerate(raw.flat):
         index = tuple(int(k) for k in np.unravel_index(i, raw.shape)) if raw.ndim else ()
         if isinstance(x, bool):
-            raise MdcertError(f"{_where(name, index)} = {str(x).lower()} is a boolean where an integer is expected; "
-                              f"write the integer")
+            raise MdcertError(
+                f"{_where(name, index)} = {str(x).lower()} is a boolean where an integer is expected; "
+                f"write the integer"
+            )
         if isinstance(x, Decimal):
             x, why = _json_number(x)
             if why is not None:

@@ -14,7 +14,18 @@ import numpy as np
 from certify.errors import MdcertError
 from certify.exact import decimal_int, decimal_str, format_fraction, parse_fraction
 
-__all__ = ['ExactVector', 'MAX_EXP', 'fraction_json', 'fraction_float', 'index_from_json', 'int_from_json', 'int_json', 'ldexp_int', 'short_repr', 'fraction_from_json']
+__all__ = [
+    "ExactVector",
+    "MAX_EXP",
+    "fraction_json",
+    "fraction_float",
+    "index_from_json",
+    "int_from_json",
+    "int_json",
+    "ldexp_int",
+    "short_repr",
+    "fraction_from_json",
+]
 
 
 @dataclass(frozen=True)
@@ -54,12 +65,18 @@ class ExactVector:
     def to_json(self) -> dict:
         """Integers as JSON numbers; one beyond Python's 4300-digit str limit as a decimal string
         (``json`` could neither write nor read it as a number)."""
-        return {"ints": [int_json(k) for k in self.ints], "exp": int(self.exp), "den": int_json(self.den)}
+        return {
+            "ints": [int_json(k) for k in self.ints],
+            "exp": int(self.exp),
+            "den": int_json(self.den),
+        }
 
     @classmethod
     def from_json(cls, data: Any, *, name: str = "vector") -> "ExactVector":
         if not isinstance(data, dict) or "ints" not in data:
-            raise MdcertError(f"certificate field {name!r} must be an object with 'ints', 'exp', 'den'")
+            raise MdcertError(
+                f"certificate field {name!r} must be an object with 'ints', 'exp', 'den'"
+            )
         ints = data["ints"]
         try:
             if not isinstance(ints, list):
@@ -67,11 +84,24 @@ class ExactVector:
             ints = [int_from_json(k) for k in ints]
             exp, den = data.get("exp", 0), int_from_json(data.get("den", 1))
         except (TypeError, ValueError):
-            raise MdcertError(f"certificate field {name!r}: 'ints' and 'den' must be integers (no floats)") from None
-        if not isinstance(exp, int) or not isinstance(den, int) or isinstance(exp, bool) or den <= 0:
-            raise MdcertError(f"certificate field {name!r}: 'exp' must be an integer and 'den' a positive integer")
-        if abs(exp) > MAX_EXP:  # 2**exp is formed exactly: a hostile exponent would hang the checker
-            raise MdcertError(f"certificate field {name!r}: 'exp' = {exp} is out of range (|exp| <= {MAX_EXP})")
+            raise MdcertError(
+                f"certificate field {name!r}: 'ints' and 'den' must be integers (no floats)"
+            ) from None
+        if (
+            not isinstance(exp, int)
+            or not isinstance(den, int)
+            or isinstance(exp, bool)
+            or den <= 0
+        ):
+            raise MdcertError(
+                f"certificate field {name!r}: 'exp' must be an integer and 'den' a positive integer"
+            )
+        if (
+            abs(exp) > MAX_EXP
+        ):  # 2**exp is formed exactly: a hostile exponent would hang the checker
+            raise MdcertError(
+                f"certificate field {name!r}: 'exp' = {exp} is out of range (|exp| <= {MAX_EXP})"
+            )
         return cls(tuple(ints), exp, den)
 
     @classmethod
@@ -143,5 +173,7 @@ def fraction_from_json(data: dict, key: str) -> Fraction | None:
     if val is None:
         return None
     if not isinstance(val, str):
-        raise MdcertError(f"certificate field {key!r} must be an exact 'num/den' string, got {type(val).__name__}")
+        raise MdcertError(
+            f"certificate field {key!r} must be an exact 'num/den' string, got {type(val).__name__}"
+        )
     return parse_fraction(val)

@@ -64,24 +64,40 @@ class CertifiedSolution:
 
     def describe(self) -> str:
         """One line: what the point is and how far it is from the optimum."""
-        name = "W" if self.svm in ("attention", "multiclass") else "v" if self.svm == "decoder" else "w"
+        name = (
+            "W"
+            if self.svm in ("attention", "multiclass")
+            else "v"
+            if self.svm == "decoder"
+            else "w"
+        )
         shape = " x ".join(str(k) for k in self.point.shape)
         what = "max-margin program" if self.svm in ("binary", "multiclass") else "SVM"
-        return (f"{name} = certified feasible point of the {self.svm} {what} (float64, {shape}"
-                f"{', row-major' if self.svm in ('attention', 'multiclass') else ''}): ||{name} - {name}_mm||_p <= "
-                f"{format_sci(self.distance_upper)}, direction error <= {format_sci(self.direction_error_upper)}")
+        return (
+            f"{name} = certified feasible point of the {self.svm} {what} (float64, {shape}"
+            f"{', row-major' if self.svm in ('attention', 'multiclass') else ''}): ||{name} - {name}_mm||_p <= "
+            f"{format_sci(self.distance_upper)}, direction error <= {format_sci(self.direction_error_upper)}"
+        )
 
     def to_json(self) -> dict:
         """The exact bounds as "num/den" strings (the arrays are not included)."""
-        return {"svm": self.svm, "p": format_fraction(self.p), "alpha": list(self.alpha),
-                "shape": list(self.point.shape), "distance_upper": format_fraction(self.distance_upper),
-                "direction_error_upper": format_fraction(self.direction_error_upper),
-                "rounding": format_fraction(self.rounding), "exact_kkt": self.exact_kkt}
+        return {
+            "svm": self.svm,
+            "p": format_fraction(self.p),
+            "alpha": list(self.alpha),
+            "shape": list(self.point.shape),
+            "distance_upper": format_fraction(self.distance_upper),
+            "direction_error_upper": format_fraction(self.direction_error_upper),
+            "rounding": format_fraction(self.rounding),
+            "exact_kkt": self.exact_kkt,
+        }
 
 
 def _upper(x) -> Fraction:
     if not x.is_finite():
-        raise MdcertError("the rounding error of the exported solution could not be enclosed; report this")
+        raise MdcertError(
+            "the rounding error of the exported solution could not be enclosed; report this"
+        )
     man, exp = x.upper().man_exp()
     man, exp = int(man), int(exp)
     return Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)
@@ -108,7 +124,9 @@ def _norm_upper(balls, pa):
     return arb(total.upper()) ** (1 / pa) if total != 0 else arb(0)
 
 
-def _rounding_errors(cert: Certificate, point: np.ndarray, direction: np.ndarray) -> tuple[Fraction, Fraction]:
+def _rounding_errors(
+    cert: Certificate, point: np.ndarray, direction: np.ndarray
+) -> tuple[Fraction, Fraction]:
     """Upper bounds of ``||point - w||_p`` and ``||direction - w/||w||_p||_p`` (arb balls)."""
     import flint
     from flint import arb, fmpq
@@ -149,30 +167,56 @@ def certified_solution(cert: Certificate | dict, *, problem=None) -> CertifiedSo
 
         result = check_certificate(problem, cert)
         if not result.ok:
-            raise MdcertError(f"the certificate does not verify against this problem ({result.first_failure}); "
-                              f"nothing to export")
-    if cert.status is not CertStatus.OPTIMAL or cert.w is None or cert.distance_upper is None \
-            or cert.direction_error_upper is None:
-        raise MdcertError(f"the certificate's status is {cert.status.value}: it holds no certified solution to "
-                          f"export (certify a feasible SVM first)")
+            raise MdcertError(
+                f"the certificate does not verify against this problem ({result.first_failure}); "
+                f"nothing to export"
+            )
+    if (
+        cert.status is not CertStatus.OPTIMAL
+        or cert.w is None
+        or cert.distance_upper is None
+        or cert.direction_error_upper is None
+    ):
+        raise MdcertError(
+            f"the certificate's status is {cert.status.value}: it holds no certified solution to "
+            f"export (certify a feasible SVM first)"
+        )
     m = cert.d * cert.d if cert.svm == "attention" else cert.d
-    if cert.svm == "multiclass" and cert.d >= 1 and len(cert.w) % cert.d == 0 and len(cert.w) >= 2 * cert.d:
+    if (
+        cert.svm == "multiclass"
+        and cert.d >= 1
+        and len(cert.w) % cert.d == 0
+        and len(cert.w) >= 2 * cert.d
+    ):
         m = len(cert.w)  # K x d, K = len(w) / d
     if len(cert.w) != m or cert.d < 1:
-        raise MdcertError(f"the certificate's solution has {len(cert.w)} entries, but d = {cert.d} needs {m}; "
-                          f"the certificate is damaged")
+        raise MdcertError(
+            f"the certificate's solution has {len(cert.w)} entries, but d = {cert.d} needs {m}; "
+            f"the certificate is damaged"
+        )
     shape = solution_shape(cert.svm, cert.d, m)
     point = cert.w.to_float().reshape(shape)
     if not np.all(np.isfinite(point)):
-        raise MdcertError("the certified solution has entries beyond the float64 range; it cannot be exported "
-                          "as float64 (rescale the data)")
+        raise MdcertError(
+            "the certified solution has entries beyond the float64 range; it cannot be exported "
+            "as float64 (rescale the data)"
+        )
     direction = cert.direction_float()
     if not np.all(np.isfinite(direction)):
-        raise MdcertError("the direction of the certified solution is not finite in float64; report this")
+        raise MdcertError(
+            "the direction of the certified solution is not finite in float64; report this"
+        )
     e_point, e_dir = _rounding_errors(cert, point, direction)
     for arr in (point, direction):
         arr.setflags(write=False)
-    return CertifiedSolution(svm=cert.svm, p=cert.p, alpha=tuple(cert.alpha), point=point, direction=direction,
-                             distance_upper=cert.distance_upper + e_point,
-                             direction_error_upper=cert.direction_error_upper + e_dir, rounding=e_point,
-                             exact_kkt=bool(cert.exact_kkt))
+    return CertifiedSolution(
+        svm=cert.svm,
+        p=cert.p,
+        alpha=tuple(cert.alpha),
+        point=point,
+        direction=direction,
+        distance_upper=cert.distance_upper + e_point,
+        direction_error_upper=cert.direction_error_upper + e_dir,
+        rounding=e_point,
+        exact_kkt=bool(cert.exact_kkt),
+    )

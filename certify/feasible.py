@@ -26,7 +26,13 @@ from certify.exact import dyadic
 from certify.ops import ExactOps
 from certify.problem import AttentionProblem, ConstraintSystem
 
-__all__ = ["FeasibilityResult", "feasibility", "feasibility_system", "constraint_system", "DENSE_LP_ENTRIES"]
+__all__ = [
+    "FeasibilityResult",
+    "feasibility",
+    "feasibility_system",
+    "constraint_system",
+    "DENSE_LP_ENTRIES",
+]
 
 #: largest dense feasibility LP (rows x (variables + 1)) handed to HiGHS; beyond it nothing is claimed
 DENSE_LP_ENTRIES = 4_000_000
@@ -60,7 +66,9 @@ def constraint_system(problem: AttentionProblem, svm: str, alpha) -> ConstraintS
     raise MdcertError(f"unknown svm {svm!r}; use 'attention' or 'decoder'")
 
 
-def feasibility(problem: AttentionProblem, *, svm: str = "attention", alpha=None) -> FeasibilityResult:
+def feasibility(
+    problem: AttentionProblem, *, svm: str = "attention", alpha=None
+) -> FeasibilityResult:
     """Certified feasibility of the attention or decoder SVM (docs/theory.md section 3)."""
     return feasibility_system(constraint_system(problem, svm, alpha))
 
@@ -76,7 +84,9 @@ def check_point(ops: ExactOps, w: np.ndarray) -> ExactVector | None:
     return None
 
 
-def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarray) -> ExactVector | None:
+def _gordan_from_support(
+    ops: ExactOps, support: np.ndarray, lam_float: np.ndarray
+) -> ExactVector | None:
     """Exact ``lam >= 0`` supported on ``support`` with ``Z^T lam = 0``, guided by ``lam_float``."""
     import flint
 
@@ -106,12 +116,17 @@ def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarr
         else:
             # columns scaled by exact powers of two into float range (a basis of data from 5e-324 to 1
             # has integers beyond 2**1024); only a candidate: it is re-checked exactly below
-            shifts = [max(0, max(abs(int(x)) for x in basis[:, j]).bit_length() - 60) for j in range(nullity)]
-            Bf = np.array([[float(int(basis[i, j]) >> shifts[j]) for j in range(nullity)] for i in range(k)])
+            shifts = [
+                max(0, max(abs(int(x)) for x in basis[:, j]).bit_length() - 60)
+                for j in range(nullity)
+            ]
+            Bf = np.array(
+                [[float(int(basis[i, j]) >> shifts[j]) for j in range(nullity)] for i in range(k)]
+            )
             c, *_ = np.linalg.lstsq(Bf, lam_float[support], rcond=None)
             if not np.all(np.isfinite(c)):
                 continue
-            fr = [Fraction(float(x)).limit_denominator(10**12) / 2 ** s for x, s in zip(c, shifts)]
+            fr = [Fraction(float(x)).limit_denominator(10**12) / 2**s for x, s in zip(c, shifts)]
             den = math.lcm(*[f.denominator for f in fr])
             coef = np.array([f.numerator * (den // f.denominator) for f in fr], dtype=object)
             cands = [basis.dot(coef)]
@@ -131,7 +146,9 @@ def _gordan_from_support(ops: ExactOps, support: np.ndarray, lam_float: np.ndarr
     return None
 
 
-def _esolver_gordan(ops: ExactOps, *, max_rows: int = 400, timeout: float = 120.0) -> ExactVector | None:
+def _esolver_gordan(
+    ops: ExactOps, *, max_rows: int = 400, timeout: float = 120.0
+) -> ExactVector | None:
     """Exact LP (QSopt_ex ``esolver``, Debian package ``qsopt-ex``) for a Gordan vector.
 
     Solves ``lam >= 0, 1^T lam = 1, Z^T lam = 0`` in exact rational arithmetic; the answer is
@@ -143,10 +160,16 @@ def _esolver_gordan(ops: ExactOps, *, max_rows: int = 400, timeout: float = 120.
         return None
     N = ops.N
     try:
-        cols = [ops.rmatvec([1 if i == r else 0 for i in range(N)]) for r in range(N)]  # column r of Z^T
+        cols = [
+            ops.rmatvec([1 if i == r else 0 for i in range(N)]) for r in range(N)
+        ]  # column r of Z^T
         lines = ["Problem", " gordan", "Minimize", " obj: l0", "Subject To"]
         for j in range(ops.m):
-            terms = [f"{'+' if cols[r][j] >= 0 else '-'} {abs(cols[r][j])} l{r}" for r in range(N) if cols[r][j]]
+            terms = [
+                f"{'+' if cols[r][j] >= 0 else '-'} {abs(cols[r][j])} l{r}"
+                for r in range(N)
+                if cols[r][j]
+            ]
             if terms:
                 lines.append(f" c{j}: " + " ".join(terms) + " = 0")
         lines.append(" norm: " + " + ".join(f"l{r}" for r in range(N)) + " = 1")
@@ -154,7 +177,12 @@ def _esolver_gordan(ops: ExactOps, *, max_rows: int = 400, timeout: float = 120.
         with tempfile.TemporaryDirectory() as tmp:
             lp, sol = Path(tmp) / "g.lp", Path(tmp) / "g.sol"
             lp.write_text("\n".join(lines) + "\n")
-            subprocess.run([exe, "-L", "-O", str(sol), str(lp)], capture_output=True, text=True, timeout=timeout)
+            subprocess.run(
+                [exe, "-L", "-O", str(sol), str(lp)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             if not sol.exists():
                 return None
             text = sol.read_text()
@@ -202,8 +230,12 @@ def _normalized_rows(ops: ExactOps) -> tuple[np.ndarray, np.ndarray]:
 
     def scaled(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         shift = np.array([max(abs(int(k)).bit_length() for k in row) for row in M], dtype=np.int64)
-        return np.stack([int_matrix_to_float(np.asarray(row, dtype=object)[None, :], -int(s))[0]
-                         for row, s in zip(M, shift)]), shift
+        return np.stack(
+            [
+                int_matrix_to_float(np.asarray(row, dtype=object)[None, :], -int(s))[0]
+                for row, s in zip(M, shift)
+            ]
+        ), shift
 
     L, sL = scaled(ops.L)
     if ops.R is None:
@@ -232,10 +264,20 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
         g = [0] * ops.N
         g[zero_rows[0]] = 1
         return FeasibilityResult(False, None, ExactVector(tuple(g), 0, 1), "zero row", index)
-    if ops.N * (ops.m + 1) > DENSE_LP_ENTRIES:  # a dense LP this size takes minutes to hours in HiGHS
-        return FeasibilityResult(None, None, None, f"not proven (the dense feasibility LP of {ops.N} rows x "
-                                 f"{ops.m} variables is not attempted beyond {DENSE_LP_ENTRIES} entries)", index)
-    A, shifts = _normalized_rows(ops)  # row r scaled by a positive power of two: same feasibility, no overflow
+    if (
+        ops.N * (ops.m + 1) > DENSE_LP_ENTRIES
+    ):  # a dense LP this size takes minutes to hours in HiGHS
+        return FeasibilityResult(
+            None,
+            None,
+            None,
+            f"not proven (the dense feasibility LP of {ops.N} rows x "
+            f"{ops.m} variables is not attempted beyond {DENSE_LP_ENTRIES} entries)",
+            index,
+        )
+    A, shifts = _normalized_rows(
+        ops
+    )  # row r scaled by a positive power of two: same feasibility, no overflow
     norms = np.linalg.norm(A, axis=1)
     if not np.all(np.isfinite(A)) or not np.all(norms > 0):
         norms = np.ones(ops.N)  # cannot happen: every row has an entry of magnitude in [1/2, 1)
@@ -253,7 +295,9 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
         if pt is not None:
             return FeasibilityResult(True, pt, None, "LP point, exact check", index)
         lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0) / norms
-        lam = np.ldexp(lam, -(shifts - shifts.min()))  # multipliers of the integer rows Z_r (guidance only)
+        lam = np.ldexp(
+            lam, -(shifts - shifts.min())
+        )  # multipliers of the integer rows Z_r (guidance only)
         # also try the LP point nudged towards the analytic centre of the constraint normals
         pt = check_point(ops, w + 1e-3 * An.mean(axis=0))
         if pt is not None:
@@ -270,10 +314,15 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
                 return FeasibilityResult(False, None, g, "LP multiplier, exact null vector", index)
     pt = _exact_min_norm_point(ops)
     if pt is not None:
-        return FeasibilityResult(True, pt, None, "exact rational solve of A A^T x = 1 (full row rank)", index)
+        return FeasibilityResult(
+            True, pt, None, "exact rational solve of A A^T x = 1 (full row rank)", index
+        )
     esol = _esolver_gordan(ops)
     if esol is not None:
         return FeasibilityResult(False, None, esol, "exact LP (esolver)", index)
-    why = "exact LP found no Gordan vector" if shutil.which("esolver") else \
-        "exact LP solver esolver (Debian package qsopt-ex) not installed"
+    why = (
+        "exact LP found no Gordan vector"
+        if shutil.which("esolver")
+        else "exact LP solver esolver (Debian package qsopt-ex) not installed"
+    )
     return FeasibilityResult(None, None, None, f"not proven (float LP inconclusive; {why})", index)

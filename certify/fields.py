@@ -15,7 +15,13 @@ import numpy as np
 from certify.errors import MdcertError
 from certify.exactfloat import exact_float64
 
-__all__ = ["MAX_PROVENANCE_CHARS", "numeric_array", "check_lengths", "check_provenance", "provenance_text"]
+__all__ = [
+    "MAX_PROVENANCE_CHARS",
+    "numeric_array",
+    "check_lengths",
+    "check_provenance",
+    "provenance_text",
+]
 
 #: the largest provenance record accepted, in characters of its canonical JSON text
 MAX_PROVENANCE_CHARS = 1 << 20
@@ -27,14 +33,18 @@ def numeric_array(name: str, value, ndim: int) -> np.ndarray:
     The copy equals ``value`` entry by entry: a value float64 cannot hold (an integer beyond 2^53,
     a longdouble, a `Decimal`) is refused, never rounded (`certify.exactfloat`)."""
     if isinstance(value, np.ndarray) and value.dtype.kind not in "biufO":
-        raise MdcertError(f"{name} must be a numeric array of real numbers (int or float), got dtype {value.dtype}; "
-                          f"store plain float64 values")
+        raise MdcertError(
+            f"{name} must be a numeric array of real numbers (int or float), got dtype {value.dtype}; "
+            f"store plain float64 values"
+        )
     arr = exact_float64(name, value)
     if arr.ndim != ndim:
         raise MdcertError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         bad = tuple(int(k) for k in np.argwhere(~np.isfinite(arr))[0])
-        raise MdcertError(f"{name} contains NaN or Inf (first at index {bad}); replace non-finite entries")
+        raise MdcertError(
+            f"{name} contains NaN or Inf (first at index {bad}); replace non-finite entries"
+        )
     arr.setflags(write=False)
     return arr
 
@@ -52,7 +62,9 @@ def check_lengths(value, X: np.ndarray) -> np.ndarray | None:
         return None
     n, T = X.shape[0], X.shape[1]
     if isinstance(value, (list, tuple)) and any(isinstance(k, (bool, np.bool_)) for k in value):
-        raise MdcertError(f"lengths must be {n} integers (tokens per example, 2..{T}), got booleans (true/false)")
+        raise MdcertError(
+            f"lengths must be {n} integers (tokens per example, 2..{T}), got booleans (true/false)"
+        )
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):
@@ -61,21 +73,27 @@ def check_lengths(value, X: np.ndarray) -> np.ndarray | None:
         shown = "booleans" if raw is not None and raw.dtype.kind == "b" else repr(value)[:60]
         raise MdcertError(f"lengths must be {n} integers (tokens per example, 2..{T}), got {shown}")
     if raw.shape != (n,):
-        raise MdcertError(f"lengths must have shape ({n},) (one length per example), got shape {raw.shape}")
+        raise MdcertError(
+            f"lengths must have shape ({n},) (one length per example), got shape {raw.shape}"
+        )
     vals = raw.tolist()
     for i, k in enumerate(vals):
         if not (isinstance(k, int) or (math.isfinite(k) and float(k).is_integer())):
             raise MdcertError(f"lengths[{i}] = {k!r} is not an integer; give token counts 2..{T}")
         if not 2 <= int(k) <= T:
-            raise MdcertError(f"lengths[{i}] = {int(k)} leaves {'fewer than 2' if int(k) < 2 else 'more than T'} "
-                              f"tokens; every example needs 2..{T} tokens (T = {T})")
+            raise MdcertError(
+                f"lengths[{i}] = {int(k)} leaves {'fewer than 2' if int(k) < 2 else 'more than T'} "
+                f"tokens; every example needs 2..{T} tokens (T = {T})"
+            )
     out = np.array([int(k) for k in vals], dtype=np.int64)
     pad = np.arange(T)[None, :] >= out[:, None]
     bad = np.argwhere(pad & np.any(X != 0, axis=-1))
     if bad.size:
         i, t = (int(k) for k in bad[0])
-        raise MdcertError(f"lengths disagree with X: token {t} of example {i} is padding (lengths[{i}] = {out[i]}) "
-                          f"but X[{i}, {t}] is nonzero; store zeros in the padding or fix lengths")
+        raise MdcertError(
+            f"lengths disagree with X: token {t} of example {i} is padding (lengths[{i}] = {out[i]}) "
+            f"but X[{i}, {t}] is nonzero; store zeros in the padding or fix lengths"
+        )
     if np.all(out == T):
         return None
     out.setflags(write=False)
@@ -99,8 +117,12 @@ def check_provenance(value) -> dict | None:
         text = provenance_text(value)
     except (TypeError, ValueError, RecursionError) as exc:
         msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MdcertError(f"provenance must be JSON-serializable (strings, numbers, lists, dicts): {msg[:120]}") from None
+        raise MdcertError(
+            f"provenance must be JSON-serializable (strings, numbers, lists, dicts): {msg[:120]}"
+        ) from None
     if len(text) > MAX_PROVENANCE_CHARS:
-        raise MdcertError(f"provenance is {len(text)} characters of JSON; at most {MAX_PROVENANCE_CHARS} "
-                          f"(record hashes and names, not data)")
+        raise MdcertError(
+            f"provenance is {len(text)} characters of JSON; at most {MAX_PROVENANCE_CHARS} "
+            f"(record hashes and names, not data)"
+        )
     return json.loads(text)

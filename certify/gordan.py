@@ -25,7 +25,7 @@ __all__ = ["near_gordan"]
 def _basis(cs, g: np.ndarray) -> np.ndarray | None:
     """m rows with large g whose rows are well conditioned together."""
     m = cs.m
-    cand = np.argsort(-g, kind="stable")[:min(cs.N, 2 * m)]
+    cand = np.argsort(-g, kind="stable")[: min(cs.N, 2 * m)]
     cand = cand[g[cand] > 0]
     if len(cand) < m:
         return None
@@ -53,8 +53,11 @@ def near_gordan(cs, lam: np.ndarray) -> tuple[ExactVector, tuple[int, ...]] | No
     G = [int(k) for k in dg.ints.ravel()]
     ops = ExactOps(cs)
     U = ops.rmatvec(G)  # exact Z^T G
-    beta = kron_solution_bound(cs.left.ints[B].astype(object),
-                               None if cs.right is None else cs.right.ints[B].astype(object), U)
+    beta = kron_solution_bound(
+        cs.left.ints[B].astype(object),
+        None if cs.right is None else cs.right.ints[B].astype(object),
+        U,
+    )
     if beta is None or not beta < min(G[b] for b in B):
         return None
     return ExactVector(tuple(G), dg.exp, 1), tuple(int(b) for b in B)

@@ -19,16 +19,25 @@ from enum import Enum
 
 import numpy as np
 
-__all__ = ["Feasibility", "ProblemInfo", "problem_info", "trailing_zero_tokens", "duplicate_tokens",
-           "input_warnings", "summarize"]
+__all__ = [
+    "Feasibility",
+    "ProblemInfo",
+    "problem_info",
+    "trailing_zero_tokens",
+    "duplicate_tokens",
+    "input_warnings",
+    "summarize",
+]
 
 
 class Feasibility(Enum):
     """The feasibility hint of the attention SVM for the selected tokens."""
 
-    INFEASIBLE = "infeasible"   #: proven: a zero row
-    FEW_ROWS = "few rows"       #: N <= d^2: feasible when the rows are linearly independent (generic data)
-    MANY_ROWS = "many rows"     #: N > d^2: may be infeasible; certify it
+    INFEASIBLE = "infeasible"  #: proven: a zero row
+    FEW_ROWS = (
+        "few rows"  #: N <= d^2: feasible when the rows are linearly independent (generic data)
+    )
+    MANY_ROWS = "many rows"  #: N > d^2: may be infeasible; certify it
 
 
 @dataclass(frozen=True)
@@ -77,16 +86,25 @@ class ProblemInfo:
 
     def to_json(self) -> dict:
         """Everything, in full (no list is shortened)."""
-        return {"n": self.n, "T": self.T, "d": self.d, "lengths": None if self.lengths is None else list(self.lengths),
-                "data_hash": self.data_hash,
-                "padding_without_lengths": [{"example": i, "zero_tokens": k} for i, k in self.padded],
-                "ties": [{"example": i, "tokens": list(ts)} for i, ts in self.ties],
-                "optimal_tokens": list(self.optimal),
-                "duplicated_tokens": [{"example": i, "tokens": list(ts)} for i, ts in self.duplicates],
-                "rows": self.rows, "variables": self.variables, "rows_per_variable": self.rows_per_variable,
-                "alpha": list(self.alpha), "alpha_source": self.alpha_source,
-                "zero_rows": [list(r) for r in self.zero_rows],
-                "feasibility": self.feasibility.value, "hint": self.hint}
+        return {
+            "n": self.n,
+            "T": self.T,
+            "d": self.d,
+            "lengths": None if self.lengths is None else list(self.lengths),
+            "data_hash": self.data_hash,
+            "padding_without_lengths": [{"example": i, "zero_tokens": k} for i, k in self.padded],
+            "ties": [{"example": i, "tokens": list(ts)} for i, ts in self.ties],
+            "optimal_tokens": list(self.optimal),
+            "duplicated_tokens": [{"example": i, "tokens": list(ts)} for i, ts in self.duplicates],
+            "rows": self.rows,
+            "variables": self.variables,
+            "rows_per_variable": self.rows_per_variable,
+            "alpha": list(self.alpha),
+            "alpha_source": self.alpha_source,
+            "zero_rows": [list(r) for r in self.zero_rows],
+            "feasibility": self.feasibility.value,
+            "hint": self.hint,
+        }
 
 
 def trailing_zero_tokens(problem) -> np.ndarray:
@@ -94,24 +112,30 @@ def trailing_zero_tokens(problem) -> np.ndarray:
     declares ``lengths`` (its padding is declared, not suspicious)."""
     if problem.lengths is not None:
         return np.zeros(problem.n, dtype=np.int64)
-    nonzero = np.any(problem.X != 0, axis=2)                     # (n, T)
+    nonzero = np.any(problem.X != 0, axis=2)  # (n, T)
     last = np.where(nonzero.any(axis=1), problem.T - 1 - np.argmax(nonzero[:, ::-1], axis=1), -1)
     return (problem.T - 1 - last).astype(np.int64)
 
 
-def duplicate_tokens(problem, *, skip: np.ndarray | None = None) -> tuple[tuple[int, tuple[int, ...]], ...]:
+def duplicate_tokens(
+    problem, *, skip: np.ndarray | None = None
+) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """Groups of identical valid tokens within an example (exact float64 equality, -0.0 = 0.0); the last
     ``skip[i]`` tokens of example i are left out. Linear in the data: a 64-bit hash of each token
     finds the candidate examples (sorted hashes per example), whose tokens are then compared exactly."""
     valid = problem.token_mask.copy()
     if skip is not None:
         valid &= np.arange(problem.T)[None, :] < (problem.valid_lengths - skip)[:, None]
-    bits = np.ascontiguousarray(problem.X + 0.0).view(np.uint64)                 # (n, T, d)
-    coef = np.random.default_rng(0).integers(1, 2 ** 63, size=problem.d, dtype=np.uint64) | np.uint64(1)
+    bits = np.ascontiguousarray(problem.X + 0.0).view(np.uint64)  # (n, T, d)
+    coef = np.random.default_rng(0).integers(1, 2**63, size=problem.d, dtype=np.uint64) | np.uint64(
+        1
+    )
     h = np.zeros(valid.shape, dtype=np.uint64)
-    for k in range(problem.d):                                                 # wrapping uint64 arithmetic
+    for k in range(problem.d):  # wrapping uint64 arithmetic
         h = h * np.uint64(0x9E3779B97F4A7C15) + bits[:, :, k] * coef[k]
-    h[~valid] = np.arange(np.count_nonzero(~valid), dtype=np.uint64)            # candidates only; checked below
+    h[~valid] = np.arange(
+        np.count_nonzero(~valid), dtype=np.uint64
+    )  # candidates only; checked below
     s = np.sort(h, axis=1)
     out = []
     for i in np.flatnonzero(np.any(s[:, 1:] == s[:, :-1], axis=1)):
@@ -123,7 +147,7 @@ def duplicate_tokens(problem, *, skip: np.ndarray | None = None) -> tuple[tuple[
 
 
 def _zero_rows(problem, alpha: np.ndarray) -> tuple[tuple[int, int], ...]:
-    sel = problem.X[np.arange(problem.n), alpha]                # (n, d)
+    sel = problem.X[np.arange(problem.n), alpha]  # (n, d)
     same = np.all(problem.X == sel[:, None, :], axis=2) | ~np.any(problem.z != 0, axis=1)[:, None]
     same &= problem.token_mask
     same[np.arange(problem.n), alpha] = False
@@ -147,19 +171,37 @@ def problem_info(problem) -> ProblemInfo:
         i, t = zero[0]
         why = "z_i = 0" if not np.any(problem.z[i]) else f"x_{i},{alpha[i]} = x_{i},{t}"
         feas = Feasibility.INFEASIBLE
-        hint = (f"infeasible for alpha = {source}: {len(zero)} zero row(s), first example {i} token {t} ({why}); "
-                f"a zero row cannot reach margin 1")
+        hint = (
+            f"infeasible for alpha = {source}: {len(zero)} zero row(s), first example {i} token {t} ({why}); "
+            f"a zero row cannot reach margin 1"
+        )
     elif rows <= m:
         feas = Feasibility.FEW_ROWS
-        hint = (f"N = {rows} <= d^2 = {m}: feasible when the rows are linearly independent (generic data); "
-                f"mdcert certify decides")
+        hint = (
+            f"N = {rows} <= d^2 = {m}: feasible when the rows are linearly independent (generic data); "
+            f"mdcert certify decides"
+        )
     else:
         feas = Feasibility.MANY_ROWS
         hint = f"N = {rows} > d^2 = {m}: may be infeasible; mdcert certify decides (exit 3 with a Gordan certificate)"
-    return ProblemInfo(problem.n, problem.T, problem.d,
-                       None if problem.lengths is None else tuple(int(k) for k in problem.lengths),
-                       problem.data_hash(), padded, tokens.ties, tokens.indices, dups, rows, m, alpha, source,
-                       zero, feas, hint)
+    return ProblemInfo(
+        problem.n,
+        problem.T,
+        problem.d,
+        None if problem.lengths is None else tuple(int(k) for k in problem.lengths),
+        problem.data_hash(),
+        padded,
+        tokens.ties,
+        tokens.indices,
+        dups,
+        rows,
+        m,
+        alpha,
+        source,
+        zero,
+        feas,
+        hint,
+    )
 
 
 def summarize(items, *, first: int = 5) -> str:
@@ -176,12 +218,16 @@ def input_warnings(problem) -> tuple[str, ...]:
     pad = trailing_zero_tokens(problem)
     hit = np.flatnonzero(pad)
     if hit.size:
-        out.append(f"{hit.size} of {problem.n} examples end in all-zero tokens (example {int(hit[0])}: last "
-                   f"{int(pad[hit[0]])} of {problem.T}) and the file has no 'lengths': the zeros are tokens of the "
-                   f"problem; if they are padding, store lengths (tokens per example, docs/formats.md 'Problem files')")
+        out.append(
+            f"{hit.size} of {problem.n} examples end in all-zero tokens (example {int(hit[0])}: last "
+            f"{int(pad[hit[0]])} of {problem.T}) and the file has no 'lengths': the zeros are tokens of the "
+            f"problem; if they are padding, store lengths (tokens per example, docs/formats.md 'Problem files')"
+        )
     dups = duplicate_tokens(problem, skip=pad)
     if dups:
         i, ts = dups[0]
-        out.append(f"{len(dups)} group(s) of identical tokens within an example (example {i}: tokens "
-                   f"{summarize(ts, first=4)}); selecting one of them makes the attention SVM infeasible")
+        out.append(
+            f"{len(dups)} group(s) of identical tokens within an example (example {i}: tokens "
+            f"{summarize(ts, first=4)}); selecting one of them makes the attention SVM infeasible"
+        )
     return tuple(out)

@@ -13,8 +13,9 @@ from typing import Any, Callable
 __all__ = ["lazy_exports", "lazy_registry"]
 
 
-def lazy_exports(package: str, exports: dict[str, str],
-                 namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_exports(
+    package: str, exports: dict[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Module-level ``__getattr__`` and ``__dir__`` for ``package``.
 
     Args:
@@ -52,7 +53,9 @@ def lazy_registry(what: str, entries: dict[str, str], cls: type) -> Callable[[st
             module, _, attr = entries[name].partition(":")
             obj = getattr(importlib.import_module(module), attr)
             if not isinstance(obj, cls) or obj.name != name:
-                raise TypeError(f"registry entry {entries[name]!r} is not the {cls.__name__} {name!r}")
+                raise TypeError(
+                    f"registry entry {entries[name]!r} is not the {cls.__name__} {name!r}"
+                )
             loaded[name] = obj
         return loaded[name]
 

@@ -41,9 +41,21 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_INT_LITERAL_DIGITS", "MAX_DIGITS", "MAX_P_BITS", "TIGHT_GROUPS",
-           "parse_json", "json_depth", "SizeBudget", "size_budget", "size_violation", "max_certificate_bytes",
-           "read_json_file"]
+__all__ = [
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_INT_LITERAL_DIGITS",
+    "MAX_DIGITS",
+    "MAX_P_BITS",
+    "TIGHT_GROUPS",
+    "parse_json",
+    "json_depth",
+    "SizeBudget",
+    "size_budget",
+    "size_violation",
+    "max_certificate_bytes",
+    "read_json_file",
+]
 
 #: largest certificate file read by default (the checker's relative bound is usually far smaller)
 MAX_JSON_BYTES = 1 << 30
@@ -79,19 +91,25 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict:
     out: dict = {}
     for key, value in pairs:
         if key in out:
-            raise MdcertError(f"duplicate key {key[:40]!r} in a JSON object; each key may appear once")
+            raise MdcertError(
+                f"duplicate key {key[:40]!r} in a JSON object; each key may appear once"
+            )
         out[key] = value
     return out
 
 
 def _constant(name: str) -> Any:
-    raise MdcertError(f"JSON literal {name} is not allowed (strict JSON; exact fields are 'num/den' strings)")
+    raise MdcertError(
+        f"JSON literal {name} is not allowed (strict JSON; exact fields are 'num/den' strings)"
+    )
 
 
 def _integer(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_LITERAL_DIGITS:
-        raise MdcertError(f"integer literal of {len(text.lstrip('-'))} digits (at most {MAX_INT_LITERAL_DIGITS}; "
-                          f"longer integers are written as decimal strings)")
+        raise MdcertError(
+            f"integer literal of {len(text.lstrip('-'))} digits (at most {MAX_INT_LITERAL_DIGITS}; "
+            f"longer integers are written as decimal strings)"
+        )
     return int(text)
 
 
@@ -102,7 +120,9 @@ def _float(text: str) -> float:
     return x
 
 
-def parse_json(raw: bytes | str, *, what: str = "certificate", max_bytes: int = MAX_JSON_BYTES) -> Any:
+def parse_json(
+    raw: bytes | str, *, what: str = "certificate", max_bytes: int = MAX_JSON_BYTES
+) -> Any:
     """Parse untrusted JSON within the limits of layer 1 (module docstring); `MdcertError` otherwise."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
@@ -116,8 +136,13 @@ def parse_json(raw: bytes | str, *, what: str = "certificate", max_bytes: int = 
     if depth > MAX_JSON_DEPTH:
         raise MdcertError(f"{what} nests arrays/objects {depth} deep (at most {MAX_JSON_DEPTH})")
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant, parse_int=_integer,
-                          parse_float=_float)
+        return json.loads(
+            text,
+            object_pairs_hook=_pairs,
+            parse_constant=_constant,
+            parse_int=_integer,
+            parse_float=_float,
+        )
     except MdcertError as exc:
         raise MdcertError(f"{what}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
@@ -130,15 +155,20 @@ class SizeBudget:
 
     def __init__(self, *, p: Fraction, data_bits: int, rank: int, rows_exp: int) -> None:
         f = min(max(Fraction(1), Fraction(p) / 2), Fraction(8))
-        digit_bits = math.ceil(f * MAX_DIGITS * Fraction(33219280948873623, 10 ** 16))  # log2(10) rounded up
+        digit_bits = math.ceil(
+            f * MAX_DIGITS * Fraction(33219280948873623, 10**16)
+        )  # log2(10) rounded up
         self.ball_bits = 32 * digit_bits + 4 * (data_bits + 64) + 4096
         self.exact_bits = self.ball_bits + 2 * (rank + 1) * (data_bits + 64)
         self.exp = self.exact_bits + 4 * abs(rows_exp) + 16384
         self.fraction_bits = self.exact_bits + self.exp
 
 
-def size_budget(*, p: Fraction, rows_L: np.ndarray, rows_R: np.ndarray | None, rows_exp: int, m: int) -> SizeBudget:
+def size_budget(
+    *, p: Fraction, rows_L: np.ndarray, rows_R: np.ndarray | None, rows_exp: int, m: int
+) -> SizeBudget:
     """The `SizeBudget` of exact row factors ``L`` (and ``R`` for attention), N x d object arrays."""
+
     def bits(M) -> int:  # the largest bit length is the bit length of the largest absolute value
         M = np.asarray(M)
         return int(np.abs(M).max()).bit_length() if M.size else 0
@@ -148,8 +178,10 @@ def size_budget(*, p: Fraction, rows_L: np.ndarray, rows_R: np.ndarray | None, r
 
 
 def _too_big(name: str, bits: int, limit: int, kind: str) -> str:
-    return (f"{name} has an integer of {bits} bits; this problem allows at most {limit} ({kind} budget, "
-            f"docs/formats.md 'Limits the checker enforces')")
+    return (
+        f"{name} has an integer of {bits} bits; this problem allows at most {limit} ({kind} budget, "
+        f"docs/formats.md 'Limits the checker enforces')"
+    )
 
 
 def size_violation(cert, budget: SizeBudget) -> str | None:
@@ -171,9 +203,18 @@ def size_violation(cert, budget: SizeBudget) -> str | None:
                 return _too_big(label, bits, limit, "exact" if exact else "ball")
         if abs(v.exp) > budget.exp:
             return f"{name}.exp = {v.exp} is beyond the exponent limit {budget.exp} of this problem"
-    for name in ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper"):
+    for name in (
+        "opt_lower",
+        "opt_upper",
+        "distance_upper",
+        "direction_error_upper",
+        "bregman_upper",
+    ):
         x = getattr(cert, name)
-        if x is not None and max(x.numerator.bit_length(), x.denominator.bit_length()) > budget.fraction_bits:
+        if (
+            x is not None
+            and max(x.numerator.bit_length(), x.denominator.bit_length()) > budget.fraction_bits
+        ):
             return f"{name} has a numerator or denominator beyond {budget.fraction_bits} bits"
     return None
 
@@ -183,6 +224,7 @@ def max_certificate_bytes(problem) -> int:
     whatever its SVM and p:
     its integers at the exact budget of p = 16, in decimal, plus support lists and diagnostics
     (capped at `MAX_JSON_BYTES`). Read before parsing, so a huge file is refused unread."""
+
     def bits(arr) -> int:
         return int(np.abs(arr.ints).max()).bit_length() if arr.ints.size else 0
 
@@ -203,6 +245,8 @@ def read_json_file(path, *, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
     with open(path, "rb") as fh:
         raw = fh.read(max_bytes + 1)
     if len(raw) > max_bytes:
-        raise MdcertError(f"{what} is larger than the {max_bytes} bytes a certificate of this problem can have; "
-                          f"is it the JSON written by 'mdcert certify -o'?")
+        raise MdcertError(
+            f"{what} is larger than the {max_bytes} bytes a certificate of this problem can have; "
+            f"is it the JSON written by 'mdcert certify -o'?"
+        )
     return parse_json(raw, what=what, max_bytes=max_bytes)

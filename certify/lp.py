@@ -83,7 +83,9 @@ def _finite(name: str, W: Any) -> np.ndarray:
 
 def _checked(name: str, out: np.ndarray) -> np.ndarray:
     if not np.all(np.isfinite(out)):
-        raise FloatingPointError(f"{name} overflowed float64 (non-finite result); rescale the input")
+        raise FloatingPointError(
+            f"{name} overflowed float64 (non-finite result); rescale the input"
+        )
     return out
 
 
@@ -103,7 +105,9 @@ def lp_norm(W: Any, p: Any, *, axis: Axis = None) -> np.ndarray | float:
     scale = np.max(a, axis=axis, keepdims=True) if a.size else np.zeros((1,) * a.ndim)
     safe = np.where(scale > 0, scale, 1.0)
     total = np.sum((a / safe) ** e.p, axis=axis, keepdims=True)
-    out = np.squeeze(scale * total**e.inv_p, axis=axis if axis is not None else tuple(range(a.ndim)))
+    out = np.squeeze(
+        scale * total**e.inv_p, axis=axis if axis is not None else tuple(range(a.ndim))
+    )
     return float(out) if np.ndim(out) == 0 else out
 
 

@@ -39,23 +39,40 @@ def conflict_gordan(problem: ClassificationProblem) -> tuple[ExactVector, str] |
     g = [0] * len(index)
     if zero.size:
         i = int(zero[0])
-        r = (i,) if problem.classes is None else (i, next(k for k in range(problem.K) if k != int(problem.y[i])))
+        r = (
+            (i,)
+            if problem.classes is None
+            else (i, next(k for k in range(problem.K) if k != int(problem.y[i])))
+        )
         g[pos[r]] = 1
-        return ExactVector(tuple(g), 0, 1), f"example {i} is the zero point (its constraint row is 0)"
+        return ExactVector(
+            tuple(g), 0, 1
+        ), f"example {i} is the zero point (its constraint row is 0)"
     pair = problem.conflicting_pair()
     if pair is None:
         return None
     i, j = pair
     yi, yj = int(problem.y[i]), int(problem.y[j])
-    rows = [(i,), (j,)] if problem.classes is None else [(i, yj), (j, yi)]  # (e_yi - e_yj) x + (e_yj - e_yi) x = 0
+    rows = (
+        [(i,), (j,)] if problem.classes is None else [(i, yj), (j, yi)]
+    )  # (e_yi - e_yj) x + (e_yj - e_yi) x = 0
     for r in rows:
         g[pos[r]] = 1
-    return ExactVector(tuple(g), 0, 2), (f"examples {i} and {j} are the same point with labels {yi} and {yj}: "
-                                         f"no classifier separates them")
+    return ExactVector(tuple(g), 0, 2), (
+        f"examples {i} and {j} are the same point with labels {yi} and {yj}: "
+        f"no classifier separates them"
+    )
 
 
-def certify_max_margin(problem: ClassificationProblem, p, *, digits: int = 60, time_limit: float | None = None,
-                       memory_budget: int | None = None, progress=None) -> Certificate:
+def certify_max_margin(
+    problem: ClassificationProblem,
+    p,
+    *,
+    digits: int = 60,
+    time_limit: float | None = None,
+    memory_budget: int | None = None,
+    progress=None,
+) -> Certificate:
     """Certified l_p max-margin classifier (docs/theory.md section 7).
 
     Args:
@@ -70,22 +87,48 @@ def certify_max_margin(problem: ClassificationProblem, p, *, digits: int = 60, t
         are not separable) or NO_VERIFIED_RESULT.
     """
     if not isinstance(problem, ClassificationProblem):
-        raise MdcertError(f"certify_max_margin needs a ClassificationProblem, got {type(problem).__name__}")
+        raise MdcertError(
+            f"certify_max_margin needs a ClassificationProblem, got {type(problem).__name__}"
+        )
     t0 = time.perf_counter()
     pf = parse_p(p)
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 2000:
+    if (
+        isinstance(digits, bool)
+        or not isinstance(digits, (int, np.integer))
+        or not 1 <= digits <= 2000
+    ):
         raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
     short = conflict_gordan(problem)
     if short is not None:
         g, why = short
-        return Certificate(status=CertStatus.INFEASIBLE, svm=problem.kind, p=pf, alpha=(), data_hash=problem.data_hash(),
-                           d=problem.d, digits=int(digits), gordan=g,
-                           info={"feasibility": why, "seconds": round(time.perf_counter() - t0, 4)})
+        return Certificate(
+            status=CertStatus.INFEASIBLE,
+            svm=problem.kind,
+            p=pf,
+            alpha=(),
+            data_hash=problem.data_hash(),
+            d=problem.d,
+            digits=int(digits),
+            gordan=g,
+            info={"feasibility": why, "seconds": round(time.perf_counter() - t0, 4)},
+        )
     N, m = problem.N, problem.m
     # exact rows: about 48 bytes per integer entry (object copies) plus the float rows and factors
     need = solve_bytes(N=N, d=m, m=m, n=0, T=0, structured=True)
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
-        cert = certify_system(problem.constraints, pf, svm=problem.kind, data_hash=problem.data_hash(), d=problem.d,
-                              N=N, m=m, need=need, structured=True, digits=digits, time_limit=time_limit,
-                              memory_budget=memory_budget, progress=progress)
+        cert = certify_system(
+            problem.constraints,
+            pf,
+            svm=problem.kind,
+            data_hash=problem.data_hash(),
+            d=problem.d,
+            N=N,
+            m=m,
+            need=need,
+            structured=True,
+            digits=digits,
+            time_limit=time_limit,
+            memory_budget=memory_budget,
+            progress=progress,
+        )
     return cert.with_info(seconds_total=round(time.perf_counter() - t0, 4))

@@ -28,7 +28,7 @@ def ldexp_int(k: int, e: int) -> float:
         return 0.0
     bits = abs(k).bit_length()
     shift = max(0, bits - 60)
-    top = (abs(k) >> shift)
+    top = abs(k) >> shift
     sign = 1.0 if k > 0 else -1.0
     try:
         return sign * math.ldexp(float(top), e + shift)
@@ -99,7 +99,9 @@ class ExactOps:
         self._cache: dict = {}
         if cs.kind == "attention":
             self.exp = cs.left.exp + cs.right.exp
-            self.groups, self.ex = np.unique(self._lay.ex[self.rows], return_inverse=True)  # local example id per row
+            self.groups, self.ex = np.unique(
+                self._lay.ex[self.rows], return_inverse=True
+            )  # local example id per row
             self.ex = self.ex.ravel()
             self.Zu = self._lay.Zu[self.groups]  # distinct right factors (one per example)
             self.Zmat = _fmpz(len(self.groups), self.d, self.Zu.ravel())
@@ -129,7 +131,9 @@ class ExactOps:
 
             def build():
                 ints = self.cs.left.ints
-                vals = ints[self.rows].ravel().tolist() if ints.dtype != object else self.L.ravel()  # int64: fast
+                vals = (
+                    ints[self.rows].ravel().tolist() if ints.dtype != object else self.L.ravel()
+                )  # int64: fast
                 return _fmpz(self.N, self.d, vals)
 
             # one fmpz_mat of the whole system, shared by its ExactOps
@@ -147,7 +151,7 @@ class ExactOps:
         out = [0] * self.N
         for g, mine in enumerate(self._members):
             rows = self.rows[mine]
-            P = self._lay.block(int(self.groups[g])) * flint.fmpz_mat(d, 1, U[g * d:(g + 1) * d])
+            P = self._lay.block(int(self.groups[g])) * flint.fmpz_mat(d, 1, U[g * d : (g + 1) * d])
             vals = P.entries()
             for r, o in zip(mine.tolist(), self._lay.offset[rows].tolist()):
                 out[r] = int(vals[o])
@@ -166,7 +170,9 @@ class ExactOps:
             vec = [0] * len(self._lay.members[e])
             for r, o in zip(mine.tolist(), self._lay.offset[rows].tolist()):
                 vec[o] = int(lam[r])
-            S.extend((flint.fmpz_mat(1, len(vec), vec) * self._lay.block(e)).entries())  # sum_r lam_r l_r
+            S.extend(
+                (flint.fmpz_mat(1, len(vec), vec) * self._lay.block(e)).entries()
+            )  # sum_r lam_r l_r
         Sm = flint.fmpz_mat(len(self.groups), self.d, S)
         return [int(x) for x in (Sm.transpose() * self.Zmat).entries()]
 
@@ -211,7 +217,9 @@ class ExactOps:
         rf = row_factors(self.cs)
         return rf.left[self.rows], (rf.right[self.groups] if self.kind == "attention" else None)
 
-    def hessian(self, D: np.ndarray, free: np.ndarray | None = None, *, Lf=None, Zf=None) -> np.ndarray:
+    def hessian(
+        self, D: np.ndarray, free: np.ndarray | None = None, *, Lf=None, Zf=None
+    ) -> np.ndarray:
         """Float ``A_F diag(D) A_F^T`` for rows F (mask) of this system, D of length m (>= 0)."""
         F = np.arange(self.N) if free is None else np.flatnonzero(free)
         if Lf is None:
@@ -243,13 +251,20 @@ class ExactOps:
         primitive parts of l and z and the product of their contents (Gauss's lemma)."""
         if "rep" not in self._cache:
             full = self.N == self.cs.N  # the whole system's are shared by its ExactOps
-            self._cache["rep"] = self.cs.derived("representatives", self._representatives) if full \
+            self._cache["rep"] = (
+                self.cs.derived("representatives", self._representatives)
+                if full
                 else self._representatives()
+            )
         return self._cache["rep"]
 
     def _representatives(self) -> np.ndarray:
-        if self.R is None and self.cs.left.ints.dtype != object:  # plain int64 rows: equal keys = equal rows
-            _, first, inv = np.unique(self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True)
+        if (
+            self.R is None and self.cs.left.ints.dtype != object
+        ):  # plain int64 rows: equal keys = equal rows
+            _, first, inv = np.unique(
+                self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True
+            )
             return first[inv.ravel()].astype(np.int64)
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
@@ -299,4 +314,6 @@ def float_to_fixed(x: float, e: int) -> int:
 def int_matrix_to_float(M: np.ndarray, e: int) -> np.ndarray:
     if M.dtype != object:
         return np.ldexp(M.astype(np.float64), e)
-    return np.array([[ldexp_int(k, e) for k in row] for row in M], dtype=np.float64).reshape(M.shape)
+    return np.array([[ldexp_int(k, e) for k in row] for row in M], dtype=np.float64).reshape(
+        M.shape
+    )

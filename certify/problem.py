@@ -25,7 +25,14 @@ from certify.rows import ConstraintSystem, OptimalTokens
 from certify.alpha import alpha_indices, resolve_alpha
 from certify.problem_file import read_problem_file
 
-__all__ = ["AttentionProblem", "ConstraintSystem", "OptimalTokens", "read_problem_file", "resolve_alpha", "alpha_indices"]  # rows: re-exported
+__all__ = [
+    "AttentionProblem",
+    "ConstraintSystem",
+    "OptimalTokens",
+    "read_problem_file",
+    "resolve_alpha",
+    "alpha_indices",
+]  # rows: re-exported
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +71,9 @@ class AttentionProblem:
         v = numeric_array("v", self.v, 1)
         n, T, d = X.shape
         if n < 1 or T < 2 or d < 1:
-            raise MdcertError(f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 1; got {X.shape}")
+            raise MdcertError(
+                f"X must have shape (n, T, d) with n >= 1, T >= 2, d >= 1; got {X.shape}"
+            )
         if y.shape != (n,):
             raise MdcertError(f"y must have shape ({n},) to match X, got {y.shape}")
         if z.shape != (n, d):
@@ -104,7 +113,11 @@ class AttentionProblem:
     def valid_lengths(self) -> np.ndarray:
         """Tokens per example, int64 (n,): ``lengths``, or T everywhere for a full-length problem."""
         if "valid_lengths" not in self._cache:
-            out = np.full(self.n, self.T, dtype=np.int64) if self.lengths is None else self.lengths.copy()
+            out = (
+                np.full(self.n, self.T, dtype=np.int64)
+                if self.lengths is None
+                else self.lengths.copy()
+            )
             out.setflags(write=False)
             self._cache["valid_lengths"] = out
         return self._cache["valid_lengths"]
@@ -132,19 +145,35 @@ class AttentionProblem:
 
     def with_alpha(self, alpha) -> "AttentionProblem":
         """A copy with token indices set (``None`` removes them); lengths and provenance are kept."""
-        return AttentionProblem(self.X, self.y, self.z, self.v, alpha=None if alpha is None else resolve_alpha(self, alpha),
-                                lengths=self.lengths, provenance=self.provenance)
+        return AttentionProblem(
+            self.X,
+            self.y,
+            self.z,
+            self.v,
+            alpha=None if alpha is None else resolve_alpha(self, alpha),
+            lengths=self.lengths,
+            provenance=self.provenance,
+        )
 
     def padded(self, T: int) -> "AttentionProblem":
         """A copy with zero padding tokens appended up to ``T`` tokens per example (docs/theory.md section 1.3):
         the same problem (same constraints, certificates up to the data hash, paths and verdicts), e.g.
         to stack problems of different lengths."""
         if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < self.T:
-            raise MdcertError(f"cannot pad to T = {T!r}: give an integer >= the current T = {self.T}")
+            raise MdcertError(
+                f"cannot pad to T = {T!r}: give an integer >= the current T = {self.T}"
+            )
         X = np.zeros((self.n, int(T), self.d))
-        X[:, :self.T] = self.X
-        return AttentionProblem(X, self.y, self.z, self.v, alpha=self.alpha, lengths=self.valid_lengths,
-                                provenance=self.provenance)
+        X[:, : self.T] = self.X
+        return AttentionProblem(
+            X,
+            self.y,
+            self.z,
+            self.v,
+            alpha=self.alpha,
+            lengths=self.valid_lengths,
+            provenance=self.provenance,
+        )
 
     # ------------------------------------------------------------------ exact views
     def exact(self, name: str) -> DyadicArray:
@@ -172,7 +201,7 @@ class AttentionProblem:
         gamma, _ = self.token_scores_exact()
         idx, ties = [], []
         for i in range(self.n):
-            row = [int(g) for g in gamma[i, :self.valid_lengths[i]]]
+            row = [int(g) for g in gamma[i, : self.valid_lengths[i]]]
             best = max(row)
             arg = tuple(t for t, g in enumerate(row) if g == best)
             idx.append(arg[0])
@@ -189,7 +218,7 @@ class AttentionProblem:
         keep[np.arange(self.n), a] = False
         ii, tt = np.nonzero(keep)  # row-major: example by example, tokens in order
         Xi = X.ints
-        if Xi.dtype != object and (Xi.size == 0 or int(np.abs(Xi).max()) < 2 ** 61):
+        if Xi.dtype != object and (Xi.size == 0 or int(np.abs(Xi).max()) < 2**61):
             L = Xi[ii, a[ii]] - Xi[ii, tt]  # int64 differences cannot overflow
         else:
             Xo = X.as_object()
@@ -197,20 +226,34 @@ class AttentionProblem:
         index = tuple(zip(ii.tolist(), tt.tolist()))
         L = L.reshape(len(index), self.d)
         R = z.ints[ii].reshape(len(index), self.d)
-        return ConstraintSystem("attention", index, DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d)
+        return ConstraintSystem(
+            "attention", index, DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d
+        )
 
     def decoder_constraints(self, alpha=None) -> ConstraintSystem:
         """Rows ``y_i x_{i alpha_i}`` of the decoder SVM (docs/theory.md section 3)."""
         a = resolve_alpha(self, alpha)
         X = self.exact("X").as_object()
         sign = [1 if yi > 0 else -1 for yi in self.y]
-        L = np.array([[sign[i] * X[i, a[i], k] for k in range(self.d)] for i in range(self.n)], dtype=object)
-        return ConstraintSystem("decoder", tuple((i,) for i in range(self.n)),
-                                DyadicArray(L.reshape(self.n, self.d), self.exact("X").exp), None, self.d)
+        L = np.array(
+            [[sign[i] * X[i, a[i], k] for k in range(self.d)] for i in range(self.n)], dtype=object
+        )
+        return ConstraintSystem(
+            "decoder",
+            tuple((i,) for i in range(self.n)),
+            DyadicArray(L.reshape(self.n, self.d), self.exact("X").exp),
+            None,
+            self.d,
+        )
 
     # ------------------------------------------------------------------ I/O
     def to_dict(self) -> dict:
-        out = {"X": self.X.tolist(), "y": self.y.tolist(), "z": self.z.tolist(), "v": self.v.tolist()}
+        out = {
+            "X": self.X.tolist(),
+            "y": self.y.tolist(),
+            "z": self.z.tolist(),
+            "v": self.v.tolist(),
+        }
         if self.alpha is not None:
             out["alpha"] = [int(a) for a in self.alpha]
         if self.lengths is not None:
@@ -229,7 +272,9 @@ class AttentionProblem:
         if path.is_dir():
             raise MdcertError(f"cannot save to {str(path)!r}: it is a directory; give a file name")
         if not path.parent.is_dir():
-            raise MdcertError(f"cannot save to {str(path)!r}: directory {str(path.parent)!r} does not exist")
+            raise MdcertError(
+                f"cannot save to {str(path)!r}: directory {str(path.parent)!r} does not exist"
+            )
         from certify.io.atomic import write_npz_atomic, write_text_atomic
 
         if suffix == ".json":
@@ -248,9 +293,18 @@ class AttentionProblem:
     def from_dict(cls, data: dict) -> "AttentionProblem":
         missing = [k for k in ("X", "y", "z", "v") if k not in data]
         if missing:
-            raise MdcertError(f"problem data lacks {', '.join(missing)}; a problem needs X, y, z and v")
-        return cls(data["X"], data["y"], data["z"], data["v"], alpha=data.get("alpha"), lengths=data.get("lengths"),
-                   provenance=data.get("provenance"))
+            raise MdcertError(
+                f"problem data lacks {', '.join(missing)}; a problem needs X, y, z and v"
+            )
+        return cls(
+            data["X"],
+            data["y"],
+            data["z"],
+            data["v"],
+            alpha=data.get("alpha"),
+            lengths=data.get("lengths"),
+            provenance=data.get("provenance"),
+        )
 
     @classmethod
     def load(cls, path: str | Path, *, memory_budget: int | None = None) -> "AttentionProblem":
@@ -262,8 +316,10 @@ class AttentionProblem:
         if isinstance(kind, np.ndarray) and kind.ndim == 0:
             kind = kind.item()
         if kind not in (None, "attention"):
-            raise MdcertError(f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; 'mdcert "
-                              f"certify' and 'mdcert verify' take it (certify.classification.load_problem)")
+            raise MdcertError(
+                f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; 'mdcert "
+                f"certify' and 'mdcert verify' take it (certify.classification.load_problem)"
+            )
         return cls.from_file_data(data, path=path)
 
     @classmethod
@@ -272,8 +328,10 @@ class AttentionProblem:
         warns (`InputWarning`) on suspicious data (`certify.info.input_warnings`)."""
         from certify.info import input_warnings
 
-        if "alpha" in data and (data["alpha"] is None or (isinstance(data["alpha"], np.ndarray)
-                                                          and data["alpha"].dtype.kind == "O")):
+        if "alpha" in data and (
+            data["alpha"] is None
+            or (isinstance(data["alpha"], np.ndarray) and data["alpha"].dtype.kind == "O")
+        ):
             data.pop("alpha")
         elif isinstance(data.get("alpha"), np.ndarray) and data["alpha"].ndim == 0:
             data["alpha"] = data["alpha"].item()
@@ -289,12 +347,15 @@ class AttentionProblem:
             L = self.lengths
             text += f", lengths {int(L.min())}..{int(L.max())} ({int(L.sum())} of {self.n * self.T} tokens valid)"
         if self.provenance:
-            items = [f"{k}={json.dumps(v, sort_keys=True)[:60]}" for k, v in list(self.provenance.items())[:6]]
-            text += "; provenance: " + ", ".join(items) + (", ..." if len(self.provenance) > 6 else "")
+            items = [
+                f"{k}={json.dumps(v, sort_keys=True)[:60]}"
+                for k, v in list(self.provenance.items())[:6]
+            ]
+            text += (
+                "; provenance: " + ", ".join(items) + (", ..." if len(self.provenance) > 6 else "")
+            )
         return text
 
     def __repr__(self) -> str:
         pad = "" if self.lengths is None else f", lengths={list(self.lengths)}"
         return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)}{pad})"
-
-

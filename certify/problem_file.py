@@ -10,7 +10,7 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ['read_problem_file']
+__all__ = ["read_problem_file"]
 
 
 def read_problem_file(path: str | Path, *, memory_budget: int | None = None) -> dict:
@@ -29,20 +29,30 @@ def read_problem_file(path: str | Path, *, memory_budget: int | None = None) -> 
 
     path = Path(path)
     suffix = path.suffix.lower()
-    regular_file(path, what="problem", missing=f"problem file not found: {str(path)!r}; create one with "
-                                                f"'mdcert synth -o problem.npz'")
+    regular_file(
+        path,
+        what="problem",
+        missing=f"problem file not found: {str(path)!r}; create one with "
+        f"'mdcert synth -o problem.npz'",
+    )
     if suffix == ".json":
         data = problem_arrays(read_json_object(path, what="problem", budget=memory_budget))
     elif suffix == ".npz":
-        data = read_npz(path, keys=PROBLEM_KEYS + ("kind", "classes"), what="problem", budget=memory_budget)
+        data = read_npz(
+            path, keys=PROBLEM_KEYS + ("kind", "classes"), what="problem", budget=memory_budget
+        )
     else:
         raise MdcertError(f"unknown problem format {suffix!r} for {str(path)!r}; use .npz or .json")
     if isinstance(data.get("provenance"), np.ndarray):  # .npz: the JSON text as a 0-d string array
         text = data["provenance"]
         if text.dtype.kind != "U" or text.ndim != 0:
-            raise MdcertError(f"cannot read problem {str(path)!r}: provenance must be stored as JSON text")
+            raise MdcertError(
+                f"cannot read problem {str(path)!r}: provenance must be stored as JSON text"
+            )
         try:
             data["provenance"] = json.loads(text.item())
         except (ValueError, RecursionError):
-            raise MdcertError(f"cannot read problem {str(path)!r}: provenance is not valid JSON") from None
+            raise MdcertError(
+                f"cannot read problem {str(path)!r}: provenance is not valid JSON"
+            ) from None
     return data

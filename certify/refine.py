@@ -35,7 +35,9 @@ class Refined(NamedTuple):
     residual: float
     converged: bool
     iterations: int
-    residual_log2: float = float("-inf")  # log2 of the max residual (``residual`` underflows below 1e-308)
+    residual_log2: float = float(
+        "-inf"
+    )  # log2 of the max residual (``residual`` underflows below 1e-308)
 
 
 def _arb_to_fixed(x, e: int) -> int:
@@ -116,8 +118,16 @@ def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
     return (Af * hessian_weights(u, q)) @ Af.T
 
 
-def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter: int | None = None,
-           max_active_changes: int = 20, progress=None) -> Refined:
+def refine(
+    ops: ExactOps,
+    p: Fraction,
+    lam0: np.ndarray,
+    *,
+    bits: int,
+    max_iter: int | None = None,
+    max_active_changes: int = 20,
+    progress=None,
+) -> Refined:
     """Newton refinement of a float dual estimate ``lam0`` (psi form) to about ``bits`` bits.
 
     A step with the float64 Jacobian gains 40-50 bits, so the default ``max_iter`` grows with
@@ -136,7 +146,9 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
             lam0[r] = 0.0
     is_rep = rep == np.arange(N)
     top = float(lam0.max()) if lam0.size and lam0.max() > 0 else 1.0
-    S = [int(i) for i in np.flatnonzero(lam0 > 1e-9 * top)] or [int(i) for i in np.flatnonzero(is_rep)]
+    S = [int(i) for i in np.flatnonzero(lam0 > 1e-9 * top)] or [
+        int(i) for i in np.flatnonzero(is_rep)
+    ]
     if not lam0.any():
         lam0 = np.where(is_rep, 1.0, 0.0)
     lam_exp = int(np.floor(np.log2(top))) - bits - 16
@@ -177,8 +189,11 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                     break
                 if J_lu is None or it in (1, 2, 4):
                     uf = int_vector_to_float(U, u_exp)
-                    J = _jacobian(sub, uf, qf, sub.float_factors()) if sub.N * ops.m > _DENSE_JACOBIAN else \
-                        (qf - 1.0) * _dense_gram(sub.float_rows(), uf, qf)
+                    J = (
+                        _jacobian(sub, uf, qf, sub.float_factors())
+                        if sub.N * ops.m > _DENSE_JACOBIAN
+                        else (qf - 1.0) * _dense_gram(sub.float_rows(), uf, qf)
+                    )
                     J_lu = _factor(J)
                     if J_lu is None:
                         break
@@ -186,14 +201,19 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                 if not np.all(np.isfinite(step)):
                     break
                 for i, s in zip(S, step):
-                    Lam[i] += float_to_fixed(float(s), lam_exp + sh)  # the step is in units of 2**-sh
+                    Lam[i] += float_to_fixed(
+                        float(s), lam_exp + sh
+                    )  # the step is in units of 2**-sh
             # active-set update
             neg = [i for i in S if Lam[i] <= 0]
             full_W = W
             Rall = ops.matvec(full_W)
             e = ops.exp + w_exp
-            slack = int_vector_to_float([k - (1 << (-e)) for k in Rall], e) if e < 0 else \
-                int_vector_to_float([(k << e) - 1 for k in Rall], 0)  # coarse w (data of extreme scale)
+            slack = (
+                int_vector_to_float([k - (1 << (-e)) for k in Rall], e)
+                if e < 0
+                else int_vector_to_float([(k << e) - 1 for k in Rall], 0)
+            )  # coarse w (data of extreme scale)
             tol = max(2.0 ** (-bits // 2), 1e-30)
             viol = [i for i in range(N) if i not in Lam and is_rep[i] and slack[i] < -tol]
             if not neg and not viol:
@@ -211,6 +231,17 @@ def refine(ops: ExactOps, p: Fraction, lam0: np.ndarray, *, bits: int, max_iter:
                 break
     lam_full = [Lam.get(i, 0) for i in range(N)]
     lg = res_hist[-1] if res_hist else float("inf")
-    resid = math.ldexp(1.0, min(int(lg), 1023)) if math.isfinite(lg) else (0.0 if lg < 0 else math.inf)
-    return Refined(lam_full, lam_exp, list(W), w_exp, tuple(S), resid, converged and not neg and not viol, it_total,
-                   lg)
+    resid = (
+        math.ldexp(1.0, min(int(lg), 1023)) if math.isfinite(lg) else (0.0 if lg < 0 else math.inf)
+    )
+    return Refined(
+        lam_full,
+        lam_exp,
+        list(W),
+        w_exp,
+        tuple(S),
+        resid,
+        converged and not neg and not viol,
+        it_total,
+        lg,
+    )

@@ -20,7 +20,7 @@ from certify.structured import row_factors
 from certify.warmstart import warm_start
 from certify.workingset import working_set_bytes, working_set_start
 
-__all__ = ['NUMERIC', 'dense_warm', 'good', 'score', 'solve', 'target_bits', 'width_ok']
+__all__ = ["NUMERIC", "dense_warm", "good", "score", "solve", "target_bits", "width_ok"]
 
 
 #: float failures of the solver side (never of a proof): they end in NO_VERIFIED_RESULT, not a traceback
@@ -38,14 +38,16 @@ def target_bits(p: Fraction, digits: int) -> int:
 
 
 def width_ok(b: Bounds, digits: int) -> bool:
-    return b.opt_upper - b.opt_lower <= b.opt_lower * Fraction(1, 10 ** digits)
+    return b.opt_upper - b.opt_lower <= b.opt_lower * Fraction(1, 10**digits)
 
 
 def good(b: Bounds, digits: int) -> bool:
     return width_ok(b, digits) and not b.support.undecided
 
 
-def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, progress) -> Certificate:
+def solve(
+    cs, pf, base, *, digits, time_limit, t0, structured, budget, need, progress
+) -> Certificate:
     progress(0.0, "warm start")
     ops = ExactOps(cs)
     info: dict = {}
@@ -54,13 +56,21 @@ def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, pro
         try:
             feas = feasibility_system(cs)
         except NUMERIC as exc:  # a float step failed (extreme data scale): nothing is claimed
-            info.update(seconds=round(time.perf_counter() - t0, 4), reason=f"{reason}; feasibility: {exc}")
+            info.update(
+                seconds=round(time.perf_counter() - t0, 4), reason=f"{reason}; feasibility: {exc}"
+            )
             return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
-        info.update(feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4), reason=reason)
+        info.update(
+            feasibility=feas.method, seconds=round(time.perf_counter() - t0, 4), reason=reason
+        )
         if feas.feasible is False:
-            return Certificate(status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base)
+            return Certificate(
+                status=CertStatus.INFEASIBLE, gordan=feas.gordan_exact, info=info, **base
+            )
         if feas.feasible:
-            info["reason"] = reason + "; the SVM is feasible (proven), but no certified optimum was found"
+            info["reason"] = (
+                reason + "; the SVM is feasible (proven), but no certified optimum was found"
+            )
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
 
     # a zero row (duplicated token) is infeasible outright
@@ -77,7 +87,11 @@ def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, pro
         except NUMERIC:
             return infeasible_or_unknown("warm start failed")
         info["warm_start"] = ws.method
-        info["working_set"] = {"rows": rep.rows, "rounds": rep.rounds, "lbfgs_iterations": rep.lbfgs_iterations}
+        info["working_set"] = {
+            "rows": rep.rows,
+            "rounds": rep.rounds,
+            "lbfgs_iterations": rep.lbfgs_iterations,
+        }
         if not ws.kkt_residual < 1e-6:
             ng, source = (near_gordan(cs, ws.lam) if rep.diverged else None), "dual"
             if ng is None and pf != 2:
@@ -89,9 +103,18 @@ def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, pro
                 except NUMERIC:
                     pass
             if ng is not None:
-                info.update(feasibility=f"near-Gordan vector from the diverging {source}, correction on a basis "
-                                        "verified with exact integer products", seconds=round(time.perf_counter() - t0, 4))
-                return Certificate(status=CertStatus.INFEASIBLE, gordan=ng[0], gordan_basis=ng[1], info=info, **base)
+                info.update(
+                    feasibility=f"near-Gordan vector from the diverging {source}, correction on a basis "
+                    "verified with exact integer products",
+                    seconds=round(time.perf_counter() - t0, 4),
+                )
+                return Certificate(
+                    status=CertStatus.INFEASIBLE,
+                    gordan=ng[0],
+                    gordan_basis=ng[1],
+                    info=info,
+                    **base,
+                )
             return infeasible_or_unknown(f"structured warm start: {ws.method}")
     else:
         try:
@@ -100,15 +123,26 @@ def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, pro
             return infeasible_or_unknown("warm start failed")
         if isinstance(ws, FeasibilityResult):  # proven infeasible on the way
             info.update(feasibility=ws.method, seconds=round(time.perf_counter() - t0, 4))
-            return Certificate(status=CertStatus.INFEASIBLE, gordan=ws.gordan_exact, info=info, **base)
+            return Certificate(
+                status=CertStatus.INFEASIBLE, gordan=ws.gordan_exact, info=info, **base
+            )
     info["warm_start"] = ws.method
     if not np.all(np.isfinite(ws.lam)) or not ws.kkt_residual < 1e-3:
-        return infeasible_or_unknown(f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})")
+        return infeasible_or_unknown(
+            f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})"
+        )
     bits = target_bits(pf, digits)
     best: Bounds | None = None
     for attempt in range(4):
-        def reached(lg: float, bits=bits, attempt=attempt) -> None:  # the warm start is about 10% of the work
-            progress(0.1 + 0.8 * min(1.0, max(0.0, -lg / bits)), f"refine to {bits} bits (attempt {attempt + 1})")
+
+        def reached(
+            lg: float, bits=bits, attempt=attempt
+        ) -> None:  # the warm start is about 10% of the work
+            progress(
+                0.1 + 0.8 * min(1.0, max(0.0, -lg / bits)),
+                f"refine to {bits} bits (attempt {attempt + 1})",
+            )
+
         try:
             ref = refine(ops, pf, ws.lam, bits=bits, progress=reached)
             progress(0.9, "exact bounds")
@@ -127,9 +161,13 @@ def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, pro
         if b is not None and (best is None or score(b) > score(best)):
             best = b
         resid = float(ref.residual)
-        info.update(bits=bits, refine_iterations=ref.iterations, active_set=len(ref.support),
-                    refine_residual=resid if math.isfinite(resid) else None,  # strict JSON: no Infinity
-                    refine_residual_log2=ref.residual_log2 if math.isfinite(ref.residual_log2) else None)
+        info.update(
+            bits=bits,
+            refine_iterations=ref.iterations,
+            active_set=len(ref.support),
+            refine_residual=resid if math.isfinite(resid) else None,  # strict JSON: no Infinity
+            refine_residual_log2=ref.residual_log2 if math.isfinite(ref.residual_log2) else None,
+        )
         if best is not None and good(best, digits):
             break
         if b is not None and b.singular and width_ok(b, digits):
@@ -141,10 +179,20 @@ def solve(cs, pf, base, *, digits, time_limit, t0, structured, budget, need, pro
         return infeasible_or_unknown("refinement did not yield a rigorous enclosure")
     info["seconds"] = round(time.perf_counter() - t0, 4)
     info["requested_width_reached"] = width_ok(best, digits)
-    return Certificate(status=CertStatus.OPTIMAL, opt_lower=best.opt_lower, opt_upper=best.opt_upper,
-                       distance_upper=best.distance_upper, direction_error_upper=best.direction_error_upper,
-                       bregman_upper=best.bregman_upper, support=best.support, w=best.w, lam=best.lam,
-                       exact_kkt=best.exact_kkt, info=info, **base)
+    return Certificate(
+        status=CertStatus.OPTIMAL,
+        opt_lower=best.opt_lower,
+        opt_upper=best.opt_upper,
+        distance_upper=best.distance_upper,
+        direction_error_upper=best.direction_error_upper,
+        bregman_upper=best.bregman_upper,
+        support=best.support,
+        w=best.w,
+        lam=best.lam,
+        exact_kkt=best.exact_kkt,
+        info=info,
+        **base,
+    )
 
 
 def dense_warm(cs, ops: ExactOps, pf: Fraction):
@@ -157,6 +205,7 @@ def dense_warm(cs, ops: ExactOps, pf: Fraction):
 
         def hess(D, F):
             return ops.hessian(D, F, Lf=Lf, Zf=Zf)
+
     ws = warm_start(A, float(pf), fallbacks=False, hess=hess)
     if not ws.kkt_residual < 1e-6:  # refine() finishes the active set from here
         # slow convergence is typical of infeasible or degenerate systems: settle feasibility first

@@ -96,7 +96,9 @@ class RowFactors:
         idx = np.asarray(idx, dtype=np.int64)
         if self.right is None:
             return self.left[idx]
-        return (self.left[idx, :, None] * self.right[self.example[idx]][:, None, :]).reshape(len(idx), self.m)
+        return (self.left[idx, :, None] * self.right[self.example[idx]][:, None, :]).reshape(
+            len(idx), self.m
+        )
 
     def row_norms(self) -> np.ndarray:
         """Euclidean norms ``||a_r||_2 = ||l_r|| ||z_e(r)||``."""
@@ -127,7 +129,9 @@ def row_factors(cs: ConstraintSystem) -> RowFactors:
             rank = np.empty(cs.N, dtype=np.int64)
             rank[order] = np.arange(cs.N) - np.repeat(np.cumsum(counts) - counts, counts)
             slot = local * k + rank
-            if cs.N == n * k and np.array_equal(slot, np.arange(cs.N)):  # only the last examples short: padded
+            if cs.N == n * k and np.array_equal(
+                slot, np.arange(cs.N)
+            ):  # only the last examples short: padded
                 padded, slot = left.reshape(n, k, cs.d), None
             else:
                 padded = np.zeros((n * k, cs.d))

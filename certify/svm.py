@@ -38,9 +38,18 @@ DENSE_ENTRIES = 1 << 20
 PATHS = ("auto", "dense", "working-set")
 
 
-def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=None, digits: int = 60,
-                time_limit: float | None = None, memory_budget: int | None = None,
-                path: str = "auto", progress=None) -> Certificate:
+def certify_svm(
+    problem: AttentionProblem,
+    p,
+    *,
+    svm: str = "attention",
+    alpha=None,
+    digits: int = 60,
+    time_limit: float | None = None,
+    memory_budget: int | None = None,
+    path: str = "auto",
+    progress=None,
+) -> Certificate:
     """Certified solution of the l_p attention SVM or decoder SVM (docs/theory.md sections 3-4).
 
     Args:
@@ -63,11 +72,22 @@ def certify_svm(problem: AttentionProblem, p, *, svm: str = "attention", alpha=N
     """
     if path not in PATHS:
         raise MdcertError(f"invalid path {path!r}; use one of {', '.join(PATHS)}")
-    if memory_budget is not None and (isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer))
-                                      or memory_budget <= 0):
-        raise MdcertError(f"invalid memory_budget {memory_budget!r}; give a positive number of bytes")
-    opts = dict(svm=svm, digits=digits, time_limit=time_limit, memory_budget=memory_budget, path=path,
-                progress=progress)
+    if memory_budget is not None and (
+        isinstance(memory_budget, bool)
+        or not isinstance(memory_budget, (int, np.integer))
+        or memory_budget <= 0
+    ):
+        raise MdcertError(
+            f"invalid memory_budget {memory_budget!r}; give a positive number of bytes"
+        )
+    opts = dict(
+        svm=svm,
+        digits=digits,
+        time_limit=time_limit,
+        memory_budget=memory_budget,
+        path=path,
+        progress=progress,
+    )
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
         scaled = _rescaled(problem) if isinstance(problem, AttentionProblem) else None
         if scaled is None:
@@ -85,6 +105,7 @@ def _no_progress(fraction: float, stage: str) -> None:
 def _rescaled(problem: AttentionProblem) -> tuple[AttentionProblem, int, int] | None:
     """``(problem with X * 2**kx and z * 2**kz, kx, kz)`` when the data's scale is extreme (1e150,
     subnormals) and the power-of-two scaling is exact; else None. A w >= 1 scales by 2**(kx + kz)."""
+
     def shift(a: np.ndarray) -> int:
         top = float(np.max(np.abs(a))) if a.size else 0.0
         return 0 if top == 0 else -math.frexp(top)[1]
@@ -93,9 +114,15 @@ def _rescaled(problem: AttentionProblem) -> tuple[AttentionProblem, int, int] | 
     if abs(kx) <= 16 and abs(kz) <= 16:  # ordinary scales are solved as given
         return None
     X, z = np.ldexp(problem.X, kx), np.ldexp(problem.z, kz)
-    if not (np.array_equal(np.ldexp(X, -kx), problem.X) and np.array_equal(np.ldexp(z, -kz), problem.z)):
+    if not (
+        np.array_equal(np.ldexp(X, -kx), problem.X) and np.array_equal(np.ldexp(z, -kz), problem.z)
+    ):
         return None  # scaling would round some entry: solve the data as given
-    return AttentionProblem(X, problem.y, z, problem.v, lengths=problem.lengths), kx, kz  # padding stays 0
+    return (
+        AttentionProblem(X, problem.y, z, problem.v, lengths=problem.lengths),
+        kx,
+        kz,
+    )  # padding stays 0
 
 
 def _unscale(cert: Certificate, problem: AttentionProblem, k: int, kx: int, kz: int) -> Certificate:
@@ -105,22 +132,39 @@ def _unscale(cert: Certificate, problem: AttentionProblem, k: int, kx: int, kz: 
     from dataclasses import replace
 
     c = Fraction(2) ** k
-    mul = {f: getattr(cert, f) * c for f in ("opt_lower", "opt_upper", "distance_upper")
-           if getattr(cert, f) is not None}
+    mul = {
+        f: getattr(cert, f) * c
+        for f in ("opt_lower", "opt_upper", "distance_upper")
+        if getattr(cert, f) is not None
+    }
     w = None if cert.w is None else replace(cert.w, exp=cert.w.exp + k)
-    lam = None if cert.lam is None else replace(cert.lam, exp=cert.lam.exp + (2 * k if cert.exact_kkt else 0))
-    return replace(cert, data_hash=problem.data_hash(), w=w, lam=lam, info={**cert.info, "rescaled": [kx, kz]},
-                   **mul)
+    lam = (
+        None
+        if cert.lam is None
+        else replace(cert.lam, exp=cert.lam.exp + (2 * k if cert.exact_kkt else 0))
+    )
+    return replace(
+        cert,
+        data_hash=problem.data_hash(),
+        w=w,
+        lam=lam,
+        info={**cert.info, "rescaled": [kx, kz]},
+        **mul,
+    )
 
 
 def _structured(problem: AttentionProblem, svm: str, path: str) -> tuple[bool, int]:
     """(take the structured path?, number of rows N) from the sizes alone."""
     N = int(np.sum(problem.valid_lengths - 1)) if svm == "attention" else problem.n
-    m = problem.d ** 2 if svm == "attention" else problem.d
-    return svm == "attention" and (path == "working-set" or (path == "auto" and N * m > DENSE_ENTRIES)), N
+    m = problem.d**2 if svm == "attention" else problem.d
+    return svm == "attention" and (
+        path == "working-set" or (path == "auto" and N * m > DENSE_ENTRIES)
+    ), N
 
 
-def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, path, progress) -> Certificate:
+def _certify_svm(
+    problem, p, *, svm, alpha, digits, time_limit, memory_budget, path, progress
+) -> Certificate:
     if not isinstance(problem, AttentionProblem):
         raise MdcertError(f"certify_svm needs an AttentionProblem, got {type(problem).__name__}")
     parse_p(p)
@@ -129,24 +173,53 @@ def _certify_svm(problem, p, *, svm, alpha, digits, time_limit, memory_budget, p
     if svm not in ("attention", "decoder"):
         constraint_system(problem, svm, a)  # the one error message for an unknown svm
     structured, N = _structured(problem, svm, path)
-    m = problem.d ** 2 if svm == "attention" else problem.d
+    m = problem.d**2 if svm == "attention" else problem.d
     need = solve_bytes(N=N, d=problem.d, m=m, n=problem.n, T=problem.T, structured=structured)
-    return certify_system(lambda: constraint_system(problem, svm, a), p, svm=svm, alpha=a,
-                          data_hash=problem.data_hash(), d=problem.d, N=N, m=m, need=need,
-                          structured=structured, digits=digits, time_limit=time_limit,
-                          memory_budget=memory_budget, progress=progress)
+    return certify_system(
+        lambda: constraint_system(problem, svm, a),
+        p,
+        svm=svm,
+        alpha=a,
+        data_hash=problem.data_hash(),
+        d=problem.d,
+        N=N,
+        m=m,
+        need=need,
+        structured=structured,
+        digits=digits,
+        time_limit=time_limit,
+        memory_budget=memory_budget,
+        progress=progress,
+    )
 
 
 def _check_digits(digits) -> int:
-    if isinstance(digits, bool) or not isinstance(digits, (int, np.integer)) or not 1 <= digits <= 2000:
+    if (
+        isinstance(digits, bool)
+        or not isinstance(digits, (int, np.integer))
+        or not 1 <= digits <= 2000
+    ):
         raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
     return int(digits)
 
 
-def certify_system(build, p, *, svm: str, data_hash: str, d: int, N: int, m: int, need: int, alpha=(),
-                   structured: bool = True, digits: int = 60,
-                   time_limit: float | None = None, memory_budget: int | None = None,
-                   progress=None) -> Certificate:
+def certify_system(
+    build,
+    p,
+    *,
+    svm: str,
+    data_hash: str,
+    d: int,
+    N: int,
+    m: int,
+    need: int,
+    alpha=(),
+    structured: bool = True,
+    digits: int = 60,
+    time_limit: float | None = None,
+    memory_budget: int | None = None,
+    progress=None,
+) -> Certificate:
     """The certified pipeline on one system of N rows and m variables (docs/theory.md sections 4.5, 7).
 
     ``build()`` returns the exact `ConstraintSystem` (called after the memory check). The other
@@ -160,19 +233,39 @@ def certify_system(build, p, *, svm: str, data_hash: str, d: int, N: int, m: int
     budget = default_budget() if memory_budget is None else int(memory_budget)
     base = dict(svm=svm, p=pf, alpha=tuple(alpha), data_hash=data_hash, d=d, digits=digits)
     if need > budget:
-        return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
-            "reason": f"too large for the memory budget: N = {N} rows x {m} variables needs about "
-                      f"{format_bytes(need)}, the budget is {format_bytes(budget)}; raise memory_budget "
-                      f"(mdcert certify --memory-budget) or certify fewer examples",
-            "memory_estimate_bytes": need, "memory_budget_bytes": budget})
+        return Certificate(
+            status=CertStatus.NO_VERIFIED_RESULT,
+            **base,
+            info={
+                "reason": f"too large for the memory budget: N = {N} rows x {m} variables needs about "
+                f"{format_bytes(need)}, the budget is {format_bytes(budget)}; raise memory_budget "
+                f"(mdcert certify --memory-budget) or certify fewer examples",
+                "memory_estimate_bytes": need,
+                "memory_budget_bytes": budget,
+            },
+        )
     try:
-        return solve(build(), pf, base, digits=digits, time_limit=time_limit, t0=t0,
-                      structured=structured, budget=budget, need=need, progress=progress)
+        return solve(
+            build(),
+            pf,
+            base,
+            digits=digits,
+            time_limit=time_limit,
+            t0=t0,
+            structured=structured,
+            budget=budget,
+            need=need,
+            progress=progress,
+        )
     except MemoryError:
-        return Certificate(status=CertStatus.NO_VERIFIED_RESULT, **base, info={
-            "reason": f"ran out of memory (N = {N} rows x {m} variables, estimate {format_bytes(need)}, "
-                      f"budget {format_bytes(budget)}); lower memory_budget to what is free, or certify fewer examples",
-            "memory_estimate_bytes": need, "memory_budget_bytes": budget,
-            "seconds": round(time.perf_counter() - t0, 4)})
-
-
+        return Certificate(
+            status=CertStatus.NO_VERIFIED_RESULT,
+            **base,
+            info={
+                "reason": f"ran out of memory (N = {N} rows x {m} variables, estimate {format_bytes(need)}, "
+                f"budget {format_bytes(budget)}); lower memory_budget to what is free, or certify fewer examples",
+                "memory_estimate_bytes": need,
+                "memory_budget_bytes": budget,
+                "seconds": round(time.perf_counter() - t0, 4),
+            },
+        )

@@ -24,7 +24,9 @@ def _sizes(n, T, d) -> None:
             raise MdcertError(f"invalid {name}: {val!r}; need an integer >= {low}")
 
 
-def synthetic_problem(*, n: int = 6, T: int = 8, d: int = 10, seed: int = 0, min_T: int | None = None) -> AttentionProblem:
+def synthetic_problem(
+    *, n: int = 6, T: int = 8, d: int = 10, seed: int = 0, min_T: int | None = None
+) -> AttentionProblem:
     """Tokens and comparison vectors uniform on the unit sphere, labels uniform in {-1, +1},
     decoder a uniform unit vector. Same seed, same problem (numpy ``default_rng``).
 
@@ -52,7 +54,9 @@ def synthetic_problem(*, n: int = 6, T: int = 8, d: int = 10, seed: int = 0, min
     return AttentionProblem(X, y, z, v, lengths=lengths)
 
 
-def planted_problem(*, n: int, T: int, d: int, seed: int = 0, margin: float = 0.25) -> AttentionProblem:
+def planted_problem(
+    *, n: int, T: int, d: int, seed: int = 0, margin: float = 0.25
+) -> AttentionProblem:
     """A problem whose attention SVM at its globally optimal tokens is feasible by construction.
 
     Start from `synthetic_problem` data and a planted ``W* = G / ||G||_F * sqrt(d)`` (G Gaussian).
@@ -95,13 +99,19 @@ def planted_problem(*, n: int, T: int, d: int, seed: int = 0, margin: float = 0.
     return AttentionProblem(X, y, z, v, alpha=alpha)
 
 
-
 #: classification points are rounded to multiples of 2**-GRID_BITS (short exact integers)
 GRID_BITS = 16
 
 
-def classification_problem(*, n: int, d: int, classes: int | None = None, separable: bool = True, seed: int = 0,
-                           gap: float = 0.25) -> ClassificationProblem:
+def classification_problem(
+    *,
+    n: int,
+    d: int,
+    classes: int | None = None,
+    separable: bool = True,
+    seed: int = 0,
+    gap: float = 0.25,
+) -> ClassificationProblem:
     """A seeded classification problem (docs/theory.md section 7): points ``N(0, I/d)`` rounded to
     multiples of ``2**-GRID_BITS`` (so their exact integers are short).
 
@@ -122,25 +132,35 @@ def classification_problem(*, n: int, d: int, classes: int | None = None, separa
     for name, val in (("n", n), ("d", d)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or val < 1:
             raise MdcertError(f"invalid {name}: {val!r}; need an integer >= 1")
-    if classes is not None and (isinstance(classes, bool) or not isinstance(classes, (int, np.integer))
-                                or not 2 <= classes <= n):
-        raise MdcertError(f"invalid classes: {classes!r}; need an integer K with 2 <= K <= n (every class an example)")
+    if classes is not None and (
+        isinstance(classes, bool)
+        or not isinstance(classes, (int, np.integer))
+        or not 2 <= classes <= n
+    ):
+        raise MdcertError(
+            f"invalid classes: {classes!r}; need an integer K with 2 <= K <= n (every class an example)"
+        )
     if not (isinstance(gap, (int, float)) and not isinstance(gap, bool) and 0 < gap <= 2):
         raise MdcertError(f"invalid gap: {gap!r}; need a number in (0, 2]")
     if classes is None and n < 2:
-        raise MdcertError(f"invalid n: {n}; a binary problem needs n >= 2 (an example of each label)")
+        raise MdcertError(
+            f"invalid n: {n}; a binary problem needs n >= 2 (an example of each label)"
+        )
     rng = np.random.default_rng(seed)
     K = 2 if classes is None else int(classes)
 
     def draw(k: int) -> np.ndarray:
-        return np.round(rng.standard_normal((k, d)) / np.sqrt(d) * 2.0 ** GRID_BITS) / 2.0 ** GRID_BITS
+        return np.round(rng.standard_normal((k, d)) / np.sqrt(d) * 2.0**GRID_BITS) / 2.0**GRID_BITS
 
     if not separable:
         X = draw(n)
         y = rng.integers(0, K, size=n)
         y[rng.permutation(n)[:K]] = np.arange(K)  # every class has an example
-        return ClassificationProblem(X, np.where(y > 0, 1.0, -1.0) if classes is None else y.astype(np.float64),
-                                     classes=classes)
+        return ClassificationProblem(
+            X,
+            np.where(y > 0, 1.0, -1.0) if classes is None else y.astype(np.float64),
+            classes=classes,
+        )
     W = rng.standard_normal((1 if classes is None else K, d))
     if classes is not None:  # centred: for K <= d + 1 every class owns a cone of points
         W -= W.mean(axis=0)
@@ -162,5 +182,7 @@ def classification_problem(*, n: int, d: int, classes: int | None = None, separa
             break
     X, y = np.concatenate(kept_X)[:n], np.concatenate(kept_y)[:n]
     if classes is None and len(np.unique(y)) < 2 or classes is not None and len(np.unique(y)) < K:
-        raise MdcertError(f"the planted labels of n = {n} points miss a class; draw more points (a larger n)")
+        raise MdcertError(
+            f"the planted labels of n = {n} points miss a class; draw more points (a larger n)"
+        )
     return ClassificationProblem(X, y, classes=classes)

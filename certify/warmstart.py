@@ -14,8 +14,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["hessian_weights", "newton_direction", "WarmStart", "warm_start", "dual_lbfgs", "projected_newton",
-           "smoothed_newton", "clarabel_start"]
+__all__ = [
+    "hessian_weights",
+    "newton_direction",
+    "WarmStart",
+    "warm_start",
+    "dual_lbfgs",
+    "projected_newton",
+    "smoothed_newton",
+    "clarabel_start",
+]
 
 
 class WarmStart(NamedTuple):
@@ -40,7 +48,7 @@ def _dual(lam: np.ndarray, A: np.ndarray, q: float, eps: float = 0.0) -> tuple[f
         sq = u * u + eps * eps
         return float(np.sum(sq ** (q / 2.0)) / q - lam.sum()), A @ (u * sq ** (q / 2.0 - 1.0)) - 1.0
     au = np.abs(u)
-    f = float(np.sum(au ** q) / q - lam.sum())
+    f = float(np.sum(au**q) / q - lam.sum())
     g = A @ (np.sign(u) * au ** (q - 1.0)) - 1.0
     return f, g
 
@@ -62,13 +70,27 @@ def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 3000) -> np.ndarray:
     N = A.shape[0]
     b = float(np.sum(np.abs(A.sum(axis=0)) ** q))
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 else 1.0
-    res = minimize(_dual, np.full(N, c), args=(A, q), jac=True, method="L-BFGS-B",
-                   bounds=[(0.0, None)] * N,
-                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-16, "gtol": 1e-13, "maxcor": 10})
+    res = minimize(
+        _dual,
+        np.full(N, c),
+        args=(A, q),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * N,
+        options={
+            "maxiter": maxiter,
+            "maxfun": 2 * maxiter,
+            "ftol": 1e-16,
+            "gtol": 1e-13,
+            "maxcor": 10,
+        },
+    )
     return np.maximum(res.x, 0.0)
 
 
-def newton_direction(A: np.ndarray, F: np.ndarray, wt: np.ndarray, q: float, rhs: np.ndarray, hess) -> np.ndarray:
+def newton_direction(
+    A: np.ndarray, F: np.ndarray, wt: np.ndarray, q: float, rhs: np.ndarray, hess
+) -> np.ndarray:
     """Solve ``(H + 1e-15 tr(H)/k I) d = rhs`` for the Newton matrix ``H = (q-1) A_F diag(wt) A_F^T``
     (or ``(q-1) hess(wt, F)``): Cholesky on the upper triangle that dsyrk writes (no symmetric copy,
     half the flops of LU; measured 1.5 -> 1.0 s a step on 3,800 x 4,096 rows), LU when H is not
@@ -108,8 +130,16 @@ def _pg(lam: np.ndarray, g: np.ndarray) -> float:
     return float(np.max(np.abs(lam - np.maximum(lam - g, 0.0))))
 
 
-def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13,
-                     max_iter: int = 200, hess=None, eps: float = 0.0) -> tuple[np.ndarray, float]:
+def projected_newton(
+    A: np.ndarray,
+    q: float,
+    lam: np.ndarray,
+    *,
+    tol: float = 1e-13,
+    max_iter: int = 200,
+    hess=None,
+    eps: float = 0.0,
+) -> tuple[np.ndarray, float]:
     """Projected Newton (Bertsekas 1982) on ``min_{lam >= 0} f(lam)``: Newton on the free rows,
     rows in the epsilon-active set (at or near 0, positive gradient) moved towards 0, Armijo search
     along the projection arc ``lam(t)``. Returns (lam, KKT residual of `_kkt`).
@@ -168,8 +198,9 @@ def projected_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1
     return lam, (_pg(lam, g) if eps > 0 else _kkt(lam, A, q))
 
 
-def smoothed_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13, hess=None,
-                    max_iter: int = 200) -> tuple[np.ndarray, float]:
+def smoothed_newton(
+    A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e-13, hess=None, max_iter: int = 200
+) -> tuple[np.ndarray, float]:
     """Projected Newton that survives a near-cusp optimum (q < 2, i.e. p > 2).
 
     For q < 2 the dual gradient ``A phi(A^T lam)`` has ``phi'(u) = (q-1)|u|^(q-2)``, infinite at
@@ -180,7 +211,11 @@ def smoothed_newton(A: np.ndarray, q: float, lam: np.ndarray, *, tol: float = 1e
     Newton finishes. Returns (lam, KKT residual of the plain dual)."""
     lam, res = projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=min(max_iter, 40))
     if res < tol or q >= 2.0:
-        return (lam, res) if res < tol else projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=max_iter)
+        return (
+            (lam, res)
+            if res < tol
+            else projected_newton(A, q, lam, tol=tol, hess=hess, max_iter=max_iter)
+        )
     if res < 1e-8:  # no crawl: plain Newton was converging when the 40 steps ran out (measured at
         # (2000,32,64) p = 3: 7e-8, 5e-9, 2e-11 at steps 38-40); a few more finish it, where the
         # smoothing stages below would take some 60 more steps
@@ -224,8 +259,15 @@ def clarabel_start(A: np.ndarray, p: float) -> np.ndarray | None:
 
 
 @np.errstate(over="ignore", invalid="ignore")
-def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool = True, hess=None,
-               previous: WarmStart | None = None) -> WarmStart:
+def warm_start(
+    A: np.ndarray,
+    p: float,
+    *,
+    tol: float = 1e-12,
+    fallbacks: bool = True,
+    hess=None,
+    previous: WarmStart | None = None,
+) -> WarmStart:
     """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` (A float64, N x m).
 
     Active-set Newton from the best multiple of the all-ones vector; with ``fallbacks``, L-BFGS-B
@@ -239,9 +281,9 @@ def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool =
     N = As.shape[0]
     b = float(np.sum(np.abs(As.sum(axis=0)) ** q))
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and np.isfinite(b) else 1.0
-    hs = None if hess is None else (lambda D, F: hess(D, F) / sigma ** 2)
+    hs = None if hess is None else (lambda D, F: hess(D, F) / sigma**2)
     if previous is not None:
-        lam, res = previous.lam * sigma ** p, previous.kkt_residual
+        lam, res = previous.lam * sigma**p, previous.kkt_residual
     else:
         lam, res = projected_newton(As, q, np.full(N, c), tol=tol, hess=hs)
     method = "active-set Newton on the dual"
@@ -255,6 +297,6 @@ def warm_start(A: np.ndarray, p: float, *, tol: float = 1e-12, fallbacks: bool =
             lam2, res2 = projected_newton(As, q, alt, tol=tol, hess=hs)
             if res2 < res:
                 lam, res, method = lam2, res2, "Clarabel + active-set Newton"
-    lam_out = lam / sigma ** p
+    lam_out = lam / sigma**p
     w = _phi(A.T @ lam_out, q)
     return WarmStart(lam_out, w, method, res)

@@ -34,7 +34,13 @@ from certify.blas import all_cpu_blas
 from certify.structured import RowFactors
 from certify.warmstart import WarmStart, smoothed_newton
 
-__all__ = ["WorkingSetReport", "working_set_start", "working_set_bytes", "gram_hessian", "THREADED_ENTRIES"]
+__all__ = [
+    "WorkingSetReport",
+    "working_set_start",
+    "working_set_bytes",
+    "gram_hessian",
+    "THREADED_ENTRIES",
+]
 
 
 class WorkingSetReport(NamedTuple):
@@ -66,14 +72,25 @@ def _lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.nda
     def fg(lam):
         u = rf.rmatvec(lam) / sigma
         au = np.abs(u)
-        f = float(np.sum(au ** q) / q - lam.sum())
+        f = float(np.sum(au**q) / q - lam.sum())
         return f, rf.matvec(np.sign(u) * au ** (q - 1.0)) / sigma - 1.0
 
     b = float(np.sum(np.abs(rf.rmatvec(np.ones(N)) / sigma) ** q))
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
-    res = minimize(fg, np.full(N, c), jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * N,
-                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-15, "gtol": 1e-10,
-                            "maxcor": 10})
+    res = minimize(
+        fg,
+        np.full(N, c),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * N,
+        options={
+            "maxiter": maxiter,
+            "maxfun": 2 * maxiter,
+            "ftol": 1e-15,
+            "gtol": 1e-10,
+            "maxcor": 10,
+        },
+    )
     return np.maximum(res.x, 0.0), int(res.nit)
 
 
@@ -128,9 +145,16 @@ def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
 
 
 @np.errstate(over="ignore", invalid="ignore")
-def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_rounds: int = 40,
-                      lbfgs_iter: int | None = None, max_rows: int | None = None,
-                      budget_bytes: int | None = None) -> tuple[WarmStart, WorkingSetReport]:
+def working_set_start(
+    rf: RowFactors,
+    p: float,
+    *,
+    tol: float = 1e-12,
+    max_rounds: int = 40,
+    lbfgs_iter: int | None = None,
+    max_rows: int | None = None,
+    budget_bytes: int | None = None,
+) -> tuple[WarmStart, WorkingSetReport]:
     """Float dual/primal estimate for ``min ||w||_p s.t. A w >= 1`` from structured rows.
 
     Args:
@@ -156,14 +180,18 @@ def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_round
     cap = min(N, 3 * m) if max_rows is None else min(N, max_rows)
     while cap > 1 and working_set_bytes(cap, m) > budget:
         cap = int(cap * 0.9)
-    target = min(cap, m + m // 8)  # rows a round aims at: a (generic) support and a margin of violators
+    target = min(
+        cap, m + m // 8
+    )  # rows a round aims at: a (generic) support and a margin of violators
     norms = rf.row_norms()
     sigma = float(np.median(norms))
     sigma = sigma if sigma > 0 and math.isfinite(sigma) else 1.0
 
     def give_up(lam, rounds, rows, nit, why, diverged=False):
-        return (WarmStart(lam / sigma ** p, np.zeros(m), f"working set ({why})", math.inf),
-                WorkingSetReport(rounds, rows, nit, diverged))
+        return (
+            WarmStart(lam / sigma**p, np.zeros(m), f"working set ({why})", math.inf),
+            WorkingSetReport(rounds, rows, nit, diverged),
+        )
 
     lam, nit = _lbfgs(rf, q, sigma, lbfgs_iter)
     if not np.all(np.isfinite(lam)) or not lam.any():
@@ -171,13 +199,21 @@ def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_round
     # at a dual optimum ||A^T lam||_q^q = 1^T lam (KKT); along a Gordan direction the ratio tends to 0
     ratio = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q)) / float(lam.sum())
     if not ratio > 1e-6:
-        return give_up(lam, 0, 0, nit, f"dual diverges (||A^T lam||_q^q / 1^T lam = {ratio:.1e}): likely infeasible",
-                       diverged=True)
+        return give_up(
+            lam,
+            0,
+            0,
+            nit,
+            f"dual diverges (||A^T lam||_q^q / 1^T lam = {ratio:.1e}): likely infeasible",
+            diverged=True,
+        )
     g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
     on = lam > 1e-8 * float(lam.max())
-    order = np.lexsort((g, -np.where(on, lam, 0.0)))  # the largest multipliers first, then by gradient
+    order = np.lexsort(
+        (g, -np.where(on, lam, 0.0))
+    )  # the largest multipliers first, then by gradient
     want = int(np.sum(on)) + int(np.sum((g < 0.05) & ~on))
-    W = np.sort(order[:max(1, min(target, want))])
+    W = np.sort(order[: max(1, min(target, want))])
     lamW = np.where(on[W], lam[W], 0.0)
     inW = np.zeros(N, dtype=bool)
     shrinks = 0
@@ -201,18 +237,31 @@ def working_set_start(rf: RowFactors, p: float, *, tol: float = 1e-12, max_round
                 if len(keep) < len(W):
                     W, lamW = W[keep], start[keep]
                     continue
-            return give_up(np.zeros(N), rounds, len(W), nit, f"Newton on {len(W)} rows did not converge, KKT {res:.1e}")
+            return give_up(
+                np.zeros(N),
+                rounds,
+                len(W),
+                nit,
+                f"Newton on {len(W)} rows did not converge, KKT {res:.1e}",
+            )
         w = _phi(A.T @ lamW, q)
         slack = rf.matvec(w) / sigma - 1.0
         viol = np.flatnonzero((slack < -max(tol, 1e-10)) & ~inW)
         if not len(viol):
             lam = np.zeros(N)
             lam[W] = lamW
-            lam_out = lam / sigma ** p
+            lam_out = lam / sigma**p
             w_out = _phi(rf.rmatvec(lam_out), q)
-            return (WarmStart(lam_out, w_out, f"structured L-BFGS-B dual + working-set Newton ({rounds} rounds, "
-                              f"{len(W)} of {N} rows)", _kkt_full(rf, q, sigma, lam)),
-                    WorkingSetReport(rounds, len(W), nit))
+            return (
+                WarmStart(
+                    lam_out,
+                    w_out,
+                    f"structured L-BFGS-B dual + working-set Newton ({rounds} rounds, "
+                    f"{len(W)} of {N} rows)",
+                    _kkt_full(rf, q, sigma, lam),
+                ),
+                WorkingSetReport(rounds, len(W), nit),
+            )
         keep = lamW > 0  # rows without a multiplier leave W: the optimum on W stays, |F| stays <= m
         room = min(cap - int(keep.sum()), max(target - int(keep.sum()), 64))
         if room <= 0:

@@ -40,15 +40,22 @@ def test_no_import_of_another_modules_private_names() -> None:
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 if node.module.split(".")[0] not in PACKAGES:
                     continue
-                bad += [f"{_rel(path)}: from {node.module} import {a.name}" for a in node.names
-                        if a.name.startswith("_") and not a.name.startswith("__")]
+                bad += [
+                    f"{_rel(path)}: from {node.module} import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not bad, bad
 
 
 def test_no_module_reaches_into_another_objects_cache() -> None:
     pattern = re.compile(r"\b(?!self\b)(\w+(?:\.\w+)*)\._cache\b")
-    bad = [f"{_rel(p)}:{i}: {ln.strip()}" for p in _sources()
-           for i, ln in enumerate(p.read_text().splitlines(), 1) if pattern.search(ln)]
+    bad = [
+        f"{_rel(p)}:{i}: {ln.strip()}"
+        for p in _sources()
+        for i, ln in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(ln)
+    ]
     assert not bad, bad
 
 
@@ -58,8 +65,10 @@ def test_nothing_below_the_cli_takes_an_argparse_namespace() -> None:
         if "experiments/cli/" in _rel(path) + "/":
             continue
         names = {n.id for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Name)}
-        attrs = {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)}
-        if "Namespace" in names | attrs:            # code, annotations; docstrings may name it
+        attrs = {
+            n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)
+        }
+        if "Namespace" in names | attrs:  # code, annotations; docstrings may name it
             bad.append(_rel(path))
     assert not bad, f"below experiments/cli/, these mention argparse.Namespace: {bad}"
 
@@ -71,7 +80,9 @@ def test_every_cli_run_is_short() -> None:
             if isinstance(node, ast.FunctionDef) and node.name == "run":
                 if (n := node.end_lineno - node.lineno + 1) > MAX_CLI_RUN:
                     long[_rel(path)] = n
-    assert not long, f"CLI run() over {MAX_CLI_RUN} lines (move the work to experiments.commands): {long}"
+    assert not long, (
+        f"CLI run() over {MAX_CLI_RUN} lines (move the work to experiments.commands): {long}"
+    )
 
 
 @pytest.mark.parametrize("needle", ["matplotlib.use(", "pyplot.switch_backend("])

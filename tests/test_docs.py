@@ -19,7 +19,9 @@ README = ROOT / "README.md"
 
 _BLOCK = re.compile(r"(<!--\s*runnable\s*-->\s*\n)?```(\w+)\n(.*?)```", re.S)
 #: "docs/theory.md section 4.2", "sections 2 and 5", "sections 3-4", "section 1 and section 3", "sections 4.1, 4.3"
-_CITE = re.compile(r"docs/theory\.md,?\s+sections?\s+(\d+(?:\.\d+)*(?:\s*(?:,|and|-|to)\s*(?:section\s+)?\d+(?:\.\d+)*)*)")
+_CITE = re.compile(
+    r"docs/theory\.md,?\s+sections?\s+(\d+(?:\.\d+)*(?:\s*(?:,|and|-|to)\s*(?:section\s+)?\d+(?:\.\d+)*)*)"
+)
 #: what follows "docs/theory.md section(s)" must be a section number ("section 1.x" names no heading)
 _CITED_TOKEN = re.compile(r"docs/theory\.md,?\s+sections?\s+(\S+)")
 _HEADING = re.compile(r"^#{2,4}\s+(\d+(?:\.\d+)*)\s", re.M)
@@ -53,7 +55,9 @@ def headings() -> set[str]:
 def project_files() -> list[Path]:
     """Tracked text files of the project (git ls-files), else every .py/.md file under ROOT."""
     try:
-        names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+        names = subprocess.run(
+            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split()
         files = [ROOT / n for n in names]
     except (OSError, subprocess.CalledProcessError):
         files = [p for p in ROOT.rglob("*") if ".venv" not in p.parts and ".git" not in p.parts]
@@ -64,15 +68,37 @@ def project_files() -> list[Path]:
 def test_block_and_citation_parsers() -> None:
     text = "a\n<!-- runnable -->\n```bash\nls\n```\n```python\nx = 1\n```\n"
     assert blocks(text) == [("bash", "ls\n", True), ("python", "x = 1\n", False)]
-    cite = ("(docs/theory.md section 4.2) docs/theory.md sections 2 and 5; docs/theory.md sections 3-5, "
-            "docs/theory.md section 1 and section 3; docs/theory.md sections 4.1, 4.3. docs/theory.md section 6")
+    cite = (
+        "(docs/theory.md section 4.2) docs/theory.md sections 2 and 5; docs/theory.md sections 3-5, "
+        "docs/theory.md section 1 and section 3; docs/theory.md sections 4.1, 4.3. docs/theory.md section 6"
+    )
     assert cited_sections(cite) == ["4.2", "2", "5", "3", "4", "5", "1", "3", "4.1", "4.3", "6"]
 
 
 def test_theory_has_the_protocol_numbering() -> None:
     have = headings()
-    want = {"1", "1.3", "2", "3", "4", "4.1", "4.2", "4.3", "4.4", "4.5", "4.6", "5", "5.1", "5.2", "5.3", "5.4",
-            "5.5", "5.6", "5.7", "6"}
+    want = {
+        "1",
+        "1.3",
+        "2",
+        "3",
+        "4",
+        "4.1",
+        "4.2",
+        "4.3",
+        "4.4",
+        "4.5",
+        "4.6",
+        "5",
+        "5.1",
+        "5.2",
+        "5.3",
+        "5.4",
+        "5.5",
+        "5.6",
+        "5.7",
+        "6",
+    }
     assert want <= have, sorted(want - have)
     text = THEORY.read_text()
     assert re.search(r"^### 1\.3 Variable-length sequences \(padding\)$", text, re.M)
@@ -112,25 +138,56 @@ def test_every_predicate_and_certificate_docstring_cites_theory() -> None:
     import theorems
     from theorems.context import Predicate
 
-    predicates = [getattr(theorems, name) for name in theorems.__all__
-                  if inspect.isclass(getattr(theorems, name)) and issubclass(getattr(theorems, name), Predicate)
-                  and getattr(theorems, name) is not Predicate]
+    predicates = [
+        getattr(theorems, name)
+        for name in theorems.__all__
+        if inspect.isclass(getattr(theorems, name))
+        and issubclass(getattr(theorems, name), Predicate)
+        and getattr(theorems, name) is not Predicate
+    ]
     assert len(predicates) >= 7
-    certificate_side = [getattr(certify, name) for name in (
-        "Certificate", "CertStatus", "ExactVector", "SupportClass", "CheckResult", "ClaimCheck", "check_certificate",
-        "certify_svm", "feasibility", "FeasibilityResult", "CertifiedSolution", "certified_solution")]
+    certificate_side = [
+        getattr(certify, name)
+        for name in (
+            "Certificate",
+            "CertStatus",
+            "ExactVector",
+            "SupportClass",
+            "CheckResult",
+            "ClaimCheck",
+            "check_certificate",
+            "certify_svm",
+            "feasibility",
+            "FeasibilityResult",
+            "CertifiedSolution",
+            "certified_solution",
+        )
+    ]
     modules = [certify.certificate, certify.check, certify.export]
-    missing = [getattr(o, "__name__", repr(o)) for o in predicates + certificate_side + modules
-               if not cited_sections(o.__doc__ or "")]
+    missing = [
+        getattr(o, "__name__", repr(o))
+        for o in predicates + certificate_side + modules
+        if not cited_sections(o.__doc__ or "")
+    ]
     assert not missing, missing
 
 
 def test_nothing_refers_outside_the_project() -> None:
     # pieces joined at run time, so that this file does not match itself
-    outside = ["/work/" + "shared", "../" + "shared", "SPEC" + ".md", "CERTIFICATES" + ".md", "NOTES" + ".md",
-               "shared" + "/clients"]
-    hits = [f"{f.relative_to(ROOT)}: {s}" for f in project_files() for s in outside
-            if s in f.read_text(errors="replace")]
+    outside = [
+        "/work/" + "shared",
+        "../" + "shared",
+        "SPEC" + ".md",
+        "CERTIFICATES" + ".md",
+        "NOTES" + ".md",
+        "shared" + "/clients",
+    ]
+    hits = [
+        f"{f.relative_to(ROOT)}: {s}"
+        for f in project_files()
+        for s in outside
+        if s in f.read_text(errors="replace")
+    ]
     assert not hits, hits
 
 
@@ -163,7 +220,9 @@ def _run_bash(code: str, name: str) -> None:
         elif argv[:2] == ["python", "-c"] and len(argv) == 3:
             _run_python(argv[2], f"{name}: python -c")
         else:
-            raise AssertionError(f"{name}: a runnable block may hold only mdcert and python -c lines, got {line!r}")
+            raise AssertionError(
+                f"{name}: a runnable block may hold only mdcert and python -c lines, got {line!r}"
+            )
 
 
 def test_readme_python_blocks_run(tmp_path, monkeypatch) -> None:

@@ -34,7 +34,9 @@ def test_certify_and_theorems_do_not_import_torch_or_matplotlib() -> None:
         "bad = [m for m in ('torch', 'matplotlib', 'experiments') if m in sys.modules]\n"
         "print(','.join(bad))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert out.stdout.strip() == ""
 
 
@@ -46,5 +48,7 @@ def test_checker_imports_no_solver() -> None:
         "bad = [m for m in ('cvxpy', 'scipy.optimize', 'torch', 'clarabel') if m in sys.modules]\n"
         "print(','.join(bad))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
     assert out.stdout.strip() == ""

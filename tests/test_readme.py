@@ -25,8 +25,9 @@ def test_ci_runs_the_readme_lines_exactly(tmp_path) -> None:
     block = re.search(r"```bash\n(.*?)```", README, re.S).group(1).strip().splitlines()
     ci = (ROOT / ".ci" / "run").read_text()
     awk = re.search(r"awk '([^']*)' README.md", ci).group(1)
-    got = subprocess.run(["awk", awk, str(ROOT / "README.md")], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    got = subprocess.run(
+        ["awk", awk, str(ROOT / "README.md")], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert got[:2] == block[:2]
     assert 'bash -euo pipefail -c "${lines[0]}"' in ci and "${lines[1]}" in ci
 
@@ -58,7 +59,11 @@ def test_python_example_runs() -> None:
 def test_property_kit_example_runs() -> None:
     """The kit section's worked examples (README: Property-test kit: the adapter example, the smoothed sign
     step) run and their asserts hold."""
-    blocks = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if b.startswith("# property-test kit")]
+    blocks = [
+        b
+        for b in re.findall(r"```python\n(.*?)```", README, re.S)
+        if b.startswith("# property-test kit")
+    ]
     assert len(blocks) == 2
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
@@ -76,7 +81,7 @@ def test_commands_up_to_check_run_in_order(tmp_path, monkeypatch) -> None:
     lines = [ln for ln in block.splitlines() if shlex.split(ln, comments=True)]
     last = next(i for i, ln in enumerate(lines) if ln.startswith("mdcert check "))
     monkeypatch.chdir(tmp_path)
-    for line in lines[:last + 1]:
+    for line in lines[: last + 1]:
         argv = shlex.split(line, comments=True)
         if argv[0] == "mdcert":
             assert main(argv[1:]) == 0, line

@@ -9,11 +9,32 @@ from theorems.context import CheckContext, Predicate
 from theorems.loss import NAMED_LOSSES, LossAdmissible, loss_admissible
 from theorems.region import InitInRegion, init_in_region
 from theorems.segment import SegmentCheck, segment_convexity
-from theorems.stepsize import StepCheck, StepSizeConvexAlongPath, check_steps, step_size_convex_along_path
-from theorems.tokens import (JointSvmsFeasible, SvmFeasible, TokensGloballyOptimal, TokensLocallyOptimal,
-                             decoder_svm_feasible, joint_svms_feasible, svm_feasible, tokens_globally_optimal,
-                             tokens_locally_optimal)
-from theorems.verdict import Evidence, EvidenceError, HypothesisReport, Method, TheoremReport, Verdict, kleene_and
+from theorems.stepsize import (
+    StepCheck,
+    StepSizeConvexAlongPath,
+    check_steps,
+    step_size_convex_along_path,
+)
+from theorems.tokens import (
+    JointSvmsFeasible,
+    SvmFeasible,
+    TokensGloballyOptimal,
+    TokensLocallyOptimal,
+    decoder_svm_feasible,
+    joint_svms_feasible,
+    svm_feasible,
+    tokens_globally_optimal,
+    tokens_locally_optimal,
+)
+from theorems.verdict import (
+    Evidence,
+    EvidenceError,
+    HypothesisReport,
+    Method,
+    TheoremReport,
+    Verdict,
+    kleene_and,
+)
 
 __all__ = [
     "CheckContext",

@@ -50,7 +50,7 @@ def abs_pow(x: arb, e: arb) -> arb:
         return arb(0)
     ax = abs(x)
     if ax.lower() > 0:
-        return ax ** e
+        return ax**e
     top = ax.abs_upper() ** e
     return arb(0).union(top)
 

@@ -19,8 +19,12 @@ from theorems.loss import loss_admissible
 from theorems.pgd import PGD_STATEMENT
 from theorems.region import init_in_region
 from theorems.stepsize import step_size_convex_along_path
-from theorems.tokens import (joint_svms_feasible, svm_feasible, tokens_globally_optimal,
-                             tokens_locally_optimal)
+from theorems.tokens import (
+    joint_svms_feasible,
+    svm_feasible,
+    tokens_globally_optimal,
+    tokens_locally_optimal,
+)
 from theorems.verdict import HypothesisReport, TheoremReport, Verdict, approx_float
 
 __all__ = ["REFERENCE", "Theorem", "THEOREMS", "get_theorem", "check_theorem", "PGD_STATEMENT"]
@@ -31,8 +35,13 @@ __all__ = ["REFERENCE", "Theorem", "THEOREMS", "get_theorem", "check_theorem", "
 
 REFERENCE = "arXiv:2410.14581 / JMLR 2026 (Julistiono, Tarzanagh, Azizan)"
 
-_MD_HYPOTHESES = ("loss_admissible", "svm_feasible", "tokens_locally_optimal", "init_in_region",
-                  "step_size_convex_along_path")
+_MD_HYPOTHESES = (
+    "loss_admissible",
+    "svm_feasible",
+    "tokens_locally_optimal",
+    "init_in_region",
+    "step_size_convex_along_path",
+)
 
 
 @dataclass(frozen=True)
@@ -59,21 +68,41 @@ class Theorem:
 
 
 THEOREMS: dict[str, Theorem] = {
-    "6": Theorem("6", "regularization path converges to the l_p max-margin direction (globally optimal tokens)",
-                 ("loss_admissible", "tokens_globally_optimal", "svm_feasible"),
-                 "W(R)/R -> W_mm(opt)/||W_mm(opt)||_p as R -> inf, with W(R) = argmin_{||W||_p <= R} L(W); "
-                 "no initialization condition", global_tokens=True),
-    "8": Theorem("8", "mirror descent: the norm of W(k) grows to infinity", _MD_HYPOTHESES,
-                 "||W(k)||_p -> inf, of logarithmic order in k"),
-    "10": Theorem("10", "mirror descent: local directional convergence to the l_p max-margin SVM", _MD_HYPOTHESES,
-                  "D_psi(Wbar_mm, Wbar(k)) -> 0 with Wbar = W/||W||_p"),
-    "11": Theorem("11", "mirror descent: rate of directional convergence", _MD_HYPOTHESES,
-                  "D_psi(Wbar_mm, Wbar(k)) decays inverse-logarithmically in k, with different expressions for "
-                  "p < 2, p = 2 and p > 2 (fitted exponent, e.g. D(k) ~ C (log k)^(-a))"),
-    "31": Theorem("31", "joint regularization path of (W, v) with separate radii", (
-        "loss_admissible", "tokens_globally_optimal", "joint_svms_feasible"),
+    "6": Theorem(
+        "6",
+        "regularization path converges to the l_p max-margin direction (globally optimal tokens)",
+        ("loss_admissible", "tokens_globally_optimal", "svm_feasible"),
+        "W(R)/R -> W_mm(opt)/||W_mm(opt)||_p as R -> inf, with W(R) = argmin_{||W||_p <= R} L(W); "
+        "no initialization condition",
+        global_tokens=True,
+    ),
+    "8": Theorem(
+        "8",
+        "mirror descent: the norm of W(k) grows to infinity",
+        _MD_HYPOTHESES,
+        "||W(k)||_p -> inf, of logarithmic order in k",
+    ),
+    "10": Theorem(
+        "10",
+        "mirror descent: local directional convergence to the l_p max-margin SVM",
+        _MD_HYPOTHESES,
+        "D_psi(Wbar_mm, Wbar(k)) -> 0 with Wbar = W/||W||_p",
+    ),
+    "11": Theorem(
+        "11",
+        "mirror descent: rate of directional convergence",
+        _MD_HYPOTHESES,
+        "D_psi(Wbar_mm, Wbar(k)) decays inverse-logarithmically in k, with different expressions for "
+        "p < 2, p = 2 and p > 2 (fitted exponent, e.g. D(k) ~ C (log k)^(-a))",
+    ),
+    "31": Theorem(
+        "31",
+        "joint regularization path of (W, v) with separate radii",
+        ("loss_admissible", "tokens_globally_optimal", "joint_svms_feasible"),
         "(W(R)/R, v(r)/r) -> (W_mm/||W_mm||_p, v_mm/||v_mm||_p); the extra geometric assumption is reported "
-        "as measured quantities, not asserted", global_tokens=True),
+        "as measured quantities, not asserted",
+        global_tokens=True,
+    ),
 }
 
 
@@ -89,9 +118,23 @@ def _missing(name: str, message: str) -> HypothesisReport:
     return HypothesisReport(name, Verdict.UNDECIDED, (), message)
 
 
-def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any = "logistic", W0: Any = None,
-                  mu: Any = None, R: Any = None, eta: Any = None, trajectory: Any = None,
-                  digits: int = 30, segment: bool = False, progress=None, step_etas: Any = None) -> TheoremReport:
+def check_theorem(
+    theorem: Any,
+    problem,
+    *,
+    p: Any,
+    alpha: Any = None,
+    loss: Any = "logistic",
+    W0: Any = None,
+    mu: Any = None,
+    R: Any = None,
+    eta: Any = None,
+    trajectory: Any = None,
+    digits: int = 30,
+    segment: bool = False,
+    progress=None,
+    step_etas: Any = None,
+) -> TheoremReport:
     """Check every hypothesis of a theorem on a problem.
 
     Args:
@@ -130,8 +173,13 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "tokens_globally_optimal": lambda: tokens_globally_optimal(a),
         "tokens_locally_optimal": lambda: tokens_locally_optimal(a, pf),
         "init_in_region": lambda: None if W0 is None else init_in_region(W0, mu, R, pf, alpha=a),
-        "step_size_convex_along_path": lambda: None if trajectory is None or eta is None else
-        step_size_convex_along_path(eta, trajectory, p=pf, loss=loss_name, segment=segment, step_etas=step_etas),
+        "step_size_convex_along_path": lambda: (
+            None
+            if trajectory is None or eta is None
+            else step_size_convex_along_path(
+                eta, trajectory, p=pf, loss=loss_name, segment=segment, step_etas=step_etas
+            )
+        ),
     }
     missing_msg = {
         "init_in_region": "not checked: give an initialization (--init W0.npy) and the region (--mu, --R)",
@@ -152,14 +200,22 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         "p": format_fraction(pf),
         "alpha": list(a),
         "data_hash": ctx.problem.data_hash(),
-        "n": ctx.problem.n, "T": ctx.problem.T, "d": ctx.problem.d,
-        **({} if ctx.problem.lengths is None else {"lengths": [int(k) for k in ctx.problem.lengths]}),
+        "n": ctx.problem.n,
+        "T": ctx.problem.T,
+        "d": ctx.problem.d,
+        **(
+            {}
+            if ctx.problem.lengths is None
+            else {"lengths": [int(k) for k in ctx.problem.lengths]}
+        ),
         "loss": loss_name,
         "mu": None if mu is None else str(mu),
         "R": None if R is None else str(R),
         "eta": None if eta is None else str(eta),
         "steps": None if trajectory is None else int(len(trajectory) - 1),
-        "step_rule": None if trajectory is None else ("normalized" if step_etas is not None else "constant"),
+        "step_rule": None
+        if trajectory is None
+        else ("normalized" if step_etas is not None else "constant"),
         "seconds": timings,
     }
     if th.global_tokens and reports[-1].verdict is Verdict.HOLDS:
@@ -171,18 +227,25 @@ def check_theorem(theorem: Any, problem, *, p: Any, alpha: Any = None, loss: Any
         cert = ctx.computed_certificate(pf, svm=svm, alpha=a)
         if cert is None:
             continue
-        if getattr(cert.status, "value", cert.status) == "optimal" and \
-                not ctx.checked(cert, p=pf, svm=svm, alpha=a):
+        if getattr(cert.status, "value", cert.status) == "optimal" and not ctx.checked(
+            cert, p=pf, svm=svm, alpha=a
+        ):
             quantities[f"{svm}_svm"] = {"status": "rejected by the independent checker"}
             continue
         quantities[f"{svm}_svm"] = {
             "status": getattr(cert.status, "value", str(cert.status)),
             "opt_lower": None if cert.opt_lower is None else format_fraction(cert.opt_lower),
             "opt_upper": None if cert.opt_upper is None else format_fraction(cert.opt_upper),
-            "direction_error_upper": None if cert.direction_error_upper is None
+            "direction_error_upper": None
+            if cert.direction_error_upper is None
             else approx_float(cert.direction_error_upper),
-            "support_counts": None if cert.support is None else
-            {k: len(getattr(cert.support, k)) for k in ("tight", "inactive", "undecided")},
-            "support_tight": None if cert.support is None else [list(r) for r in cert.support.tight],
+            "support_counts": None
+            if cert.support is None
+            else {k: len(getattr(cert.support, k)) for k in ("tight", "inactive", "undecided")},
+            "support_tight": None
+            if cert.support is None
+            else [list(r) for r in cert.support.tight],
         }
-    return TheoremReport(th.number, th.title, th.reference, tuple(reports), th.conclusion, quantities)
+    return TheoremReport(
+        th.number, th.title, th.reference, tuple(reports), th.conclusion, quantities
+    )

@@ -28,7 +28,9 @@ class CheckContext:
         time_limit: optional time limit (seconds) passed to each certified solve.
     """
 
-    def __init__(self, problem: AttentionProblem, *, digits: int = 30, time_limit: float | None = None) -> None:
+    def __init__(
+        self, problem: AttentionProblem, *, digits: int = 30, time_limit: float | None = None
+    ) -> None:
         if not isinstance(problem, AttentionProblem):
             raise TypeError(f"expected an AttentionProblem, got {type(problem).__name__}")
         self.problem = problem
@@ -49,17 +51,30 @@ class CheckContext:
         key = ("cert", svm, a, pf)
         if key not in self._cache:
             try:
-                cert = _svm.certify_svm(self.problem, pf, svm=svm, alpha=list(a), digits=self.digits,
-                                   time_limit=self.time_limit)
+                cert = _svm.certify_svm(
+                    self.problem,
+                    pf,
+                    svm=svm,
+                    alpha=list(a),
+                    digits=self.digits,
+                    time_limit=self.time_limit,
+                )
             except MdcertError:
                 raise
             except (ArithmeticError, RuntimeError, ValueError, FloatingPointError) as exc:
                 # an internal failure of the solver proves nothing: report "no verified result"
                 from certify.certificate import Certificate, CertStatus
 
-                cert = Certificate(status=CertStatus.NO_VERIFIED_RESULT, svm=svm, p=pf, alpha=a,
-                                   data_hash=self.problem.data_hash(), d=self.problem.d, digits=self.digits,
-                                   info={"error": f"{type(exc).__name__}: {exc}"})
+                cert = Certificate(
+                    status=CertStatus.NO_VERIFIED_RESULT,
+                    svm=svm,
+                    p=pf,
+                    alpha=a,
+                    data_hash=self.problem.data_hash(),
+                    d=self.problem.d,
+                    digits=self.digits,
+                    info={"error": f"{type(exc).__name__}: {exc}"},
+                )
             self._cache[key] = cert
         return self._cache[key]
 

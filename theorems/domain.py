@@ -27,8 +27,21 @@ from theorems.realfun import SAMPLE_POINTS, condition_relationals
 from theorems.signs import not_real, real_ball, sign_at
 from theorems.domain_types import Condition, DomainReport, Kind, PointValue, short_text
 
-__all__ = ["Kind", "Condition", "PointValue", "DomainReport", "evaluated", "rebuild", "freeze", "thaw", "conditions",
-           "value_at", "sign_at", "domain_check", "set_points"]
+__all__ = [
+    "Kind",
+    "Condition",
+    "PointValue",
+    "DomainReport",
+    "evaluated",
+    "rebuild",
+    "freeze",
+    "thaw",
+    "conditions",
+    "value_at",
+    "sign_at",
+    "domain_check",
+    "set_points",
+]
 
 
 def _sp():
@@ -107,7 +120,7 @@ def conditions(expr, u, region=None) -> list[Condition]:
     out: list[Condition] = []
 
     def rec(node, reg) -> None:
-        if not node.args:   # u, a number, pi, E
+        if not node.args:  # u, a number, pi, E
             return
         if isinstance(node, sp.Piecewise):
             _piecewise(node, reg)
@@ -137,7 +150,9 @@ def conditions(expr, u, region=None) -> list[Condition]:
             out.append(Condition(Kind.NONNEGATIVE, sp.Add(1, -x, evaluate=False), node, reg))
             out.append(Condition(Kind.NONNEGATIVE, sp.Add(1, x, evaluate=False), node, reg))
         elif isinstance(node, sp.acosh):
-            out.append(Condition(Kind.NONNEGATIVE, sp.Add(node.args[0], -1, evaluate=False), node, reg))
+            out.append(
+                Condition(Kind.NONNEGATIVE, sp.Add(node.args[0], -1, evaluate=False), node, reg)
+            )
         elif isinstance(node, sp.atanh):
             x = node.args[0]
             out.append(Condition(Kind.POSITIVE, sp.Add(1, -x, evaluate=False), node, reg))
@@ -224,7 +239,14 @@ def value_at(expr, u, c) -> PointValue:
         value = ev(expr)
     except _Stop as stop:
         return PointValue(c, stop.status, stop.value, stop.why)
-    except (ValueError, TypeError, ArithmeticError, NotImplementedError, AttributeError, RecursionError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        ArithmeticError,
+        NotImplementedError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
         return PointValue(c, "unknown", None, f"sympy failed at u = {c}: {type(exc).__name__}")
     if first_bad:
         return PointValue(c, "not real", value, first_bad[0])
@@ -274,8 +296,11 @@ def _prove(cond: Condition, u) -> tuple[bool, list]:
         missing = cond.region - covered
         return missing == sp.S.EmptySet, set_points(missing) if missing != sp.S.EmptySet else []
     g = evaluated(cond.g)
-    fact = {Kind.POSITIVE: g.is_positive, Kind.NONNEGATIVE: g.is_nonnegative,
-            Kind.NONZERO: (g.is_zero is False and g.is_finite is True) or None}[cond.kind]
+    fact = {
+        Kind.POSITIVE: g.is_positive,
+        Kind.NONNEGATIVE: g.is_nonnegative,
+        Kind.NONZERO: (g.is_zero is False and g.is_finite is True) or None,
+    }[cond.kind]
     if fact is True:
         return True, []
     bad = {Kind.POSITIVE: g <= 0, Kind.NONNEGATIVE: g < 0, Kind.NONZERO: sp.Eq(g, 0)}[cond.kind]
@@ -316,8 +341,13 @@ def domain_check(expr, u, *, extra_points=()) -> DomainReport:
             unproved.append(cond)
             cands += pts
     if not unproved:
-        return DomainReport("holds", f"every domain condition of the expression as written proved on R "
-                                     f"({len(conds)} condition{'s' * (len(conds) != 1)})", None, len(conds))
+        return DomainReport(
+            "holds",
+            f"every domain condition of the expression as written proved on R "
+            f"({len(conds)} condition{'s' * (len(conds) != 1)})",
+            None,
+            len(conds),
+        )
     cands += list(extra_points) + [sp.nsimplify(x) for x in SAMPLE_POINTS]
     seen = set()
     for c in cands:
@@ -327,5 +357,11 @@ def domain_check(expr, u, *, extra_points=()) -> DomainReport:
         pv = value_at(expr, u, c)
         if pv.status in ("undefined", "not real"):
             return DomainReport("fails", _describe(pv, pv.value), c, len(conds))
-    return DomainReport("undecided", "could not prove " + "; ".join(x.text() for x in unproved[:3])
-                        + " on R, nor find a point where it fails", None, len(conds))
+    return DomainReport(
+        "undecided",
+        "could not prove "
+        + "; ".join(x.text() for x in unproved[:3])
+        + " on R, nor find a point where it fails",
+        None,
+        len(conds),
+    )

@@ -13,7 +13,7 @@ def short_text(x, n: int = 50) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-__all__ = ["short_text", 'Condition', 'DomainReport', 'Kind', 'PointValue']
+__all__ = ["short_text", "Condition", "DomainReport", "Kind", "PointValue"]
 
 
 class Kind(Enum):

@@ -12,7 +12,7 @@ import numpy as np
 
 from certify.exact import format_fraction
 
-__all__ = ['exact_vector', 'dyadic_scale', 'verify_gordan', 'verify_point']
+__all__ = ["exact_vector", "dyadic_scale", "verify_gordan", "verify_point"]
 
 
 # ---------------------------------------------------------------------- exact vector helpers
@@ -25,7 +25,10 @@ def exact_vector(vec: Any) -> tuple[list[int], int, int] | None:
     if vec is None:
         return None
     if hasattr(vec, "ints"):
-        if any(not isinstance(k, (int, np.integer)) for k in vec.ints) or int(getattr(vec, "den", 1)) <= 0:
+        if (
+            any(not isinstance(k, (int, np.integer)) for k in vec.ints)
+            or int(getattr(vec, "den", 1)) <= 0
+        ):
             raise TypeError("exact vectors must hold integers with a positive denominator")
         return [int(k) for k in vec.ints], int(getattr(vec, "exp", 0)), int(getattr(vec, "den", 1))
     if hasattr(vec, "fractions"):
@@ -77,6 +80,9 @@ def verify_gordan(system, vec: Any) -> tuple[bool, Fraction, dict]:
     combo = np.array(ints, dtype=object).dot(rows)
     total = sum(ints)
     resid = Fraction(int(max(abs(int(c)) for c in combo))) * Fraction(2) ** rexp / total
-    data = {",".join(str(x) for x in system.index[r]): format_fraction(Fraction(k, total))
-            for r, k in enumerate(ints) if k}
+    data = {
+        ",".join(str(x) for x in system.index[r]): format_fraction(Fraction(k, total))
+        for r, k in enumerate(ints)
+        if k
+    }
     return resid == 0, resid, data

@@ -16,8 +16,20 @@ from flint import arb, fmpz_mat
 
 from certify.errors import MdcertError
 
-__all__ = ["RIGOROUS_LOSSES", "BALL_EXP", "BALL_LOG1P", "check_trajectory", "dyadic_rows", "logit_ints",
-           "exact_logits", "logit_balls", "loss_terms", "token_values", "padding_mask", "softmax_balls"]
+__all__ = [
+    "RIGOROUS_LOSSES",
+    "BALL_EXP",
+    "BALL_LOG1P",
+    "check_trajectory",
+    "dyadic_rows",
+    "logit_ints",
+    "exact_logits",
+    "logit_balls",
+    "loss_terms",
+    "token_values",
+    "padding_mask",
+    "softmax_balls",
+]
 
 #: losses whose l and l' are evaluated in balls here
 RIGOROUS_LOSSES = ("logistic", "exponential", "linear")
@@ -32,10 +44,14 @@ def check_trajectory(trajectory: Any, d: int) -> np.ndarray:
     except (TypeError, ValueError):
         raise MdcertError("trajectory must be a numeric array of shape (K+1, d, d)") from None
     if Ws.ndim != 3 or Ws.shape[1:] != (d, d) or Ws.shape[0] < 2:
-        raise MdcertError(f"trajectory must have shape (K+1, {d}, {d}) with K >= 1 steps, got {Ws.shape}")
+        raise MdcertError(
+            f"trajectory must have shape (K+1, {d}, {d}) with K >= 1 steps, got {Ws.shape}"
+        )
     if not np.all(np.isfinite(Ws)):
         k = int(np.argwhere(~np.isfinite(Ws))[0][0])
-        raise MdcertError(f"trajectory contains NaN or Inf (first at iterate {k}); the path diverged - lower the step size")
+        raise MdcertError(
+            f"trajectory contains NaN or Inf (first at iterate {k}); the path diverged - lower the step size"
+        )
     return Ws
 
 
@@ -55,8 +71,9 @@ def dyadic_rows(Ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ints, emin
 
 
-def logit_ints(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray] | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+def logit_ints(
+    problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact logits as integers: ``x_it^T W_k z_i = S[k, i, t] * 2**E[k]``.
 
     One python-flint ``fmpz_mat`` product for the whole path. Returns (S object array of Python ints
@@ -113,7 +130,9 @@ def loss_terms(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
         return em, -em
     if loss == "linear":
         return -u, np.full(u.shape, arb(-1), dtype=object)
-    raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+    raise MdcertError(
+        f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}"
+    )
 
 
 def token_values(problem) -> tuple[np.ndarray, int]:

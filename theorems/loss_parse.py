@@ -18,7 +18,14 @@ from typing import Any
 from certify.errors import MdcertError
 from theorems.loss_tree import LIMITS, LOSS_FUNCS, check_tree, loss_refusal
 
-__all__ = ["NAMED_LOSSES", "LOSS_FUNCS", "LIMITS", "parse_loss", "parse_written", "check_expr_bounds"]
+__all__ = [
+    "NAMED_LOSSES",
+    "LOSS_FUNCS",
+    "LIMITS",
+    "parse_loss",
+    "parse_written",
+    "check_expr_bounds",
+]
 
 NAMED_LOSSES: dict[str, str] = {
     "logistic": "log(1 + exp(-u))",
@@ -40,17 +47,23 @@ def check_expr_bounds(expr, loss: Any) -> None:
         node, depth = stack.pop()
         count += 1
         if count > 10 * LIMITS["nodes"]:
-            raise MdcertError(f"loss {str(loss)[:80]!r} is too large (more than {10 * LIMITS['nodes']} sympy nodes); "
-                              f"simplify the expression")
+            raise MdcertError(
+                f"loss {str(loss)[:80]!r} is too large (more than {10 * LIMITS['nodes']} sympy nodes); "
+                f"simplify the expression"
+            )
         if depth > 2 * LIMITS["depth"]:
-            raise MdcertError(f"loss {str(loss)[:80]!r} is nested too deeply (more than {2 * LIMITS['depth']} "
-                              f"sympy levels); simplify the expression")
+            raise MdcertError(
+                f"loss {str(loss)[:80]!r} is nested too deeply (more than {2 * LIMITS['depth']} "
+                f"sympy levels); simplify the expression"
+            )
         if node.is_Number:
             if not node.is_finite or node is sp.nan or not node.is_real:
                 raise loss_refusal(loss, f"the number {node}")
             if node.is_Rational and node.p.bit_length() + node.q.bit_length() > LIMITS["bits"]:
-                raise MdcertError(f"loss {str(loss)[:80]!r} holds a number too large to reason about exactly "
-                                  f"(more than {LIMITS['bits']} bits); use smaller constants")
+                raise MdcertError(
+                    f"loss {str(loss)[:80]!r} holds a number too large to reason about exactly "
+                    f"(more than {LIMITS['bits']} bits); use smaller constants"
+                )
         elif node in (sp.I, sp.zoo, sp.oo, -sp.oo, sp.nan):
             raise loss_refusal(loss, f"the constant {node}")
         stack.extend((a, depth + 1) for a in node.args if isinstance(a, sp.Basic))
@@ -72,8 +85,10 @@ def parse_written(loss: Any):
         if not isinstance(loss, sp.Expr):
             raise MdcertError(f"loss {str(loss)[:80]!r} is not an expression in u")
         check_expr_bounds(loss, loss)
-        with sp.evaluate(False):   # examine the tree that was given, not a re-simplified one
-            expr = loss.xreplace({s: u for s in loss.free_symbols if getattr(s, "name", None) == "u"})
+        with sp.evaluate(False):  # examine the tree that was given, not a re-simplified one
+            expr = loss.xreplace(
+                {s: u for s in loss.free_symbols if getattr(s, "name", None) == "u"}
+            )
             floats = expr.atoms(sp.Float)
             if floats:  # binary floats are exact rationals: reason about the value that was given
                 expr = expr.xreplace({f: sp.Rational(f) for f in floats})
@@ -81,39 +96,59 @@ def parse_written(loss: Any):
             check_expr_bounds(expr, loss)
     else:
         if not isinstance(loss, str) or not loss.strip():
-            raise MdcertError(f"invalid loss {loss!r}; give a name ({', '.join(NAMED_LOSSES)}) or an expression in u")
+            raise MdcertError(
+                f"invalid loss {loss!r}; give a name ({', '.join(NAMED_LOSSES)}) or an expression in u"
+            )
         text = NAMED_LOSSES.get(loss.strip().lower(), loss).strip()
         if len(text) > LIMITS["chars"]:
-            raise MdcertError(f"loss expression is too long ({len(text)} characters, at most {LIMITS['chars']})")
+            raise MdcertError(
+                f"loss expression is too long ({len(text)} characters, at most {LIMITS['chars']})"
+            )
         try:
             tree = ast.parse(text, mode="eval")
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            raise MdcertError(f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'") from None
+            raise MdcertError(
+                f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'"
+            ) from None
         check_tree(tree, text, loss)
         try:
             from sympy.parsing.sympy_parser import parse_expr, rationalize, standard_transformations
 
-            unevaluated = {name: (lambda f: lambda *a: f(*a, evaluate=False))(f)
-                           for name, f in (("Max", sp.Max), ("Min", sp.Min), ("Piecewise", sp.Piecewise))}
+            unevaluated = {
+                name: (lambda f: lambda *a: f(*a, evaluate=False))(f)
+                for name, f in (("Max", sp.Max), ("Min", sp.Min), ("Piecewise", sp.Piecewise))
+            }
             with sp.evaluate(False):
-                expr = parse_expr(text, local_dict={"u": u, "Abs": sp.Abs, "E": sp.E, "pi": sp.pi, **unevaluated},
-                                  transformations=standard_transformations + (rationalize,), evaluate=False)
-        except Exception:  # sympy raises many types on garbage (TypeError for comparisons with non-reals, ...)
-            raise MdcertError(f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'") from None
+                expr = parse_expr(
+                    text,
+                    local_dict={"u": u, "Abs": sp.Abs, "E": sp.E, "pi": sp.pi, **unevaluated},
+                    transformations=standard_transformations + (rationalize,),
+                    evaluate=False,
+                )
+        except (
+            Exception
+        ):  # sympy raises many types on garbage (TypeError for comparisons with non-reals, ...)
+            raise MdcertError(
+                f"cannot parse loss expression {loss!r}; write it in u, e.g. 'log(1 + exp(-u))'"
+            ) from None
         if isinstance(expr, sp.Basic):
             check_expr_bounds(expr, loss)
     if not isinstance(expr, sp.Expr):
         raise MdcertError(f"loss {str(loss)[:80]!r} is not an expression in u")
     extra = sorted(str(s) for s in expr.free_symbols if s != u)
     if extra:
-        raise MdcertError(f"loss {str(loss)[:80]!r} has free symbols {extra}; the only variable allowed is u")
+        raise MdcertError(
+            f"loss {str(loss)[:80]!r} has free symbols {extra}; the only variable allowed is u"
+        )
     try:
         simple = evaluated(expr)
     except MdcertError:
         raise
     except Exception:  # sympy raises many types while evaluating garbage
-        raise MdcertError(f"cannot evaluate loss expression {str(loss)[:80]!r}; write it in u, "
-                          f"e.g. 'log(1 + exp(-u))'") from None
+        raise MdcertError(
+            f"cannot evaluate loss expression {str(loss)[:80]!r}; write it in u, "
+            f"e.g. 'log(1 + exp(-u))'"
+        ) from None
     check_expr_bounds(simple, loss)
     if not isinstance(simple, sp.Expr):
         raise MdcertError(f"loss {str(loss)[:80]!r} is not an expression in u")

@@ -9,7 +9,23 @@ from fractions import Fraction
 from theorems.domain import set_points, sign_at
 from theorems.verdict import Evidence, Method
 
-__all__ = ['Q_DEC', 'Q_DIFF', 'Q_LIP', 'Q_REAL', 'derivative_witness', 'first_interval', 'kink_witness', 'pair_witness', 'proved_evidence', 'refuted_evidence', 'safe_points', 'clip_text', 'sp_cancel', 'unknown_evidence', 'witness_points']
+__all__ = [
+    "Q_DEC",
+    "Q_DIFF",
+    "Q_LIP",
+    "Q_REAL",
+    "derivative_witness",
+    "first_interval",
+    "kink_witness",
+    "pair_witness",
+    "proved_evidence",
+    "refuted_evidence",
+    "safe_points",
+    "clip_text",
+    "sp_cancel",
+    "unknown_evidence",
+    "witness_points",
+]
 
 
 Q_REAL = "l is real-valued and continuous on R"
@@ -51,8 +67,14 @@ def kink_witness(expr, u, pts) -> Evidence | None:
             left = sp.limit((expr.subs(u, c) - expr.subs(u, c - h)) / h, h, 0, "+")
         except Exception:  # no refutation from a failed limit
             continue
-        if all(x.is_real is True and x.is_finite is True for x in (left, right)) and (left - right).is_zero is False:
-            return refuted_evidence(Q_DIFF, f"kink at u = {c}: one-sided derivatives {clip_text(left, 30)} and {clip_text(right, 30)}")
+        if (
+            all(x.is_real is True and x.is_finite is True for x in (left, right))
+            and (left - right).is_zero is False
+        ):
+            return refuted_evidence(
+                Q_DIFF,
+                f"kink at u = {c}: one-sided derivatives {clip_text(left, 30)} and {clip_text(right, 30)}",
+            )
     return None
 
 
@@ -60,16 +82,22 @@ def derivative_witness(d1, u) -> Evidence | None:
     """An exact grid point where l' = 0 (exactly) or l' > 0 (ball arithmetic): either refutes l' < 0."""
     import sympy as sp
 
-    grid = [sp.Rational(k, 2) for k in range(-6, 7)] + [sp.Integer(k) for k in (-100, -10, -5, 5, 10, 100)]
+    grid = [sp.Rational(k, 2) for k in range(-6, 7)] + [
+        sp.Integer(k) for k in (-100, -10, -5, 5, 10, 100)
+    ]
     for c in sorted(grid, key=abs):
         try:
             s = sign_at(d1.subs(u, c))
         except Exception:  # overflow, non-numeric results: no witness here
             continue
         if s == 0:
-            return refuted_evidence(Q_DEC, f"l'({c}) = 0 exactly; the assumption needs l' < 0 at every u")
+            return refuted_evidence(
+                Q_DEC, f"l'({c}) = 0 exactly; the assumption needs l' < 0 at every u"
+            )
         if s == 1:
-            return refuted_evidence(Q_DEC, f"l'({c}) > 0 (ball arithmetic): l is increasing near u = {c}")
+            return refuted_evidence(
+                Q_DEC, f"l'({c}) > 0 (ball arithmetic): l is increasing near u = {c}"
+            )
     return None
 
 
@@ -84,7 +112,9 @@ def pair_witness(value, pairs, what: str) -> Evidence | None:
         if s is None:
             s = sign_at(sp_cancel(diff))
         if s in (0, 1):
-            return refuted_evidence(Q_DEC, f"l is {what}: l({a}) = {clip_text(la, 30)}, l({b}) = {clip_text(lb, 30)}")
+            return refuted_evidence(
+                Q_DEC, f"l is {what}: l({a}) = {clip_text(la, 30)}, l({b}) = {clip_text(lb, 30)}"
+            )
     return None
 
 

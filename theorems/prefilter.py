@@ -55,12 +55,14 @@ def logit_increment_norms(S: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, np.
     return (dS * dS).sum(axis=2), e
 
 
-def _coefficients(h: np.ndarray, hexp: int, loss: str, lengths: np.ndarray | None = None) -> list[arb]:
+def _coefficients(
+    h: np.ndarray, hexp: int, loss: str, lengths: np.ndarray | None = None
+) -> list[arb]:
     """Per example, the curvature constant ``c_i`` from the range ``R_h`` of its valid token values
     (``lengths``: tokens per example, None for all)."""
     out = []
     for i, row in enumerate(h):
-        row = row if lengths is None else row[:int(lengths[i])]  # padding takes part in no softmax
+        row = row if lengths is None else row[: int(lengths[i])]  # padding takes part in no softmax
         R = arb((int(max(row)) - int(min(row)), hexp))
         out.append(R * R / 64 + R / 4 if loss == "logistic" else R / 4)
     return out
@@ -97,7 +99,9 @@ def _psi_lower(rows: tuple[np.ndarray, np.ndarray], Ws: np.ndarray, p: Fraction)
     klo, khi = math.floor(p - 2), math.ceil(p - 2)
     for k in range(K):
         ek = int(e1[k])
-        threshold = 2 ** (-ek) if ek < 0 else 1     # m_real = m_int * 2^ek >= 1  <=>  m_int >= threshold
+        threshold = (
+            2 ** (-ek) if ek < 0 else 1
+        )  # m_real = m_int * 2^ek >= 1  <=>  m_int >= threshold
         mk, sq = m[k], dW[k] * dW[k]
         big = (mk >= threshold).astype(bool)
         s_lo = int((np.where(big, mk, 1) ** klo * np.where(big, sq, 0)).sum())
@@ -107,8 +111,16 @@ def _psi_lower(rows: tuple[np.ndarray, np.ndarray], Ws: np.ndarray, p: Fraction)
     return out
 
 
-def prefilter_steps(problem, Ws: np.ndarray, rows: tuple[np.ndarray, np.ndarray], S: np.ndarray, E: np.ndarray,
-                    eta: Any, p: Fraction, loss: str) -> tuple[np.ndarray, list, np.ndarray]:
+def prefilter_steps(
+    problem,
+    Ws: np.ndarray,
+    rows: tuple[np.ndarray, np.ndarray],
+    S: np.ndarray,
+    E: np.ndarray,
+    eta: Any,
+    p: Fraction,
+    loss: str,
+) -> tuple[np.ndarray, list, np.ndarray]:
     """Steps proved by the cheap bounds; ``eta`` is one exact step size or one per step (K,).
 
     Returns:

@@ -14,8 +14,16 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterable
 
-__all__ = ["real_continuous", "smooth_fragment", "breakpoints", "witness", "jump", "jump_candidates",
-           "SAMPLE_POINTS", "condition_relationals"]
+__all__ = [
+    "real_continuous",
+    "smooth_fragment",
+    "breakpoints",
+    "witness",
+    "jump",
+    "jump_candidates",
+    "SAMPLE_POINTS",
+    "condition_relationals",
+]
 
 #: exact points tried first when looking for a refutation
 SAMPLE_POINTS = ("0", "1/2", "-1/2", "1", "-1", "2", "-2", "3", "-3", "10", "-10", "100", "-100")
@@ -90,8 +98,12 @@ def real_continuous(expr, u, *, jumps_ok: bool = False) -> bool:
             if isinstance(node, sp.atanh):
                 return rec(x) and _true((1 - x).is_positive) and _true((1 + x).is_positive)
         if isinstance(node, jumps):
-            return jumps_ok and rec(node.args[0]) and _finite_zeros(node.args[0], u) and \
-                all(not a.has(u) and _true(a.is_real) for a in node.args[1:])
+            return (
+                jumps_ok
+                and rec(node.args[0])
+                and _finite_zeros(node.args[0], u)
+                and all(not a.has(u) and _true(a.is_real) for a in node.args[1:])
+            )
         if isinstance(node, sp.Piecewise):
             return _piecewise(node, rec, u, jumps_ok)
         return False  # tan, floor, frac, unknown functions, derivatives, ...: not proved
@@ -141,7 +153,7 @@ def _piecewise(node, rec, u, jumps_ok: bool) -> bool:
             return False
         if g.has(u):
             points.extend(sp.solveset(sp.Eq(g, 0), u, sp.S.Reals))
-    try:   # the pieces must cover R (a point no condition selects is a point where l is undefined)
+    try:  # the pieces must cover R (a point no condition selects is a point where l is undefined)
         if sp.S.Reals.is_subset(sp.Or(*[pair.args[1] for pair in node.args]).as_set()) is not True:
             return False
     except Exception:  # as_set raises NotImplementedError and others on conditions it cannot solve
@@ -176,7 +188,7 @@ def breakpoints(expr, u) -> list | None:
             cands.append(node.args[0])
         elif isinstance(node, (sp.Max, sp.Min)):
             args = node.args
-            cands.extend(a - b for i, a in enumerate(args) for b in args[i + 1:])
+            cands.extend(a - b for i, a in enumerate(args) for b in args[i + 1 :])
         elif isinstance(node, sp.Piecewise):
             for _, cond in node.args:
                 rels = condition_relationals(cond)
@@ -272,6 +284,10 @@ def jump(expr, u, points: Iterable) -> tuple[object, object, object, object] | N
         trio = (left, value, right)
         if not all(_true(x.is_real) and _true(x.is_finite) for x in trio):
             continue
-        if (left - right).is_zero is False or (left - value).is_zero is False or (right - value).is_zero is False:
+        if (
+            (left - right).is_zero is False
+            or (left - value).is_zero is False
+            or (right - value).is_zero is False
+        ):
             return c, left, value, right
     return None

@@ -25,8 +25,15 @@ from flint import arb
 
 from certify.errors import MdcertError
 from theorems.balls import arb_fraction
-from theorems.logits import (BALL_EXP, RIGOROUS_LOSSES, check_trajectory, exact_logits, padding_mask, softmax_balls,
-                              token_values)
+from theorems.logits import (
+    BALL_EXP,
+    RIGOROUS_LOSSES,
+    check_trajectory,
+    exact_logits,
+    padding_mask,
+    softmax_balls,
+    token_values,
+)
 
 __all__ = ["SegmentCheck", "segment_convexity"]
 
@@ -50,7 +57,9 @@ def _loss_d12(u: np.ndarray, loss: str) -> tuple[np.ndarray, np.ndarray]:
         return -e, e
     if loss == "linear":
         return np.full(u.shape, arb(-1), dtype=object), np.full(u.shape, arb(0), dtype=object)
-    raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+    raise MdcertError(
+        f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}"
+    )
 
 
 def _curvature_lower(w: arb, e: arb, p_below_2: bool) -> arb:
@@ -73,8 +82,21 @@ def _curvature_ball(w: arb, e: arb, p_below_2: bool) -> arb:
     return abs(w) ** e
 
 
-def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: bool = True,
-        mask: np.ndarray | None = None) -> np.ndarray:
+def _g2(
+    S0,
+    dS,
+    W0,
+    dW,
+    H,
+    Y,
+    tau,
+    p: Fraction,
+    eta: arb,
+    loss: str,
+    *,
+    lower: bool = True,
+    mask: np.ndarray | None = None,
+) -> np.ndarray:
     """Balls for g''(tau) per step (arrays with leading step axis; ``tau`` one ball per step).
 
     With ``lower=True`` the psi part is replaced by a rigorous lower bound (for proofs); with
@@ -104,12 +126,15 @@ def _g2(S0, dS, W0, dW, H, Y, tau, p: Fraction, eta: arb, loss: str, *, lower: b
     return psi2 - eta * L2
 
 
-def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: str = "logistic",
-                      max_depth: int = 5) -> SegmentCheck:
+def segment_convexity(
+    problem, trajectory, eta: Fraction, p: Fraction, *, loss: str = "logistic", max_depth: int = 5
+) -> SegmentCheck:
     """Prove or refute ``(psi - eta L)'' >= 0`` on every recorded segment (interval bisection in tau)."""
     Ws = check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
-        raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+        raise MdcertError(
+            f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}"
+        )
     K = Ws.shape[0] - 1
     hint, hexp = token_values(problem)
     with flint.ctx.workprec(_PREC):
@@ -129,9 +154,24 @@ def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: 
         def run(pieces, *, centre: bool):
             ks = np.array([k for k, _, _ in pieces])
             taus = np.empty(len(pieces), dtype=object)
-            taus[:] = [arb_fraction((lo + hi) / 2) + (arb(0) if centre else arb(0, float(hi - lo) / 2))
-                       for _, lo, hi in pieces]
-            return _g2(S0[ks], dS[ks], W0[ks], dW[ks], H, Y, taus, p, eta_b, loss, lower=not centre, mask=mask)
+            taus[:] = [
+                arb_fraction((lo + hi) / 2) + (arb(0) if centre else arb(0, float(hi - lo) / 2))
+                for _, lo, hi in pieces
+            ]
+            return _g2(
+                S0[ks],
+                dS[ks],
+                W0[ks],
+                dW[ks],
+                H,
+                Y,
+                taus,
+                p,
+                eta_b,
+                loss,
+                lower=not centre,
+                mask=mask,
+            )
 
         for depth in range(max_depth + 1):
             if not items:
@@ -150,7 +190,11 @@ def segment_convexity(problem, trajectory, eta: Fraction, p: Fraction, *, loss: 
             if depth == max_depth:
                 items = failing
                 break
-            items = [half for k, lo, hi in failing for half in ((k, lo, (lo + hi) / 2), (k, (lo + hi) / 2, hi))]
+            items = [
+                half
+                for k, lo, hi in failing
+                for half in ((k, lo, (lo + hi) / 2), (k, (lo + hi) / 2, hi))
+            ]
         undecided = {k for k, _, _ in items}
         for k in range(K):
             if status[k] == 0 and k not in undecided:

@@ -35,8 +35,12 @@ LITERAL_LIMIT = 2000
 
 def _targets_nonzero(problem: RegressionProblem) -> Evidence:
     zero = np.flatnonzero(np.asarray(problem.y) == 0)
-    return Evidence.statement("every target y_n != 0", zero.size == 0, method=Method.EXACT,
-                              detail="all nonzero" if zero.size == 0 else f"y_{int(zero[0])} = 0")
+    return Evidence.statement(
+        "every target y_n != 0",
+        zero.size == 0,
+        method=Method.EXACT,
+        detail="all nonzero" if zero.size == 0 else f"y_{int(zero[0])} = 0",
+    )
 
 
 def _disjoint_rows(X: np.ndarray) -> tuple[bool, str]:
@@ -44,7 +48,10 @@ def _disjoint_rows(X: np.ndarray) -> tuple[bool, str]:
     if not nz.any(axis=1).all():
         return False, f"row {int(np.flatnonzero(~nz.any(axis=1))[0])} is zero"
     shared = np.flatnonzero(nz.sum(axis=0) > 1)
-    return shared.size == 0, "" if shared.size == 0 else f"column {int(shared[0])} is shared by two rows"
+    return (
+        shared.size == 0,
+        "" if shared.size == 0 else f"column {int(shared[0])} is shared by two rows",
+    )
 
 
 def _literal_blocks(problem: RegressionProblem) -> tuple[bool, str]:
@@ -77,7 +84,10 @@ def _literal_blocks(problem: RegressionProblem) -> tuple[bool, str]:
     for cols in comps.values():
         sub = flint.fmpz_mat([[int(G[i, j]) for j in cols] for i in cols])
         if sub.rank() != 1:
-            return False, f"a block of X^T X on columns {cols[:4]}{'...' if len(cols) > 4 else ''} has rank {sub.rank()}"
+            return (
+                False,
+                f"a block of X^T X on columns {cols[:4]}{'...' if len(cols) > 4 else ''} has rank {sub.rank()}",
+            )
     return True, f"{problem.N} blocks of rank one"
 
 
@@ -86,23 +96,46 @@ def assumption_3_2(problem: RegressionProblem) -> HypothesisReport:
     evidence = [_targets_nonzero(problem)]
     disjoint, why = _disjoint_rows(problem.X)
     if disjoint:
-        evidence.append(Evidence.statement("X^T X block diagonal with N rank-one blocks", True, method=Method.EXACT,
-                                           detail="rows have pairwise disjoint supports and none is zero"))
+        evidence.append(
+            Evidence.statement(
+                "X^T X block diagonal with N rank-one blocks",
+                True,
+                method=Method.EXACT,
+                detail="rows have pairwise disjoint supports and none is zero",
+            )
+        )
     elif problem.D <= LITERAL_LIMIT:
         holds, detail = _literal_blocks(problem)
-        evidence.append(Evidence.statement("X^T X block diagonal with N rank-one blocks", holds, method=Method.EXACT,
-                                           detail=detail if holds else f"{detail} ({why})"))
+        evidence.append(
+            Evidence.statement(
+                "X^T X block diagonal with N rank-one blocks",
+                holds,
+                method=Method.EXACT,
+                detail=detail if holds else f"{detail} ({why})",
+            )
+        )
     else:
         # deciding but open: the indicator is only known to lie in [0, 1], so the verdict is UNDECIDED
-        evidence.append(Evidence("X^T X block diagonal with N rank-one blocks", Fraction(0), Fraction(1),
-                                 Method.EXACT, "==", Fraction(1),
-                                 detail=f"{why}; D = {problem.D} > {LITERAL_LIMIT}: the literal block test on "
-                                        "X^T X was not run"))
+        evidence.append(
+            Evidence(
+                "X^T X block diagonal with N rank-one blocks",
+                Fraction(0),
+                Fraction(1),
+                Method.EXACT,
+                "==",
+                Fraction(1),
+                detail=f"{why}; D = {problem.D} > {LITERAL_LIMIT}: the literal block test on "
+                "X^T X was not run",
+            )
+        )
     return HypothesisReport.from_evidence(
-        "assumption_3_2", evidence,
+        "assumption_3_2",
+        evidence,
         holds="Assumption 3.2 holds (exact): nonzero targets, X^T X block diagonal with N rank-one blocks",
-        fails="Assumption 3.2 fails (exact): " + "; ".join(e.detail for e in evidence if e.implies() is Verdict.FAILS),
-        undecided="Assumption 3.2 undecided: the rows share columns and D is too large for the exact block test")
+        fails="Assumption 3.2 fails (exact): "
+        + "; ".join(e.detail for e in evidence if e.implies() is Verdict.FAILS),
+        undecided="Assumption 3.2 undecided: the rows share columns and D is too large for the exact block test",
+    )
 
 
 def assumption_3_8(problem: RegressionProblem) -> HypothesisReport:
@@ -111,20 +144,38 @@ def assumption_3_8(problem: RegressionProblem) -> HypothesisReport:
     per_row = np.count_nonzero(np.asarray(problem.X), axis=1)
     bad_row = np.flatnonzero(per_row != 2)
     evidence = [
-        Evidence.statement("D = 2N", problem.D == 2 * problem.N, method=Method.EXACT,
-                           detail=f"N = {problem.N}, D = {problem.D}"),
-        Evidence.statement("every row has exactly two nonzeros", bad_row.size == 0, method=Method.EXACT,
-                           detail="yes" if bad_row.size == 0 else
-                           f"row {int(bad_row[0])} has {int(per_row[bad_row[0]])} nonzeros"),
-        Evidence.statement("rows have pairwise disjoint supports", bool(np.all(nz <= 1)), method=Method.EXACT,
-                           detail="yes" if np.all(nz <= 1) else f"column {int(np.flatnonzero(nz > 1)[0])} is shared"),
+        Evidence.statement(
+            "D = 2N",
+            problem.D == 2 * problem.N,
+            method=Method.EXACT,
+            detail=f"N = {problem.N}, D = {problem.D}",
+        ),
+        Evidence.statement(
+            "every row has exactly two nonzeros",
+            bad_row.size == 0,
+            method=Method.EXACT,
+            detail="yes"
+            if bad_row.size == 0
+            else f"row {int(bad_row[0])} has {int(per_row[bad_row[0]])} nonzeros",
+        ),
+        Evidence.statement(
+            "rows have pairwise disjoint supports",
+            bool(np.all(nz <= 1)),
+            method=Method.EXACT,
+            detail="yes"
+            if np.all(nz <= 1)
+            else f"column {int(np.flatnonzero(nz > 1)[0])} is shared",
+        ),
     ]
     return HypothesisReport.from_evidence(
-        "assumption_3_8", evidence,
+        "assumption_3_8",
+        evidence,
         holds="Assumption 3.8 holds (exact): N blocks of size two, both entries nonzero (|cos| >= |sin| > 0 by "
-              "ordering the two columns of each block)",
-        fails="Assumption 3.8 fails (exact): " + "; ".join(e.detail for e in evidence if e.implies() is Verdict.FAILS),
-        undecided="Assumption 3.8 undecided")
+        "ordering the two columns of each block)",
+        fails="Assumption 3.8 fails (exact): "
+        + "; ".join(e.detail for e in evidence if e.implies() is Verdict.FAILS),
+        undecided="Assumption 3.8 undecided",
+    )
 
 
 def assumption_3_3(problem: RegressionProblem, *, eps: float, alpha: float) -> HypothesisReport:
@@ -134,11 +185,23 @@ def assumption_3_3(problem: RegressionProblem, *, eps: float, alpha: float) -> H
     rows = []
     for n in range(problem.N):
         s = float(np.abs(X[n]).sum())
-        rows.append(f"row {n}: |y|={abs(y[n]):.4g}, sum|x|={s:.4g}, min nonzero |x|="
-                    f"{float(np.abs(X[n][X[n] != 0]).min()) if np.any(X[n]) else 0:.4g}")
-    info = Evidence("data quantities of eqs. 18-19", None, None, Method.EXACT,
-                    detail=f"eps = {eps:g}, alpha = {alpha:g}; " + "; ".join(rows[:4]) +
-                           (f"; ... {len(rows)} rows" if len(rows) > 4 else ""))
-    return HypothesisReport("assumption_3_3", Verdict.UNDECIDED, (info,),
-                            "Assumption 3.3 undecided: its constants (eqs. 18-19) could not be confirmed from the "
-                            "paper's text here; compare eps and alpha with the quantities listed")
+        rows.append(
+            f"row {n}: |y|={abs(y[n]):.4g}, sum|x|={s:.4g}, min nonzero |x|="
+            f"{float(np.abs(X[n][X[n] != 0]).min()) if np.any(X[n]) else 0:.4g}"
+        )
+    info = Evidence(
+        "data quantities of eqs. 18-19",
+        None,
+        None,
+        Method.EXACT,
+        detail=f"eps = {eps:g}, alpha = {alpha:g}; "
+        + "; ".join(rows[:4])
+        + (f"; ... {len(rows)} rows" if len(rows) > 4 else ""),
+    )
+    return HypothesisReport(
+        "assumption_3_3",
+        Verdict.UNDECIDED,
+        (info,),
+        "Assumption 3.3 undecided: its constants (eqs. 18-19) could not be confirmed from the "
+        "paper's text here; compare eps and alpha with the quantities listed",
+    )

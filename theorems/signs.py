@@ -43,10 +43,25 @@ def exact_acb(x, prec: int):
         b, e = args
         if x.args[1].is_Integer:
             return b ** int(x.args[1])
-        return b ** e
-    simple = {sp.exp: "exp", sp.log: "log", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.sinh: "sinh",
-              sp.cosh: "cosh", sp.tanh: "tanh", sp.atan: "atan", sp.asin: "asin", sp.acos: "acos",
-              sp.asinh: "asinh", sp.acosh: "acosh", sp.atanh: "atanh", sp.erf: "erf", sp.erfc: "erfc"}
+        return b**e
+    simple = {
+        sp.exp: "exp",
+        sp.log: "log",
+        sp.sin: "sin",
+        sp.cos: "cos",
+        sp.tan: "tan",
+        sp.sinh: "sinh",
+        sp.cosh: "cosh",
+        sp.tanh: "tanh",
+        sp.atan: "atan",
+        sp.asin: "asin",
+        sp.acos: "acos",
+        sp.asinh: "asinh",
+        sp.acosh: "acosh",
+        sp.atanh: "atanh",
+        sp.erf: "erf",
+        sp.erfc: "erfc",
+    }
     name = simple.get(x.func)
     if name is not None and len(args) == 1:
         return getattr(args[0], name)()

@@ -9,7 +9,15 @@ from typing import Any, Iterable
 
 from certify.exact import format_fraction
 
-__all__ = ['EvidenceError', 'Method', 'Verdict', 'approx_float', 'fraction_text', 'fraction_or_none', 'kleene_and']
+__all__ = [
+    "EvidenceError",
+    "Method",
+    "Verdict",
+    "approx_float",
+    "fraction_text",
+    "fraction_or_none",
+    "kleene_and",
+]
 
 
 class EvidenceError(AssertionError):
@@ -55,10 +63,10 @@ def kleene_and(verdicts: Iterable[Verdict]) -> Verdict:
 class Method(str, Enum):
     """How an enclosure was obtained. Only EXACT and INTERVAL are rigorous."""
 
-    EXACT = "exact"          # integer / rational arithmetic on the given float64 data
-    INTERVAL = "interval"    # outward-rounded ball arithmetic (python-flint arb)
-    SOLVER = "solver"        # a numerical solver's output (warm start only)
-    SAMPLED = "sampled"      # sampling or float64 evaluation at some points
+    EXACT = "exact"  # integer / rational arithmetic on the given float64 data
+    INTERVAL = "interval"  # outward-rounded ball arithmetic (python-flint arb)
+    SOLVER = "solver"  # a numerical solver's output (warm start only)
+    SAMPLED = "sampled"  # sampling or float64 evaluation at some points
 
     @property
     def rigorous(self) -> bool:
@@ -74,8 +82,10 @@ def fraction_or_none(name: str, value: Any) -> Fraction | None:
         return Fraction(value)
     if isinstance(value, Fraction):
         return value
-    raise TypeError(f"Evidence.{name} must be an exact Fraction or int (got {type(value).__name__}); "
-                    f"convert floats with Fraction(x) and mark them Method.SAMPLED")
+    raise TypeError(
+        f"Evidence.{name} must be an exact Fraction or int (got {type(value).__name__}); "
+        f"convert floats with Fraction(x) and mark them Method.SAMPLED"
+    )
 
 
 def fraction_text(x: Fraction | None) -> str | None:

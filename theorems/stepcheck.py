@@ -29,11 +29,18 @@ from theorems.prefilter import prefilter_steps
 #: working precisions (bits) tried in turn until every step is decided
 PRECISIONS = (96, 320, 1280)
 
-__all__ = ["PRECISIONS", 'StepCheck', 'check_steps', 'evaluate', 'iterate_terms']
+__all__ = ["PRECISIONS", "StepCheck", "check_steps", "evaluate", "iterate_terms"]
 
 
-def iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p: Fraction, loss: str,
-                   mask: np.ndarray | None = None):
+def iterate_terms(
+    S: np.ndarray,
+    Wb: np.ndarray,
+    H: np.ndarray,
+    Y: np.ndarray,
+    p: Fraction,
+    loss: str,
+    mask: np.ndarray | None = None,
+):
     """Per-iterate balls at the current precision: L, dL/ds (n, T), psi, sign(W)|W|^{p-1}.
 
     Args:
@@ -62,8 +69,18 @@ def iterate_terms(S: np.ndarray, Wb: np.ndarray, H: np.ndarray, Y: np.ndarray, p
     return L, G, psi, SP
 
 
-def evaluate(steps: np.ndarray, S_int: np.ndarray, E: np.ndarray, Ws: np.ndarray, H: np.ndarray, Y: np.ndarray,
-              p: Fraction, loss: str, prec: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def evaluate(
+    steps: np.ndarray,
+    S_int: np.ndarray,
+    E: np.ndarray,
+    Ws: np.ndarray,
+    H: np.ndarray,
+    Y: np.ndarray,
+    p: Fraction,
+    loss: str,
+    prec: int,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Balls of D_L(W_{k+1}, W_k) and D_psi(W_{k+1}, W_k) for the given steps at ``prec`` bits."""
     with flint.ctx.workprec(int(prec)):
         idx = np.array(sorted(set(steps.tolist()) | {int(k) + 1 for k in steps}), dtype=np.int64)
@@ -96,8 +113,16 @@ class StepCheck:
     precision: np.ndarray
 
 
-def check_steps(problem, trajectory: Any, eta: Any, p: Fraction, *, loss: str = "logistic",
-                precisions: tuple[int, ...] = PRECISIONS, prefilter: bool = True) -> StepCheck:
+def check_steps(
+    problem,
+    trajectory: Any,
+    eta: Any,
+    p: Fraction,
+    *,
+    loss: str = "logistic",
+    precisions: tuple[int, ...] = PRECISIONS,
+    prefilter: bool = True,
+) -> StepCheck:
     """Rigorous ``D_L(W_{k+1}, W_k) <= D_psi(W_{k+1}, W_k) / eta_k`` on each recorded step.
 
     Args:
@@ -113,15 +138,18 @@ def check_steps(problem, trajectory: Any, eta: Any, p: Fraction, *, loss: str = 
     """
     Ws = check_trajectory(trajectory, problem.d)
     if loss not in RIGOROUS_LOSSES:
-        raise MdcertError(f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}")
+        raise MdcertError(
+            f"no rigorous evaluation for loss {loss!r}; use one of {', '.join(RIGOROUS_LOSSES)}"
+        )
     K = Ws.shape[0] - 1
     per_step = isinstance(eta, (list, tuple, np.ndarray))
     if per_step and len(eta) != K:
         raise MdcertError(f"{len(eta)} step sizes for a trajectory of {K} steps; give one per step")
     rows = dyadic_rows(Ws)
     S_int, E = logit_ints(problem, Ws, rows)
-    proved, pre_ratio, unchanged = prefilter_steps(problem, Ws, rows, S_int, E, eta, p,
-                                                   loss if prefilter else "none")
+    proved, pre_ratio, unchanged = prefilter_steps(
+        problem, Ws, rows, S_int, E, eta, p, loss if prefilter else "none"
+    )
     gamma_h, hexp = token_values(problem)
     H = np.frompyfunc(lambda k: arb((int(k), hexp)), 1, 1)(gamma_h)
     Y = np.where(problem.y > 0, 1, -1).astype(object)

@@ -44,7 +44,10 @@ class TimeLimitExceeded(BaseException):
 
 def alarm_usable() -> bool:
     """Whether SIGALRM can bound a call here: POSIX, the main thread, no interval timer of the caller's."""
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
         return False
     try:
         return signal.getitimer(signal.ITIMER_REAL)[0] == 0.0
@@ -52,7 +55,9 @@ def alarm_usable() -> bool:
         return False
 
 
-def call_with_time_limit(fn: Callable, args: tuple = (), *, seconds: float, isolate: bool | None = None) -> Any:
+def call_with_time_limit(
+    fn: Callable, args: tuple = (), *, seconds: float, isolate: bool | None = None
+) -> Any:
     """``fn(*args)``, or `TimeLimitExceeded` after ``seconds`` of wall-clock time.
 
     Args:
@@ -130,10 +135,19 @@ out.flush()
 
 
 def _in_subprocess(fn: Callable, args: tuple, seconds: float) -> Any:
-    payload = (json.dumps(sys.path).encode() + b"\n" + json.dumps([fn.__module__, fn.__qualname__]).encode()
-               + b"\n" + pickle.dumps(args))
-    proc = subprocess.Popen([sys.executable, "-c", _BOOT, str(os.getpid())], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    payload = (
+        json.dumps(sys.path).encode()
+        + b"\n"
+        + json.dumps([fn.__module__, fn.__qualname__]).encode()
+        + b"\n"
+        + pickle.dumps(args)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _BOOT, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         out, _ = proc.communicate(payload, timeout=seconds)
     except subprocess.TimeoutExpired:
@@ -145,9 +159,10 @@ def _in_subprocess(fn: Callable, args: tuple, seconds: float) -> Any:
         proc.communicate()
         raise
     if proc.returncode != 0 or not out:
-        raise RuntimeError(f"the isolated computation ended with exit code {proc.returncode} and no result")
+        raise RuntimeError(
+            f"the isolated computation ended with exit code {proc.returncode} and no result"
+        )
     status, value = pickle.loads(out)
     if status == "error":
         raise value
     return value
-

@@ -16,7 +16,15 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping
 
 from certify.exact import format_g
-from theorems.status import EvidenceError, Method, Verdict, approx_float, fraction_text, fraction_or_none, kleene_and
+from theorems.status import (
+    EvidenceError,
+    Method,
+    Verdict,
+    approx_float,
+    fraction_text,
+    fraction_or_none,
+    kleene_and,
+)
 
 __all__ = [
     "EvidenceError",
@@ -75,20 +83,43 @@ class Evidence:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def statement(cls, quantity: str, truth: bool, *, method: Method, detail: str = "",
-                  data: Mapping[str, Any] | None = None) -> "Evidence":
+    def statement(
+        cls,
+        quantity: str,
+        truth: bool,
+        *,
+        method: Method,
+        detail: str = "",
+        data: Mapping[str, Any] | None = None,
+    ) -> "Evidence":
         """A proved (or refuted) statement as an indicator quantity in {0, 1} required to be 1."""
         v = Fraction(1 if truth else 0)
         return cls(quantity, v, v, method, "==", Fraction(1), detail, dict(data or {}))
 
     @classmethod
-    def point(cls, quantity: str, value: Fraction | int, *, method: Method = Method.EXACT,
-              relation: str | None = None, threshold: Fraction | int | None = None, detail: str = "",
-              data: Mapping[str, Any] | None = None) -> "Evidence":
+    def point(
+        cls,
+        quantity: str,
+        value: Fraction | int,
+        *,
+        method: Method = Method.EXACT,
+        relation: str | None = None,
+        threshold: Fraction | int | None = None,
+        detail: str = "",
+        data: Mapping[str, Any] | None = None,
+    ) -> "Evidence":
         """An exactly known quantity (lo = hi)."""
         v = Fraction(value)
-        return cls(quantity, v, v, method, relation, None if threshold is None else Fraction(threshold),
-                   detail, dict(data or {}))
+        return cls(
+            quantity,
+            v,
+            v,
+            method,
+            relation,
+            None if threshold is None else Fraction(threshold),
+            detail,
+            dict(data or {}),
+        )
 
     # ------------------------------------------------------------------ semantics
     @property
@@ -138,7 +169,12 @@ class Evidence:
         """A short one-line rendering for tables that says what was required and whether it holds:
         ``D_psi(...): needs <= 0.5, is 1.27823: fails (interval)``; informational evidence reads
         ``quantity = value (method)``."""
-        if (self.relation == "==" and self.threshold == 1 and self.lo in (0, 1) and self.hi in (0, 1)):
+        if (
+            self.relation == "=="
+            and self.threshold == 1
+            and self.lo in (0, 1)
+            and self.hi in (0, 1)
+        ):
             word = {(1, 1): "proved", (0, 0): "refuted"}.get((self.lo, self.hi), "not decided")
             if word == "proved" and not self.method.rigorous:
                 word = "consistent, not proved"
@@ -149,7 +185,9 @@ class Evidence:
                 return inf
             if x.denominator == 1 and abs(x) <= 10**9:
                 return str(x.numerator)
-            return format_g(x, 6)  # exact rounding: no float overflow or underflow of huge/tiny bounds
+            return format_g(
+                x, 6
+            )  # exact rounding: no float overflow or underflow of huge/tiny bounds
 
         if self.lo == self.hi and self.lo is not None:
             enc = f(self.lo, "")
@@ -212,19 +250,27 @@ class HypothesisReport:
         if self.verdict is Verdict.HOLDS:
             if not implied:
                 raise EvidenceError(f"{self.name}: HOLDS without deciding evidence")
-            bad = [e for e in self.evidence if e.deciding and (not e.method.rigorous or e.implies() is not Verdict.HOLDS)]
+            bad = [
+                e
+                for e in self.evidence
+                if e.deciding and (not e.method.rigorous or e.implies() is not Verdict.HOLDS)
+            ]
             if bad:
                 raise EvidenceError(f"{self.name}: HOLDS is not proved by {bad[0].summary()}")
         elif self.verdict is Verdict.FAILS:
             if Verdict.FAILS not in implied:
                 raise EvidenceError(f"{self.name}: FAILS without evidence that implies FAILS")
         else:
-            if any(e.deciding and e.method.rigorous and e.implies() is Verdict.FAILS for e in self.evidence):
+            if any(
+                e.deciding and e.method.rigorous and e.implies() is Verdict.FAILS
+                for e in self.evidence
+            ):
                 raise EvidenceError(f"{self.name}: UNDECIDED although rigorous evidence refutes it")
 
     @classmethod
-    def from_evidence(cls, name: str, evidence: Iterable[Evidence], *, holds: str, fails: str,
-                      undecided: str) -> "HypothesisReport":
+    def from_evidence(
+        cls, name: str, evidence: Iterable[Evidence], *, holds: str, fails: str, undecided: str
+    ) -> "HypothesisReport":
         """Verdict = Kleene AND of what the deciding evidence implies; message chosen accordingly."""
         ev = tuple(evidence)
         implied = [e.implies() for e in ev if e.deciding]

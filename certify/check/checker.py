@@ -58,13 +58,31 @@ class CheckResult(NamedTuple):
     first_failure: str | None
 
 
-_ONLY = {CertStatus.OPTIMAL: ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper",
-                              "support", "w", "lam", "exact_kkt"),
-         CertStatus.INFEASIBLE: ("gordan", "gordan_basis")}  # fields that only this status proves
+_ONLY = {
+    CertStatus.OPTIMAL: (
+        "opt_lower",
+        "opt_upper",
+        "distance_upper",
+        "direction_error_upper",
+        "bregman_upper",
+        "support",
+        "w",
+        "lam",
+        "exact_kkt",
+    ),
+    CertStatus.INFEASIBLE: ("gordan", "gordan_basis"),
+}  # fields that only this status proves
 
 
-def check_certificate(problem: AttentionProblem | ClassificationProblem, cert: Certificate | dict, *, p=None,
-                      svm: str | None = None, alpha=None, bits: int | None = None) -> CheckResult:
+def check_certificate(
+    problem: AttentionProblem | ClassificationProblem,
+    cert: Certificate | dict,
+    *,
+    p=None,
+    svm: str | None = None,
+    alpha=None,
+    bits: int | None = None,
+) -> CheckResult:
     """Recompute every claim of ``cert`` from ``problem`` (docs/theory.md section 4.6; see module docstring).
 
     Args:
@@ -85,43 +103,78 @@ def check_certificate(problem: AttentionProblem | ClassificationProblem, cert: C
     def add(name: str, ok: bool, detail: str) -> None:
         claims.append(ClaimCheck(name, bool(ok), detail))
 
-    add("data_hash", cert.data_hash == problem.data_hash(), "certificate names this data" if
-        cert.data_hash == problem.data_hash() else "data hash differs: the certificate is about other data")
+    add(
+        "data_hash",
+        cert.data_hash == problem.data_hash(),
+        "certificate names this data"
+        if cert.data_hash == problem.data_hash()
+        else "data hash differs: the certificate is about other data",
+    )
     if p is not None:
-        add("p", parse_p(p) == cert.p, f"certificate p = {format_exact(cert.p)[:80]}, expected {format_exact(parse_p(p))}")
+        add(
+            "p",
+            parse_p(p) == cert.p,
+            f"certificate p = {format_exact(cert.p)[:80]}, expected {format_exact(parse_p(p))}",
+        )
     if svm is not None:
         add("svm", svm == cert.svm, f"certificate svm = {cert.svm}, expected {svm}")
     if cert.d != problem.d:  # consumers reshape w with it
         add("d", False, f"certificate d = {cert.d}, the data has d = {problem.d}")
-    extra = [k for s, keys in _ONLY.items() if s is not cert.status
-             for k in keys if getattr(cert, k) not in (None, False)]
-    add("unverified_fields", not extra, f"status {cert.status.value} cannot carry {extra}" if extra
-        else "no field beyond what the status proves")
+    extra = [
+        k
+        for s, keys in _ONLY.items()
+        if s is not cert.status
+        for k in keys
+        if getattr(cert, k) not in (None, False)
+    ]
+    add(
+        "unverified_fields",
+        not extra,
+        f"status {cert.status.value} cannot carry {extra}"
+        if extra
+        else "no field beyond what the status proves",
+    )
     if isinstance(problem, ClassificationProblem):  # the problem's own program, no token indices
         a = () if cert.svm == problem.kind and not cert.alpha else None
         if a is None:
-            add("svm", False, f"certificate svm = {cert.svm}, alpha = {list(cert.alpha)[:4]}; this data needs "
-                              f"svm = {problem.kind}, alpha = []")
+            add(
+                "svm",
+                False,
+                f"certificate svm = {cert.svm}, alpha = {list(cert.alpha)[:4]}; this data needs "
+                f"svm = {problem.kind}, alpha = []",
+            )
     else:
         try:
             a = resolve_alpha(problem, list(cert.alpha))
             if cert.svm not in ("attention", "decoder"):
                 add("svm", False, f"certificate svm = {cert.svm} is about classification data")
             if alpha is not None and tuple(resolve_alpha(problem, alpha)) != a:
-                add("alpha", False, f"certificate alpha = {list(a)}, expected {list(resolve_alpha(problem, alpha))}")
+                add(
+                    "alpha",
+                    False,
+                    f"certificate alpha = {list(a)}, expected {list(resolve_alpha(problem, alpha))}",
+                )
         except MdcertError as exc:
             add("alpha", False, str(exc))
             a = None
     if a is not None and all(cl.ok for cl in claims):
         rows = Rows(problem, cert.svm, a)
-        why = size_violation(cert, size_budget(p=cert.p, rows_L=rows.L, rows_R=rows.R, rows_exp=rows.exp, m=rows.m))
-        add("size_limits", why is None, why or "every integer and exponent within this problem's limits")
+        why = size_violation(
+            cert, size_budget(p=cert.p, rows_L=rows.L, rows_R=rows.R, rows_exp=rows.exp, m=rows.m)
+        )
+        add(
+            "size_limits",
+            why is None,
+            why or "every integer and exponent within this problem's limits",
+        )
     if a is not None and all(cl.ok for cl in claims):
         sizes = [abs(k).bit_length() for v in (cert.w, cert.lam) if v is not None for k in v.ints]
         with flint.ctx.workprec(bits or 64 + max([128] + sizes)):
             if cert.status is CertStatus.OPTIMAL:
                 check_optimal(rows, cert, add)
-            elif cert.status is CertStatus.INFEASIBLE:  # an exact Gordan vector, or one up to a verified correction
+            elif (
+                cert.status is CertStatus.INFEASIBLE
+            ):  # an exact Gordan vector, or one up to a verified correction
                 add("gordan", *gordan_check(rows, cert.gordan, cert.gordan_basis))
             else:
                 add("status", True, "no_verified_result: nothing is claimed")

@@ -27,21 +27,34 @@ class Rows:
     ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""
 
     def __init__(self, problem, svm: str, alpha: tuple[int, ...]) -> None:
-        if isinstance(problem, ClassificationProblem):  # plain rows of m entries (docs/theory.md section 7)
+        if isinstance(
+            problem, ClassificationProblem
+        ):  # plain rows of m entries (docs/theory.md section 7)
             index, self.L, self.exp = classification_rows(problem)
-            ii, self.R, self.d = np.array([r[0] for r in index], dtype=np.int64), None, self.L.shape[1]
+            ii, self.R, self.d = (
+                np.array([r[0] for r in index], dtype=np.int64),
+                None,
+                self.L.shape[1],
+            )
         else:
             index, ii, self.L, self.R, self.exp = attention_rows(problem, svm, alpha)
             self.d = problem.d
         self.index = index
-        self.example, new = ii, np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
-        self.starts, self.group = np.flatnonzero(new), np.cumsum(new) - 1  # per example: first row; per row: example
+        self.example, new = (
+            ii,
+            np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool),
+        )
+        self.starts, self.group = (
+            np.flatnonzero(new),
+            np.cumsum(new) - 1,
+        )  # per example: first row; per row: example
         self.N = len(self.index)
         self.L = self.L.reshape(self.N, self.d)
         self.m = self.d * self.d if self.R is not None else self.d
 
     def _fm(self, F):  # rows of d exact integers as a python-flint matrix
         import flint
+
         return flint.fmpz_mat(len(F), self.d, F.ravel().tolist())
 
     def Aw(self, w) -> list[int]:
@@ -49,9 +62,18 @@ class Rows:
         import flint
 
         if self.R is None:
-            return [int(x) for x in (self._fm(self.L) * flint.fmpz_mat(self.d, 1, list(w))).entries()]
-        V = (self._fm(self.R[self.starts]) * flint.fmpz_mat(self.d, self.d, list(w)).transpose()).tolist()
-        return [int(x) for x in (self.L * np.array(V, dtype=object).reshape(-1, self.d)[self.group]).sum(axis=1)]
+            return [
+                int(x) for x in (self._fm(self.L) * flint.fmpz_mat(self.d, 1, list(w))).entries()
+            ]
+        V = (
+            self._fm(self.R[self.starts]) * flint.fmpz_mat(self.d, self.d, list(w)).transpose()
+        ).tolist()
+        return [
+            int(x)
+            for x in (self.L * np.array(V, dtype=object).reshape(-1, self.d)[self.group]).sum(
+                axis=1
+            )
+        ]
 
     def ATlam(self, lam) -> list[int]:
         """``A^T lam`` exactly: ``sum_r lam_r l_r`` (decoder), or ``vec(sum_i S_i z_i^T)`` with
@@ -64,11 +86,13 @@ class Rows:
 
     def key(self, r: int) -> tuple:
         """Exact identity of row r: primitive parts of l (and z) and the product of their contents."""
+
         def prim(v):
             v = [int(k) for k in v]
             g = math.gcd(*v)
             g = -g if g and next(k for k in v if k) < 0 else g
             return (tuple(k // g for k in v), g) if g else (tuple(v), 0)
+
         kl = prim(self.L[r])
         if self.R is None:
             return kl
@@ -78,9 +102,11 @@ class Rows:
     def gram(self, rows: list[int]) -> tuple:
         """The exact Gram matrix of ``rows`` as the arguments of `inverse_diagonal_upper`: ``L L^T``
         (decoder) or the factors of ``(L L^T) o (Z Z^T)`` (attention), arrays of exact integers."""
+
         def gram(F):
             Fm = self._fm(F)
             return np.array((Fm * Fm.transpose()).tolist(), dtype=object).reshape(len(F), len(F))
+
         if self.R is None:
             return (gram(self.L[rows]),)
         ex, inv = np.unique(self.example[rows], return_inverse=True)  # the z Gram once per example
@@ -103,7 +129,7 @@ def _powsum(ints, e: int, a: Fraction):
         return arb(0)
     big = max(k.bit_length() for k in nz)
     r, t, aa = a.numerator, a.denominator, _q(a)
-    power = (lambda x: (x ** r).root(t)) if r <= 4096 and t <= 4096 else (lambda x: x ** aa)
+    power = (lambda x: (x**r).root(t)) if r <= 4096 and t <= 4096 else (lambda x: x**aa)
     s = sum((power(arb(k) * arb(2) ** (-big)) for k in nz), arb(0))
     return s * arb(2) ** ((big + e) * aa)
 
@@ -127,7 +153,13 @@ def check_optimal(rows: Rows, c: Certificate, add) -> None:
     if w is None or lam is None or len(w) != rows.m or len(lam) != rows.N:
         add("vectors", False, f"need w of length {rows.m} and lam of length {rows.N}")
         return
-    for name in ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper"):
+    for name in (
+        "opt_lower",
+        "opt_upper",
+        "distance_upper",
+        "direction_error_upper",
+        "bregman_upper",
+    ):
         if getattr(c, name) is None:
             add(name, False, "missing")
             return
@@ -136,17 +168,25 @@ def check_optimal(rows: Rows, c: Certificate, add) -> None:
     amin = min(Aw) * scale_w
     add("w_feasible", amin >= 1, f"min A w = {format_sci(amin, 17)}")
     lam_ok = all(k >= 0 for k in lam.ints) and any(lam.ints)
-    add("lam_nonnegative", lam_ok, "lam >= 0 and lam != 0" if lam_ok else "a multiplier is negative or all are zero")
+    add(
+        "lam_nonnegative",
+        lam_ok,
+        "lam >= 0 and lam != 0" if lam_ok else "a multiplier is negative or all are zero",
+    )
     if amin < 1 or not lam_ok:
         return
     U = rows.ATlam(lam.ints)  # A^T lam = U * 2**(exp + lam.exp) / lam.den
     pa, qa, two = _q(p), _q(q), arb(2)
     ub = _powsum(w.ints, w.exp, p) ** (1 / pa) / w.den
     uq = _powsum(U, rows.exp + lam.exp, q) / arb(lam.den) ** qa  # ||A^T lam||q^q
-    a = arb(sum(lam.ints)) * two ** lam.exp / lam.den
+    a = arb(sum(lam.ints)) * two**lam.exp / lam.den
     if c.exact_kkt:
         kkt = _exact_kkt(rows, c, Aw, U)
-        add("exact_kkt", kkt is None, kkt or "w = A^T lam, lam >= 0, complementary slackness (exact)")
+        add(
+            "exact_kkt",
+            kkt is None,
+            kkt or "w = A^T lam, lam >= 0, complementary slackness (exact)",
+        )
         if kkt is not None:
             return
         lb, dist = ub, arb(0)  # w is the optimum: OPT = ||w||_p exactly
@@ -158,7 +198,7 @@ def check_optimal(rows: Rows, c: Certificate, add) -> None:
         if p <= 2:  # constants from exact rationals: pa - 1 may straddle 0 for p near 1
             dist = (_top(ub * ub - lb * lb) / _q(p - 1)).sqrt()
         else:
-            dist = (_top(ub ** pa - lb ** pa) * (two ** _q(p - 1) - 1)) ** (1 / pa)
+            dist = (_top(ub**pa - lb**pa) * (two ** _q(p - 1) - 1)) ** (1 / pa)
         dist = _top(dist)
     add("opt_upper", _q(c.opt_upper) >= ub, "claimed upper bound >= ||w||_p")
     add("opt_lower", _q(c.opt_lower) <= lb, "claimed lower bound <= 1^T lam / ||A^T lam||q")
@@ -169,10 +209,14 @@ def check_optimal(rows: Rows, c: Certificate, add) -> None:
     if direction == 0:
         breg = arb(0)
     elif p <= 2:
-        breg = two ** _q(2 - p) / pa * direction ** pa
+        breg = two ** _q(2 - p) / pa * direction**pa
     else:
         breg = _q((p - 1) / 2) * two ** _q((p - 2) / p) * direction * direction
-    add("bregman_upper", _q(c.bregman_upper) >= breg, "claimed >= Bregman bound of the direction error")
+    add(
+        "bregman_upper",
+        _q(c.bregman_upper) >= breg,
+        "claimed >= Bregman bound of the direction error",
+    )
     _check_support(rows, c, Aw, scale_w, lam, dist, ub, lb, a, uq, add)
 
 
@@ -203,8 +247,13 @@ def _check_support(rows: Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, a
     pos = {r: k for k, r in enumerate(rows.index)}
     claimed = [tuple(r) for part in sup for r in part]
     ok = sorted(claimed) == sorted(rows.index)
-    add("support_partition", ok, "tight, inactive, undecided partition the constraint rows" if ok
-            else "support lists are not a partition of the constraint rows")
+    add(
+        "support_partition",
+        ok,
+        "tight, inactive, undecided partition the constraint rows"
+        if ok
+        else "support lists are not a partition of the constraint rows",
+    )
     if not ok:
         return
     p, q = c.p, c.p / (c.p - 1)
@@ -214,12 +263,16 @@ def _check_support(rows: Rows, c: Certificate, Aw, scale_w, lam, dist, ub, lb, a
     if c.exact_kkt:
         bad = [rows.index[i] for i in inactive if not Aw[i] * scale_w > 1]
         bad += [rows.index[i] for i in tight if Aw[i] * scale_w != 1]
-        add("support", not bad, f"rows misclassified: {bad[:3]}" if bad else "exact a_i^T w* = 1 / > 1")
+        add(
+            "support",
+            not bad,
+            f"rows misclassified: {bad[:3]}" if bad else "exact a_i^T w* = 1 / > 1",
+        )
         return
     # dual error eps of the multipliers (needs the full precision: UB and LB nearly cancel)
     mfac = arb(rows.m) ** _q(1 / p - Fraction(1, 2)) if p < 2 else arb(1)
     if p <= 2:
-        gap = _top(_top(ub ** pa - lb ** pa) / pa)
+        gap = _top(_top(ub**pa - lb**pa) / pa)
         eps = (qa * gap * (two ** _q(q - 1) - 1)) ** (1 / qa) if gap > 0 else arb(0)
         t = (a / uq) ** _q(p - 1)
     else:
@@ -237,23 +290,40 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
     bad = []
     # exact pre-test: ||a_i||q <= c ||l_i||_2 ||z_i||_2 (c = 1 if q >= 2, else m^(1/q - 1/2)), each norm at
     # most isqrt(sum of squares) + 1; a row it leaves open gets the ball test below
-    d_up = _top(arb(1 if q >= 2 else rows.m) ** _q(max(1 / q - Fraction(1, 2), Fraction(0))) * dist * two ** rows.exp)
-    d_up = Fraction(int(d_up.mid().man_exp()[0])) * Fraction(2) ** int(d_up.mid().man_exp()[1]) if d_up.is_finite() else None
-    sq = [[math.isqrt(int(v)) + 1 for v in (F[inactive] ** 2).sum(axis=1)] if F is not None and inactive else None
-          for F in (rows.L, rows.R)]
+    d_up = _top(
+        arb(1 if q >= 2 else rows.m) ** _q(max(1 / q - Fraction(1, 2), Fraction(0)))
+        * dist
+        * two**rows.exp
+    )
+    d_up = (
+        Fraction(int(d_up.mid().man_exp()[0])) * Fraction(2) ** int(d_up.mid().man_exp()[1])
+        if d_up.is_finite()
+        else None
+    )
+    sq = [
+        [math.isqrt(int(v)) + 1 for v in (F[inactive] ** 2).sum(axis=1)]
+        if F is not None and inactive
+        else None
+        for F in (rows.L, rows.R)
+    ]
     for k, i in enumerate(inactive):
         if d_up is not None and Aw[i] * scale_w - 1 > sq[0][k] * (sq[1][k] if sq[1] else 1) * d_up:
             continue
         l_q = _powsum(rows.L[i], 0, q) ** (1 / qa) if any(rows.L[i]) else arb(0)
         if rows.R is not None:
             l_q = l_q * (_powsum(rows.R[i], 0, q) ** (1 / qa) if any(rows.R[i]) else arb(0))
-        norm = l_q * two ** rows.exp
+        norm = l_q * two**rows.exp
         if not (_q(Aw[i] * scale_w - 1) - norm * dist).lower() > 0:
             bad.append(rows.index[i])
             if len(bad) == 3:  # enough to reject: a false claim costs no more ball tests
                 break
-    add("support_inactive", not bad, f"not certainly inactive: {bad[:3]}" if bad else
-            f"{len(inactive)} rows: a_i^T w - 1 > ||a_i||q dist")
+    add(
+        "support_inactive",
+        not bad,
+        f"not certainly inactive: {bad[:3]}"
+        if bad
+        else f"{len(inactive)} rows: a_i^T w - 1 > ||a_i||q dist",
+    )
     if not tight:
         return
     if any(lam.ints[i] for i in inactive):
@@ -263,9 +333,15 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
     groups: dict = {}  # exactly coinciding rows share one multiplier (their sum is unique)
     for i in (i for i in range(rows.N) if i not in claimed):
         groups.setdefault(rows.key(i), []).append(i)
-        if len(groups) > cap:  # beyond m rows M is singular; beyond TIGHT_GROUPS: the checker's limit
-            add("support_tight", False, f"more than {cap} distinct rows are not claimed inactive; tight rows are "
-                f"proven over at most min(m, {TIGHT_GROUPS}) = {cap} (m = {rows.m} variables)")
+        if (
+            len(groups) > cap
+        ):  # beyond m rows M is singular; beyond TIGHT_GROUPS: the checker's limit
+            add(
+                "support_tight",
+                False,
+                f"more than {cap} distinct rows are not claimed inactive; tight rows are "
+                f"proven over at most min(m, {TIGHT_GROUPS}) = {cap} (m = {rows.m} variables)",
+            )
             return
     diag = inverse_diagonal_upper(*rows.gram([g[0] for g in groups.values()]))  # exact, verified
     if diag is None:
@@ -274,9 +350,14 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
     proven = set()
     for k, grp in enumerate(groups.values()):
         rnorm = _q(diag[k]).sqrt() * two ** (-rows.exp) * mfac
-        mult = t * arb(sum(lam.ints[i] for i in grp)) * two ** lam.exp / lam.den - rnorm * eps
+        mult = t * arb(sum(lam.ints[i] for i in grp)) * two**lam.exp / lam.den - rnorm * eps
         if diag[k] > 0 and mult.lower() > 0:
             proven.update(grp)
     bad = [rows.index[i] for i in tight if i not in proven]
-    add("support_tight", not bad, f"multiplier not provably positive: {bad[:3]}" if bad else
-        f"{len(tight)} rows with a provably positive unique (group) multiplier")
+    add(
+        "support_tight",
+        not bad,
+        f"multiplier not provably positive: {bad[:3]}"
+        if bad
+        else f"{len(tight)} rows with a provably positive unique (group) multiplier",
+    )

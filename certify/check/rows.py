@@ -15,8 +15,9 @@ import numpy as np
 __all__ = ["attention_rows", "classification_rows"]
 
 
-def attention_rows(problem, svm: str, alpha) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray,
-                                                        np.ndarray | None, int]:
+def attention_rows(
+    problem, svm: str, alpha
+) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray, np.ndarray | None, int]:
     """``(index, example, L, R, exp)`` of the attention (or, ``svm = "decoder"``, decoder) SVM: row
     labels, the example of each row, exact left factors (object, N x d), exact right factors ``z_i``
     (attention) or None, and the binary exponent: row r is ``vec(L_r R_r^T) 2**exp`` or ``L_r 2**exp``."""
@@ -29,7 +30,13 @@ def attention_rows(problem, svm: str, alpha) -> tuple[list[tuple[int, ...]], np.
         return [(i,) for i in ii.tolist()], ii, L, None, X.exp
     t = np.arange(problem.T)[None, :]
     ii, tt = np.nonzero((t < np.asarray(problem.valid_lengths)[:, None]) & (t != a[:, None]))
-    return list(zip(ii.tolist(), tt.tolist())), ii, Xi[ii, a[ii]] - Xi[ii, tt], Zi[ii], X.exp + z.exp
+    return (
+        list(zip(ii.tolist(), tt.tolist())),
+        ii,
+        Xi[ii, a[ii]] - Xi[ii, tt],
+        Zi[ii],
+        X.exp + z.exp,
+    )
 
 
 def classification_rows(problem) -> tuple[list[tuple[int, ...]], np.ndarray, int]:
@@ -45,6 +52,6 @@ def classification_rows(problem) -> tuple[list[tuple[int, ...]], np.ndarray, int
     index = [(i, k) for i in range(n) for k in range(K) if k != y[i]]
     L = np.zeros((len(index), K * d), dtype=object)  # Python int 0 entries
     for r, (i, k) in enumerate(index):
-        L[r, y[i] * d:(y[i] + 1) * d] = Xi[i]
-        L[r, k * d:(k + 1) * d] = -Xi[i]
+        L[r, y[i] * d : (y[i] + 1) * d] = Xi[i]
+        L[r, k * d : (k + 1) * d] = -Xi[i]
     return index, L, X.exp

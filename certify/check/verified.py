@@ -91,7 +91,9 @@ def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52) -> tuple[np.ndarray, int
     np.ldexp(Yf, s, out=Yf)
     np.rint(Yf, out=Yf)
     Y = Yf.astype(np.int64)
-    return (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None  # the exactness of the products relies on it
+    return (
+        (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None
+    )  # the exactness of the products relies on it
 
 
 def _digit_bits(m: int) -> tuple[int, int]:
@@ -110,7 +112,9 @@ def _digits(A: np.ndarray, ell: int, n: int) -> list[np.ndarray]:
     return out + [A]
 
 
-def _split_residual_row_sums(Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_digits: int = 1) -> int | None:
+def _split_residual_row_sums(
+    Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_digits: int = 1
+) -> int | None:
     """``max_i sum_j |(Y P - 2^s I)_ij|`` exactly from float64 dgemm calls on base-``2^ell`` digits
     (module docstring, "Speed"): P (two digits) and Y (``y_digits`` digits) int64 m x m; every pair of
     digits must satisfy ``m max|Y_a| max|P_b| <= 2^53`` (checked); None when a bound does not hold."""
@@ -126,7 +130,7 @@ def _split_residual_row_sums(Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_d
     Pf = [D.astype(np.float64) for D in Pd]
     worst = 0
     for i0 in range(0, m, _GEMM_BLOCK):
-        Yb = [D[i0:i0 + _GEMM_BLOCK].astype(np.float64) for D in Yd]
+        Yb = [D[i0 : i0 + _GEMM_BLOCK].astype(np.float64) for D in Yd]
         rows = np.arange(Yb[0].shape[0])
         c = [np.zeros((len(rows), m), dtype=np.int64) for _ in range(top + 1)]
         for a, Ya in enumerate(Yb):
@@ -193,9 +197,9 @@ def _residual_row_sums(Y: np.ndarray, Mp: np.ndarray, s: int) -> int:
     F = flint.fmpz_mat(Mp.tolist())
     worst, two_s = 0, 1 << s
     for i0 in range(0, m, _BLOCK):
-        P = (flint.fmpz_mat(Y[i0:i0 + _BLOCK].tolist()) * F).entries()  # exact
+        P = (flint.fmpz_mat(Y[i0 : i0 + _BLOCK].tolist()) * F).entries()  # exact
         for r in range(len(P) // m):
-            row = [int(v) for v in P[r * m:(r + 1) * m]]
+            row = [int(v) for v in P[r * m : (r + 1) * m]]
             row[i0 + r] -= two_s
             worst = max(worst, sum(map(abs, row)))
     return worst
@@ -263,9 +267,12 @@ def kron_solution_bound(L: np.ndarray, Rf: np.ndarray | None, R: Sequence[int]) 
     k = max(0, top - 52)
     MT = np.empty((m, m), dtype=np.int64)  # rows k: Z_k = column k of M
     for i0 in range(0, m, _BLOCK):
-        blk = L[i0:i0 + _BLOCK] if Rf is None else \
-            (L[i0:i0 + _BLOCK, :, None] * Rf[i0:i0 + _BLOCK, None, :]).reshape(-1, m)
-        MT[i0:i0 + _BLOCK] = _shift_to_int64(blk, k)
+        blk = (
+            L[i0 : i0 + _BLOCK]
+            if Rf is None
+            else (L[i0 : i0 + _BLOCK, :, None] * Rf[i0 : i0 + _BLOCK, None, :]).reshape(-1, m)
+        )
+        MT[i0 : i0 + _BLOCK] = _shift_to_int64(blk, k)
     return _bound(MT.T, k, R)
 
 
@@ -278,15 +285,22 @@ def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
     U = rows.ATlam(g.ints)
     if basis is None:
         ok = not any(U)
-        return ok, ("g >= 0, g != 0, A^T g = 0 (exact): A w >= 1 is infeasible" if ok
-                    else "not a Gordan certificate (need g >= 0, g != 0, A^T g = 0 exactly)")
+        return ok, (
+            "g >= 0, g != 0, A^T g = 0 (exact): A w >= 1 is infeasible"
+            if ok
+            else "not a Gordan certificate (need g >= 0, g != 0, A^T g = 0 exactly)"
+        )
     B = [int(b) for b in basis]
     if len(B) != rows.m or len(set(B)) != len(B) or not all(0 <= b < rows.N for b in B):
         return False, f"the Gordan basis must list {rows.m} distinct rows"
     beta = kron_solution_bound(rows.L[B], None if rows.R is None else rows.R[B], U)  # M = Z_B^T
     ok = beta is not None and beta < min(g.ints[b] for b in B)
-    return ok, ("g >= 0 plus a verified correction on the basis rows is an exact Gordan vector: A w >= 1 is "
-                "infeasible" if ok else "the correction on the basis rows is not provably smaller than g there")
+    return ok, (
+        "g >= 0 plus a verified correction on the basis rows is an exact Gordan vector: A w >= 1 is "
+        "infeasible"
+        if ok
+        else "the correction on the basis rows is not provably smaller than g there"
+    )
 
 
 def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
@@ -294,8 +308,8 @@ def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
     n = G.shape[0]
     P = np.empty((n, n), dtype=np.int64)
     for i0 in range(0, n, _BLOCK):
-        blk = G[i0:i0 + _BLOCK] if H is None else G[i0:i0 + _BLOCK] * H[i0:i0 + _BLOCK]
-        P[i0:i0 + _BLOCK] = _shift_to_int64(blk, k)
+        blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
+        P[i0 : i0 + _BLOCK] = _shift_to_int64(blk, k)
     return P
 
 
@@ -330,20 +344,32 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     when the verification fails (M singular or too ill-conditioned for one float inverse)."""
     import flint
 
-    G = G if isinstance(G, np.ndarray) else np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
+    G = (
+        G
+        if isinstance(G, np.ndarray)
+        else np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
+    )
     n = G.shape[0]
     if n == 0:
         return []
-    def top_bits(F):  # |F_ij| <= max_i F_ii for a Gram matrix (Cauchy-Schwarz); checked by the shifts
+
+    def top_bits(
+        F,
+    ):  # |F_ij| <= max_i F_ii for a Gram matrix (Cauchy-Schwarz); checked by the shifts
         return int(np.abs(np.diagonal(F)).max()).bit_length()
-    top = top_bits(G) + (top_bits(H) if H is not None else 0)  # >= the bit length of every entry of M
+
+    top = top_bits(G) + (
+        top_bits(H) if H is not None else 0
+    )  # >= the bit length of every entry of M
     try:
         fast = _split_inverse_diagonal(G, H, top) if _blas_products() else None
         if fast is not None:
             return fast
         k = max(0, top - 52)
         Gp = _shifted_gram(G, H, k)  # M = 2^k (Gp + F), 0 <= F_ij < 1
-    except ValueError:  # an entry beyond the diagonal's size: not a Gram matrix, nothing is verified
+    except (
+        ValueError
+    ):  # an entry beyond the diagonal's size: not a Gram matrix, nothing is verified
         return None
     approx = _inverse_of_shifted(Gp)
     if approx is None:
@@ -356,7 +382,9 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     e2 = sum((v - (two_s if i % (n + 1) == 0 else 0)) ** 2 for i, v in enumerate(pe))
     y2 = sum(int(v) * int(v) for v in Y.ravel())
     yf = math.isqrt(y2) + 1  # >= ||Y||_F
-    theta = Fraction(math.isqrt(e2) + 1 + (n * yf if k else 0), two_s)  # F = 0 when nothing was shifted out
+    theta = Fraction(
+        math.isqrt(e2) + 1 + (n * yf if k else 0), two_s
+    )  # F = 0 when nothing was shifted out
     if theta >= Fraction(1, 2):
         return None
     extra = theta / (1 - theta) * yf

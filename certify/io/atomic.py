@@ -24,8 +24,15 @@ from typing import IO, Callable, Collection, Iterator, Mapping
 
 from certify.errors import MdcertError
 
-__all__ = ["atomic_file", "atomic_dir", "write_bytes_atomic", "write_text_atomic",
-           "write_npy_atomic", "write_npz_atomic", "tmp_prefix"]
+__all__ = [
+    "atomic_file",
+    "atomic_dir",
+    "write_bytes_atomic",
+    "write_text_atomic",
+    "write_npy_atomic",
+    "write_npz_atomic",
+    "tmp_prefix",
+]
 
 
 def tmp_prefix(target: Path) -> str:
@@ -81,7 +88,7 @@ def atomic_file(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if mode == "w" else {})) as fh:
-            fd = -1                                     # the file object owns it now
+            fd = -1  # the file object owns it now
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
@@ -118,8 +125,9 @@ def write_npy_atomic(path: str | os.PathLike, array) -> Path:
     return Path(path)
 
 
-def write_npz_atomic(path: str | os.PathLike, arrays: Mapping[str, object], *,
-                     compressed: bool = False) -> Path:
+def write_npz_atomic(
+    path: str | os.PathLike, arrays: Mapping[str, object], *, compressed: bool = False
+) -> Path:
     """Write named arrays as one ``.npz`` file (``numpy.savez`` or, ``compressed``,
     ``savez_compressed``) atomically; returns the path."""
     import numpy as np
@@ -170,15 +178,16 @@ def _purge(folder: Path, files: Collection[str]) -> list[str]:
         folders.update(p for p in path.parents if folder in p.parents)
     for sub in sorted(folders, key=lambda p: -len(p.parts)):
         with suppress(OSError):
-            os.rmdir(sub)                               # only empty folders go
+            os.rmdir(sub)  # only empty folders go
     if not folder.exists():
         return []
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
 @contextmanager
-def atomic_dir(out: str | os.PathLike,
-               *, replaceable: Callable[[Path], Collection[str]] | None = None) -> Iterator[Path]:
+def atomic_dir(
+    out: str | os.PathLike, *, replaceable: Callable[[Path], Collection[str]] | None = None
+) -> Iterator[Path]:
     """Yield a fresh temporary folder next to ``out``; when the block ends normally it becomes
     ``out``, on any exception it is removed (with everything the block wrote in it).
 
@@ -207,25 +216,30 @@ def atomic_dir(out: str | os.PathLike,
     _fsync_dir(out.parent)
 
 
-def _commit_dir(tmp: Path, out: Path,
-                replaceable: Callable[[Path], Collection[str]] | None) -> None:
+def _commit_dir(
+    tmp: Path, out: Path, replaceable: Callable[[Path], Collection[str]] | None
+) -> None:
     """Rename ``tmp`` to ``out`` (see `atomic_dir`)."""
     try:
-        os.rename(tmp, out)                     # succeeds when out is absent or an empty folder
+        os.rename(tmp, out)  # succeeds when out is absent or an empty folder
         return
     except OSError:
         if out.is_symlink() or not out.is_dir():
-            raise MdcertError(f"{str(out)!r} exists and is not a directory (or is a symbolic "
-                              f"link); nothing was written - choose another output "
-                              f"directory") from None
+            raise MdcertError(
+                f"{str(out)!r} exists and is not a directory (or is a symbolic "
+                f"link); nothing was written - choose another output "
+                f"directory"
+            ) from None
     if replaceable is None:
-        raise MdcertError(f"{str(out)!r} was filled by another process while this one ran; "
-                          f"nothing was replaced - choose another output directory")
+        raise MdcertError(
+            f"{str(out)!r} was filled by another process while this one ran; "
+            f"nothing was replaced - choose another output directory"
+        )
     files = replaceable(out)
     aside = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
     try:
-        os.rename(out, aside)                           # onto an empty folder: atomic
-    except FileNotFoundError:                           # removed meanwhile: nothing to replace
+        os.rename(out, aside)  # onto an empty folder: atomic
+    except FileNotFoundError:  # removed meanwhile: nothing to replace
         os.rmdir(aside)
         os.rename(tmp, out)
         return
@@ -237,9 +251,12 @@ def _commit_dir(tmp: Path, out: Path,
         os.rename(tmp, out)
     except BaseException:
         with suppress(OSError):
-            os.rename(aside, out)                       # put the old run back
+            os.rename(aside, out)  # put the old run back
         raise
     left = _purge(aside, files)
     if left:
-        print(f"note: kept {len(left)} file(s) that appeared in {str(out)!r} while it was replaced "
-              f"(e.g. {left[0]!r}) in {str(aside)!r}", file=sys.stderr)
+        print(
+            f"note: kept {len(left)} file(s) that appeared in {str(out)!r} while it was replaced "
+            f"(e.g. {left[0]!r}) in {str(aside)!r}",
+            file=sys.stderr,
+        )

@@ -65,7 +65,7 @@ def jsonable(obj: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     if callable(item) and not isinstance(obj, type):
         try:
             value = item()
-        except (TypeError, ValueError, RuntimeError):   # a tensor of several elements
+        except (TypeError, ValueError, RuntimeError):  # a tensor of several elements
             value = obj
         if value is not obj:
             return jsonable(value, default=default)
@@ -81,9 +81,19 @@ def _numpy():
     return sys.modules.get("numpy")
 
 
-def dumps(obj: Any, *, indent: int | None = None, sort_keys: bool = False,
-          separators: tuple[str, str] | None = None,
-          default: Callable[[Any], Any] | None = None) -> str:
+def dumps(
+    obj: Any,
+    *,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    default: Callable[[Any], Any] | None = None,
+) -> str:
     """Strict JSON text of ``jsonable(obj, default=default)`` (``json.dumps`` options as given)."""
-    return json.dumps(jsonable(obj, default=default), indent=indent, sort_keys=sort_keys,
-                      separators=separators, allow_nan=False)
+    return json.dumps(
+        jsonable(obj, default=default),
+        indent=indent,
+        sort_keys=sort_keys,
+        separators=separators,
+        allow_nan=False,
+    )

@@ -56,9 +56,15 @@ class ExactVec:
 
 
 def _int(text, name: str) -> int:
-    if not isinstance(text, str) or not text.lstrip("-").isascii() or not text.lstrip("-").isdigit() \
-            or len(text) > 100_000:
-        raise MdcertError(f"{name} entries must be decimal integer strings (ASCII digits, optional '-')")
+    if (
+        not isinstance(text, str)
+        or not text.lstrip("-").isascii()
+        or not text.lstrip("-").isdigit()
+        or len(text) > 100_000
+    ):
+        raise MdcertError(
+            f"{name} entries must be decimal integer strings (ASCII digits, optional '-')"
+        )
     return int(text)
 
 
@@ -87,8 +93,14 @@ class InterpolationCertificate:
     reason: str = ""
 
     def to_json(self) -> dict:
-        out: dict = {"format": FORMAT, "program": "min_lp_interpolation", "status": self.status.value,
-                     "p": format_fraction(self.p), "data_hash": self.data_hash, "shape": list(self.shape)}
+        out: dict = {
+            "format": FORMAT,
+            "program": "min_lp_interpolation",
+            "status": self.status.value,
+            "p": format_fraction(self.p),
+            "data_hash": self.data_hash,
+            "shape": list(self.shape),
+        }
         for name in ("opt_lower", "opt_upper", "distance_upper", "residual_upper"):
             value = getattr(self, name)
             if value is not None:
@@ -111,14 +123,27 @@ class InterpolationCertificate:
         except ValueError:
             raise MdcertError(f"unknown status {obj.get('status')!r}") from None
         allowed = {"format", "program", "status", "p", "data_hash", "shape", "reason"}
-        allowed |= {InterpStatus.OPTIMAL: {"opt_lower", "opt_upper", "distance_upper", "residual_upper", "beta",
-                                           "mu"},
-                    InterpStatus.INCONSISTENT: {"kernel"}, InterpStatus.NO_VERIFIED_RESULT: set()}[status]
+        allowed |= {
+            InterpStatus.OPTIMAL: {
+                "opt_lower",
+                "opt_upper",
+                "distance_upper",
+                "residual_upper",
+                "beta",
+                "mu",
+            },
+            InterpStatus.INCONSISTENT: {"kernel"},
+            InterpStatus.NO_VERIFIED_RESULT: set(),
+        }[status]
         stray = sorted(set(obj) - allowed)
         if stray:
             raise MdcertError(f"a {status.value} certificate carries no {', '.join(stray)}")
         shape = obj.get("shape")
-        if not (isinstance(shape, list) and len(shape) == 2 and all(type(k) is int and k > 0 for k in shape)):
+        if not (
+            isinstance(shape, list)
+            and len(shape) == 2
+            and all(type(k) is int and k > 0 for k in shape)
+        ):
             raise MdcertError("shape must be [N, D] with positive integers")
         N, D = shape
         p = parse_p(obj.get("p"))
@@ -129,10 +154,26 @@ class InterpolationCertificate:
         for name, size in (("beta", D), ("mu", N), ("kernel", N)):
             if name in obj:
                 fields[name] = ExactVec.from_json(obj[name], name=name, size=size)
-        needed = {InterpStatus.OPTIMAL: ("opt_lower", "opt_upper", "distance_upper", "residual_upper", "beta", "mu"),
-                  InterpStatus.INCONSISTENT: ("kernel",), InterpStatus.NO_VERIFIED_RESULT: ()}[status]
+        needed = {
+            InterpStatus.OPTIMAL: (
+                "opt_lower",
+                "opt_upper",
+                "distance_upper",
+                "residual_upper",
+                "beta",
+                "mu",
+            ),
+            InterpStatus.INCONSISTENT: ("kernel",),
+            InterpStatus.NO_VERIFIED_RESULT: (),
+        }[status]
         missing = [k for k in needed if k not in fields]
         if missing:
             raise MdcertError(f"a {status.value} certificate needs {', '.join(missing)}")
-        return cls(status=status, p=p, data_hash=str(obj.get("data_hash")), shape=(N, D),
-                   reason=str(obj.get("reason", "")), **fields)
+        return cls(
+            status=status,
+            p=p,
+            data_hash=str(obj.get("data_hash")),
+            shape=(N, D),
+            reason=str(obj.get("reason", "")),
+            **fields,
+        )

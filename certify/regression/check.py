@@ -30,8 +30,17 @@ from certify.regression.intmat import IntMatrix
 from certify.regression.problem import RegressionProblem
 from certify.check.verified import inverse_diagonal_upper
 
-__all__ = ["InterpCheck", "check_interpolation", "residual_of", "residual_bound", "norm_ball", "lower_bound_ball",
-           "distance_upper", "upper_ball", "lower_ball"]
+__all__ = [
+    "InterpCheck",
+    "check_interpolation",
+    "residual_of",
+    "residual_bound",
+    "norm_ball",
+    "lower_bound_ball",
+    "distance_upper",
+    "upper_ball",
+    "lower_ball",
+]
 
 
 @dataclass(frozen=True)
@@ -78,12 +87,16 @@ def norm_ball(ints, scale: Fraction, a: Fraction):
     return s ** (1 / ea) * arb(2) ** top * _arb(scale)
 
 
-def residual_of(Zx: IntMatrix, ex: int, Zy: list[int], ey: int, beta: ExactVec) -> tuple[list[int], Fraction]:
+def residual_of(
+    Zx: IntMatrix, ex: int, Zy: list[int], ey: int, beta: ExactVec
+) -> tuple[list[int], Fraction]:
     """``y - X beta~ = R * scale`` exactly, for ``beta~ = b 2^eb / db``: with ``s = min(ey, ex + eb)``,
     ``R = Zy db 2^(ey - s) - (Zx b) 2^(ex + eb - s)`` and ``scale = 2^s / db``."""
     s = min(ey, ex + beta.exp)
     Xb = Zx.matvec(beta.ints)
-    R = [zy * beta.den * (1 << (ey - s)) - xb * (1 << (ex + beta.exp - s)) for zy, xb in zip(Zy, Xb)]
+    R = [
+        zy * beta.den * (1 << (ey - s)) - xb * (1 << (ex + beta.exp - s)) for zy, xb in zip(Zy, Xb)
+    ]
     return R, Fraction(2) ** s / beta.den
 
 
@@ -122,7 +135,9 @@ def distance_upper(ub: Fraction, lb: Fraction, p: Fraction) -> Fraction:
 
     if p <= 2:
         gap = ub * ub - lb * lb
-        return upper_ball((_arb(max(gap, Fraction(0)) / (p - 1))).sqrt()) if gap > 0 else Fraction(0)
+        return (
+            upper_ball((_arb(max(gap, Fraction(0)) / (p - 1))).sqrt()) if gap > 0 else Fraction(0)
+        )
     ea = _arb(p)
     gap = upper_ball(_arb(ub) ** ea - _arb(lb) ** ea)
     if gap is None:
@@ -132,26 +147,35 @@ def distance_upper(ub: Fraction, lb: Fraction, p: Fraction) -> Fraction:
     return upper_ball((_arb(gap) * (arb(2) ** (ea - 1) - 1)) ** (1 / ea))
 
 
-def check_interpolation(problem: RegressionProblem, cert: InterpolationCertificate, *,
-                        p: Fraction | None = None) -> InterpCheck:
+def check_interpolation(
+    problem: RegressionProblem, cert: InterpolationCertificate, *, p: Fraction | None = None
+) -> InterpCheck:
     """Re-check ``cert`` against ``problem`` (module docstring); ``p``, when given, must match. Balls
     are computed at 64 bits beyond the longest integer the certificate holds (its own precision)."""
     from flint import ctx
 
     ints = [k for v in (cert.beta, cert.mu) if v is not None for k in (*v.ints, v.den)]
-    ints += [x for f in (cert.opt_lower, cert.opt_upper, cert.distance_upper, cert.residual_upper)
-             if f is not None for x in (f.numerator, f.denominator)]
+    ints += [
+        x
+        for f in (cert.opt_lower, cert.opt_upper, cert.distance_upper, cert.residual_upper)
+        if f is not None
+        for x in (f.numerator, f.denominator)
+    ]
     prec = 64 + max((abs(k).bit_length() for k in ints), default=64)
     from contextlib import nullcontext
 
     from threadpoolctl import threadpool_limits  # thread counts only: the digit products stay exact
 
-    small = problem.N ** 2 * problem.D < 2 * 10**9  # one BLAS thread: see certify.regression.interpolate
+    small = (
+        problem.N**2 * problem.D < 2 * 10**9
+    )  # one BLAS thread: see certify.regression.interpolate
     with ctx.workprec(min(prec, 1 << 16)), threadpool_limits(1) if small else nullcontext():
         return _check(problem, cert, p)
 
 
-def _check(problem: RegressionProblem, cert: InterpolationCertificate, p: Fraction | None) -> InterpCheck:
+def _check(
+    problem: RegressionProblem, cert: InterpolationCertificate, p: Fraction | None
+) -> InterpCheck:
     checked: list[str] = []
     failures: list[str] = []
 
@@ -161,7 +185,11 @@ def _check(problem: RegressionProblem, cert: InterpolationCertificate, p: Fracti
             failures.append(f"{name}: {why}" if why else name)
 
     claim("data_hash", cert.data_hash == problem.data_hash(), "the certificate is about other data")
-    claim("shape", cert.shape == (problem.N, problem.D), f"certificate shape {cert.shape}, data {problem.X.shape}")
+    claim(
+        "shape",
+        cert.shape == (problem.N, problem.D),
+        f"certificate shape {cert.shape}, data {problem.X.shape}",
+    )
     if p is not None:
         claim("p", cert.p == p, f"certificate p = {cert.p}, expected {p}")
     if failures or cert.status is InterpStatus.NO_VERIFIED_RESULT:
@@ -176,20 +204,34 @@ def _check(problem: RegressionProblem, cert: InterpolationCertificate, p: Fracti
     b, mu, pp = cert.beta, cert.mu, cert.p
     R, scale = residual_of(Zx, dx.exp, Zy, dy.exp, b)
     e = residual_bound(Zx, dx.exp, R, scale, pp)
-    claim("residual", e is not None and e <= cert.residual_upper,
-          "X X^T is not verified invertible and X beta~ != y" if e is None else
-          f"the distance to the feasible set can be {float(e):.3g} > residual_upper")
+    claim(
+        "residual",
+        e is not None and e <= cert.residual_upper,
+        "X X^T is not verified invertible and X beta~ != y"
+        if e is None
+        else f"the distance to the feasible set can be {float(e):.3g} > residual_upper",
+    )
     if e is None:
         return InterpCheck(False, tuple(checked), tuple(failures))
     ub = norm_ball(b.ints, Fraction(2) ** b.exp / b.den, pp) + _arb(e)
     lb = lower_bound_ball(Zx, dx.exp, Zy, dy.exp, mu.ints, conjugate(pp))
     ub_up, lb_lo = upper_ball(ub), lower_ball(lb)
-    claim("opt_upper", ub_up is not None and ub_up <= cert.opt_upper, "opt_upper is below ||beta~||_p + e")
-    claim("opt_lower", lb_lo is not None and cert.opt_lower <= lb_lo and cert.opt_lower <= cert.opt_upper,
-          "opt_lower is above y^T mu / ||X^T mu||_q")
+    claim(
+        "opt_upper",
+        ub_up is not None and ub_up <= cert.opt_upper,
+        "opt_upper is below ||beta~||_p + e",
+    )
+    claim(
+        "opt_lower",
+        lb_lo is not None and cert.opt_lower <= lb_lo and cert.opt_lower <= cert.opt_upper,
+        "opt_lower is above y^T mu / ||X^T mu||_q",
+    )
     total = None
     if ub_up is not None and lb_lo is not None:
         total = e + distance_upper(ub_up, max(lb_lo, Fraction(0)), pp)
-    claim("distance_upper", total is not None and total <= cert.distance_upper,
-          "distance_upper is below the bound recomputed from the gap")
+    claim(
+        "distance_upper",
+        total is not None and total <= cert.distance_upper,
+        "distance_upper is below the bound recomputed from the gap",
+    )
     return InterpCheck(not failures, tuple(checked), tuple(failures))

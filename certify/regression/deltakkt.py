@@ -47,13 +47,13 @@ _PREC = 256
 class DeltaKKT:
     """Proven facts about a trained network's beta (module docstring); Fractions are exact bounds."""
 
-    residual_l2_upper: Fraction      #: >= ||X beta - y||_2 (0 when beta interpolates exactly)
-    delta_upper: Fraction            #: >= min_mu ||grad E(beta) - X^T mu||_2 at the trained beta
-    delta_float: float               #: the float64 value of that minimum (not evidence)
-    delta_f_upper: Fraction | None   #: the same bound at the exact feasible projection beta_f
+    residual_l2_upper: Fraction  #: >= ||X beta - y||_2 (0 when beta interpolates exactly)
+    delta_upper: Fraction  #: >= min_mu ||grad E(beta) - X^T mu||_2 at the trained beta
+    delta_float: float  #: the float64 value of that minimum (not evidence)
+    delta_f_upper: Fraction | None  #: the same bound at the exact feasible projection beta_f
     distance_to_e_opt_upper: Fraction | None  #: >= ||beta_f - argmin_{X b = y} E(b)||_2
     projection_distance_upper: Fraction | None  #: >= ||beta_f - beta||_2
-    beta: np.ndarray                 #: the trained beta rounded to float64 (its exact value is used)
+    beta: np.ndarray  #: the trained beta rounded to float64 (its exact value is used)
 
 
 def _arb(x: Fraction):
@@ -64,7 +64,9 @@ def _arb(x: Fraction):
 
 def _up(ball) -> Fraction:
     if not ball.is_finite():
-        raise MdcertError("a delta-KKT bound is not finite; the weights are too large for a finite bound")
+        raise MdcertError(
+            "a delta-KKT bound is not finite; the weights are too large for a finite bound"
+        )
     man, ex = ball.upper().man_exp()
     return Fraction(int(man)) * Fraction(2) ** int(ex)
 
@@ -79,7 +81,9 @@ def _grad_balls(beta: list[Fraction], c: list[Fraction], xtmu: np.ndarray) -> li
             s = _arb(abs(b) + ci).sqrt()
             out.append(s if b > 0 else -s)
         else:
-            r = _low(_arb(ci).sqrt()) if ci else Fraction(0)  # r <= sqrt(c_i): inside the subdifferential
+            r = (
+                _low(_arb(ci).sqrt()) if ci else Fraction(0)
+            )  # r <= sqrt(c_i): inside the subdifferential
             out.append(_arb(max(-r, min(r, Fraction(float(t))))))
     return out
 
@@ -96,11 +100,15 @@ def _delta_upper(X: np.ndarray, beta: list[Fraction], c: list[Fraction]) -> tupl
 
     from certify.regression.intmat import IntMatrix
 
-    g_float = np.array([float(np.sign(float(b))) * np.sqrt(abs(float(b)) + float(ci)) for b, ci in zip(beta, c)])
+    g_float = np.array(
+        [float(np.sign(float(b))) * np.sqrt(abs(float(b)) + float(ci)) for b, ci in zip(beta, c)]
+    )
     mu, *_ = np.linalg.lstsq(X.T, g_float, rcond=None)
     delta_float = float(np.linalg.norm(g_float - X.T @ mu))
     dX, dmu = dyadic(X), dyadic(mu)
-    xtmu = IntMatrix(dX.ints).rmatvec([int(k) for k in dmu.ints])  # exact X^T mu~, times 2^(ex + emu)
+    xtmu = IntMatrix(dX.ints).rmatvec(
+        [int(k) for k in dmu.ints]
+    )  # exact X^T mu~, times 2^(ex + emu)
     scale = Fraction(2) ** (dX.exp + dmu.exp)
     with ctx.workprec(_PREC):
         grads = _grad_balls(beta, c, X.T @ mu)
@@ -135,8 +143,9 @@ def delta_kkt(problem: RegressionProblem, w_plus, w_minus) -> DeltaKKT:
         if beta_f is not None:
             delta_f, _ = _delta_upper(X, beta_f, c)
             dist = _distance_to_e_opt(beta_f, c, delta_f)
-    return DeltaKKT(res_up, delta_up, delta_float, delta_f, dist, proj,
-                    np.array([float(b) for b in beta]))
+    return DeltaKKT(
+        res_up, delta_up, delta_float, delta_f, dist, proj, np.array([float(b) for b in beta])
+    )
 
 
 def _feasible_projection(Xf, res, beta):
@@ -150,7 +159,9 @@ def _feasible_projection(Xf, res, beta):
     def q(x: Fraction):
         return flint.fmpq(x.numerator, x.denominator)
 
-    G = flint.fmpq_mat(N, N, [q(sum(a * b for a, b in zip(Xf[i], Xf[j]))) for i in range(N) for j in range(N)])
+    G = flint.fmpq_mat(
+        N, N, [q(sum(a * b for a, b in zip(Xf[i], Xf[j]))) for i in range(N) for j in range(N)]
+    )
     try:
         z = G.solve(flint.fmpq_mat(N, 1, [q(r) for r in res]))
     except (ZeroDivisionError, ValueError):
@@ -166,8 +177,12 @@ def _distance_to_e_opt(beta_f, c, delta_f: Fraction) -> Fraction:
     from flint import arb, ctx
 
     with ctx.workprec(_PREC):
-        e_f = sum(((_arb(abs(b) + ci)) ** arb(1.5) for b, ci in zip(beta_f, c)), arb(0)) * arb(2) / 3
-        box = max(max((abs(b) for b in beta_f), default=Fraction(0)), _up((e_f * 3 / 2) ** (arb(2) / 3)))
+        e_f = (
+            sum(((_arb(abs(b) + ci)) ** arb(1.5) for b, ci in zip(beta_f, c)), arb(0)) * arb(2) / 3
+        )
+        box = max(
+            max((abs(b) for b in beta_f), default=Fraction(0)), _up((e_f * 3 / 2) ** (arb(2) / 3))
+        )
         cmax = max(c, default=Fraction(0))
         m_low = arb(1) / (2 * (_arb(box + cmax)).sqrt())  # a lower bound of phi'' on the box
         return _up(_arb(delta_f) / arb(m_low.lower()))

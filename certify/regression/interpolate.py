@@ -26,7 +26,7 @@ import numpy as np
 
 from certify.exact import conjugate, dyadic, parse_p
 from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
-from certify.regression.check import (distance_upper, lower_bound_ball, norm_ball, residual_bound)
+from certify.regression.check import distance_upper, lower_bound_ball, norm_ball, residual_bound
 from certify.regression.intmat import IntMatrix
 from certify.regression.closed_form import block_l32_solution
 from certify.regression.problem import RegressionProblem
@@ -56,7 +56,9 @@ def _phi(u: np.ndarray, q: float) -> np.ndarray:
     return np.sign(u) * np.abs(u) ** (q - 1)
 
 
-def _dual_newton(X: np.ndarray, y: np.ndarray, q: float, *, tol: float = 1e-14, max_iter: int = 100):
+def _dual_newton(
+    X: np.ndarray, y: np.ndarray, q: float, *, tol: float = 1e-14, max_iter: int = 100
+):
     """Float Newton on the concave dual; returns (mu, float Hessian factor, steps)."""
     G = X @ X.T
     mu = np.linalg.lstsq(G, y, rcond=None)[0]
@@ -112,9 +114,16 @@ def _phi_exact(u_ints: list[int], scale_exp: int, q: Fraction, bits: int) -> tup
     with ctx.workprec(bits + 64):
         ea = arb(fmpq(q.numerator - q.denominator, q.denominator))
         vals = [(arb(abs(k)) * arb(2) ** scale_exp) ** ea if k else None for k in u_ints]
-        tops = [int(v.mid().man_exp()[0]).bit_length() + int(v.mid().man_exp()[1]) for v in vals if v is not None]
+        tops = [
+            int(v.mid().man_exp()[0]).bit_length() + int(v.mid().man_exp()[1])
+            for v in vals
+            if v is not None
+        ]
         e = (max(tops) if tops else 0) - bits
-        out = [0 if v is None else (_mid_int(v, -e) if k > 0 else -_mid_int(v, -e)) for k, v in zip(u_ints, vals)]
+        out = [
+            0 if v is None else (_mid_int(v, -e) if k > 0 else -_mid_int(v, -e))
+            for k, v in zip(u_ints, vals)
+        ]
     return out, e
 
 
@@ -124,8 +133,14 @@ def _phi_exact(u_ints: list[int], scale_exp: int, q: Fraction, bits: int) -> tup
 SMALL_FLOPS = 2 * 10**9
 
 
-def certify_interpolation(problem: RegressionProblem, p, *, bits: int = 200, refine_steps: int = 3,
-                          prec: int | None = None) -> InterpResult:
+def certify_interpolation(
+    problem: RegressionProblem,
+    p,
+    *,
+    bits: int = 200,
+    refine_steps: int = 3,
+    prec: int | None = None,
+) -> InterpResult:
     """Certify ``min ||beta||_p s.t. X beta = y`` for the exact data of ``problem`` (module docstring).
 
     Args:
@@ -137,12 +152,14 @@ def certify_interpolation(problem: RegressionProblem, p, *, bits: int = 200, ref
     """
     from certify.blas import all_cpu_blas, single_thread_blas
 
-    threads = single_thread_blas if problem.N ** 2 * problem.D < SMALL_FLOPS else all_cpu_blas
+    threads = single_thread_blas if problem.N**2 * problem.D < SMALL_FLOPS else all_cpu_blas
     with threads():
         return _certify(problem, p, bits=bits, refine_steps=refine_steps, prec=prec)
 
 
-def _certify(problem: RegressionProblem, p, *, bits: int, refine_steps: int, prec: int | None) -> InterpResult:
+def _certify(
+    problem: RegressionProblem, p, *, bits: int, refine_steps: int, prec: int | None
+) -> InterpResult:
     from flint import ctx
 
     t0 = time.perf_counter()
@@ -157,19 +174,31 @@ def _certify(problem: RegressionProblem, p, *, bits: int, refine_steps: int, pre
     Xs, ys = problem.X / cx, problem.y / cy
     if not np.any(problem.y):
         zero = ExactVec(tuple([0] * problem.D), 0)
-        cert = InterpolationCertificate(InterpStatus.OPTIMAL, pp, h, shape, Fraction(0), Fraction(0), Fraction(0),
-                                        Fraction(0), zero, ExactVec(tuple([0] * problem.N), 0))
+        cert = InterpolationCertificate(
+            InterpStatus.OPTIMAL,
+            pp,
+            h,
+            shape,
+            Fraction(0),
+            Fraction(0),
+            Fraction(0),
+            Fraction(0),
+            zero,
+            ExactVec(tuple([0] * problem.N), 0),
+        )
         return InterpResult(cert, time.perf_counter() - t0, 0)
     mu, steps = _dual_newton(Xs, ys, float(q))
     res = np.linalg.norm(ys - Xs @ _phi(Xs.T @ mu, float(q))) / np.linalg.norm(ys)
     if not np.isfinite(res) or res > 1e-6:
         kernel = _inconsistency(Zx, Zy) if problem.N <= EXACT_KERNEL_LIMIT else None
         if kernel is not None:
-            cert = InterpolationCertificate(InterpStatus.INCONSISTENT, pp, h, shape, kernel=ExactVec(tuple(kernel), 0))
+            cert = InterpolationCertificate(
+                InterpStatus.INCONSISTENT, pp, h, shape, kernel=ExactVec(tuple(kernel), 0)
+            )
             return InterpResult(cert, time.perf_counter() - t0, steps)
     # the scaled problem's dual point in the original units: X phi(X^T t mu) = cx^q t^(q-1) Xs phi(Xs^T mu)
     log_t = (float(pp) - 1) * np.log2(cy) - float(pp) * np.log2(cx)
-    mu = mu * 2.0 ** log_t if abs(log_t) < 1000 else np.ldexp(mu, int(round(log_t)))
+    mu = mu * 2.0**log_t if abs(log_t) < 1000 else np.ldexp(mu, int(round(log_t)))
     with ctx.workprec(prec or bits + 64):
         # refinement in the original units: u = X^T mu exactly, beta = phi(u), residual exactly
         m_ints, m_exp = _to_ints(mu)
@@ -179,7 +208,10 @@ def _certify(problem: RegressionProblem, p, *, bits: int, refine_steps: int, pre
             b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
             Xb = Zx.matvec(b_ints)
             s = min(dy.exp, dx.exp + b_exp)
-            R = [zy * (1 << (dy.exp - s)) - xb * (1 << (dx.exp + b_exp - s)) for zy, xb in zip(Zy, Xb)]
+            R = [
+                zy * (1 << (dy.exp - s)) - xb * (1 << (dx.exp + b_exp - s))
+                for zy, xb in zip(Zy, Xb)
+            ]
             if not any(R):
                 break
             r = np.array([float(Fraction(k) * Fraction(2) ** s) for k in R])
@@ -191,7 +223,9 @@ def _certify(problem: RegressionProblem, p, *, bits: int, refine_steps: int, pre
                 break
             d_ints, d_exp = _to_ints(d)
             e = min(m_exp, d_exp)
-            m_ints = [a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)]
+            m_ints = [
+                a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)
+            ]
             m_exp = e
         u = Zx.rmatvec(m_ints)
         b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
@@ -202,25 +236,50 @@ def _certify(problem: RegressionProblem, p, *, bits: int, refine_steps: int, pre
     return InterpResult(cert, time.perf_counter() - t0, steps)
 
 
-def _certificate(pp, q, h, shape, Zx, ex, Zy, ey, beta: ExactVec, m_ints, m_exp) -> InterpolationCertificate:
-    from certify.regression.check import lower_ball, residual_of, upper_ball  # the checker's own functions
+def _certificate(
+    pp, q, h, shape, Zx, ex, Zy, ey, beta: ExactVec, m_ints, m_exp
+) -> InterpolationCertificate:
+    from certify.regression.check import (
+        lower_ball,
+        residual_of,
+        upper_ball,
+    )  # the checker's own functions
 
     R, scale = residual_of(Zx, ex, Zy, ey, beta)
     e = residual_bound(Zx, ex, R, scale, pp)
     if e is None:
-        return InterpolationCertificate(InterpStatus.NO_VERIFIED_RESULT, pp, h, shape,
-                                        reason="X X^T is not verified invertible (X lacks full row rank or is "
-                                               "too ill-conditioned) and the refined point does not solve "
-                                               "X beta = y exactly; remove dependent rows")
+        return InterpolationCertificate(
+            InterpStatus.NO_VERIFIED_RESULT,
+            pp,
+            h,
+            shape,
+            reason="X X^T is not verified invertible (X lacks full row rank or is "
+            "too ill-conditioned) and the refined point does not solve "
+            "X beta = y exactly; remove dependent rows",
+        )
     ub = upper_ball(norm_ball(beta.ints, Fraction(2) ** beta.exp / beta.den, pp) + _arb_of(e))
     lb = lower_ball(lower_bound_ball(Zx, ex, Zy, ey, m_ints, q))
     if ub is None or lb is None or lb <= 0:
-        return InterpolationCertificate(InterpStatus.NO_VERIFIED_RESULT, pp, h, shape,
-                                        reason="the dual point gives no positive lower bound")
+        return InterpolationCertificate(
+            InterpStatus.NO_VERIFIED_RESULT,
+            pp,
+            h,
+            shape,
+            reason="the dual point gives no positive lower bound",
+        )
     dist = e + distance_upper(ub, lb, pp)
-    return InterpolationCertificate(InterpStatus.OPTIMAL, pp, h, shape, opt_lower=lb, opt_upper=ub,
-                                    distance_upper=dist, residual_upper=e, beta=beta,
-                                    mu=ExactVec(tuple(m_ints), m_exp))
+    return InterpolationCertificate(
+        InterpStatus.OPTIMAL,
+        pp,
+        h,
+        shape,
+        opt_lower=lb,
+        opt_upper=ub,
+        distance_upper=dist,
+        residual_upper=e,
+        beta=beta,
+        mu=ExactVec(tuple(m_ints), m_exp),
+    )
 
 
 def _arb_of(x: Fraction):

@@ -27,7 +27,7 @@ __all__ = ["IntMatrix", "int_matvec", "int_rmatvec", "int_gram"]
 
 _B = 18
 _MASK = (1 << _B) - 1
-_MAX_TERMS_INT = 1 << 26   # int64 sums of terms below 2^36
+_MAX_TERMS_INT = 1 << 26  # int64 sums of terms below 2^36
 _MAX_TERMS_FLOAT = 1 << 17  # float64 sums of terms below 2^36 stay below 2^53
 
 
@@ -80,11 +80,19 @@ class IntMatrix:
         n, m = self.shape
         inner, outer = (n, m) if transpose else (m, n)
         if len(v) != inner or inner > _MAX_TERMS_INT:
-            raise ValueError(f"{'rmatvec' if transpose else 'matvec'}: shapes do not match, or too many terms "
-                             "for exact int64 sums")
+            raise ValueError(
+                f"{'rmatvec' if transpose else 'matvec'}: shapes do not match, or too many terms "
+                "for exact int64 sums"
+            )
         vd = _vector_digits(v)
-        return _combine([(_B * (j + k), Vk @ Zj if transpose else Zj @ Vk) for j, Zj in enumerate(self.digits)
-                         for k, Vk in enumerate(vd)], outer)
+        return _combine(
+            [
+                (_B * (j + k), Vk @ Zj if transpose else Zj @ Vk)
+                for j, Zj in enumerate(self.digits)
+                for k, Vk in enumerate(vd)
+            ],
+            outer,
+        )
 
     def gram(self) -> np.ndarray:
         """``Z Z^T`` exactly, as an n x n object array of Python ints."""

@@ -35,7 +35,9 @@ def exact_float64(name: str, value, ndim: int) -> np.ndarray:
         raise MdcertError(f"{name} must have {ndim} dimension(s), got shape {out.shape}")
     if not np.all(np.isfinite(out)):
         idx = np.unravel_index(int(np.flatnonzero(~np.isfinite(out).ravel())[0]), out.shape)
-        raise MdcertError(f"{name} entry {tuple(int(j) for j in idx)} is not finite; remove NaN and inf values")
+        raise MdcertError(
+            f"{name} entry {tuple(int(j) for j in idx)} is not finite; remove NaN and inf values"
+        )
     out.setflags(write=False)
     return out
 
@@ -74,7 +76,9 @@ class RegressionProblem:
         if X.shape[0] == 0 or X.shape[1] == 0:
             raise MdcertError(f"X must have at least one row and one column, got shape {X.shape}")
         if y.shape[0] != X.shape[0]:
-            raise MdcertError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows; give one target per row")
+            raise MdcertError(
+                f"y has {y.shape[0]} entries but X has {X.shape[0]} rows; give one target per row"
+            )
         object.__setattr__(self, "X", X)
         object.__setattr__(self, "y", y)
 
@@ -100,7 +104,9 @@ class RegressionProblem:
 
         path = Path(path)
         if path.suffix == ".json":
-            write_text_atomic(path, json.dumps({"kind": KIND, "X": self.X.tolist(), "y": self.y.tolist()}))
+            write_text_atomic(
+                path, json.dumps({"kind": KIND, "X": self.X.tolist(), "y": self.y.tolist()})
+            )
         else:
             write_npz_atomic(path, {"kind": np.array(KIND), "X": self.X, "y": self.y})
 
@@ -112,9 +118,12 @@ def load_regression(path: str | Path, *, budget: int | None = None) -> Regressio
     from certify.memory import default_budget
     from certify.loaders import read_json_object, read_npz, regular_file
 
-    path = regular_file(path, what="regression problem",
-                        missing=f"regression problem file not found: {str(path)!r}; write one with "
-                                "'mdcert interpolate PROBLEM --synth block ...'")
+    path = regular_file(
+        path,
+        what="regression problem",
+        missing=f"regression problem file not found: {str(path)!r}; write one with "
+        "'mdcert interpolate PROBLEM --synth block ...'",
+    )
     budget = default_budget() // 2 if budget is None else budget
     if path.suffix == ".json":
         data = read_json_object(path, what="regression problem", budget=budget)
@@ -123,8 +132,10 @@ def load_regression(path: str | Path, *, budget: int | None = None) -> Regressio
     kind = data.get("kind")
     kind = str(kind.item() if isinstance(kind, np.ndarray) else kind) if kind is not None else None
     if kind != KIND:
-        raise MdcertError(f"{path}: not a regression problem (kind = {kind!r}); it needs kind = 'regression', "
-                          "X (N x D) and y (N)")
+        raise MdcertError(
+            f"{path}: not a regression problem (kind = {kind!r}); it needs kind = 'regression', "
+            "X (N x D) and y (N)"
+        )
     missing = [k for k in ("X", "y") if k not in data]
     if missing:
         raise MdcertError(f"{path}: missing key(s) {', '.join(missing)}")
@@ -143,7 +154,9 @@ def declares_regression(path: str | Path) -> bool:
         if path.suffix == ".json":
             data = read_json_object(path, what="problem", budget=default_budget() // 2)
             return data.get("kind") == KIND
-        kind = read_npz(path, keys=("kind",), what="problem", budget=default_budget() // 2).get("kind")
+        kind = read_npz(path, keys=("kind",), what="problem", budget=default_budget() // 2).get(
+            "kind"
+        )
         return kind is not None and str(kind.item()) == KIND
     except (MdcertError, ValueError, OSError, KeyError):
         return False

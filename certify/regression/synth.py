@@ -19,17 +19,24 @@ __all__ = ["regression_problem", "KINDS"]
 KINDS = ("block", "gaussian")
 
 
-def regression_problem(kind: str = "block", *, N: int = 5, D: int | None = None, seed: int = 0) -> RegressionProblem:
+def regression_problem(
+    kind: str = "block", *, N: int = 5, D: int | None = None, seed: int = 0
+) -> RegressionProblem:
     """A seeded regression problem of ``kind`` (module docstring); ``D`` defaults to 2N."""
     if kind not in KINDS:
-        raise MdcertError(f"unknown regression data kind {kind!r}; choose one of {', '.join(KINDS)}")
+        raise MdcertError(
+            f"unknown regression data kind {kind!r}; choose one of {', '.join(KINDS)}"
+        )
     D = 2 * N if D is None else D
     if N < 1 or D < 1:
         raise MdcertError(f"N and D must be positive, got N={N}, D={D}")
     rng = np.random.default_rng(seed)
     if kind == "gaussian":
-        return RegressionProblem(rng.standard_normal((N, D)), rng.standard_normal(N),
-                                 provenance={"kind": "gaussian", "seed": seed})
+        return RegressionProblem(
+            rng.standard_normal((N, D)),
+            rng.standard_normal(N),
+            provenance={"kind": "gaussian", "seed": seed},
+        )
     if D != 2 * N:
         raise MdcertError(f"block data have D = 2N (two nonzeros per row); got N={N}, D={D}")
     X = np.zeros((N, D))

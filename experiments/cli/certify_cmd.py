@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = ("certified l_p SVM solution (OPT enclosure, direction error, support); exit 0 certified, "
-        "3 infeasible (certificate written), 2 no verified result or digits not reached, 1 bad input")
+HELP = (
+    "certified l_p SVM solution (OPT enclosure, direction error, support); exit 0 certified, "
+    "3 infeasible (certificate written), 2 no verified result or digits not reached, 1 bad input"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -15,32 +15,54 @@ HELP = "summarize a problem file: sizes, lengths, padding, ties, optimal and dup
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("problem", help="problem file (.npz or .json)")
-    parser.add_argument("--json", default=None, metavar="OUT.json", help="also write the full summary as JSON")
+    parser.add_argument(
+        "--json", default=None, metavar="OUT.json", help="also write the full summary as JSON"
+    )
 
 
 def format_info(info) -> list[str]:
     """The terminal lines of a `certify.info.ProblemInfo` (long lists summarized)."""
     from certify.info import summarize
 
-    lines = [f"n = {info.n} examples, T = {info.T} tokens, d = {info.d}", f"data hash: {info.data_hash}"]
+    lines = [
+        f"n = {info.n} examples, T = {info.T} tokens, d = {info.d}",
+        f"data hash: {info.data_hash}",
+    ]
     if info.lengths is None:
         lines.append("lengths: none (every example has T tokens)")
     else:
-        lines.append(f"lengths: {min(info.lengths)}..{max(info.lengths)} ({sum(info.lengths)} of "
-                     f"{info.n * info.T} tokens valid): {summarize(info.lengths, first=8)}")
+        lines.append(
+            f"lengths: {min(info.lengths)}..{max(info.lengths)} ({sum(info.lengths)} of "
+            f"{info.n * info.T} tokens valid): {summarize(info.lengths, first=8)}"
+        )
     if info.padded:
-        lines.append(f"padding detected without lengths: {len(info.padded)} example(s) end in all-zero tokens "
-                     f"(example, count: {summarize(info.padded, first=4)}); declare them with 'lengths'")
+        lines.append(
+            f"padding detected without lengths: {len(info.padded)} example(s) end in all-zero tokens "
+            f"(example, count: {summarize(info.padded, first=4)}); declare them with 'lengths'"
+        )
     else:
         lines.append("padding detected without lengths: none")
     lines.append(f"globally optimal tokens: {summarize(info.optimal, first=10)}")
-    lines.append(f"ties in the token scores: {len(info.ties)} example(s)"
-                 + (f" ({summarize((f'{i}: {list(ts)}' for i, ts in info.ties), first=3)})" if info.ties else ""))
-    lines.append(f"duplicated tokens: {len(info.duplicates)} group(s)"
-                 + (f" ({summarize((f'{i}: {list(ts)}' for i, ts in info.duplicates), first=3)})"
-                    if info.duplicates else ""))
-    lines.append(f"attention SVM: N = {info.rows} rows, d^2 = {info.variables} variables, "
-                 f"N/d^2 = {info.rows_per_variable:.3g}")
+    lines.append(
+        f"ties in the token scores: {len(info.ties)} example(s)"
+        + (
+            f" ({summarize((f'{i}: {list(ts)}' for i, ts in info.ties), first=3)})"
+            if info.ties
+            else ""
+        )
+    )
+    lines.append(
+        f"duplicated tokens: {len(info.duplicates)} group(s)"
+        + (
+            f" ({summarize((f'{i}: {list(ts)}' for i, ts in info.duplicates), first=3)})"
+            if info.duplicates
+            else ""
+        )
+    )
+    lines.append(
+        f"attention SVM: N = {info.rows} rows, d^2 = {info.variables} variables, "
+        f"N/d^2 = {info.rows_per_variable:.3g}"
+    )
     lines.append(f"feasibility hint (alpha = {info.alpha_source}): {info.hint}")
     return lines
 

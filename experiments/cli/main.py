@@ -34,32 +34,61 @@ def skip_interpreter_teardown(reason: str) -> None:
     """
     _SKIP_TEARDOWN.append(reason)
 
+
 #: command name -> (module, one-line help). Modules live in experiments/cli/.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("experiments.cli.demo", "run the main job on a built-in example"),
     "synth": ("experiments.cli.synth", "write a seeded synthetic problem (.npz or .json)"),
-    "info": ("experiments.cli.info", "summarize a problem file: sizes, padding, ties, tokens, feasibility hint"),
-    "certify": ("experiments.cli.certify_cmd", "certified l_p attention-SVM / decoder-SVM solution"),
-    "interpolate": ("experiments.cli.interpolate", "certified minimum-l_p-norm interpolation (regression data)"),
-    "signdescent": ("experiments.cli.signdescent", "diagonal-network paths (gd, smoothed sign, Adam) vs certified references"),
+    "info": (
+        "experiments.cli.info",
+        "summarize a problem file: sizes, padding, ties, tokens, feasibility hint",
+    ),
+    "certify": (
+        "experiments.cli.certify_cmd",
+        "certified l_p attention-SVM / decoder-SVM solution",
+    ),
+    "interpolate": (
+        "experiments.cli.interpolate",
+        "certified minimum-l_p-norm interpolation (regression data)",
+    ),
+    "signdescent": (
+        "experiments.cli.signdescent",
+        "diagonal-network paths (gd, smoothed sign, Adam) vs certified references",
+    ),
     "verify": ("experiments.cli.verify", "independently re-check a certificate against the data"),
     "check": ("experiments.cli.check", "check a theorem's hypotheses (HOLDS / FAILS / UNDECIDED)"),
     "paths": ("experiments.cli.paths", "batched mirror-descent training paths and Bregman rates"),
     "regpath": ("experiments.cli.regpath", "regularization paths (Theorems 6 and 31)"),
     "plot": ("experiments.cli.plot", "figures for a run directory written by paths or regpath"),
     "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
-    "study": ("experiments.cli.study", "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning"),
-    "pgd": ("experiments.cli.pgd", "p-GD paths on classification data against the certified l_p max-margin direction"),
-    "data": ("experiments.cli.data", "attention problems from real data (text, digits), offline, with provenance"),
+    "study": (
+        "experiments.cli.study",
+        "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning",
+    ),
+    "pgd": (
+        "experiments.cli.pgd",
+        "p-GD paths on classification data against the certified l_p max-margin direction",
+    ),
+    "data": (
+        "experiments.cli.data",
+        "attention problems from real data (text, digits), offline, with provenance",
+    ),
 }
 
 
 #: optional dependency (top-level import name) -> the pyproject extra that installs it. The base
 #: install (certify, theorems, `mdcert synth/certify/verify/check/info`) needs none of them.
 EXTRAS: dict[str, str] = {
-    "torch": "train", "hypothesis": "train", "pebble": "train", "matplotlib": "plots",
-    "ray": "ray", "yaml": "ray",
-    "sklearn": "data", "tokenizers": "data", "safetensors": "data", "transformers": "data",
+    "torch": "train",
+    "hypothesis": "train",
+    "pebble": "train",
+    "matplotlib": "plots",
+    "ray": "ray",
+    "yaml": "ray",
+    "sklearn": "data",
+    "tokenizers": "data",
+    "safetensors": "data",
+    "transformers": "data",
 }
 
 
@@ -93,14 +122,23 @@ def version() -> str:
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
-    parser = _Parser(prog="mdcert", description="Certificates and experiments for mirror descent on softmax attention.")
-    parser.add_argument("--version", action="version", version=f"mdcert {version()}",
-                        help="print the version of mdcert and exit")
+    parser = _Parser(
+        prog="mdcert",
+        description="Certificates and experiments for mirror descent on softmax attention.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"mdcert {version()}",
+        help="print the version of mdcert and exit",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     modules: dict[str, object] = {}
     for name, (module, help_) in COMMANDS.items():
         mod = importlib.import_module(module)
-        p = sub.add_parser(name, help=getattr(mod, "HELP", help_), description=getattr(mod, "HELP", help_))
+        p = sub.add_parser(
+            name, help=getattr(mod, "HELP", help_), description=getattr(mod, "HELP", help_)
+        )
         mod.configure(p)
         modules[name] = mod
     return parser, modules
@@ -130,20 +168,28 @@ def _run(module, args: argparse.Namespace) -> int:
     try:
         with input_warnings(args.command):
             return int(module.run(args) or 0)
-    except BrokenPipeError as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
+    except (
+        BrokenPipeError
+    ) as exc:  # stdout closed early ("mdcert check ... | head"): stop quietly, as cat does
         if _stdout_closed():
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter's final flush must not raise
             return 141
-        print(f"mdcert {args.command}: error: {one_line(exc)}", file=sys.stderr)  # another pipe broke
+        print(
+            f"mdcert {args.command}: error: {one_line(exc)}", file=sys.stderr
+        )  # another pipe broke
         return 1
     except KeyboardInterrupt as exc:
         return exit_code_for(args.command, exc)
     except Exception as exc:  # noqa: BLE001 - every outcome becomes one line and an exit code
         if os.environ.get("MDCERT_TRACEBACK") and is_bug(exc, extras=EXTRAS):
             raise
-        return exit_code_for(args.command, exc, extras=EXTRAS,
-                             bug_hint=" (this is a bug; rerun with MDCERT_TRACEBACK=1 for the traceback and "
-                                      "report it)")
+        return exit_code_for(
+            args.command,
+            exc,
+            extras=EXTRAS,
+            bug_hint=" (this is a bug; rerun with MDCERT_TRACEBACK=1 for the traceback and "
+            "report it)",
+        )
 
 
 def _stdout_closed() -> bool:
@@ -154,7 +200,11 @@ def _stdout_closed() -> bool:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)
         return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
-    except (AttributeError, OSError, ValueError):  # no poll, or a replaced stdout without a descriptor
+    except (
+        AttributeError,
+        OSError,
+        ValueError,
+    ):  # no poll, or a replaced stdout without a descriptor
         return False
 
 

@@ -31,9 +31,14 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     run_dir = Path(run_dir)
     sfile = run_dir / "summary.json"
     kind = read_summary(run_dir).get("kind")
-    inputs = {f"the run's {name}": run_dir / name for name in ("summary.json", "arrays.npz", "path.npz")
-              if (run_dir / name).exists()}
-    for png in sorted(run_dir.glob("*.png")):  # a figure that is an input (hard link, symlink) is refused
+    inputs = {
+        f"the run's {name}": run_dir / name
+        for name in ("summary.json", "arrays.npz", "path.npz")
+        if (run_dir / name).exists()
+    }
+    for png in sorted(
+        run_dir.glob("*.png")
+    ):  # a figure that is an input (hard link, symlink) is refused
         check_distinct({f"the figure {png.name}": png}, inputs)
     if kind == "paths":
         from experiments.paths.plots import load_run, plot_paths_run
@@ -44,7 +49,9 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         try:
             from experiments.regpath.plots import plot_regpath_run
         except ImportError:
-            raise MdcertError("regpath figures are not available in this installation (experiments.regpath.plots)") from None
+            raise MdcertError(
+                "regpath figures are not available in this installation (experiments.regpath.plots)"
+            ) from None
         return _recorded(run_dir, plot_regpath_run(run_dir))
     raise MdcertError(f"{str(sfile)!r} has kind {kind!r}; 'mdcert plot' knows {', '.join(KINDS)}")
 
@@ -64,10 +71,15 @@ def _check_paths_plottable(run_dir: Path, summary: dict, arrays: dict) -> None:
     import numpy as np
 
     per_p = summary.get("per_p")
-    if not isinstance(per_p, list) or not per_p or not all(isinstance(e, dict) and "p_exact" in e and "lr" in e
-                                                            for e in per_p):
-        raise MdcertError(f"{str(run_dir / 'summary.json')!r} lacks a valid 'per_p' list; it was not written by "
-                          f"'mdcert paths' or was edited - rerun 'mdcert paths'")
+    if (
+        not isinstance(per_p, list)
+        or not per_p
+        or not all(isinstance(e, dict) and "p_exact" in e and "lr" in e for e in per_p)
+    ):
+        raise MdcertError(
+            f"{str(run_dir / 'summary.json')!r} lacks a valid 'per_p' list; it was not written by "
+            f"'mdcert paths' or was edited - rerun 'mdcert paths'"
+        )
     needed = ("record_steps", "status", "p_exact", "lr", "norm_p")
     if not all(k in arrays for k in needed):
         return  # plot_paths_run names what is missing
@@ -75,16 +87,26 @@ def _check_paths_plottable(run_dir: Path, summary: dict, arrays: dict) -> None:
         status = np.asarray(arrays["status"]).astype(str)
         bad = []
         for e in summary["per_p"]:
-            rows = np.flatnonzero((arrays["p_exact"] == e["p_exact"]) & np.isclose(arrays["lr"], e["lr"]))
-            finite = [b for b in rows if status[b] != "nonfinite"
-                      and np.any(np.isfinite(arrays["norm_p"][b][arrays["record_steps"][b] > 0]))]
+            rows = np.flatnonzero(
+                (arrays["p_exact"] == e["p_exact"]) & np.isclose(arrays["lr"], e["lr"])
+            )
+            finite = [
+                b
+                for b in rows
+                if status[b] != "nonfinite"
+                and np.any(np.isfinite(arrays["norm_p"][b][arrays["record_steps"][b] > 0]))
+            ]
             if rows.size and not finite:
                 bad.append(f"p={e.get('p_text', e.get('p'))} lr={e['lr']}")
     except (KeyError, TypeError, ValueError, IndexError):
-        raise MdcertError(f"{str(run_dir)!r} has an inconsistent summary.json / arrays.npz; rerun 'mdcert paths'") from None
+        raise MdcertError(
+            f"{str(run_dir)!r} has an inconsistent summary.json / arrays.npz; rerun 'mdcert paths'"
+        ) from None
     if bad:
-        raise MdcertError(f"nothing to plot for {', '.join(bad)} in {str(run_dir)!r}: every trajectory stopped at a "
-                          f"float limit (status 'nonfinite'); rerun 'mdcert paths' with a smaller --lr")
+        raise MdcertError(
+            f"nothing to plot for {', '.join(bad)} in {str(run_dir)!r}: every trajectory stopped at a "
+            f"float limit (status 'nonfinite'); rerun 'mdcert paths' with a smaller --lr"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
         files = plot_run(args.run)
     except (KeyError, TypeError, IndexError, AttributeError) as exc:
         # the figures only read the run directory: a structural error means an edited or foreign file
-        raise MdcertError(f"{str(args.run)!r} holds a summary.json / arrays file with unexpected structure "
-                          f"({type(exc).__name__}: {str(exc)[:80]}); rerun the command that wrote it") from None
+        raise MdcertError(
+            f"{str(args.run)!r} holds a summary.json / arrays file with unexpected structure "
+            f"({type(exc).__name__}: {str(exc)[:80]}); rerun the command that wrote it"
+        ) from None
     for f in files:
         print(f)
     return 0

@@ -13,8 +13,10 @@ import argparse
 
 from experiments.commands.regpath import add_arguments
 
-HELP = ("regularization paths W(R) = argmin_{||W||_p <= R} L(W) vs the certified SVM "
-        "(Theorems 6 and 31)")
+HELP = (
+    "regularization paths W(R) = argmin_{||W||_p <= R} L(W) vs the certified SVM "
+    "(Theorems 6 and 31)"
+)
 
 __all__ = ["HELP", "configure", "run"]
 

@@ -34,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from experiments.commands.signdescent import Config, run as run_command
     from experiments.runtime.terminal import terminal_width
 
-    result = run_command(Config.from_options(vars(args)), warn=lambda line: print(line, file=sys.stderr))
+    result = run_command(
+        Config.from_options(vars(args)), warn=lambda line: print(line, file=sys.stderr)
+    )
     result.write()
     for line in result.lines(terminal_width()):
         print(line)

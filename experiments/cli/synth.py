@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = ("write a seeded synthetic problem: unit-sphere tokens and z, random labels, unit decoder; or with "
-        "--classification a labelled point set (planted separable or random)")
+HELP = (
+    "write a seeded synthetic problem: unit-sphere tokens and z, random labels, unit decoder; or with "
+    "--classification a labelled point set (planted separable or random)"
+)
 
 __all__ = ["HELP", "configure", "run"]
 

@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, str] = {
     "verify": "experiments.commands.verify",
     "study": "experiments.commands.study",
     "synth": "experiments.commands.synth",
+    "pgd": "experiments.commands.pgd",
 }
 
 

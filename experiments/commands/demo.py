@@ -18,7 +18,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
-from experiments.commands.demo_facts import REGION_QUANTITIES, cert_facts, check_facts, near_svm_init, paths_facts, region_quantities, said
+from experiments.commands.demo_facts import (
+    REGION_QUANTITIES,
+    cert_facts,
+    check_facts,
+    near_svm_init,
+    paths_facts,
+    region_quantities,
+    said,
+)
 
 __all__ = ["Config", "Result", "Runner", "REGION_QUANTITIES", "add_arguments", "run"]
 
@@ -28,11 +36,21 @@ Runner = Callable[[Sequence[str]], int]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert demo``."""
-    parser.add_argument("--quick", action="store_true", help="a short variant (fewer trials and steps; used by CI)")
-    parser.add_argument("--seed", type=int, default=7, help="seed of the synthetic problem (default 7)")
-    parser.add_argument("--p", default="1.75", help="exponent of the certified SVM and the check (default 1.75)")
-    parser.add_argument("-o", "--out", default=None,
-                        help="keep every output in this new directory (default: a temporary directory, removed)")
+    parser.add_argument(
+        "--quick", action="store_true", help="a short variant (fewer trials and steps; used by CI)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=7, help="seed of the synthetic problem (default 7)"
+    )
+    parser.add_argument(
+        "--p", default="1.75", help="exponent of the certified SVM and the check (default 1.75)"
+    )
+    parser.add_argument(
+        "-o",
+        "--out",
+        default=None,
+        help="keep every output in this new directory (default: a temporary directory, removed)",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,10 +103,17 @@ class Result:
         """The final summary (none when a stage failed)."""
         if self.failure is not None:
             return []
-        where = (f"; outputs in {Path(self.config.out)}" if self.config.out is not None
-                 else " (outputs were temporary; use -o DIR to keep them)")
-        return ["", "== summary (proved: exact or ball arithmetic; measured: float64 experiments)",
-                *self.summary, f"demo finished in {self.seconds:.1f} s" + where]
+        where = (
+            f"; outputs in {Path(self.config.out)}"
+            if self.config.out is not None
+            else " (outputs were temporary; use -o DIR to keep them)"
+        )
+        return [
+            "",
+            "== summary (proved: exact or ball arithmetic; measured: float64 experiments)",
+            *self.summary,
+            f"demo finished in {self.seconds:.1f} s" + where,
+        ]
 
     def messages(self) -> list[str]:
         """The failed stage's line for stderr (none when every stage ran)."""
@@ -105,47 +130,135 @@ def _stage(title: str, argv: list[str], *, runner: Runner) -> None:
 
 def _stages(config: Config, out: Path, *, temporary: bool, runner: Runner) -> list[str]:
     """Run the six stages in ``out``; the summary lines (RuntimeError names a failed stage)."""
-    problem, cert, report = str(out / "problem.npz"), str(out / "cert.json"), str(out / "check.json")
+    problem, cert, report = (
+        str(out / "problem.npz"),
+        str(out / "cert.json"),
+        str(out / "check.json"),
+    )
     trials, steps = ("8", "300,300,1000") if config.quick else ("30", "1500,2000,5000")
     summary: list[str] = []
-    _stage("1. synthesize the paper-size problem (n=6, T=8, d=10)",
-           ["synth", "--seed", str(config.seed), "-o", problem], runner=runner)
-    said(1, "wrote the paper's synthetic problem (n=6, T=8, d=10) and its globally optimal tokens",
-          "every later stage works on these exact float64 numbers", summary)
-    _stage(f"2. certify the l_p attention SVM of the globally optimal tokens (p = {config.p})",
-           ["certify", problem, "--p", config.p, "--alpha", "opt", "--digits", "60", "-o", cert], runner=runner)
-    said(2, cert_facts(cert), "the SVM direction is the limit Theorem 10 predicts, so every distance "
-          "measured later is to a proven target, not to a solver's guess", summary)
-    _stage("3. re-check the certificate independently from the data alone", ["verify", problem, cert],
-           runner=runner)
-    said(3, "the independent checker (no solver) re-proved every claim of the certificate from the data",
-          "a bug in the solver or a tampered file cannot pass as proved", summary)
+    _stage(
+        "1. synthesize the paper-size problem (n=6, T=8, d=10)",
+        ["synth", "--seed", str(config.seed), "-o", problem],
+        runner=runner,
+    )
+    said(
+        1,
+        "wrote the paper's synthetic problem (n=6, T=8, d=10) and its globally optimal tokens",
+        "every later stage works on these exact float64 numbers",
+        summary,
+    )
+    _stage(
+        f"2. certify the l_p attention SVM of the globally optimal tokens (p = {config.p})",
+        ["certify", problem, "--p", config.p, "--alpha", "opt", "--digits", "60", "-o", cert],
+        runner=runner,
+    )
+    said(
+        2,
+        cert_facts(cert),
+        "the SVM direction is the limit Theorem 10 predicts, so every distance "
+        "measured later is to a proven target, not to a solver's guess",
+        summary,
+    )
+    _stage(
+        "3. re-check the certificate independently from the data alone",
+        ["verify", problem, cert],
+        runner=runner,
+    )
+    said(
+        3,
+        "the independent checker (no solver) re-proved every claim of the certificate from the data",
+        "a bug in the solver or a tampered file cannot pass as proved",
+        summary,
+    )
     init = near_svm_init(cert, out / "W0.npy", seed=config.seed)
-    _stage("4. check the hypotheses of Theorem 10 (local directional convergence) on an initialization\n"
-           "   near the certified SVM direction, along the mirror-descent path the command runs",
-           ["check", problem, "--p", config.p, "--theorem", "10", "--alpha", "opt", "--init", init,
-            "--lr", "0.1", "--mu", "0.1", "--R", "1", "--steps", "300" if config.quick else "2000",
-            "--json", report], runner=runner)
-    said(4, check_facts(report), "the verdicts concern this path and the given mu = 0.1, R = 1 (inputs, "
-          "never derived: another mu or R can flip init_in_region); the conclusion itself is measured in "
-          "stage 5, not proved", summary)
+    _stage(
+        "4. check the hypotheses of Theorem 10 (local directional convergence) on an initialization\n"
+        "   near the certified SVM direction, along the mirror-descent path the command runs",
+        [
+            "check",
+            problem,
+            "--p",
+            config.p,
+            "--theorem",
+            "10",
+            "--alpha",
+            "opt",
+            "--init",
+            init,
+            "--lr",
+            "0.1",
+            "--mu",
+            "0.1",
+            "--R",
+            "1",
+            "--steps",
+            "300" if config.quick else "2000",
+            "--json",
+            report,
+        ],
+        runner=runner,
+    )
+    said(
+        4,
+        check_facts(report),
+        "the verdicts concern this path and the given mu = 0.1, R = 1 (inputs, "
+        "never derived: another mu or R can flip init_in_region); the conclusion itself is measured in "
+        "stage 5, not proved",
+        summary,
+    )
     quantities = region_quantities(report)
     if quantities:
-        print("   data quantities the admissible mu and R depend on (docs/theory.md 5.4):\n"
-              + "\n".join(quantities), flush=True)
-    _stage(f"5. batched mirror-descent paths ({trials} trials x p in 1.75, 2, 3; normalized steps, lr 0.1)",
-           ["paths", "--trials", trials, "--p", "1.75,2,3", "--steps", steps, "--lr", "0.1",
-            "--normalize", "--seed", str(config.seed), "--device", "cpu", "--progress", "off",
-            "-o", str(out / "paths")], runner=runner)
-    said(5, paths_facts(out / "paths"), "the decay of D_psi to the certified direction is the rate "
-          "the theory is about; 'inconclusive' means this run cannot tell the laws apart (the paths "
-          "output says what a verdict would need)", summary)
+        print(
+            "   data quantities the admissible mu and R depend on (docs/theory.md 5.4):\n"
+            + "\n".join(quantities),
+            flush=True,
+        )
+    _stage(
+        f"5. batched mirror-descent paths ({trials} trials x p in 1.75, 2, 3; normalized steps, lr 0.1)",
+        [
+            "paths",
+            "--trials",
+            trials,
+            "--p",
+            "1.75,2,3",
+            "--steps",
+            steps,
+            "--lr",
+            "0.1",
+            "--normalize",
+            "--seed",
+            str(config.seed),
+            "--device",
+            "cpu",
+            "--progress",
+            "off",
+            "-o",
+            str(out / "paths"),
+        ],
+        runner=runner,
+    )
+    said(
+        5,
+        paths_facts(out / "paths"),
+        "the decay of D_psi to the certified direction is the rate "
+        "the theory is about; 'inconclusive' means this run cannot tell the laws apart (the paths "
+        "output says what a verdict would need)",
+        summary,
+    )
     _stage("6. figures", ["plot", str(out / "paths")], runner=runner)
     figures = sorted((out / "paths").glob("*.png"))
-    where = (f"in {out / 'paths'} ({', '.join(f.name for f in figures)})" if not temporary else
-             "in the temporary directory, removed at the end (rerun with -o DIR to keep them)")
-    said(6, f"drew {len(figures)} figures of the paths run {where}",
-          "they show the measured rates against both fitted laws, with their bands", summary)
+    where = (
+        f"in {out / 'paths'} ({', '.join(f.name for f in figures)})"
+        if not temporary
+        else "in the temporary directory, removed at the end (rerun with -o DIR to keep them)"
+    )
+    said(
+        6,
+        f"drew {len(figures)} figures of the paths run {where}",
+        "they show the measured rates against both fitted laws, with their bands",
+        summary,
+    )
     return summary
 
 
@@ -168,11 +281,13 @@ def run(config: Config, *, runner: Runner) -> Result:
         try:
             summary = _stages(config, out, temporary=tmp is not None, runner=runner)
         except RuntimeError as exc:
-            failure = f"mdcert demo: {exc}" + ("" if tmp is not None else f"; removed the partial {str(out)!r}")
+            failure = f"mdcert demo: {exc}" + (
+                "" if tmp is not None else f"; removed the partial {str(out)!r}"
+            )
             return Result(config=config, failure=failure)
         seconds = time.perf_counter() - start
         if tmp is None:
-            write_marker(out, "demo")                 # an mdcert run directory of kind "demo"
+            write_marker(out, "demo")  # an mdcert run directory of kind "demo"
         completed = True
         return Result(config=config, summary=tuple(summary), seconds=seconds)
     finally:

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ['REGION_QUANTITIES', 'cert_facts', 'check_facts', 'near_svm_init', 'paths_facts', 'region_quantities', 'said']
+__all__ = [
+    "REGION_QUANTITIES",
+    "cert_facts",
+    "check_facts",
+    "near_svm_init",
+    "paths_facts",
+    "region_quantities",
+    "said",
+]
 
 
 def said(step: int, what: str, why: str, summary: list[str]) -> None:
@@ -25,9 +33,11 @@ def cert_facts(path: str) -> str:
     width = (hi - lo) / lo
     digits = "exactly" if width == 0 else f"to {decimal_digits(width)} digits"
     t, i, u = (len(c["support"][k]) for k in ("tight", "inactive", "undecided"))
-    return (f"proved OPT = {format_g(lo, 10)} of the l_p attention SVM (p = {format_exact(parse_fraction(c['p']))}) "
-            f"{digits}, direction error <= {format_g(parse_fraction(c['direction_error_upper']), 2)}, {t} support "
-            f"rows tight, {i} inactive, {u} undecided")
+    return (
+        f"proved OPT = {format_g(lo, 10)} of the l_p attention SVM (p = {format_exact(parse_fraction(c['p']))}) "
+        f"{digits}, direction error <= {format_g(parse_fraction(c['direction_error_upper']), 2)}, {t} support "
+        f"rows tight, {i} inactive, {u} undecided"
+    )
 
 
 #: the region's data quantities (informational evidence of init_in_region), in the order printed
@@ -42,8 +52,10 @@ def check_facts(path: str) -> str:
     held = sum(h["verdict"] == "holds" for h in hyps)
     from certify.exact import format_exact, parse_fraction
 
-    mu, R = (None if r["quantities"].get(k) is None else format_exact(parse_fraction(r["quantities"][k]))
-             for k in ("mu", "R"))
+    mu, R = (
+        None if r["quantities"].get(k) is None else format_exact(parse_fraction(r["quantities"][k]))
+        for k in ("mu", "R")
+    )
 
     def named(h) -> str:
         if h["name"] == "init_in_region" and mu is not None and R is not None:
@@ -52,8 +64,11 @@ def check_facts(path: str) -> str:
 
     region = [named(h) for h in hyps if h["name"] == "init_in_region" and h["verdict"] == "holds"]
     others = ", ".join(named(h) for h in hyps if h["verdict"] != "holds")
-    return (f"Theorem {r['theorem']}: {held} of {len(hyps)} hypotheses proved, verdict {r['verdict'].upper()}"
-            + (f" ({others})" if others else "") + (f"; {region[0]}" if region else ""))
+    return (
+        f"Theorem {r['theorem']}: {held} of {len(hyps)} hypotheses proved, verdict {r['verdict'].upper()}"
+        + (f" ({others})" if others else "")
+        + (f"; {region[0]}" if region else "")
+    )
 
 
 def region_quantities(path: str) -> list[str]:
@@ -83,12 +98,19 @@ def paths_facts(run: Path) -> str:
         d = e.get("bregman_final_mean")
         fit = e.get("rate_fit") or {}
         verdict = fit.get("verdict", "n/a")
-        if fit.get("state") not in (None, "asymptotic"):  # why no law was chosen: transient, floor, ...
+        if fit.get("state") not in (
+            None,
+            "asymptotic",
+        ):  # why no law was chosen: transient, floor, ...
             verdict += f" ({fit['state']})"
         k_opt = e.get("alpha_final_is_opt")
-        ref = "SVM(alpha_final)" + ("" if k_opt is None else f", {k_opt} of {e['trajectories']} at the optimal tokens")
-        parts.append(f"p = {format_exact(parse_fraction(e['p_exact']))}: D_final vs {ref} "
-                     f"{'n/a' if d is None else f'{d:.2e}'}, rate {verdict}")
+        ref = "SVM(alpha_final)" + (
+            "" if k_opt is None else f", {k_opt} of {e['trajectories']} at the optimal tokens"
+        )
+        parts.append(
+            f"p = {format_exact(parse_fraction(e['p_exact']))}: D_final vs {ref} "
+            f"{'n/a' if d is None else f'{d:.2e}'}, rate {verdict}"
+        )
     return f"measured {s['trajectories']} trajectories (float64, not a proof): " + "; ".join(parts)
 
 

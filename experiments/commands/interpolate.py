@@ -20,17 +20,35 @@ __all__ = ["Config", "Result", "add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert interpolate``."""
-    parser.add_argument("problem", help="regression problem file (.npz or .json, kind = 'regression')")
-    parser.add_argument("--p", required=True, help="exponent p > 1, exact decimal or num/den (3/2: sign descent's "
-                                                   "eps -> 0 idealization)")
+    parser.add_argument(
+        "problem", help="regression problem file (.npz or .json, kind = 'regression')"
+    )
+    parser.add_argument(
+        "--p",
+        required=True,
+        help="exponent p > 1, exact decimal or num/den (3/2: sign descent's eps -> 0 idealization)",
+    )
     parser.add_argument("-o", "--output", default=None, help="certificate JSON to write")
-    parser.add_argument("--export-beta", default=None, dest="export_beta",
-                        help="write the certified point beta~ as float64 .npy (rounded once)")
-    parser.add_argument("--bits", type=int, default=200, help="precision of the refined point (default 200)")
-    parser.add_argument("--assumptions", action="store_true",
-                        help="also check Assumptions 3.2 and 3.8 of arXiv 2410.14158 on the data (exact verdicts)")
-    parser.add_argument("--synth", choices=("block", "gaussian"), default=None,
-                        help="first write a seeded problem of this kind to PROBLEM")
+    parser.add_argument(
+        "--export-beta",
+        default=None,
+        dest="export_beta",
+        help="write the certified point beta~ as float64 .npy (rounded once)",
+    )
+    parser.add_argument(
+        "--bits", type=int, default=200, help="precision of the refined point (default 200)"
+    )
+    parser.add_argument(
+        "--assumptions",
+        action="store_true",
+        help="also check Assumptions 3.2 and 3.8 of arXiv 2410.14158 on the data (exact verdicts)",
+    )
+    parser.add_argument(
+        "--synth",
+        choices=("block", "gaussian"),
+        default=None,
+        help="first write a seeded problem of this kind to PROBLEM",
+    )
     parser.add_argument("--N", type=int, default=5, help="rows of --synth data (default 5)")
     parser.add_argument("--D", type=int, default=None, help="columns of --synth data (default 2N)")
     parser.add_argument("--seed", type=int, default=0, help="seed of --synth data (default 0)")
@@ -59,12 +77,19 @@ class Config:
         from certify.exact import parse_p
         from experiments.runtime.outputs import check_distinct, check_output_file
 
-        problem, output, export_beta = options["problem"], options.get("output"), options.get("export_beta")
+        problem, output, export_beta = (
+            options["problem"],
+            options.get("output"),
+            options.get("export_beta"),
+        )
         p = parse_p(options["p"])
         bits = options.get("bits", 200)
         if not 16 <= bits <= 4096:
             raise MdcertError(f"invalid --bits {bits}; give 16..4096")
-        for opt, path, suffixes in (("-o", output, (".json",)), ("--export-beta", export_beta, (".npy",))):
+        for opt, path, suffixes in (
+            ("-o", output, (".json",)),
+            ("--export-beta", export_beta, (".npy",)),
+        ):
             if path is not None:
                 check_output_file(path, option=opt, suffixes=suffixes)
         check_distinct({"-o": output, "--export-beta": export_beta}, {"the problem file": problem})
@@ -73,9 +98,18 @@ class Config:
             if not (1 <= N <= 10**5 and (D is None or 1 <= D <= 10**6)):
                 raise MdcertError("--N must be in 1..1e5 and --D in 1..1e6")
             check_output_file(problem, option="PROBLEM", suffixes=(".npz", ".json"))
-        return cls(problem=problem, p=p, output=output, export_beta=export_beta, bits=bits,
-                   assumptions=bool(options.get("assumptions", False)), synth=synth, N=N, D=D,
-                   seed=options.get("seed", 0))
+        return cls(
+            problem=problem,
+            p=p,
+            output=output,
+            export_beta=export_beta,
+            bits=bits,
+            assumptions=bool(options.get("assumptions", False)),
+            synth=synth,
+            N=N,
+            D=D,
+            seed=options.get("seed", 0),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,16 +118,19 @@ class Result:
 
     config: Config
     problem: Any
-    solve: Any          # `certify.regression.InterpolationResult`: certificate, point, seconds
-    check: Any          # the independent checker's result (it accepted the certificate)
+    solve: Any  # `certify.regression.InterpolationResult`: certificate, point, seconds
+    check: Any  # the independent checker's result (it accepted the certificate)
     reports: tuple = ()
 
     @property
     def exit_code(self) -> int:
         from certify.regression import InterpStatus
 
-        return {InterpStatus.OPTIMAL: 0, InterpStatus.INCONSISTENT: 3,
-                InterpStatus.NO_VERIFIED_RESULT: 2}[self.solve.certificate.status]
+        return {
+            InterpStatus.OPTIMAL: 0,
+            InterpStatus.INCONSISTENT: 3,
+            InterpStatus.NO_VERIFIED_RESULT: 2,
+        }[self.solve.certificate.status]
 
     def write(self, out: str | None = None) -> None:
         """The certificate JSON to ``out`` (default: the config's ``-o``; none when both are None) and,
@@ -117,20 +154,35 @@ class Result:
         cfg, problem, cert = self.config, self.problem, self.solve.certificate
         lines = []
         if cfg.synth is not None:
-            lines.append(f"wrote {cfg.problem}: {cfg.synth} regression data N={cfg.N} D={cfg.D or 2 * cfg.N} "
-                         f"seed={cfg.seed}")
-        lines += [f"{report.name}: {report.verdict.value.upper()} - {report.message}" for report in self.reports]
-        lines.append(f"problem: N={problem.N} D={problem.D} ({problem.data_hash()[:19]}...), p = {cfg.p}")
+            lines.append(
+                f"wrote {cfg.problem}: {cfg.synth} regression data N={cfg.N} D={cfg.D or 2 * cfg.N} "
+                f"seed={cfg.seed}"
+            )
+        lines += [
+            f"{report.name}: {report.verdict.value.upper()} - {report.message}"
+            for report in self.reports
+        ]
+        lines.append(
+            f"problem: N={problem.N} D={problem.D} ({problem.data_hash()[:19]}...), p = {cfg.p}"
+        )
         if cert.status is InterpStatus.OPTIMAL:
-            lines.append(f"OPT = min ||beta||_p in [{format_sci(cert.opt_lower, 12)}, {format_sci(cert.opt_upper, 12)}]")
-            lines.append(f"||beta~ - beta*||_p <= {format_sci(cert.distance_upper)} (beta~ to the exact minimizer; "
-                         f"distance from beta~ to the affine set <= {format_sci(cert.residual_upper)})")
+            lines.append(
+                f"OPT = min ||beta||_p in [{format_sci(cert.opt_lower, 12)}, {format_sci(cert.opt_upper, 12)}]"
+            )
+            lines.append(
+                f"||beta~ - beta*||_p <= {format_sci(cert.distance_upper)} (beta~ to the exact minimizer; "
+                f"distance from beta~ to the affine set <= {format_sci(cert.residual_upper)})"
+            )
         elif cert.status is InterpStatus.INCONSISTENT:
-            lines.append("X beta = y has no solution: proven by an exact g with X^T g = 0 and y^T g != 0")
+            lines.append(
+                "X beta = y has no solution: proven by an exact g with X^T g = 0 and y^T g != 0"
+            )
         else:
             lines.append(f"no verified result: {cert.reason}")
-        lines.append(f"checked by the independent checker: {len(self.check.checked)} claims; solve "
-                     f"{self.solve.seconds:.2f} s wall")
+        lines.append(
+            f"checked by the independent checker: {len(self.check.checked)} claims; solve "
+            f"{self.solve.seconds:.2f} s wall"
+        )
         if cfg.output is not None:
             lines.append(f"wrote {cfg.output}")
         if cfg.export_beta is not None and cert.status is InterpStatus.OPTIMAL:
@@ -141,17 +193,26 @@ class Result:
         """The lines for stderr: data outside the sign-descent setting (N >= D)."""
         if self.problem.N < self.problem.D:
             return []
-        return [f"warning: N = {self.problem.N} >= D = {self.problem.D}: the sign-descent theory needs D > N "
-                "(overparameterized); the program is still certified where it is well posed"]
+        return [
+            f"warning: N = {self.problem.N} >= D = {self.problem.D}: the sign-descent theory needs D > N "
+            "(overparameterized); the program is still certified where it is well posed"
+        ]
 
 
 def run(config: Config) -> Result:
     """(Write the --synth data to PROBLEM,) load, check the assumptions if asked, certify and re-check;
     a certificate the independent checker rejects is a RuntimeError (a bug), never a result."""
-    from certify.regression import certify_interpolation, check_interpolation, load_regression, regression_problem
+    from certify.regression import (
+        certify_interpolation,
+        check_interpolation,
+        load_regression,
+        regression_problem,
+    )
 
     if config.synth is not None:
-        regression_problem(config.synth, N=config.N, D=config.D, seed=config.seed).save(config.problem)
+        regression_problem(config.synth, N=config.N, D=config.D, seed=config.seed).save(
+            config.problem
+        )
     problem = load_regression(config.problem)
     reports: tuple = ()
     if config.assumptions:
@@ -161,5 +222,7 @@ def run(config: Config) -> Result:
     solve = certify_interpolation(problem, config.p, bits=config.bits)
     check = check_interpolation(problem, solve.certificate, p=config.p)
     if not check.ok:  # never write a certificate the checker does not accept
-        raise RuntimeError(f"the independent checker rejected the solver's certificate: {check.failures[0]}")
+        raise RuntimeError(
+            f"the independent checker rejected the solver's certificate: {check.failures[0]}"
+        )
     return Result(config=config, problem=problem, solve=solve, check=check, reports=reports)

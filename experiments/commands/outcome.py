@@ -63,8 +63,14 @@ def is_bug(exc: BaseException, *, extras: Mapping[str, str] | None = None) -> bo
     return True
 
 
-def exit_code_for(command: str, exc: BaseException, *, extras: Mapping[str, str] | None = None,
-                  host: str | None = None, bug_hint: str = "") -> int:
+def exit_code_for(
+    command: str,
+    exc: BaseException,
+    *,
+    extras: Mapping[str, str] | None = None,
+    host: str | None = None,
+    bug_hint: str = "",
+) -> int:
     """Print the one stderr line of ``exc`` raised by ``mdcert command``; its exit code.
 
     Args:
@@ -83,13 +89,22 @@ def exit_code_for(command: str, exc: BaseException, *, extras: Mapping[str, str]
         return 130
     if isinstance(exc, ModuleNotFoundError):
         if host is not None:
-            print(f"mdcert {command}: error: this command needs {exc.name}, which is not installed on "
-                  f"{host}; install the same mdcert extras on every worker", file=sys.stderr)
+            print(
+                f"mdcert {command}: error: this command needs {exc.name}, which is not installed on "
+                f"{host}; install the same mdcert extras on every worker",
+                file=sys.stderr,
+            )
             return 1
         extra = (extras or {}).get((exc.name or "").partition(".")[0])
         if extra is not None:
-            print(f"mdcert {command}: error: this command needs {exc.name}, which is not installed; "
-                  f"install it with: pip install 'mdcert[{extra}]'", file=sys.stderr)
+            print(
+                f"mdcert {command}: error: this command needs {exc.name}, which is not installed; "
+                f"install it with: pip install 'mdcert[{extra}]'",
+                file=sys.stderr,
+            )
             return 1
-    print(f"mdcert {command}: internal error: {type(exc).__name__}: {one_line(exc)}{bug_hint}", file=sys.stderr)
+    print(
+        f"mdcert {command}: internal error: {type(exc).__name__}: {one_line(exc)}{bug_hint}",
+        file=sys.stderr,
+    )
     return 70

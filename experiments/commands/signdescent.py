@@ -21,25 +21,52 @@ __all__ = ["Config", "Result", "add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert signdescent``."""
-    parser.add_argument("problem", nargs="?", default=None,
-                        help="regression problem file (kind = 'regression'); written first with --synth")
-    parser.add_argument("--preset", choices=("paper",), default=None,
-                        help="run the paper's set-ups (Figs. 1-3, eps grids, Adam) instead of one PROBLEM")
-    parser.add_argument("--quick", action="store_true", help="with --preset: short horizons (about a minute)")
-    parser.add_argument("--no-figures", dest="figures", action="store_false", help="write no PNG files")
-    parser.add_argument("--synth", choices=("block", "gaussian"), default=None, help="write seeded data to PROBLEM first")
+    parser.add_argument(
+        "problem",
+        nargs="?",
+        default=None,
+        help="regression problem file (kind = 'regression'); written first with --synth",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=("paper",),
+        default=None,
+        help="run the paper's set-ups (Figs. 1-3, eps grids, Adam) instead of one PROBLEM",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="with --preset: short horizons (about a minute)"
+    )
+    parser.add_argument(
+        "--no-figures", dest="figures", action="store_false", help="write no PNG files"
+    )
+    parser.add_argument(
+        "--synth",
+        choices=("block", "gaussian"),
+        default=None,
+        help="write seeded data to PROBLEM first",
+    )
     parser.add_argument("--N", type=int, default=5, help="rows of --synth data (default 5)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: 1 for small batches)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: 1 for small batches)"
+    )
     parser.add_argument("--D", type=int, default=None, help="columns of --synth data (default 2N)")
     parser.add_argument("--seed", type=int, default=0, help="seed of --synth data (default 0)")
-    parser.add_argument("--rules", default="sign", help="comma-separated: gd, sign, adam (default sign)")
+    parser.add_argument(
+        "--rules", default="sign", help="comma-separated: gd, sign, adam (default sign)"
+    )
     parser.add_argument("--eps", default="1e-3,1e-2,0.025", help="comma-separated eps > 0")
-    parser.add_argument("--alpha", default="0.1", help="comma-separated initialization scales alpha > 0")
+    parser.add_argument(
+        "--alpha", default="0.1", help="comma-separated initialization scales alpha > 0"
+    )
     parser.add_argument("--lr", default="1e-3", help="comma-separated step sizes > 0")
-    parser.add_argument("--steps", type=int, default=100_000, help="steps per trajectory (default 1e5)")
+    parser.add_argument(
+        "--steps", type=int, default=100_000, help="steps per trajectory (default 1e5)"
+    )
     parser.add_argument("--betas", default="0.9,0.999", help="Adam's betas (rule adam only)")
     parser.add_argument("-o", "--output", required=True, help="run directory to write")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing run directory")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an existing run directory"
+    )
 
 
 def _floats(text: str, option: str) -> tuple[float, ...]:
@@ -62,14 +89,23 @@ def _study(options: Mapping[str, Any]):
     try:
         rules = tuple(Rule(r.strip()) for r in rules_text.split(","))
     except ValueError:
-        raise MdcertError(f"--rules must be comma-separated from gd, sign, adam; got {rules_text!r}") from None
+        raise MdcertError(
+            f"--rules must be comma-separated from gd, sign, adam; got {rules_text!r}"
+        ) from None
     betas = _floats(betas_text, "--betas")
     if len(betas) != 2:
         raise MdcertError(f"--betas needs two numbers, got {betas_text!r}")
     steps = options.get("steps", 100_000)
-    study = SignConfig(rules=rules, eps=_floats(options.get("eps", "1e-3,1e-2,0.025"), "--eps"),
-                       alpha=_floats(options.get("alpha", "0.1"), "--alpha"), lr=_floats(options.get("lr", "1e-3"), "--lr"),
-                       steps=steps, record_every=max(1, steps // 100), betas=betas, threads=options.get("threads"))
+    study = SignConfig(
+        rules=rules,
+        eps=_floats(options.get("eps", "1e-3,1e-2,0.025"), "--eps"),
+        alpha=_floats(options.get("alpha", "0.1"), "--alpha"),
+        lr=_floats(options.get("lr", "1e-3"), "--lr"),
+        steps=steps,
+        record_every=max(1, steps // 100),
+        betas=betas,
+        threads=options.get("threads"),
+    )
     for rule in rules:
         study.diag(rule)  # validates the grid before anything is written
     return study
@@ -99,12 +135,20 @@ class Config:
         from experiments.runtime.outputs import check_output_dir, check_output_file
 
         problem, synth, output = options.get("problem"), options.get("synth"), options["output"]
-        preset, quick, overwrite = options.get("preset"), bool(options.get("quick")), bool(options.get("overwrite"))
-        common = dict(figures=bool(options.get("figures", True)), output=output, overwrite=overwrite)
+        preset, quick, overwrite = (
+            options.get("preset"),
+            bool(options.get("quick")),
+            bool(options.get("overwrite")),
+        )
+        common = dict(
+            figures=bool(options.get("figures", True)), output=output, overwrite=overwrite
+        )
         if preset is not None:
             from experiments.diagnet.preset import PAPER_KIND
 
-            given = [opt for opt, val in (("PROBLEM", problem), ("--synth", synth)) if val is not None]
+            given = [
+                opt for opt, val in (("PROBLEM", problem), ("--synth", synth)) if val is not None
+            ]
             if given:
                 raise MdcertError(f"--preset paper makes its own data; drop {', '.join(given)}")
             check_output_dir(output, option="-o", overwrite=overwrite, kind=PAPER_KIND)
@@ -112,19 +156,34 @@ class Config:
         if quick:
             raise MdcertError("--quick applies only to --preset paper")
         if problem is None:
-            raise MdcertError("give a PROBLEM file (or --synth block|gaussian to write one), or --preset paper")
+            raise MdcertError(
+                "give a PROBLEM file (or --synth block|gaussian to write one), or --preset paper"
+            )
         threads = options.get("threads")
         if threads is not None and not 1 <= threads <= 1024:
             raise MdcertError(f"--threads must be in 1..1024, got {threads}")
         study = _study(options)
-        check_output_dir(output, option="-o", overwrite=overwrite, kind="signdescent",
-                         inputs={"the problem file": problem})
+        check_output_dir(
+            output,
+            option="-o",
+            overwrite=overwrite,
+            kind="signdescent",
+            inputs={"the problem file": problem},
+        )
         N, D = options.get("N", 5), options.get("D")
         if synth is not None:
             if not (1 <= N <= 10**4 and (D is None or 1 <= D <= 10**6)):
                 raise MdcertError("--N must be in 1..1e4 and --D in 1..1e6")
             check_output_file(problem, option="PROBLEM", suffixes=(".npz", ".json"))
-        return cls(problem=problem, study=study, synth=synth, N=N, D=D, seed=options.get("seed", 0), **common)
+        return cls(
+            problem=problem,
+            study=study,
+            synth=synth,
+            N=N,
+            D=D,
+            seed=options.get("seed", 0),
+            **common,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,12 +211,20 @@ class Result:
         cfg = self.config
         if self.study is None:
             return [f"wrote {cfg.output}/report.md, summary.json, parts/ and figures"]
-        lines = [] if cfg.synth is None else [f"wrote {cfg.problem}: {cfg.synth} regression data N={cfg.N} "
-                                              f"seed={cfg.seed}"]
+        lines = (
+            []
+            if cfg.synth is None
+            else [f"wrote {cfg.problem}: {cfg.synth} regression data N={cfg.N} seed={cfg.seed}"]
+        )
         s = self.study.seconds
-        return lines + self.study.lines() + [
-            f"wall: references {s['references']} s, training {s['training']} s, certified facts "
-            f"{s['certified_facts']} s; wrote {cfg.output}/ (summary.json, paths.npz, figures)"]
+        return (
+            lines
+            + self.study.lines()
+            + [
+                f"wall: references {s['references']} s, training {s['training']} s, certified facts "
+                f"{s['certified_facts']} s; wrote {cfg.output}/ (summary.json, paths.npz, figures)"
+            ]
+        )
 
     def messages(self) -> list[str]:
         """The warnings for stderr (data outside the paper's setting) not already given to `run`'s ``warn``."""
@@ -178,7 +245,9 @@ def run(config: Config, *, warn: Callable[[str], None] | None = None) -> Result:
     from experiments.diagnet.study import run_signdescent
 
     if config.synth is not None:
-        regression_problem(config.synth, N=config.N, D=config.D, seed=config.seed).save(config.problem)
+        regression_problem(config.synth, N=config.N, D=config.D, seed=config.seed).save(
+            config.problem
+        )
     warnings: list[str] = []
 
     def collect(line: str) -> None:

@@ -29,7 +29,18 @@ from certify.errors import MdcertError
 __all__ = ["COMMON", "Config", "Result", "add_arguments", "run"]
 
 #: the options every kind takes (the fields of `Config`); argparse's ``command`` is not one
-COMMON = ("kind", "out", "seeds", "device", "quick", "lr", "seed_start", "threads", "workers", "progress")
+COMMON = (
+    "kind",
+    "out",
+    "seeds",
+    "device",
+    "quick",
+    "lr",
+    "seed_start",
+    "threads",
+    "workers",
+    "progress",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,22 +52,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         kind = get_kind(name)
         p = sub.add_parser(name, help=kind.help, description=kind.help)
         kind.configure(p)
-        p.add_argument("-o", "--out", required=True, metavar="DIR",
-                       help="study directory (created; rerunning into it reuses finished runs)")
-        p.add_argument("--seeds", type=int, default=None, help="final seeds per optimizer (default 5; --quick 2)")
-        p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
-                       help="auto (CUDA when available), cpu or cuda")
-        p.add_argument("--quick", action="store_true", help="a small, fast version of the study (a smoke run)")
-        p.add_argument("--lr", type=float, default=None,
-                       help="skip tuning: train every optimizer with this step size (one point of a sweep grid)")
-        p.add_argument("--seed-start", type=int, default=0,
-                       help="final seeds are SEED_START .. SEED_START+SEEDS-1 (default 0)")
-        p.add_argument("--threads", type=int, default=1,
-                       help="torch intra-op threads per process (default 1: fastest for these small models on a busy CPU)")
-        p.add_argument("--workers", type=int, default=None,
-                       help="processes running independent runs at once (default: 2 on a CPU with 2 or more cores, 1 on CUDA)")
-        p.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
-                       help="progress bars with ETA on stderr (auto: only on a terminal; on: always; off: never)")
+        p.add_argument(
+            "-o",
+            "--out",
+            required=True,
+            metavar="DIR",
+            help="study directory (created; rerunning into it reuses finished runs)",
+        )
+        p.add_argument(
+            "--seeds",
+            type=int,
+            default=None,
+            help="final seeds per optimizer (default 5; --quick 2)",
+        )
+        p.add_argument(
+            "--device",
+            default="auto",
+            choices=("auto", "cpu", "cuda"),
+            help="auto (CUDA when available), cpu or cuda",
+        )
+        p.add_argument(
+            "--quick", action="store_true", help="a small, fast version of the study (a smoke run)"
+        )
+        p.add_argument(
+            "--lr",
+            type=float,
+            default=None,
+            help="skip tuning: train every optimizer with this step size (one point of a sweep grid)",
+        )
+        p.add_argument(
+            "--seed-start",
+            type=int,
+            default=0,
+            help="final seeds are SEED_START .. SEED_START+SEEDS-1 (default 0)",
+        )
+        p.add_argument(
+            "--threads",
+            type=int,
+            default=1,
+            help="torch intra-op threads per process (default 1: fastest for these small models on a busy CPU)",
+        )
+        p.add_argument(
+            "--workers",
+            type=int,
+            default=None,
+            help="processes running independent runs at once (default: 2 on a CPU with 2 or more cores, 1 on CUDA)",
+        )
+        p.add_argument(
+            "--progress",
+            choices=("auto", "on", "off"),
+            default="auto",
+            help="progress bars with ETA on stderr (auto: only on a terminal; on: always; off: never)",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,25 +160,41 @@ class Config:
         if lr is not None and not (lr > 0 and lr < float("inf")):
             raise MdcertError(f"--lr {lr}: give a positive finite step size")
         seed_start = options.get("seed_start", 0)
-        if not 0 <= seed_start <= 2 ** 31:
-            raise MdcertError(f"--seed-start {seed_start}: give an integer between 0 and 2147483648")
+        if not 0 <= seed_start <= 2**31:
+            raise MdcertError(
+                f"--seed-start {seed_start}: give an integer between 0 and 2147483648"
+            )
         threads = options.get("threads", 1)
         if not 1 <= threads <= 1024:
             raise MdcertError(f"--threads {threads}: give a number between 1 and 1024")
         workers = options.get("workers")
         if workers is not None and not 1 <= workers <= 256:
             raise MdcertError(f"--workers {workers}: give a number of processes between 1 and 256")
-        if options.get("optimizers") is not None:       # each name known (the grids come with the kind)
+        if options.get("optimizers") is not None:  # each name known (the grids come with the kind)
             from experiments.studies.train import parse_optimizer
 
             for text in str(options["optimizers"]).split(","):
                 parse_optimizer(text)
-        own = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)          # hashable, frozen
-                           for k, v in options.items() if k not in COMMON and k != "command"))
-        return cls(kind=str(kind), out=str(options.get("out")), seeds=int(seeds),
-                   device=options.get("device", "auto"), quick=quick, lr=lr, seed_start=seed_start,
-                   threads=threads, workers=workers, progress=options.get("progress", "auto"),
-                   kind_options=own)
+        own = tuple(
+            sorted(
+                (k, tuple(v) if isinstance(v, list) else v)  # hashable, frozen
+                for k, v in options.items()
+                if k not in COMMON and k != "command"
+            )
+        )
+        return cls(
+            kind=str(kind),
+            out=str(options.get("out")),
+            seeds=int(seeds),
+            device=options.get("device", "auto"),
+            quick=quick,
+            lr=lr,
+            seed_start=seed_start,
+            threads=threads,
+            workers=workers,
+            progress=options.get("progress", "auto"),
+            kind_options=own,
+        )
 
     def recorded(self) -> dict[str, Any]:
         """The options recorded in ``study.json`` (sorted; no ``out`` or ``progress``)."""
@@ -167,10 +230,15 @@ class Result:
 
     def notice(self) -> str:
         """The one stderr line of an interrupted study."""
-        kept = (f"{self.trained} run(s) finished now and stored" if self.unit == "run" else
-                f"every {self.unit} made so far is stored")
-        return (f"mdcert study: interrupted; {kept} in {self.root / 'runs'} (rerun the same command to "
-                f"resume)")
+        kept = (
+            f"{self.trained} run(s) finished now and stored"
+            if self.unit == "run"
+            else f"every {self.unit} made so far is stored"
+        )
+        return (
+            f"mdcert study: interrupted; {kept} in {self.root / 'runs'} (rerun the same command to "
+            f"resume)"
+        )
 
     def lines(self, width: int = 100) -> list[str]:
         """What ran and how long (the study's wall time as its report states it, the writing time
@@ -179,12 +247,16 @@ class Result:
         if self.interrupted:
             return []
         done = "trained" if self.unit == "run" else "made"
-        text = (f"study {self.kind}: {self.trained} {self.unit}(s) {done} now, {self.reused} reused; "
-                f"{self.wall_s:.1f} s wall (as in report.md) + {max(self.total_s - self.wall_s, 0.0):.1f} s "
-                f"writing the report and figures")
+        text = (
+            f"study {self.kind}: {self.trained} {self.unit}(s) {done} now, {self.reused} reused; "
+            f"{self.wall_s:.1f} s wall (as in report.md) + {max(self.total_s - self.wall_s, 0.0):.1f} s "
+            f"writing the report and figures"
+        )
         if self.seconds > 0:
-            text += (f"; the runs' own times summed over {self.workers} worker(s): {self.seconds:.1f} s wall, "
-                     f"{self.cpu_seconds:.1f} s CPU")
+            text += (
+                f"; the runs' own times summed over {self.workers} worker(s): {self.seconds:.1f} s wall, "
+                f"{self.cpu_seconds:.1f} s CPU"
+            )
         return [text + f"; report {self.root / 'report.md'}", *self.headline]
 
 
@@ -201,28 +273,50 @@ def run(config: Config) -> Result:
     kind = get_kind(config.kind)
     check_study_dir(config.out, kind=config.kind)
     device = resolve_device(config.device)
-    workers = config.workers if config.workers is not None else (
-        1 if device.type == "cuda" else min(2, usable_cpus()))
+    workers = (
+        config.workers
+        if config.workers is not None
+        else (1 if device.type == "cuda" else min(2, usable_cpus()))
+    )
     set_determinism(config.threads)
     t0 = time.perf_counter()
-    kind.setups(config)           # validate every option (and load the data) before the directory is made
+    kind.setups(config)  # validate every option (and load the data) before the directory is made
     load_s = time.perf_counter() - t0
     progress = {"auto": None, "on": True, "off": False}[config.progress]
-    ctx = open_study(config.out, kind=config.kind, options=config.recorded(), device=device,
-                     progress=progress, config=config, workers=workers, threads=config.threads,
-                     remote=StudyWorker(config.kind, config, config.threads))
+    ctx = open_study(
+        config.out,
+        kind=config.kind,
+        options=config.recorded(),
+        device=device,
+        progress=progress,
+        config=config,
+        workers=workers,
+        threads=config.threads,
+        remote=StudyWorker(config.kind, config, config.threads),
+    )
 
     def result(summary: dict, *, interrupted: bool = False) -> Result:
         total = time.perf_counter() - t0 - load_s
-        return Result(kind.name, kind.unit, ctx.root, ctx.trained, ctx.reused, ctx.workers, ctx.seconds,
-                      ctx.cpu_seconds, (summary.get("timings") or {}).get("wall_s", total), total,
-                      tuple(summary.get("headline", [])), interrupted)
+        return Result(
+            kind.name,
+            kind.unit,
+            ctx.root,
+            ctx.trained,
+            ctx.reused,
+            ctx.workers,
+            ctx.seconds,
+            ctx.cpu_seconds,
+            (summary.get("timings") or {}).get("wall_s", total),
+            total,
+            tuple(summary.get("headline", [])),
+            interrupted,
+        )
 
     try:
         estimate = kind.predict(config, ctx, startup_s=load_s)
         if estimate is not None and progress is not False:
             print(estimate.line(config.kind), file=sys.stderr, flush=True)
-        lines = progress is None and not show_progress(None)        # auto, stderr not a terminal
+        lines = progress is None and not show_progress(None)  # auto, stderr not a terminal
         with Monitor(config.kind, enabled=lines, estimate=estimate) as ctx.monitor:
             summary = kind.execute(config, ctx)
     except KeyboardInterrupt:

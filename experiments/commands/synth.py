@@ -15,7 +15,7 @@ from typing import Any, Mapping
 __all__ = ["Config", "Result", "add_arguments", "run"]
 
 #: largest n, T or d accepted (the problem must fit in memory; the memory check comes after)
-MAX_SIZE = 10 ** 7
+MAX_SIZE = 10**7
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,19 +24,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--T", type=int, default=8, help="tokens per example (default 8)")
     parser.add_argument("--d", type=int, default=10, help="token dimension (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--min-T", type=int, default=None, dest="min_T",
-                        help="variable lengths: example i keeps lengths[i] tokens, uniform in MIN_T..T, "
-                             "the rest is zero padding (default: every example has T tokens)")
-    parser.add_argument("--classification", action="store_true",
-                        help="write a classification problem (X: n x d, labels -1/+1 or 0..K-1) instead")
-    parser.add_argument("--classes", type=int, default=None,
-                        help="with --classification: K >= 2 classes (labels 0..K-1); default binary (-1/+1)")
+    parser.add_argument(
+        "--min-T",
+        type=int,
+        default=None,
+        dest="min_T",
+        help="variable lengths: example i keeps lengths[i] tokens, uniform in MIN_T..T, "
+        "the rest is zero padding (default: every example has T tokens)",
+    )
+    parser.add_argument(
+        "--classification",
+        action="store_true",
+        help="write a classification problem (X: n x d, labels -1/+1 or 0..K-1) instead",
+    )
+    parser.add_argument(
+        "--classes",
+        type=int,
+        default=None,
+        help="with --classification: K >= 2 classes (labels 0..K-1); default binary (-1/+1)",
+    )
     kind = parser.add_mutually_exclusive_group()
-    kind.add_argument("--separable", dest="separable", action="store_true", default=True,
-                      help="with --classification: labels of a planted linear classifier, points near its "
-                           "boundary dropped (default)")
-    kind.add_argument("--random", dest="separable", action="store_false",
-                      help="with --classification: uniform random labels (not separable for n well above K d)")
+    kind.add_argument(
+        "--separable",
+        dest="separable",
+        action="store_true",
+        default=True,
+        help="with --classification: labels of a planted linear classifier, points near its "
+        "boundary dropped (default)",
+    )
+    kind.add_argument(
+        "--random",
+        dest="separable",
+        action="store_false",
+        help="with --classification: uniform random labels (not separable for n well above K d)",
+    )
     parser.add_argument("-o", "--output", required=True, help="output file, .npz or .json")
 
 
@@ -62,8 +83,11 @@ class Config:
         from experiments.runtime.outputs import check_output_file, check_seed
         from experiments.runtime.resources import check_memory
 
-        values = {k: options[k] for k in cls.__dataclass_fields__
-                  if k in options and (options[k] is not None or k in ("min_T", "classes"))}
+        values = {
+            k: options[k]
+            for k in cls.__dataclass_fields__
+            if k in options and (options[k] is not None or k in ("min_T", "classes"))
+        }
         if "output" not in values:
             raise MdcertError("-o/--output is required: the .npz or .json file to write")
         for name in ("n", "T", "d", "seed", "min_T", "classes"):
@@ -75,20 +99,32 @@ class Config:
         if cfg.classification:
             for name in ("n", "d"):
                 if not 1 <= getattr(cfg, name) <= MAX_SIZE:
-                    raise MdcertError(f"invalid --{name}: {getattr(cfg, name)}; give an integer in 1..1e7")
-            check_memory(8 * 4 * cfg.n * cfg.d, what=f"a problem of n={cfg.n}, d={cfg.d}",
-                         fix="reduce --n or --d")
+                    raise MdcertError(
+                        f"invalid --{name}: {getattr(cfg, name)}; give an integer in 1..1e7"
+                    )
+            check_memory(
+                8 * 4 * cfg.n * cfg.d,
+                what=f"a problem of n={cfg.n}, d={cfg.d}",
+                fix="reduce --n or --d",
+            )
         else:
             if cfg.classes is not None:
                 raise MdcertError("--classes needs --classification")
             for name in ("n", "T", "d"):
                 if getattr(cfg, name) > MAX_SIZE:
-                    raise MdcertError(f"invalid {name}: {getattr(cfg, name)}; at most 1e7 (the problem must "
-                                      f"fit in memory)")
+                    raise MdcertError(
+                        f"invalid {name}: {getattr(cfg, name)}; at most 1e7 (the problem must "
+                        f"fit in memory)"
+                    )
             if cfg.min_T is not None and not 2 <= cfg.min_T <= cfg.T:
-                raise MdcertError(f"invalid --min-T {cfg.min_T}; give 2 <= MIN_T <= T (T = {cfg.T})")
-            check_memory(8 * 4 * cfg.n * cfg.T * cfg.d, what=f"a problem of n={cfg.n}, T={cfg.T}, d={cfg.d}",
-                         fix="reduce --n, --T or --d")
+                raise MdcertError(
+                    f"invalid --min-T {cfg.min_T}; give 2 <= MIN_T <= T (T = {cfg.T})"
+                )
+            check_memory(
+                8 * 4 * cfg.n * cfg.T * cfg.d,
+                what=f"a problem of n={cfg.n}, T={cfg.T}, d={cfg.d}",
+                fix="reduce --n, --T or --d",
+            )
         check_output_file(cfg.output, option="-o", suffixes=(".npz", ".json"))
         return cfg
 
@@ -114,8 +150,10 @@ class Result:
         tokens = problem.optimal_indices()
         ties = f", ties in {len(tokens.ties)} example(s)" if tokens.ties else ""
         lengths = "" if problem.lengths is None else f" lengths={[int(k) for k in problem.lengths]}"
-        return [f"wrote {Path(cfg.output)}: n={problem.n} T={problem.T} d={problem.d}{lengths} seed={cfg.seed}, "
-                f"globally optimal tokens {list(tokens.indices)}{ties}"]
+        return [
+            f"wrote {Path(cfg.output)}: n={problem.n} T={problem.T} d={problem.d}{lengths} seed={cfg.seed}, "
+            f"globally optimal tokens {list(tokens.indices)}{ties}"
+        ]
 
 
 def run(config: Config) -> Result:
@@ -123,10 +161,17 @@ def run(config: Config) -> Result:
     if config.classification:
         from certify.synth import classification_problem
 
-        problem = classification_problem(n=config.n, d=config.d, classes=config.classes,
-                                         separable=config.separable, seed=config.seed)
+        problem = classification_problem(
+            n=config.n,
+            d=config.d,
+            classes=config.classes,
+            separable=config.separable,
+            seed=config.seed,
+        )
     else:
         from certify import synthetic_problem
 
-        problem = synthetic_problem(n=config.n, T=config.T, d=config.d, seed=config.seed, min_T=config.min_T)
+        problem = synthetic_problem(
+            n=config.n, T=config.T, d=config.d, seed=config.seed, min_T=config.min_T
+        )
     return Result(config, problem)

@@ -17,23 +17,40 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
-from experiments.commands.exports import add_export_options, check_export_paths, export_lines, write_export
+from experiments.commands.exports import (
+    add_export_options,
+    check_export_paths,
+    export_lines,
+    write_export,
+)
 
 __all__ = ["Config", "Result", "add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert verify``."""
-    parser.add_argument("problem", help="problem file (.npz or .json); a regression problem's certificate comes "
-                                        "from 'mdcert interpolate'")
+    parser.add_argument(
+        "problem",
+        help="problem file (.npz or .json); a regression problem's certificate comes "
+        "from 'mdcert interpolate'",
+    )
     parser.add_argument("certificate", help="certificate JSON written by 'mdcert certify'")
-    parser.add_argument("--p", default=None, help="reject the certificate unless it is about this exact p")
-    parser.add_argument("--svm", choices=("attention", "decoder", "binary", "multiclass"), default=None,
-                        help="reject the certificate unless it is about this SVM (or max-margin program)")
-    parser.add_argument("--alpha", default=None,
-                        help="reject the certificate unless it is about these token indices: 'opt' (globally "
-                             "optimal), 'problem' (the alpha stored in the problem file) or comma-separated "
-                             "indices like 0,3,1")
+    parser.add_argument(
+        "--p", default=None, help="reject the certificate unless it is about this exact p"
+    )
+    parser.add_argument(
+        "--svm",
+        choices=("attention", "decoder", "binary", "multiclass"),
+        default=None,
+        help="reject the certificate unless it is about this SVM (or max-margin program)",
+    )
+    parser.add_argument(
+        "--alpha",
+        default=None,
+        help="reject the certificate unless it is about these token indices: 'opt' (globally "
+        "optimal), 'problem' (the alpha stored in the problem file) or comma-separated "
+        "indices like 0,3,1",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every claim")
     add_export_options(parser)
 
@@ -62,18 +79,34 @@ class Config:
         from certify.regression.problem import declares_regression
 
         problem, certificate = options["problem"], options["certificate"]
-        exports = {"export_w": options.get("export_w"), "export_direction": options.get("export_direction")}
+        exports = {
+            "export_w": options.get("export_w"),
+            "export_direction": options.get("export_direction"),
+        }
         regression = declares_regression(problem)
         if regression:
             for name in ("svm", "alpha", "export_w", "export_direction"):
                 if options.get(name) is not None:
-                    raise MdcertError(f"--{name.replace('_', '-')} does not apply to a regression problem")
+                    raise MdcertError(
+                        f"--{name.replace('_', '-')} does not apply to a regression problem"
+                    )
         else:
-            check_export_paths(**exports, output=None,
-                               inputs={"the problem file": problem, "the certificate": certificate})
+            check_export_paths(
+                **exports,
+                output=None,
+                inputs={"the problem file": problem, "the certificate": certificate},
+            )
         p = None if options.get("p") is None else parse_p(options["p"])
-        return cls(problem=problem, certificate=certificate, p=p, svm=options.get("svm"), alpha=options.get("alpha"),
-                   verbose=bool(options.get("verbose", False)), regression=regression, **exports)
+        return cls(
+            problem=problem,
+            certificate=certificate,
+            p=p,
+            svm=options.get("svm"),
+            alpha=options.get("alpha"),
+            verbose=bool(options.get("verbose", False)),
+            regression=regression,
+            **exports,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +129,11 @@ class Result:
 
     def write(self, out: str | None = None) -> None:
         """The exports the config names (only when every claim holds); verify writes nothing else."""
-        write_export(self.solution, export_w=self.config.export_w, export_direction=self.config.export_direction)
+        write_export(
+            self.solution,
+            export_w=self.config.export_w,
+            export_direction=self.config.export_direction,
+        )
 
     def lines(self, width: int) -> list[str]:
         """The problem (as 'mdcert certify' shows it), every claim with -v, the verdict, the exports."""
@@ -106,15 +143,25 @@ class Result:
         lines: list[str] = []
         if isinstance(self.problem, ClassificationProblem):
             lines.append(f"problem: {self.problem.describe()}")
-        elif not self.config.regression and (self.problem.lengths is not None or self.problem.provenance):
+        elif not self.config.regression and (
+            self.problem.lengths is not None or self.problem.provenance
+        ):
             lines.extend(problem_lines(self.problem, width))
         if self.config.verbose:
-            lines += [f"  {'ok  ' if ok else 'FAIL'} {name}" + ("" if detail is None else f": {shorten_lists(detail)}")
-                      for name, ok, detail in self.claims]
+            lines += [
+                f"  {'ok  ' if ok else 'FAIL'} {name}"
+                + ("" if detail is None else f": {shorten_lists(detail)}")
+                for name, ok, detail in self.claims
+            ]
         if self.failure is None:
-            lines.append(f"verified: all {len(self.claims)} claims hold (status {self.status}, {self.seconds:.2f} s)")
-            lines += export_lines(self.solution, export_w=self.config.export_w,
-                                  export_direction=self.config.export_direction)
+            lines.append(
+                f"verified: all {len(self.claims)} claims hold (status {self.status}, {self.seconds:.2f} s)"
+            )
+            lines += export_lines(
+                self.solution,
+                export_w=self.config.export_w,
+                export_direction=self.config.export_direction,
+            )
         return lines
 
     def messages(self) -> list[str]:
@@ -135,9 +182,18 @@ def _regression(config: Config) -> Result:
     t0 = time.perf_counter()
     result = check_interpolation(problem, cert, p=config.p)
     seconds = time.perf_counter() - t0
-    claims = tuple((name, not any(f.startswith(name) for f in result.failures), None) for name in result.checked)
-    return Result(config=config, problem=problem, claims=claims, status=cert.status.value, seconds=seconds,
-                  failure=None if result.ok else result.failures[0])
+    claims = tuple(
+        (name, not any(f.startswith(name) for f in result.failures), None)
+        for name in result.checked
+    )
+    return Result(
+        config=config,
+        problem=problem,
+        claims=claims,
+        status=cert.status.value,
+        seconds=seconds,
+        failure=None if result.ok else result.failures[0],
+    )
 
 
 def run(config: Config) -> Result:
@@ -157,23 +213,35 @@ def run(config: Config) -> Result:
     problem = load_problem(config.problem)
     classification = isinstance(problem, ClassificationProblem)
     if classification and config.alpha is not None:
-        raise MdcertError(f"--alpha is for attention problems; {config.problem!r} is a {problem.kind} "
-                          "classification problem")
+        raise MdcertError(
+            f"--alpha is for attention problems; {config.problem!r} is a {problem.kind} "
+            "classification problem"
+        )
     path = Path(config.certificate)
     if path.is_dir():
-        raise MdcertError(f"certificate {str(path)!r} is a directory; give the JSON file written by 'mdcert certify -o'")
+        raise MdcertError(
+            f"certificate {str(path)!r} is a directory; give the JSON file written by 'mdcert certify -o'"
+        )
     if not path.is_file():
-        raise MdcertError(f"certificate file not found: {str(path)!r}; write one with 'mdcert certify ... -o cert.json'")
+        raise MdcertError(
+            f"certificate file not found: {str(path)!r}; write one with 'mdcert certify ... -o cert.json'"
+        )
     # bounded before and during parsing: size relative to the problem, depth, duplicate keys, NaN, UTF-8
-    data = read_json_file(path, what=f"certificate {str(path)!r}", max_bytes=max_certificate_bytes(problem))
+    data = read_json_file(
+        path, what=f"certificate {str(path)!r}", max_bytes=max_certificate_bytes(problem)
+    )
     if not isinstance(data, dict):
-        raise MdcertError(f"certificate {str(path)!r}: a certificate must be a JSON object (written by 'mdcert certify -o')")
+        raise MdcertError(
+            f"certificate {str(path)!r}: a certificate must be a JSON object (written by 'mdcert certify -o')"
+        )
     stored = None if classification or problem.alpha is None else [int(a) for a in problem.alpha]
     alpha = config.alpha
     if alpha is not None and alpha.strip().lower() == "problem":
         if stored is None:
-            raise MdcertError(f"--alpha problem: {config.problem!r} stores no alpha; give 'opt' or the indices, "
-                              f"e.g. --alpha 0,3,1")
+            raise MdcertError(
+                f"--alpha problem: {config.problem!r} stores no alpha; give 'opt' or the indices, "
+                f"e.g. --alpha 0,3,1"
+            )
         alpha = stored
     if alpha is not None:
         alpha = list(resolve_alpha(problem, alpha))  # bad input is an error, not a failed claim
@@ -182,17 +250,35 @@ def run(config: Config) -> Result:
     seconds = time.perf_counter() - t0
     claims = tuple((claim.name, claim.ok, claim.detail) for claim in result.claims)
     if not result.ok:
-        return Result(config=config, problem=problem, claims=claims, status=data.get("status"), seconds=seconds,
-                      failure=result.first_failure)
+        return Result(
+            config=config,
+            problem=problem,
+            claims=claims,
+            status=data.get("status"),
+            seconds=seconds,
+            failure=result.first_failure,
+        )
     notes = []
     certified = list(data.get("alpha", []))
     if config.alpha is None and stored is not None and certified != stored:
-        notes.append(f"note: the certificate is about alpha = {summarize_sequence(certified)}, the problem file "
-                     f"stores alpha = {summarize_sequence(stored)}; pass --alpha problem to require the stored one")
+        notes.append(
+            f"note: the certificate is about alpha = {summarize_sequence(certified)}, the problem file "
+            f"stores alpha = {summarize_sequence(stored)}; pass --alpha problem to require the stored one"
+        )
     from certify import Certificate
     from experiments.commands.exports import prepare_export
 
-    sol, export_notes = prepare_export(Certificate.from_json(data), export_w=config.export_w,
-                                       export_direction=config.export_direction)
-    return Result(config=config, problem=problem, claims=claims, status=data.get("status"), seconds=seconds,
-                  notes=tuple(notes + export_notes), solution=sol)
+    sol, export_notes = prepare_export(
+        Certificate.from_json(data),
+        export_w=config.export_w,
+        export_direction=config.export_direction,
+    )
+    return Result(
+        config=config,
+        problem=problem,
+        claims=claims,
+        status=data.get("status"),
+        seconds=seconds,
+        notes=tuple(notes + export_notes),
+        solution=sol,
+    )

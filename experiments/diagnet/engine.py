@@ -64,7 +64,9 @@ class DiagConfig:
             if not vals or any(not (np.isfinite(v) and v > 0) for v in vals):
                 raise MdcertError(f"{name} values must be finite and positive, got {list(vals)}")
         if not 1 <= self.steps <= 10**9 or not 1 <= self.record_every or not 1 <= self.check_every:
-            raise MdcertError(f"steps must be in 1..1e9 and record_every >= 1, got {self.steps}, {self.record_every}")
+            raise MdcertError(
+                f"steps must be in 1..1e9 and record_every >= 1, got {self.steps}, {self.record_every}"
+            )
         if self.depth < 2:
             raise MdcertError(f"depth must be at least 2, got {self.depth}")
         if not all(0 <= b < 1 for b in self.betas):
@@ -79,23 +81,23 @@ class DiagResult:
     """Arrays over trajectories b (grid order of `DiagConfig.grid`)."""
 
     config: DiagConfig
-    eps: np.ndarray         #: (B,)
-    alpha: np.ndarray       #: (B,)
-    lr: np.ndarray          #: (B,)
-    w_plus: np.ndarray      #: (B, D) final weights
-    w_minus: np.ndarray     #: (B, D)
+    eps: np.ndarray  #: (B,)
+    alpha: np.ndarray  #: (B,)
+    lr: np.ndarray  #: (B,)
+    w_plus: np.ndarray  #: (B, D) final weights
+    w_minus: np.ndarray  #: (B, D)
     record_steps: np.ndarray  #: (R,)
-    loss: np.ndarray        #: (B, R) loss at the recorded steps (inf after a non-finite stop)
-    beta: np.ndarray        #: (B, R, D)
-    t0_step: np.ndarray     #: (B,) first step with max |dL/dv| <= eps, -1 if never
-    t_step: np.ndarray      #: (B,) first step with min |dL/du| <= eps, -1 if never
-    stop_step: np.ndarray   #: (B,) the step where a trajectory stopped (steps when it finished)
+    loss: np.ndarray  #: (B, R) loss at the recorded steps (inf after a non-finite stop)
+    beta: np.ndarray  #: (B, R, D)
+    t0_step: np.ndarray  #: (B,) first step with max |dL/dv| <= eps, -1 if never
+    t_step: np.ndarray  #: (B,) first step with min |dL/du| <= eps, -1 if never
+    stop_step: np.ndarray  #: (B,) the step where a trajectory stopped (steps when it finished)
     status: tuple[DiagStatus, ...]
-    lr_vs_eps: np.ndarray   #: (B,) bool: lr > eps (the discrete path need not follow the ODE)
+    lr_vs_eps: np.ndarray  #: (B,) bool: lr > eps (the discrete path need not follow the ODE)
 
     @property
     def beta_final(self) -> np.ndarray:
-        return self.w_plus ** self.config.depth - self.w_minus ** self.config.depth
+        return self.w_plus**self.config.depth - self.w_minus**self.config.depth
 
 
 def _thread_count(elements: int, threads: int | None) -> int:
@@ -109,8 +111,13 @@ def _thread_count(elements: int, threads: int | None) -> int:
     return 1 if elements < 2**18 else torch.get_num_threads()
 
 
-def run_diag_paths(problem: RegressionProblem, config: DiagConfig, *, device: str = "cpu",
-                   threads: int | None = None) -> DiagResult:
+def run_diag_paths(
+    problem: RegressionProblem,
+    config: DiagConfig,
+    *,
+    device: str = "cpu",
+    threads: int | None = None,
+) -> DiagResult:
     """Train every trajectory of ``config`` on ``problem`` (module docstring). ``threads``: torch's
     intra-op threads during the run (default: `_thread_count`); restored afterwards."""
     B, D = len(config.grid()), problem.D
@@ -131,7 +138,7 @@ def _run(problem: RegressionProblem, config: DiagConfig, device: str) -> DiagRes
     # the state is W = [w+ | w-] (B, 2D). The residual is kept transposed, r^T = X beta^T - y (N, B):
     # MKL's product is about twice as fast in that layout for narrow N; then G = r @ [X, -X] and
     # (2/H) dL/dW = W^(H-1) * G: elementwise ops on one (B, 2D) tensor, two products per step
-    XX = torch.cat([X, -X], dim=1).contiguous()             # (N, 2D)
+    XX = torch.cat([X, -X], dim=1).contiguous()  # (N, 2D)
     neg_y = -torch.tensor(np.array(problem.y), dtype=dt, device=device)[:, None]  # (N, 1)
     eps = torch.tensor([g[0] for g in grid], dtype=dt, device=device)[:, None]
     alpha = torch.tensor([g[1] for g in grid], dtype=dt, device=device)[:, None]
@@ -228,9 +235,24 @@ def _run(problem: RegressionProblem, config: DiagConfig, device: str) -> DiagRes
         else:
             W.addcdiv_(num * lr_live, a, value=-1)
     t0, t_stage, stop = t0.cpu(), t_stage.cpu(), stop.cpu()
-    status = tuple(DiagStatus.FINISHED if s == config.steps else DiagStatus.NONFINITE for s in stop.tolist())
+    status = tuple(
+        DiagStatus.FINISHED if s == config.steps else DiagStatus.NONFINITE for s in stop.tolist()
+    )
     eps_np, lr_np = eps[:, 0].cpu().numpy(), lr[:, 0].cpu().numpy()
     Wn = W.cpu().numpy()
-    return DiagResult(config, eps_np, alpha[:, 0].cpu().numpy(), lr_np, Wn[:, :D].copy(), Wn[:, D:].copy(),
-                      np.array(rec), loss_rec.numpy(), beta_rec.numpy(), t0.numpy(), t_stage.numpy(), stop.numpy(),
-                      status, lr_np > eps_np)
+    return DiagResult(
+        config,
+        eps_np,
+        alpha[:, 0].cpu().numpy(),
+        lr_np,
+        Wn[:, :D].copy(),
+        Wn[:, D:].copy(),
+        np.array(rec),
+        loss_rec.numpy(),
+        beta_rec.numpy(),
+        t0.numpy(),
+        t_stage.numpy(),
+        stop.numpy(),
+        status,
+        lr_np > eps_np,
+    )

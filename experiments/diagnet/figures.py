@@ -28,14 +28,24 @@ def have_matplotlib() -> bool:
 
 
 def _save(fig, path: Path) -> Path:
-    from experiments.runtime.figures import save_png  # the one atomic writer (unique temporary names)
+    from experiments.runtime.figures import (
+        save_png,
+    )  # the one atomic writer (unique temporary names)
 
     return save_png(fig, path)
 
 
-def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: list[float], title: str,
-                      xlabel: str = "time t = step x lr", ode: list[tuple[np.ndarray, np.ndarray]] | None = None,
-                      max_coords: int = 10) -> Path:
+def plot_trajectories(
+    path: Path,
+    *,
+    time: np.ndarray,
+    beta: np.ndarray,
+    eps: list[float],
+    title: str,
+    xlabel: str = "time t = step x lr",
+    ode: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    max_coords: int = 10,
+) -> Path:
     """``beta`` (P, R, D): one panel per eps (P panels) of beta_i against ``time`` (R,); ``ode[p]`` =
     (times, beta (T, D)) drawn as crosses."""
     from matplotlib.figure import Figure
@@ -49,10 +59,24 @@ def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: li
     for p in range(P):
         ax = axes[p // cols][p % cols]
         for i in range(min(D, max_coords)):
-            ax.plot(time, beta[p, :, i], color=colors[i], lw=1.4, label=f"beta_{i + 1} (discrete)" if p == 0 else None)
+            ax.plot(
+                time,
+                beta[p, :, i],
+                color=colors[i],
+                lw=1.4,
+                label=f"beta_{i + 1} (discrete)" if p == 0 else None,
+            )
             if ode is not None:
-                ax.plot(ode[p][0], ode[p][1][:, i], color=colors[i], ls="none", marker="x", ms=4,
-                        markevery=max(1, len(ode[p][0]) // 25), label=f"beta_{i + 1} (ODE, solve_ivp)" if p == 0 else None)
+                ax.plot(
+                    ode[p][0],
+                    ode[p][1][:, i],
+                    color=colors[i],
+                    ls="none",
+                    marker="x",
+                    ms=4,
+                    markevery=max(1, len(ode[p][0]) // 25),
+                    label=f"beta_{i + 1} (ODE, solve_ivp)" if p == 0 else None,
+                )
         ax.set_title(f"eps = {eps[p]:g}")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("beta_i (coordinate of w+^2 - w-^2)")
@@ -60,7 +84,11 @@ def plot_trajectories(path: Path, *, time: np.ndarray, beta: np.ndarray, eps: li
     for p in range(P, rows * cols):
         axes[p // cols][p % cols].set_visible(False)
     fig.suptitle(title)
-    fig.legend(loc="outside lower center", fontsize=8, ncols=min(5, 2 * min(D, max_coords) if ode else min(D, max_coords)))
+    fig.legend(
+        loc="outside lower center",
+        fontsize=8,
+        ncols=min(5, 2 * min(D, max_coords) if ode else min(D, max_coords)),
+    )
     return _save(fig, path)
 
 
@@ -72,20 +100,55 @@ def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
     ax_d, ax_32, ax_e = fig.subplots(1, 3)
     rules = sorted({r["rule"] for r in rows}, key=list(_MARK).index)
     for j, rule in enumerate(rules):
-        rs = sorted((r for r in rows if r["rule"] == rule and r["status"] == "finished"), key=lambda r: r["eps"])
+        rs = sorted(
+            (r for r in rows if r["rule"] == rule and r["status"] == "finished"),
+            key=lambda r: r["eps"],
+        )
         if not rs:
             continue
         eps = np.array([r["eps"] for r in rs])
         c, mk = f"C{j}", _MARK.get(rule, "o")
-        ax_d.plot(eps, [r["delta_upper_float"] for r in rs], color=c, marker=mk, label=f"{rule}: delta (proven upper bound)")
-        ax_32.plot(eps, [r["dist_l32"] for r in rs], color=c, marker=mk, label=f"{rule}: to min-l3/2 interpolator")
-        ax_32.plot(eps, [r["dist_l2"] for r in rs], color=c, marker=mk, ls=":", mfc="none",
-                   label=f"{rule}: to min-l2 interpolator")
-        e = [np.nan if r.get("distance_to_E_opt_upper_float") is None else r["distance_to_E_opt_upper_float"] for r in rs]
-        ax_e.plot(eps, e, color=c, marker=mk, label=f"{rule}: to argmin E (proven upper bound, from beta_f)")
-    for ax, ylab in ((ax_d, "delta (delta-KKT of E, section 8.4)"),
-                     (ax_32, "||beta_inf - beta_ref||_2 (measured)"),
-                     (ax_e, "||beta_f - argmin E||_2 upper bound")):
+        ax_d.plot(
+            eps,
+            [r["delta_upper_float"] for r in rs],
+            color=c,
+            marker=mk,
+            label=f"{rule}: delta (proven upper bound)",
+        )
+        ax_32.plot(
+            eps,
+            [r["dist_l32"] for r in rs],
+            color=c,
+            marker=mk,
+            label=f"{rule}: to min-l3/2 interpolator",
+        )
+        ax_32.plot(
+            eps,
+            [r["dist_l2"] for r in rs],
+            color=c,
+            marker=mk,
+            ls=":",
+            mfc="none",
+            label=f"{rule}: to min-l2 interpolator",
+        )
+        e = [
+            np.nan
+            if r.get("distance_to_E_opt_upper_float") is None
+            else r["distance_to_E_opt_upper_float"]
+            for r in rs
+        ]
+        ax_e.plot(
+            eps,
+            e,
+            color=c,
+            marker=mk,
+            label=f"{rule}: to argmin E (proven upper bound, from beta_f)",
+        )
+    for ax, ylab in (
+        (ax_d, "delta (delta-KKT of E, section 8.4)"),
+        (ax_32, "||beta_inf - beta_ref||_2 (measured)"),
+        (ax_e, "||beta_f - argmin E||_2 upper bound"),
+    ):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("eps (smoothing of the sign / Adam's eps)")
@@ -94,4 +157,3 @@ def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
     fig.suptitle(title)
     fig.legend(loc="outside lower center", fontsize=8, ncols=4)
     return _save(fig, path)
-

@@ -15,8 +15,16 @@ from certify.regression.problem import RegressionProblem
 __all__ = ["ode_reference"]
 
 
-def ode_reference(problem: RegressionProblem, *, eps: float, alpha: float, t_end: float,
-                  t_eval: np.ndarray | None = None, rtol: float = 1e-9, atol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+def ode_reference(
+    problem: RegressionProblem,
+    *,
+    eps: float,
+    alpha: float,
+    t_end: float,
+    t_eval: np.ndarray | None = None,
+    rtol: float = 1e-9,
+    atol: float = 1e-12,
+) -> tuple[np.ndarray, np.ndarray]:
     """(times, beta(t)) of the smoothed-sign flow from ``w+- = alpha 1``; beta has shape (len(times), D)."""
     from scipy.integrate import solve_ivp
 
@@ -28,7 +36,15 @@ def ode_reference(problem: RegressionProblem, *, eps: float, alpha: float, t_end
         gp, gm = wp * gb, -wm * gb
         return np.concatenate([-gp / (np.abs(gp) + eps), -gm / (np.abs(gm) + eps)])
 
-    sol = solve_ivp(rhs, (0.0, t_end), np.full(2 * D, alpha), method="LSODA", t_eval=t_eval, rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        rhs,
+        (0.0, t_end),
+        np.full(2 * D, alpha),
+        method="LSODA",
+        t_eval=t_eval,
+        rtol=rtol,
+        atol=atol,
+    )
     if not sol.success:
         raise RuntimeError(f"the ODE reference failed: {sol.message}")
     wp, wm = sol.y[:D].T, sol.y[D:].T

@@ -53,8 +53,15 @@ def _problem(cfg: dict):
 
 def _sign_run(cfg: dict, rules: tuple[str, ...], betas=(0.9, 0.999)) -> tuple[dict, object]:
     problem = _problem(cfg)
-    sc = SignConfig(rules=tuple(Rule(r) for r in rules), eps=tuple(cfg["eps"]), alpha=(cfg["alpha"],), lr=(cfg["lr"],),
-                    steps=cfg["steps"], record_every=max(1, cfg["steps"] // 100), betas=tuple(betas))
+    sc = SignConfig(
+        rules=tuple(Rule(r) for r in rules),
+        eps=tuple(cfg["eps"]),
+        alpha=(cfg["alpha"],),
+        lr=(cfg["lr"],),
+        steps=cfg["steps"],
+        record_every=max(1, cfg["steps"] // 100),
+        betas=tuple(betas),
+    )
     res = run_signdescent(problem, sc)
     return res.to_json(), res
 
@@ -71,7 +78,9 @@ def _trajectories(cfg: dict) -> dict:
         t1 = time.perf_counter()
         odes, gaps = [], []
         for j, e in enumerate(cfg["eps"]):
-            _, b = ode_reference(_problem(cfg), eps=e, alpha=cfg["alpha"], t_end=float(t[-1]), t_eval=t)
+            _, b = ode_reference(
+                _problem(cfg), eps=e, alpha=cfg["alpha"], t_end=float(t[-1]), t_eval=t
+            )
             odes.append(b.tolist())
             gaps.append(float(np.abs(np.asarray(p["beta"])[j] - b).max()))
         out.update(ode_beta=odes, ode_max_gap=gaps, ode_seconds=round(time.perf_counter() - t1, 2))
@@ -91,8 +100,10 @@ def _adam(cfg: dict) -> dict:
     for b2 in cfg["beta2"]:
         summary, res = _sign_run(cfg, ("adam",), betas=(0.9, b2))
         beta = np.asarray(res.paths["adam"]["beta"])[:, -1]
-        out["adam"][str(b2)] = {"summary": summary,
-                                "dist_to_sign": [float(np.linalg.norm(a - s)) for a, s in zip(beta, beta_sign)]}
+        out["adam"][str(b2)] = {
+            "summary": summary,
+            "dist_to_sign": [float(np.linalg.norm(a - s)) for a, s in zip(beta, beta_sign)],
+        }
     return out
 
 
@@ -100,18 +111,78 @@ def paper_parts(*, quick: bool = False) -> list[Part]:
     """The preset's parts; ``quick`` shortens every horizon (the whole preset within about a minute)."""
     k = 5 if quick else 1  # quick: 5x larger steps over 5x fewer steps (same time horizons)
     grid = [1e-3, 3e-3, 1e-2, 3e-2, 0.1] if quick else [1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1]
-    horizon = {"lr": 1e-3, "steps": 10_000} if quick else {"lr": 4e-4, "steps": 100_000}  # t = 10 / 40
+    horizon = (
+        {"lr": 1e-3, "steps": 10_000} if quick else {"lr": 4e-4, "steps": 100_000}
+    )  # t = 10 / 40
     return [
-        Part("fig1", {"data": "gaussian", "N": 2, "D": 5, "seed": 0, "alpha": 0.1, "eps": [0.002, 0.01],
-                      "lr": 1e-4 * k, "steps": 80_000 // k, "ode": True}, _trajectories),
-        Part("fig2", {"data": "block", "N": 1, "seed": 0, "alpha": 0.1, "eps": [1e-3, 1e-2, 0.05, 0.2],
-                      "lr": 1e-4 * k, "steps": 50_000 // k}, _trajectories),
-        Part("eps_block", {"data": "block", "N": 5, "seed": 0, "alpha": 0.1, "eps": grid, "rules": ["gd", "sign", "adam"],
-                           **horizon}, _eps_grid),
-        Part("eps_gaussian", {"data": "gaussian", "N": 5, "D": 10, "seed": 0, "alpha": 0.1, "eps": grid,
-                              "rules": ["gd", "sign", "adam"], **horizon}, _eps_grid),
-        Part("adam", {"data": "block", "N": 5, "seed": 0, "alpha": 0.1, "eps": [1e-8, 1e-6, 1e-4, 1e-3, 1e-2],
-                      "beta2": [0.9, 0.999], **horizon}, _adam),
+        Part(
+            "fig1",
+            {
+                "data": "gaussian",
+                "N": 2,
+                "D": 5,
+                "seed": 0,
+                "alpha": 0.1,
+                "eps": [0.002, 0.01],
+                "lr": 1e-4 * k,
+                "steps": 80_000 // k,
+                "ode": True,
+            },
+            _trajectories,
+        ),
+        Part(
+            "fig2",
+            {
+                "data": "block",
+                "N": 1,
+                "seed": 0,
+                "alpha": 0.1,
+                "eps": [1e-3, 1e-2, 0.05, 0.2],
+                "lr": 1e-4 * k,
+                "steps": 50_000 // k,
+            },
+            _trajectories,
+        ),
+        Part(
+            "eps_block",
+            {
+                "data": "block",
+                "N": 5,
+                "seed": 0,
+                "alpha": 0.1,
+                "eps": grid,
+                "rules": ["gd", "sign", "adam"],
+                **horizon,
+            },
+            _eps_grid,
+        ),
+        Part(
+            "eps_gaussian",
+            {
+                "data": "gaussian",
+                "N": 5,
+                "D": 10,
+                "seed": 0,
+                "alpha": 0.1,
+                "eps": grid,
+                "rules": ["gd", "sign", "adam"],
+                **horizon,
+            },
+            _eps_grid,
+        ),
+        Part(
+            "adam",
+            {
+                "data": "block",
+                "N": 5,
+                "seed": 0,
+                "alpha": 0.1,
+                "eps": [1e-8, 1e-6, 1e-4, 1e-3, 1e-2],
+                "beta2": [0.9, 0.999],
+                **horizon,
+            },
+            _adam,
+        ),
     ]
 
 
@@ -130,5 +201,10 @@ def run_part(part: Part, cache: list[Path]) -> tuple[dict, bool]:
                 return rec, True
     t0 = time.perf_counter()
     result = part.run(part.config)
-    return {"name": part.name, "config": part.config, "key": key, "result": result,
-            "seconds_wall": round(time.perf_counter() - t0, 2)}, False
+    return {
+        "name": part.name,
+        "config": part.config,
+        "key": key,
+        "result": result,
+        "seconds_wall": round(time.perf_counter() - t0, 2),
+    }, False

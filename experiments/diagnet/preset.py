@@ -39,12 +39,21 @@ def run_paper(out: str | Path, *, quick: bool, overwrite: bool, echo=print) -> P
         tmp.write_text(dumps(rec) + "\n")
         tmp.replace(cache / f"{part.name}.json")
         records.append(rec)
-        echo(f"part {part.name}: {'reused (same config)' if reused else 'ran'} in {rec['seconds_wall']} s wall")
+        echo(
+            f"part {part.name}: {'reused (same config)' if reused else 'ran'} in {rec['seconds_wall']} s wall"
+        )
     wall = round(time.perf_counter() - t0, 2)
     load = [round(x, 2) for x in os.getloadavg()]
-    summary = {"kind": PAPER_KIND, "quick": quick, "parts": {r["name"]: {"config": r["config"], "key": r["key"],
-               "seconds_wall": r["seconds_wall"]} for r in records}, "seconds_wall_this_invocation": wall,
-               "load_average_1_5_15": load}
+    summary = {
+        "kind": PAPER_KIND,
+        "quick": quick,
+        "parts": {
+            r["name"]: {"config": r["config"], "key": r["key"], "seconds_wall": r["seconds_wall"]}
+            for r in records
+        },
+        "seconds_wall_this_invocation": wall,
+        "load_average_1_5_15": load,
+    }
     with run_dir(out, kind=PAPER_KIND, overwrite=overwrite) as tmp:
         (tmp / "parts").mkdir()
         for r in records:
@@ -70,18 +79,31 @@ def _figures(d: Path, records: list[dict]) -> list[str]:
             ode = None
             if "ode_beta" in res:
                 ode = [(np.asarray(res["time"]), np.asarray(b)) for b in res["ode_beta"]]
-            plot_trajectories(d / f"{r['name']}.png", time=np.asarray(res["time"]), beta=np.asarray(res["beta"]),
-                              eps=cfg["eps"], ode=ode, title=f"{r['name']}: smoothed sign descent, {shape}, "
-                              f"alpha = {cfg['alpha']}, lr = {cfg['lr']:g}" + (" (crosses: ODE)" if ode else ""))
+            plot_trajectories(
+                d / f"{r['name']}.png",
+                time=np.asarray(res["time"]),
+                beta=np.asarray(res["beta"]),
+                eps=cfg["eps"],
+                ode=ode,
+                title=f"{r['name']}: smoothed sign descent, {shape}, "
+                f"alpha = {cfg['alpha']}, lr = {cfg['lr']:g}" + (" (crosses: ODE)" if ode else ""),
+            )
             out.append(f"{r['name']}.png")
         elif r["name"].startswith("eps_"):
-            plot_vs_eps(d / f"{r['name']}.png", res["summary"]["trajectories"],
-                        title=f"{r['name']}: {shape}, alpha = {cfg['alpha']}, lr = {cfg['lr']:g}, {cfg['steps']} steps")
+            plot_vs_eps(
+                d / f"{r['name']}.png",
+                res["summary"]["trajectories"],
+                title=f"{r['name']}: {shape}, alpha = {cfg['alpha']}, lr = {cfg['lr']:g}, {cfg['steps']} steps",
+            )
             out.append(f"{r['name']}.png")
         elif r["name"] == "adam":
             rows = [dict(t, rule="sign") for t in res["sign"]["trajectories"]]
-            plot_vs_eps(d / "adam.png", rows + [dict(t, rule="adam") for t in res["adam"]["0.999"]["summary"]["trajectories"]],
-                        title=f"adam (beta = (0.9, 0.999)) vs smoothed sign: {shape}, lr = {cfg['lr']:g} (measured)")
+            plot_vs_eps(
+                d / "adam.png",
+                rows
+                + [dict(t, rule="adam") for t in res["adam"]["0.999"]["summary"]["trajectories"]],
+                title=f"adam (beta = (0.9, 0.999)) vs smoothed sign: {shape}, lr = {cfg['lr']:g} (measured)",
+            )
             out.append("adam.png")
     return out
 
@@ -92,29 +114,58 @@ def _fmt(x) -> str:
 
 def report_lines(records: list[dict], summary: dict) -> list[str]:
     """report.md: every number names its rule, eps, whether it is proven or measured, and wall times."""
-    L = ["# Smoothed sign descent: the paper's set-ups (mdcert signdescent --preset paper)", "",
-         ("Measured: float64 training runs (beta, loss, stage steps, distances in l2 between float vectors, "
-          "wall seconds). Proven: `delta <=` (section 8.4, outward-rounded balls from the exact final weights), "
-          "`||beta_f - argmin E|| <=` (section 8.4), the reference optima (section 8.3; the distance of each "
-          "certified point to the true optimizer is bounded in summary.json as `distance_upper`). No theorem "
-          "covers Adam with momentum: its rows are measurements only."), "",
-         (f"Wall time of this invocation: {summary['seconds_wall_this_invocation']} s (reused parts count 0); "
-          f"load average (1, 5, 15 min) at the end: {summary['load_average_1_5_15']}."), ""]
+    L = [
+        "# Smoothed sign descent: the paper's set-ups (mdcert signdescent --preset paper)",
+        "",
+        (
+            "Measured: float64 training runs (beta, loss, stage steps, distances in l2 between float vectors, "
+            "wall seconds). Proven: `delta <=` (section 8.4, outward-rounded balls from the exact final weights), "
+            "`||beta_f - argmin E|| <=` (section 8.4), the reference optima (section 8.3; the distance of each "
+            "certified point to the true optimizer is bounded in summary.json as `distance_upper`). No theorem "
+            "covers Adam with momentum: its rows are measurements only."
+        ),
+        "",
+        (
+            f"Wall time of this invocation: {summary['seconds_wall_this_invocation']} s (reused parts count 0); "
+            f"load average (1, 5, 15 min) at the end: {summary['load_average_1_5_15']}."
+        ),
+        "",
+    ]
     for r in records:
         cfg, res = r["config"], r["result"]
-        L += [f"## {r['name']}", "", f"config: `{json.dumps(cfg)}`; part wall time {r['seconds_wall']} s.", ""]
+        L += [
+            f"## {r['name']}",
+            "",
+            f"config: `{json.dumps(cfg)}`; part wall time {r['seconds_wall']} s.",
+            "",
+        ]
         if r["name"] in ("fig1", "fig2"):
             L += _traj_table(res["summary"]["trajectories"])
             if "ode_max_gap" in res:
-                L += ["", "ODE reference (SciPy LSODA, rtol 1e-9), measured max_t,i |beta_discrete - beta_ode| at the "
-                      "recorded times: " + ", ".join(f"eps {e:g}: {g:.2e}" for e, g in zip(cfg["eps"], res["ode_max_gap"]))
-                      + f" (ODE wall {res['ode_seconds']} s)."]
+                L += [
+                    "",
+                    "ODE reference (SciPy LSODA, rtol 1e-9), measured max_t,i |beta_discrete - beta_ode| at the "
+                    "recorded times: "
+                    + ", ".join(
+                        f"eps {e:g}: {g:.2e}" for e, g in zip(cfg["eps"], res["ode_max_gap"])
+                    )
+                    + f" (ODE wall {res['ode_seconds']} s).",
+                ]
         elif r["name"].startswith("eps_"):
             L += _refs(res["summary"]) + [""] + _traj_table(res["summary"]["trajectories"])
         else:
-            L += _refs(res["sign"]) + [""] + ["sign (smoothed sign descent, same eps):", ""] + _traj_table(res["sign"]["trajectories"])
+            L += (
+                _refs(res["sign"])
+                + [""]
+                + ["sign (smoothed sign descent, same eps):", ""]
+                + _traj_table(res["sign"]["trajectories"])
+            )
             for b2, a in res["adam"].items():
-                L += ["", f"Adam beta = (0.9, {b2}); `to sign` = measured ||beta_adam - beta_sign||_2 at the same eps:", ""]
+                L += [
+                    "",
+                    f"Adam beta = (0.9, {b2}); `to sign` = measured ||beta_adam - beta_sign||_2 at the same eps:",
+                    "",
+                ]
                 L += _traj_table(a["summary"]["trajectories"], extra=a["dist_to_sign"])
         L.append("")
     return L
@@ -122,8 +173,12 @@ def report_lines(records: list[dict], summary: dict) -> list[str]:
 
 def _refs(summary: dict) -> list[str]:
     ref = summary["references"]
-    return [(f"certified references: min ||beta||_3/2 = {ref['l32']['opt']} (distance of the certified point <= "
-             f"{float(_frac(ref['l32']['distance_upper'])):.1e}), min ||beta||_2 = {ref['l2']['opt']}.")]
+    return [
+        (
+            f"certified references: min ||beta||_3/2 = {ref['l32']['opt']} (distance of the certified point <= "
+            f"{float(_frac(ref['l32']['distance_upper'])):.1e}), min ||beta||_2 = {ref['l2']['opt']}."
+        )
+    ]
 
 
 def _frac(text: str):
@@ -133,16 +188,27 @@ def _frac(text: str):
 
 
 def _traj_table(rows: list[dict], extra: list[float] | None = None) -> list[str]:
-    head = ("| rule | eps | lr | status | final loss (measured) | delta <= (proven) | to min-l3/2 (measured) | "
-            "to min-l2 (measured) | to argmin E <= (proven) | T0, T (steps, measured) | lr > eps |")
+    head = (
+        "| rule | eps | lr | status | final loss (measured) | delta <= (proven) | to min-l3/2 (measured) | "
+        "to min-l2 (measured) | to argmin E <= (proven) | T0, T (steps, measured) | lr > eps |"
+    )
     if extra is not None:
         head += " to sign (measured) |"
     L = [head, "|" + "---|" * (head.count("|") - 1)]
     for j, t in enumerate(rows):
-        cells = [t["rule"], f"{t['eps']:g}", f"{t['lr']:g}", t["status"], f"{t['final_loss']:.2e}",
-                 _fmt(t.get("delta_upper_float")), _fmt(t.get("dist_l32")), _fmt(t.get("dist_l2")),
-                 _fmt(t.get("distance_to_E_opt_upper_float")), f"{t['t0_step']}, {t['t_step']}",
-                 "yes" if t["lr_vs_eps"] else "no"]
+        cells = [
+            t["rule"],
+            f"{t['eps']:g}",
+            f"{t['lr']:g}",
+            t["status"],
+            f"{t['final_loss']:.2e}",
+            _fmt(t.get("delta_upper_float")),
+            _fmt(t.get("dist_l32")),
+            _fmt(t.get("dist_l2")),
+            _fmt(t.get("distance_to_E_opt_upper_float")),
+            f"{t['t0_step']}, {t['t_step']}",
+            "yes" if t["lr_vs_eps"] else "no",
+        ]
         if extra is not None:
             cells.append(f"{extra[j]:.3g}")
         L.append("| " + " | ".join(cells) + " |")

@@ -51,9 +51,9 @@ class Loss(str, Enum):
 
 
 class PgdStatus(str, Enum):
-    FINISHED = "finished"      #: ran every step, moving to the end
-    STALLED = "stalled"        #: a constant step fell below the float64 resolution of the iterate
-    NONFINITE = "nonfinite"    #: the iterate became non-finite; frozen at its last finite record
+    FINISHED = "finished"  #: ran every step, moving to the end
+    STALLED = "stalled"  #: a constant step fell below the float64 resolution of the iterate
+    NONFINITE = "nonfinite"  #: the iterate became non-finite; frozen at its last finite record
 
 
 def _positive(values, option: str) -> tuple[float, ...]:
@@ -103,7 +103,9 @@ class PgdConfig:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
                 raise MdcertError(f"--{name} must be an integer in [{lo}, {hi}], got {v!r}")
         if len(self.ps) * len(self.lrs) * self.inits > 100_000:
-            raise MdcertError("the grid has more than 100,000 trajectories; use fewer --p, --lr or --inits")
+            raise MdcertError(
+                "the grid has more than 100,000 trajectories; use fewer --p, --lr or --inits"
+            )
         if not (math.isfinite(self.init_scale) and self.init_scale >= 0):
             raise MdcertError(f"--init-scale must be finite and >= 0, got {self.init_scale!r}")
 
@@ -143,8 +145,10 @@ def float_rows(problem: ClassificationProblem) -> np.ndarray:
     if not isinstance(problem, ClassificationProblem):
         raise MdcertError(f"p-GD paths need a ClassificationProblem, got {type(problem).__name__}")
     if problem.N * problem.m > MAX_ROW_ENTRIES:
-        raise MdcertError(f"the {problem.N} x {problem.m} rows exceed {MAX_ROW_ENTRIES:,} entries; use fewer "
-                          f"examples or classes")
+        raise MdcertError(
+            f"the {problem.N} x {problem.m} rows exceed {MAX_ROW_ENTRIES:,} entries; use fewer "
+            f"examples or classes"
+        )
     X = np.asarray(problem.X, dtype=np.float64)
     if problem.kind == "binary":
         return np.asarray(problem.y, dtype=np.float64)[:, None] * X
@@ -193,8 +197,12 @@ def _initial(config: PgdConfig, m: int) -> np.ndarray:
     return np.tile(W0, (len(config.ps) * len(config.lrs), 1))
 
 
-def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
-                  references: dict[float, np.ndarray] | None = None) -> PgdPaths:
+def run_pgd_paths(
+    problem: ClassificationProblem,
+    config: PgdConfig,
+    *,
+    references: dict[float, np.ndarray] | None = None,
+) -> PgdPaths:
     """Run every trajectory of ``config`` on ``problem`` (docs/theory.md section 7.5; see the module docstring).
 
     Args:
@@ -215,11 +223,15 @@ def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
         missing = [pp for pp in config.ps if pp not in references]
         if missing:
             raise MdcertError(f"no reference direction for p = {missing[0]:g}")
-        ref = torch.from_numpy(np.stack([np.asarray(references[g[0]], dtype=np.float64).ravel() for g in grid]))
+        ref = torch.from_numpy(
+            np.stack([np.asarray(references[g[0]], dtype=np.float64).ravel() for g in grid])
+        )
         if ref.shape[1] != m:
-            raise MdcertError(f"reference directions have {ref.shape[1]} entries; the problem has {m} variables")
+            raise MdcertError(
+                f"reference directions have {ref.shape[1]} entries; the problem has {m} variables"
+            )
     W = torch.from_numpy(_initial(config, m))
-    z = _spow(W, e_dual)                       # the dual iterate grad psi(w): the state of the loop
+    z = _spow(W, e_dual)  # the dual iterate grad psi(w): the state of the loop
     ks = record_steps(config.steps, config.records)
     R = len(ks)
     Wrec = np.zeros((B, R, m))
@@ -229,7 +241,9 @@ def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
     eps = float(np.finfo(np.float64).eps)
     k, r = 0, 0
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # (B, N) tensors are far below torch's grain size: more threads only spin
+    torch.set_num_threads(
+        1
+    )  # (B, N) tensors are far below torch's grain size: more threads only spin
     try:
         with torch.no_grad():
             while True:
@@ -238,7 +252,7 @@ def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
                     bad = ~torch.isfinite(W).all(dim=1)
                     for b in torch.nonzero(bad).flatten().tolist():
                         W[b] = torch.from_numpy(Wrec[b, r - 1])
-                        z[b] = _spow(W[b:b + 1], e_dual[b:b + 1])[0]
+                        z[b] = _spow(W[b : b + 1], e_dual[b : b + 1])[0]
                         alive[b] = 0.0
                         if status[b] is not PgdStatus.NONFINITE:
                             status[b], stopped[b] = PgdStatus.NONFINITE, k
@@ -247,7 +261,7 @@ def run_pgd_paths(problem: ClassificationProblem, config: PgdConfig, *,
                     if r == R:
                         break
                 c, m0 = scaled_weights(W @ At, config.loss)
-                G = c @ A                          # -e^(-m0) N grad L (a positive combination of rows)
+                G = c @ A  # -e^(-m0) N grad L (a positive combination of rows)
                 if config.normalize:
                     ax = G.abs()
                     scale = ax.amax(dim=1, keepdim=True)
@@ -287,8 +301,21 @@ def _finish(config, ks, Wrec, A, ref, status, stopped, seconds) -> PgdPaths:
     breg = None
     if ref is not None:
         u = ref.numpy()[:, None, :]
-        terms = np.abs(u) ** p / p - np.abs(U) ** p / p - np.sign(U) * np.abs(U) ** (p - 1) * (u - U)
+        terms = (
+            np.abs(u) ** p / p - np.abs(U) ** p / p - np.sign(U) * np.abs(U) ** (p - 1) * (u - U)
+        )
         breg = np.where(norms > 0, np.clip(terms.sum(axis=2), 0.0, None), np.nan)
-        breg = np.where(np.isfinite(breg), breg, (1.0 / p[..., 0]) * np.ones_like(breg))  # w = 0: D = psi(u)
-    return PgdPaths(config=config, steps=ks, W=Wrec, norms=norms, bregman=breg, margin=margin,
-                    status=tuple(status), stopped_at=tuple(stopped), seconds=seconds)
+        breg = np.where(
+            np.isfinite(breg), breg, (1.0 / p[..., 0]) * np.ones_like(breg)
+        )  # w = 0: D = psi(u)
+    return PgdPaths(
+        config=config,
+        steps=ks,
+        W=Wrec,
+        norms=norms,
+        bregman=breg,
+        margin=margin,
+        status=tuple(status),
+        stopped_at=tuple(stopped),
+        seconds=seconds,
+    )

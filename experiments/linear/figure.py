@@ -24,8 +24,13 @@ def pgd_figure(run) -> Figure:
                 D = np.median(paths.bregman[rows, 1:], axis=0)
                 axd.loglog(k[D > 0], D[D > 0], label=label)
             axn.loglog(k, np.maximum(np.median(paths.norms[rows, 1:], axis=0), 1e-300), label=label)
-    axd.set(xlabel="step k", ylabel="D_psi(u_p, w(k)/||w(k)||_p)",
-            title="directional Bregman divergence" if paths.bregman is not None else "no certified reference")
+    axd.set(
+        xlabel="step k",
+        ylabel="D_psi(u_p, w(k)/||w(k)||_p)",
+        title="directional Bregman divergence"
+        if paths.bregman is not None
+        else "no certified reference",
+    )
     axn.set(xlabel="step k", ylabel="||w(k)||_p", title="norm growth")
     axn.legend(fontsize=7)
     fig.tight_layout()

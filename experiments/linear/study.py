@@ -45,8 +45,9 @@ class Reference:
     certificate: object = None
 
 
-def references(problem: ClassificationProblem, ps, *, digits: int = 30,
-               time_limit: float | None = None) -> dict[float, Reference]:
+def references(
+    problem: ClassificationProblem, ps, *, digits: int = 30, time_limit: float | None = None
+) -> dict[float, Reference]:
     """Certify ``w_p`` for each p (docs/theory.md section 7.2) and export its direction as float64."""
     out = {}
     for p in ps:
@@ -54,11 +55,19 @@ def references(problem: ClassificationProblem, ps, *, digits: int = 30,
         cert = certify_max_margin(problem, repr(float(p)), digits=digits, time_limit=time_limit)
         if cert.status.value == "optimal":
             sol = certified_solution(cert, problem=problem)
-            out[p] = Reference(p, "optimal", np.asarray(sol.direction, dtype=np.float64).ravel(),
-                               float(sol.direction_error_upper), 1.0 / float(cert.opt_lower),
-                               time.perf_counter() - t0, cert)
+            out[p] = Reference(
+                p,
+                "optimal",
+                np.asarray(sol.direction, dtype=np.float64).ravel(),
+                float(sol.direction_error_upper),
+                1.0 / float(cert.opt_lower),
+                time.perf_counter() - t0,
+                cert,
+            )
         else:
-            out[p] = Reference(p, cert.status.value, None, None, None, time.perf_counter() - t0, cert)
+            out[p] = Reference(
+                p, cert.status.value, None, None, None, time.perf_counter() - t0, cert
+            )
     return out
 
 
@@ -84,24 +93,55 @@ class PgdRun:
 
     def to_json(self) -> dict:
         cfg = self.paths.config
-        return clean_json({
-            "kind": "pgd", "problem": self.problem, "shape": self.shape,
-            "config": {"p": list(cfg.ps), "lr": list(cfg.lrs), "inits": cfg.inits, "init_scale": cfg.init_scale,
-                       "loss": cfg.loss.value, "normalize": cfg.normalize, "steps": cfg.steps, "seed": cfg.seed},
-            "references": {repr(p): {"status": r.status, "direction_error_upper": r.direction_error,
-                                     "certified_margin": r.margin, "seconds": round(r.seconds, 3)}
-                           for p, r in self.refs.items()},
-            "groups": self.groups,
-            "trajectories": [{"p": p, "lr": lr, "init": i, "status": self.paths.status[b].value,
-                              "stopped_at": self.paths.stopped_at[b],
-                              "final_bregman": None if self.paths.bregman is None else float(self.paths.bregman[b, -1]),
-                              "final_norm": float(self.paths.norms[b, -1]),
-                              "final_margin": float(self.paths.margin[b, -1])}
-                             for b, (p, lr, i) in enumerate(cfg.grid)],
-            "seconds": self.seconds,
-            "notes": [("D_psi and the margins are float64 measurements against a certified direction; the rate "
-                       "verdict is a statistical model choice, the smoothness condition a float64 sample")],
-        })
+        return clean_json(
+            {
+                "kind": "pgd",
+                "problem": self.problem,
+                "shape": self.shape,
+                "config": {
+                    "p": list(cfg.ps),
+                    "lr": list(cfg.lrs),
+                    "inits": cfg.inits,
+                    "init_scale": cfg.init_scale,
+                    "loss": cfg.loss.value,
+                    "normalize": cfg.normalize,
+                    "steps": cfg.steps,
+                    "seed": cfg.seed,
+                },
+                "references": {
+                    repr(p): {
+                        "status": r.status,
+                        "direction_error_upper": r.direction_error,
+                        "certified_margin": r.margin,
+                        "seconds": round(r.seconds, 3),
+                    }
+                    for p, r in self.refs.items()
+                },
+                "groups": self.groups,
+                "trajectories": [
+                    {
+                        "p": p,
+                        "lr": lr,
+                        "init": i,
+                        "status": self.paths.status[b].value,
+                        "stopped_at": self.paths.stopped_at[b],
+                        "final_bregman": None
+                        if self.paths.bregman is None
+                        else float(self.paths.bregman[b, -1]),
+                        "final_norm": float(self.paths.norms[b, -1]),
+                        "final_margin": float(self.paths.margin[b, -1]),
+                    }
+                    for b, (p, lr, i) in enumerate(cfg.grid)
+                ],
+                "seconds": self.seconds,
+                "notes": [
+                    (
+                        "D_psi and the margins are float64 measurements against a certified direction; the rate "
+                        "verdict is a statistical model choice, the smoothness condition a float64 sample"
+                    )
+                ],
+            }
+        )
 
     def lines(self) -> list[str]:
         out = []
@@ -109,14 +149,18 @@ class PgdRun:
             rate = g["rate"]
             verdict = "no reference" if rate is None else f"{rate['verdict']} ({rate['reason']})"
             d = "-" if g["final_bregman_median"] is None else f"{g['final_bregman_median']:.3g}"
-            out.append(f"p={g['p']:g} lr={g['lr']:g}: D_psi median {d}, ||w|| {g['final_norm_median']:.3g}, "
-                       f"statuses {g['statuses']}, rate: {verdict}")
+            out.append(
+                f"p={g['p']:g} lr={g['lr']:g}: D_psi median {d}, ||w|| {g['final_norm_median']:.3g}, "
+                f"statuses {g['statuses']}, rate: {verdict}"
+            )
         return out
 
     def write(self, directory: str | Path) -> None:
         """summary.json, arrays.npz (records) and pgd.png into ``directory`` (an existing empty one)."""
         directory = Path(directory)
-        (directory / "summary.json").write_text(json.dumps(self.to_json(), indent=1, allow_nan=False) + "\n")
+        (directory / "summary.json").write_text(
+            json.dumps(self.to_json(), indent=1, allow_nan=False) + "\n"
+        )
         arrays = {"steps": self.paths.steps, "norms": self.paths.norms, "margin": self.paths.margin}
         if self.paths.bregman is not None:
             arrays["bregman"] = self.paths.bregman
@@ -135,8 +179,10 @@ def _groups(paths: PgdPaths, refs: dict, A: np.ndarray) -> list:
     for p in cfg.ps:
         for lr in cfg.lrs:
             rows = [b for b, (pp, ll, _) in enumerate(cfg.grid) if pp == p and ll == lr]
-            statuses = {s: sum(paths.status[b].value == s for b in rows)
-                        for s in sorted({paths.status[b].value for b in rows})}
+            statuses = {
+                s: sum(paths.status[b].value == s for b in rows)
+                for s in sorted({paths.status[b].value for b in rows})
+            }
             rate, dmed = None, None
             ref = refs[p]
             if paths.bregman is not None:
@@ -153,19 +199,37 @@ def _groups(paths: PgdPaths, refs: dict, A: np.ndarray) -> list:
             if smooth is not None:
                 vals = smooth[rows]
                 vals = vals[np.isfinite(vals)]
-                sm = {"samples": int(vals.size), "violations": int((vals < -TOLERANCE).sum()),
-                      "min_value": float(vals.min()) if vals.size else None,
-                      "method": "float64 Hessian eigenvalues at the last recorded iterates (measured only)"}
-            out.append({"p": p, "lr": lr, "statuses": statuses, "final_bregman_median": dmed,
-                        "final_norm_median": float(np.median(paths.norms[rows, -1])),
-                        "norm_growth_loglog_slope_median": float(np.median(slopes)) if slopes else None,
-                        "final_margin_median": float(np.median(paths.margin[rows, -1])),
-                        "certified_margin": ref.margin, "rate": rate, "smoothness": sm})
+                sm = {
+                    "samples": int(vals.size),
+                    "violations": int((vals < -TOLERANCE).sum()),
+                    "min_value": float(vals.min()) if vals.size else None,
+                    "method": "float64 Hessian eigenvalues at the last recorded iterates (measured only)",
+                }
+            out.append(
+                {
+                    "p": p,
+                    "lr": lr,
+                    "statuses": statuses,
+                    "final_bregman_median": dmed,
+                    "final_norm_median": float(np.median(paths.norms[rows, -1])),
+                    "norm_growth_loglog_slope_median": float(np.median(slopes)) if slopes else None,
+                    "final_margin_median": float(np.median(paths.margin[rows, -1])),
+                    "certified_margin": ref.margin,
+                    "rate": rate,
+                    "smoothness": sm,
+                }
+            )
     return out
 
 
-def run_pgd(problem: ClassificationProblem, config: PgdConfig, *, name: str = "problem", digits: int = 30,
-            time_limit: float | None = None) -> PgdRun:
+def run_pgd(
+    problem: ClassificationProblem,
+    config: PgdConfig,
+    *,
+    name: str = "problem",
+    digits: int = 30,
+    time_limit: float | None = None,
+) -> PgdRun:
     """Certify, train, measure (module docstring)."""
     t0 = time.perf_counter()
     refs = references(problem, config.ps, digits=digits, time_limit=time_limit)
@@ -178,8 +242,22 @@ def run_pgd(problem: ClassificationProblem, config: PgdConfig, *, name: str = "p
     t2 = time.perf_counter()
     groups = _groups(paths, refs, float_rows(problem))
     t3 = time.perf_counter()
-    return PgdRun(problem=name, shape={"n": problem.n, "d": problem.d, "kind": problem.kind, "rows": problem.N,
-                                       "variables": problem.m},
-                  refs=refs, paths=paths, groups=groups,
-                  seconds={"certify_wall": round(t1 - t0, 3), "train_wall": round(t2 - t1, 3),
-                           "train_cpu": round(cpu, 3), "analysis_wall": round(t3 - t2, 3)})
+    return PgdRun(
+        problem=name,
+        shape={
+            "n": problem.n,
+            "d": problem.d,
+            "kind": problem.kind,
+            "rows": problem.N,
+            "variables": problem.m,
+        },
+        refs=refs,
+        paths=paths,
+        groups=groups,
+        seconds={
+            "certify_wall": round(t1 - t0, 3),
+            "train_wall": round(t2 - t1, 3),
+            "train_cpu": round(cpu, 3),
+            "analysis_wall": round(t3 - t2, 3),
+        },
+    )

@@ -94,22 +94,34 @@ def padding_mask_of(X: torch.Tensor) -> torch.Tensor | None:
 
 def _require_mask(X: torch.Tensor, mask: torch.Tensor | None) -> None:
     if mask is None and padding_mask_of(X) is not None:
-        raise MdcertError("X is the token tensor of a variable-length problem (its ProblemTensors has a mask): "
-                          "pass mask=data.mask so that padding takes no part (docs/theory.md section 1.3)")
+        raise MdcertError(
+            "X is the token tensor of a variable-length problem (its ProblemTensors has a mask): "
+            "pass mask=data.mask so that padding takes no part (docs/theory.md section 1.3)"
+        )
 
 
 def problem_tensors(problem, dtype: torch.dtype = torch.float64, device=None) -> ProblemTensors:
     """Build `ProblemTensors` from a `certify.AttentionProblem` (float64 data copied, then cast)."""
 
     def t(a):
-        return torch.from_numpy(np.array(a, dtype=np.float64)).to(dtype=dtype, device=device).contiguous()
+        return (
+            torch.from_numpy(np.array(a, dtype=np.float64))
+            .to(dtype=dtype, device=device)
+            .contiguous()
+        )
 
     lengths = getattr(problem, "lengths", None)
-    mask = None if lengths is None else torch.from_numpy(np.array(problem.token_mask)).to(device=device)
+    mask = (
+        None
+        if lengths is None
+        else torch.from_numpy(np.array(problem.token_mask)).to(device=device)
+    )
     return ProblemTensors(t(problem.X), t(problem.y), t(problem.z), t(problem.v), mask)
 
 
-def attention_logits(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def attention_logits(
+    X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Logits ``s[..., i, t] = x_it^T W z_i`` (``-inf`` at padding).
 
     Args:
@@ -130,7 +142,9 @@ def attention_logits(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: to
     return mask_logits(torch.einsum("ntd,...nd->...nt", X, Wz), mask)
 
 
-def attention_softmax(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+def attention_softmax(
+    X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, mask: torch.Tensor | None = None
+) -> torch.Tensor:
     """Attention weights ``softmax_t(s_it)`` ``[..., n, T]`` (max-subtracted, stable; 0 at padding)."""
     return torch.softmax(attention_logits(X, z, W, mask), dim=-1)
 
@@ -143,8 +157,13 @@ def _token_values(X: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.einsum("ntd,...d->...nt", X, v)
 
 
-def model_output(X: torch.Tensor, z: torch.Tensor, W: torch.Tensor, v: torch.Tensor,
-                 mask: torch.Tensor | None = None) -> torch.Tensor:
+def model_output(
+    X: torch.Tensor,
+    z: torch.Tensor,
+    W: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Model outputs ``f(X_i) = v^T X_i^T softmax(X_i W z_i)`` as ``[..., n]`` (saturation-safe value and
     gradient: `experiments.model.attention_output.AttentionOutput`)."""
     return attention_output(attention_logits(X, z, W, mask), _token_values(X, v))
@@ -174,14 +193,18 @@ LOSSES: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 }
 
 
-def get_loss(name_or_fn: str | Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor], torch.Tensor]:
+def get_loss(
+    name_or_fn: str | Callable[[torch.Tensor], torch.Tensor],
+) -> Callable[[torch.Tensor], torch.Tensor]:
     """Resolve a loss by name (``logistic``, ``exponential``, ``linear``) or pass a callable through."""
     if callable(name_or_fn):
         return name_or_fn
     try:
         return LOSSES[name_or_fn]
     except KeyError:
-        raise MdcertError(f"unknown loss {name_or_fn!r}; choose one of {', '.join(LOSSES)}") from None
+        raise MdcertError(
+            f"unknown loss {name_or_fn!r}; choose one of {', '.join(LOSSES)}"
+        ) from None
 
 
 def loss(
@@ -238,9 +261,17 @@ class AttentionModel(nn.Module):
             raise MdcertError("a fixed decoder needs v; pass v=... or train_decoder=True")
         self.d = d
         self.train_decoder = train_decoder
-        W = torch.zeros(d, d, dtype=dtype, device=device) if W0 is None else self._tensor(W0, (d, d), "W0", dtype, device)
+        W = (
+            torch.zeros(d, d, dtype=dtype, device=device)
+            if W0 is None
+            else self._tensor(W0, (d, d), "W0", dtype, device)
+        )
         self.W = nn.Parameter(W)
-        v_t = torch.zeros(d, dtype=dtype, device=device) if v is None else self._tensor(v, (d,), "v", dtype, device)
+        v_t = (
+            torch.zeros(d, dtype=dtype, device=device)
+            if v is None
+            else self._tensor(v, (d,), "v", dtype, device)
+        )
         if train_decoder:
             self.v = nn.Parameter(v_t)
         else:
@@ -256,19 +287,40 @@ class AttentionModel(nn.Module):
         return t
 
     @classmethod
-    def from_problem(cls, problem, *, train_decoder: bool = False, W0=None,
-                     dtype: torch.dtype = torch.float64, device=None) -> "AttentionModel":
+    def from_problem(
+        cls,
+        problem,
+        *,
+        train_decoder: bool = False,
+        W0=None,
+        dtype: torch.dtype = torch.float64,
+        device=None,
+    ) -> "AttentionModel":
         """Model with the problem's decoder ``v`` (the initial ``v`` when ``train_decoder``)."""
-        return cls(problem.d, train_decoder=train_decoder, v=torch.from_numpy(np.array(problem.v, dtype=np.float64)), W0=W0,
-                   dtype=dtype, device=device)
+        return cls(
+            problem.d,
+            train_decoder=train_decoder,
+            v=torch.from_numpy(np.array(problem.v, dtype=np.float64)),
+            W0=W0,
+            dtype=dtype,
+            device=device,
+        )
 
-    def forward(self, X: torch.Tensor, z: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, X: torch.Tensor, z: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Outputs ``f(X_i)`` ``[n]`` (``mask``: valid tokens of a variable-length problem)."""
         return model_output(X, z, self.W, self.v, mask)
 
-    def loss(self, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, *,
-             loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic",
-             mask: torch.Tensor | None = None) -> torch.Tensor:
+    def loss(
+        self,
+        X: torch.Tensor,
+        y: torch.Tensor,
+        z: torch.Tensor,
+        *,
+        loss_fn: str | Callable[[torch.Tensor], torch.Tensor] = "logistic",
+        mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``L(W, v)`` on the given data (0-d tensor); ``mask``: ``ProblemTensors.mask`` of a
         variable-length problem (None: every token is valid)."""
         return loss(self.W, self.v, X, y, z, loss_fn=loss_fn, mask=mask)

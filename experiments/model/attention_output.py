@@ -28,7 +28,14 @@ from typing import NamedTuple
 import torch
 from torch.autograd.function import once_differentiable
 
-__all__ = ["OutputTerms", "output_terms", "output_dlogits", "AttentionOutput", "attention_output", "mask_logits"]
+__all__ = [
+    "OutputTerms",
+    "output_terms",
+    "output_dlogits",
+    "AttentionOutput",
+    "attention_output",
+    "mask_logits",
+]
 
 
 class OutputTerms(NamedTuple):
@@ -54,8 +61,9 @@ def mask_logits(s: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     return s if mask is None else s.masked_fill(~mask, -math.inf)
 
 
-def output_terms(s: torch.Tensor, h: torch.Tensor, arange: torch.Tensor | None = None, *,
-                 with_top: bool = True) -> OutputTerms:
+def output_terms(
+    s: torch.Tensor, h: torch.Tensor, arange: torch.Tensor | None = None, *, with_top: bool = True
+) -> OutputTerms:
     """Saturation-safe softmax output of logits ``s`` and token values ``h`` (same shape ``[..., n, T]``).
 
     Args:
@@ -66,16 +74,16 @@ def output_terms(s: torch.Tensor, h: torch.Tensor, arange: torch.Tensor | None =
     """
     T = s.shape[-1]
     smax, m = s.max(dim=-1, keepdim=True)
-    r = s - smax                                                    # <= 0, exactly 0 at the top token m
+    r = s - smax  # <= 0, exactly 0 at the top token m
     top = None
     if with_top:
-        top = (torch.arange(T, device=s.device) if arange is None else arange) == m   # one-hot of m
-    e = torch.exp(r)                                                # stable: the top token has e = 1
+        top = (torch.arange(T, device=s.device) if arange is None else arange) == m  # one-hot of m
+    e = torch.exp(r)  # stable: the top token has e = 1
     Z = e.sum(dim=-1, keepdim=True)
     a = e / Z
     hm = h.gather(-1, m)
-    D = h - hm                                                      # h_t - h_m (0 at m)
-    delta = (a * D).sum(dim=-1, keepdim=True)                       # f - h_m, accurate when saturated
+    D = h - hm  # h_t - h_m (0 at m)
+    delta = (a * D).sum(dim=-1, keepdim=True)  # f - h_m, accurate when saturated
     return OutputTerms(a, (hm + delta).squeeze(-1), D, delta, r, top, Z)
 
 

@@ -71,7 +71,7 @@ class CpuFastPathMixin:
     def _bounds_of(wmax: float, alpha: float, gmax: float, pm1: float) -> tuple[float, float]:
         """Bounds on ``|Q| <= wmax^{p-1} + alpha gmax`` and ``|W+| <= |Q|^{1/(p-1)}``."""
         try:
-            qb = wmax ** pm1 + alpha * gmax
+            qb = wmax**pm1 + alpha * gmax
             return qb, qb ** (1.0 / pm1)
         except OverflowError:
             return math.inf, math.inf
@@ -98,7 +98,9 @@ class CpuFastPathMixin:
             q = self._buffer("q", min(n, kernels.CHUNK), W)
             tmp = self._buffer("tmp", min(n, kernels.CHUNK), W)
             kernel = self._fused_kernel(group, exact, W)
-            return self._fast_cached(gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp, kernel)
+            return self._fast_cached(
+                gi, pi, param, W, G, lr, exact, sign * alpha, gmax, q, tmp, kernel
+            )
         wmax = self._abs_bound(param)
         if gmax is None:
             cheap = max(self._bounds_of(wmax, alpha, torch.finfo(G.dtype).max, pm1)) <= limit / 16
@@ -116,9 +118,11 @@ class CpuFastPathMixin:
 
         if exact == 2:
             if safe:
+
                 def commit() -> None:
                     W.add_(G, alpha=sign * alpha)  # the same add_ as torch.optim.SGD
                     record()
+
                 return commit
             T = torch.empty_like(W)  # own buffer: commits run after every check
             torch.add(W, G, alpha=sign * alpha, out=T)
@@ -132,6 +136,7 @@ class CpuFastPathMixin:
             chunked_step_direct(target, W, G, sign * alpha, fwd, inv, q, tmp, extremes)
 
         if safe:
+
             def commit() -> None:
                 extremes: list[torch.Tensor] = []
                 compute(W, extremes)
@@ -142,8 +147,10 @@ class CpuFastPathMixin:
                         f"LpMirrorDescent: the mirror step overflowed {param.dtype} in {self._where(gi, pi, param)} "
                         f"after the parameter was modified outside autograd (e.g. through .data), which the "
                         f"overflow pre-check could not see; the parameter is now partially updated; use a "
-                        f"smaller lr (lr={lr}, p={exact})")
+                        f"smaller lr (lr={lr}, p={exact})"
+                    )
                 self._bounds[param] = (param._version, param.data_ptr(), float(ext))
+
             return commit
         T = torch.empty_like(W)  # own buffer: commits run after every check
         compute(T)

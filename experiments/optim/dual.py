@@ -36,16 +36,30 @@ from typing import Callable
 import torch
 
 from experiments.optim import fused as _fused
-from experiments.optim.kernels import (PowPlan, absmax, chunked_dual, chunked_inverse, chunked_step_cached,
-                                       inverse_reproduces)
+from experiments.optim.kernels import (
+    PowPlan,
+    absmax,
+    chunked_dual,
+    chunked_inverse,
+    chunked_step_cached,
+    inverse_reproduces,
+)
 
 __all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL"]
 
-FUSED_MIN_NUMEL = 1 << 16  # smaller tensors keep the eager kernels (and never trigger a compilation)
+FUSED_MIN_NUMEL = (
+    1 << 16
+)  # smaller tensors keep the eager kernels (and never trigger a compilation)
 
 
-def _reproduces(W: torch.Tensor, Q: torch.Tensor, inv: PowPlan, scratch: torch.Tensor, tmp: torch.Tensor,
-                kernel=None) -> bool:
+def _reproduces(
+    W: torch.Tensor,
+    Q: torch.Tensor,
+    inv: PowPlan,
+    scratch: torch.Tensor,
+    tmp: torch.Tensor,
+    kernel=None,
+) -> bool:
     """Does the inverse map of ``Q`` round to ``W`` exactly (with the fused kernel when given: its step
     with ``G = 0`` computes exactly the inverse map its steps compute)?"""
     if kernel is None:
@@ -68,8 +82,12 @@ class DualCacheMixin:
             key = (exact, W.dtype)
             if key not in self._fused_warned:
                 self._fused_warned.add(key)
-                warnings.warn(f"LpMirrorDescent(fused=True): {exc}; using the eager CPU kernels (p={exact}, "
-                              f"{W.dtype})", RuntimeWarning, stacklevel=4)
+                warnings.warn(
+                    f"LpMirrorDescent(fused=True): {exc}; using the eager CPU kernels (p={exact}, "
+                    f"{W.dtype})",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
             return None
 
     def _fingerprint(self, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -79,12 +97,21 @@ class DualCacheMixin:
         idx = torch.linspace(0, n - 1, steps=min(n, 64)).round().long()
         return idx, W.index_select(0, idx)
 
-    def _stamp(self, param: torch.Tensor, Q: torch.Tensor, W: torch.Tensor, exact: Fraction, qmax: float) -> None:
+    def _stamp(
+        self, param: torch.Tensor, Q: torch.Tensor, W: torch.Tensor, exact: Fraction, qmax: float
+    ) -> None:
         idx, sample = self._fingerprint(W)
         self._stamps[param] = (param._version, param.data_ptr(), Q, exact, qmax, idx, sample)
 
-    def _dual(self, param: torch.Tensor, W: torch.Tensor, exact: Fraction, q: torch.Tensor,
-              tmp: torch.Tensor, kernel=None) -> tuple[torch.Tensor, float]:
+    def _dual(
+        self,
+        param: torch.Tensor,
+        W: torch.Tensor,
+        exact: Fraction,
+        q: torch.Tensor,
+        tmp: torch.Tensor,
+        kernel=None,
+    ) -> tuple[torch.Tensor, float]:
         """The cached dual ``Q = grad psi(W)`` (flat) and an upper bound on ``max|Q|``; ``W`` is not written.
 
         The cache is used when the parameter's version counter and storage are those recorded after
@@ -96,15 +123,27 @@ class DualCacheMixin:
         state = self.state[param]
         fwd, inv = self._plan(exact)
         Q = state.get("dual")
-        usable = (isinstance(Q, torch.Tensor) and Q.shape == param.shape and Q.dtype == param.dtype
-                  and Q.device == param.device and Q.is_contiguous() and Q.data_ptr() != param.data_ptr())
+        usable = (
+            isinstance(Q, torch.Tensor)
+            and Q.shape == param.shape
+            and Q.dtype == param.dtype
+            and Q.device == param.device
+            and Q.is_contiguous()
+            and Q.data_ptr() != param.data_ptr()
+        )
         if not usable:
             Q = state["dual"] = torch.empty_like(param, memory_format=torch.contiguous_format)
         Qf = Q.detach().view(-1)
         stamp = self._stamps.get(param)
-        if (usable and stamp is not None and stamp[2] is Q and stamp[0] == param._version
-                and stamp[1] == param.data_ptr() and stamp[3] == exact
-                and torch.equal(W.index_select(0, stamp[5]), stamp[6])):
+        if (
+            usable
+            and stamp is not None
+            and stamp[2] is Q
+            and stamp[0] == param._version
+            and stamp[1] == param.data_ptr()
+            and stamp[3] == exact
+            and torch.equal(W.index_select(0, stamp[5]), stamp[6])
+        ):
             return Qf, stamp[4]
         foreign = stamp is None or stamp[2] is not Q  # e.g. loaded by load_state_dict
         if usable and foreign and _reproduces(W, Qf, inv, q, tmp, kernel):
@@ -114,7 +153,9 @@ class DualCacheMixin:
         self._stamp(param, Q, W, exact, qmax)
         return Qf, qmax
 
-    def _fast_cached(self, gi, pi, param, W, G, lr, exact, coef, gmax, q, tmp, kernel=None) -> Callable[[], None]:
+    def _fast_cached(
+        self, gi, pi, param, W, G, lr, exact, coef, gmax, q, tmp, kernel=None
+    ) -> Callable[[], None]:
         Q, qmax = self._dual(param, W, exact, q, tmp, kernel)
         _, inv = self._plan(exact)
         limit = torch.finfo(param.dtype).max / 8
@@ -125,7 +166,7 @@ class DualCacheMixin:
             """``|Q+| <= (max|Q| + |coef| max|G|)(1 + 4 eps)``; ``|W+| = |Q+|^{1/(p-1)}``."""
             try:
                 qb = (qm + abs(coef) * gm) * (1 + 4 * eps)
-                return qb, max(qb, qb ** inv.value)
+                return qb, max(qb, qb**inv.value)
             except OverflowError:
                 return math.inf, math.inf
 
@@ -137,12 +178,16 @@ class DualCacheMixin:
             qmax = absmax(Q)
             qb, bound = bounds(qmax, absmax(G))
         if bound <= limit:  # overflow excluded in advance: update Q and W in place, chunk by chunk
+
             def commit() -> None:
                 if kernel is None:
                     chunked_step_cached(W, Q, G, coef, inv, tmp)
                 else:  # the dual update and the inverse map in one compiled pass
                     kernel(Q, W, G, torch.tensor(coef, dtype=torch.float64))
-                self._stamp(param, self.state[param]["dual"], W, exact, qb)  # qb bounds the new max|Q|
+                self._stamp(
+                    param, self.state[param]["dual"], W, exact, qb
+                )  # qb bounds the new max|Q|
+
             return commit
         T = torch.empty_like(W)  # own buffers: commits run after every check
         if kernel is None:
@@ -157,4 +202,5 @@ class DualCacheMixin:
             W.copy_(T)
             Q.copy_(Qn)
             self._stamp(param, self.state[param]["dual"], W, exact, absmax(Qn))
+
         return commit_checked

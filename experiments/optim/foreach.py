@@ -13,8 +13,15 @@ from experiments.optim.kernels import dual_unit, pow2_scaled, unit_norm
 __all__ = ["foreach_update"]
 
 
-def foreach_update(params: list[torch.Tensor], grads: list[torch.Tensor], lr: float, exact: Fraction, *,
-                   maximize: bool, normalize: bool) -> list[torch.Tensor]:
+def foreach_update(
+    params: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    lr: float,
+    exact: Fraction,
+    *,
+    maximize: bool,
+    normalize: bool,
+) -> list[torch.Tensor]:
     """The mirror step of a group with ``torch._foreach_*`` kernels (new tensors; CUDA default path)."""
     if maximize:
         grads = torch._foreach_neg(grads)
@@ -22,8 +29,12 @@ def foreach_update(params: list[torch.Tensor], grads: list[torch.Tensor], lr: fl
         q = float(exact / (exact - 1))
         units = [dual_unit(g, q) for g in grads]
         norms = [None if u is None else unit_norm(u, g.dtype) for u, g in zip(units, grads)]
-        grads = list(torch._foreach_mul(grads, [0.0 if u is None else 1.0 if n is None else 1.0 / n
-                                                for u, n in zip(units, norms)]))
+        grads = list(
+            torch._foreach_mul(
+                grads,
+                [0.0 if u is None else 1.0 if n is None else 1.0 / n for u, n in zip(units, norms)],
+            )
+        )
         for i, (u, n) in enumerate(zip(units, norms)):
             if u is not None and n is None:  # a gradient at the edge of the float range
                 grads[i] = pow2_scaled(grads[i], u[0]) / u[1]

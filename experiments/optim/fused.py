@@ -16,6 +16,7 @@ on-disk cache. A kernel that cannot be compiled (no C++ compiler, no Python head
 `KernelUnavailable`; the optimizer then warns once and uses the eager kernels. (Why torch.compile and
 not a hand-written extension or numba: it needs no extra dependency and no build step at install.)
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,8 +39,8 @@ _FAILED: dict[tuple[Fraction, torch.dtype], str] = {}
 # is multiplied by |x| (``e >= 1``: inputs below it give results that underflow to 0 either way, and
 # the floor keeps y^3 normal); and for ``e < 1`` the rescaling of tiny and huge inputs by 2^(+-3k)
 _CBRT = {
-    torch.float32: (torch.int32, 709921077.0, 2, 2.0 ** -114, 2.0 ** -100, 2.0 ** 120, 99),
-    torch.float64: (torch.int64, float(0x2A9F7893782DA1CE), 3, 2.0 ** -810, 2.0 ** -900, 2.0 ** 960, 900),
+    torch.float32: (torch.int32, 709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
+    torch.float64: (torch.int64, float(0x2A9F7893782DA1CE), 3, 2.0**-810, 2.0**-900, 2.0**960, 900),
 }
 
 
@@ -61,7 +62,7 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
         s = a.clamp_min(lowest)
     else:
         small, big = a < tiny, a > huge
-        s = torch.where(small, a * 2.0 ** k3, torch.where(big, a * 2.0 ** -k3, a)).clamp_min(tiny)
+        s = torch.where(small, a * 2.0**k3, torch.where(big, a * 2.0**-k3, a)).clamp_min(tiny)
     y = (s.view(ibits).to(a.dtype) * (1.0 / 3.0) + magic).to(ibits).view(a.dtype)
     for _ in range(iters):
         y3 = y * y * y
@@ -95,11 +96,18 @@ def _recipe(exponent: Fraction) -> tuple[int, str, float, tuple[int, ...]]:
     if plan.kind == "dyadic":
         return plan.whole, "roots", plan.frac, plan.bits
     if (exponent - plan.whole).denominator == 3:
-        return plan.whole, "cbrt" if (exponent - plan.whole).numerator == 1 else "cbrt2", plan.frac, ()
+        return (
+            plan.whole,
+            "cbrt" if (exponent - plan.whole).numerator == 1 else "cbrt2",
+            plan.frac,
+            (),
+        )
     return plan.whole, "exp2", plan.frac, ()
 
 
-def signed_pow_expr(x: torch.Tensor, recipe: tuple[int, str, float, tuple[int, ...]]) -> torch.Tensor:
+def signed_pow_expr(
+    x: torch.Tensor, recipe: tuple[int, str, float, tuple[int, ...]]
+) -> torch.Tensor:
     """``sign(x)|x|^e`` as one traced expression (the body of the compiled kernel); ``recipe`` from `_recipe`.
 
     ``e = m + f``: ``f = 0`` an integer power; ``f`` in ``{1/3, 2/3}`` the Halley cube root (squared for
@@ -175,7 +183,9 @@ def step_kernel(exponent: Fraction, dtype: torch.dtype) -> Callable[..., None]:
         except Exception as exc:  # noqa: BLE001 - any compiler/toolchain failure means "not available"
             text = str(exc).strip()
             reason = text.splitlines()[0][:200] if text else type(exc).__name__
-            _FAILED[key] = f"torch.compile could not build the fused kernel ({type(exc).__name__}: {reason})"
+            _FAILED[key] = (
+                f"torch.compile could not build the fused kernel ({type(exc).__name__}: {reason})"
+            )
             raise KernelUnavailable(_FAILED[key]) from None
         _KERNELS[key] = kernel
         return kernel
@@ -193,7 +203,11 @@ def _probe(kernel: Callable[..., None], exponent: Fraction, dtype: torch.dtype) 
     shifted = base + 0.5
     expect = shifted.double().abs().pow(float(exponent)).copysign(shifted.double()).to(dtype)
     tol = 64 * torch.finfo(dtype).eps
-    if not (torch.equal(q[: base.numel()], shifted)
-            and torch.allclose(w[: base.numel()], expect, rtol=tol, atol=0.0)):
-        raise KernelUnavailable(f"the compiled kernel for exponent {exponent} failed its probe: "
-                                f"{w[: base.numel()].tolist()}")
+    if not (
+        torch.equal(q[: base.numel()], shifted)
+        and torch.allclose(w[: base.numel()], expect, rtol=tol, atol=0.0)
+    ):
+        raise KernelUnavailable(
+            f"the compiled kernel for exponent {exponent} failed its probe: "
+            f"{w[: base.numel()].tolist()}"
+        )

@@ -29,10 +29,30 @@ import torch
 from certify.errors import MdcertError
 from certify.exact import parse_p
 
-__all__ = ["absmax", "dual_norm", "dual_unit", "unit_norm", "pow2_scaled", "normalized", "simple_update", "validate_lr", "validate_p", "PowPlan", "mirror_step", "CHUNK", "chunked_dual", "chunked_step_cached", "chunked_step_direct",
-           "chunked_inverse", "inverse_reproduces", "signed_pow_into"]
+__all__ = [
+    "absmax",
+    "dual_norm",
+    "dual_unit",
+    "unit_norm",
+    "pow2_scaled",
+    "normalized",
+    "simple_update",
+    "validate_lr",
+    "validate_p",
+    "PowPlan",
+    "mirror_step",
+    "CHUNK",
+    "chunked_dual",
+    "chunked_step_cached",
+    "chunked_step_direct",
+    "chunked_inverse",
+    "inverse_reproduces",
+    "signed_pow_into",
+]
 
-CHUNK = 1 << 20  # elements per chunk (4 MiB of float32: L3-resident; fewer thread barriers than 1 MiB)
+CHUNK = (
+    1 << 20
+)  # elements per chunk (4 MiB of float32: L3-resident; fewer thread barriers than 1 MiB)
 
 
 def validate_lr(lr: Any) -> float:
@@ -59,9 +79,13 @@ def validate_p(p: Any) -> Fraction:
     try:
         exact = parse_p(p)
     except MdcertError:
-        raise MdcertError(f"Invalid p: {p}; p must be a finite rational > 1, e.g. 1.75 or '7/4'") from None
-    if not Fraction(1, 2 ** 1000) <= exact - 1 <= 2 ** 1000:  # the exponents p - 1, 1/(p - 1) as floats
-        raise MdcertError(f"Invalid p: {str(p)[:40]}; the float mirror map needs 2**-1000 <= p - 1 <= 2**1000")
+        raise MdcertError(
+            f"Invalid p: {p}; p must be a finite rational > 1, e.g. 1.75 or '7/4'"
+        ) from None
+    if not Fraction(1, 2**1000) <= exact - 1 <= 2**1000:  # the exponents p - 1, 1/(p - 1) as floats
+        raise MdcertError(
+            f"Invalid p: {str(p)[:40]}; the float mirror map needs 2**-1000 <= p - 1 <= 2**1000"
+        )
     if key is not None and len(_P_CACHE) < 1024:
         _P_CACHE[key] = exact
     return exact
@@ -86,7 +110,11 @@ class PowPlan:
         frac = exponent - self.whole
         self.frac = float(frac)
         self.roots = den.bit_length() - 1
-        self.bits = tuple(i for i in range(1, self.roots + 1) if (frac * 2**i).numerator // (frac * 2**i).denominator % 2)
+        self.bits = tuple(
+            i
+            for i in range(1, self.roots + 1)
+            if (frac * 2**i).numerator // (frac * 2**i).denominator % 2
+        )
         if exponent == 1:
             self.kind = "one"
         elif exponent == 2:
@@ -122,7 +150,9 @@ def signed_pow_into(out: torch.Tensor, x: torch.Tensor, plan: PowPlan, tmp: torc
                 out.mul_(tmp)
             out.mul_(x)
             return
-    elif not plan.bits:  # integer exponent m: left-to-right binary powering of x (m odd) or x^2 (m even)
+    elif (
+        not plan.bits
+    ):  # integer exponent m: left-to-right binary powering of x (m odd) or x^2 (m even)
         whole, base = plan.whole, x
         if whole % 2 == 0:  # x^{2k} = (x^2)^k; the sign is restored by copysign below
             torch.mul(x, x, out=tmp)
@@ -191,13 +221,13 @@ def unit_norm(unit: tuple[int, float], dtype: torch.dtype) -> float | None:
     overflow (then ``g / ||g||_q`` is one division, as ever); None at the edges of the range."""
     info = torch.finfo(dtype)
     norm = math.ldexp(unit[1], -unit[0]) if unit[0] > -1000 else math.inf
-    return norm if info.tiny * 2.0 ** 64 <= norm <= info.max / 4 else None
+    return norm if info.tiny * 2.0**64 <= norm <= info.max / 4 else None
 
 
 def pow2_scaled(g: torch.Tensor, k: int) -> torch.Tensor:
     """``g 2^k`` exactly (two finite power-of-two factors, so ``|k|`` up to about 2046 is fine)."""
     h = k // 2
-    return g * 2.0 ** h * 2.0 ** (k - h)
+    return g * 2.0**h * 2.0 ** (k - h)
 
 
 def normalized(g: torch.Tensor, q: float) -> torch.Tensor | None:
@@ -209,8 +239,15 @@ def normalized(g: torch.Tensor, q: float) -> torch.Tensor | None:
     return g / norm if norm is not None else pow2_scaled(g, unit[0]) / unit[1]
 
 
-def mirror_step(W: torch.Tensor, G: torch.Tensor, lr: float, p: Any, *, maximize: bool = False,
-                normalize_gradient: bool = False) -> torch.Tensor:
+def mirror_step(
+    W: torch.Tensor,
+    G: torch.Tensor,
+    lr: float,
+    p: Any,
+    *,
+    maximize: bool = False,
+    normalize_gradient: bool = False,
+) -> torch.Tensor:
     """Reference (out-of-place) l_p mirror step ``W+ = (grad psi)^{-1}(grad psi(W) -+ lr G)``.
 
     Args:
@@ -227,7 +264,9 @@ def mirror_step(W: torch.Tensor, G: torch.Tensor, lr: float, p: Any, *, maximize
     lr = validate_lr(lr)
     exact = validate_p(p)
     if not bool(torch.isfinite(G).all()):
-        raise FloatingPointError("mirror_step: non-finite gradient; check the loss or use a smaller lr")
+        raise FloatingPointError(
+            "mirror_step: non-finite gradient; check the loss or use a smaller lr"
+        )
     if not bool(torch.isfinite(W).all()):
         raise FloatingPointError("mirror_step: the point contains NaN or Inf")
     new = simple_update(W, G, lr, exact, maximize, normalize_gradient)
@@ -236,8 +275,9 @@ def mirror_step(W: torch.Tensor, G: torch.Tensor, lr: float, p: Any, *, maximize
     return new
 
 
-def simple_update(W: torch.Tensor, G: torch.Tensor, lr: float, exact: Fraction, maximize: bool,
-                   normalize: bool) -> torch.Tensor:
+def simple_update(
+    W: torch.Tensor, G: torch.Tensor, lr: float, exact: Fraction, maximize: bool, normalize: bool
+) -> torch.Tensor:
     g = -G if maximize else G
     if normalize:
         g = normalized(g, float(exact / (exact - 1)))
@@ -281,8 +321,9 @@ def chunked_inverse(out: torch.Tensor, Q: torch.Tensor, inv: PowPlan, tmp: torch
         signed_pow_into(out[s:e], Q[s:e], inv, tmp[: e - s])
 
 
-def inverse_reproduces(W: torch.Tensor, Q: torch.Tensor, inv: PowPlan, scratch: torch.Tensor,
-                       tmp: torch.Tensor) -> bool:
+def inverse_reproduces(
+    W: torch.Tensor, Q: torch.Tensor, inv: PowPlan, scratch: torch.Tensor, tmp: torch.Tensor
+) -> bool:
     """Exact identity check: does the inverse map of ``Q`` round to ``W`` bit for bit (every entry)?"""
     for s, e in _chunks(W.numel()):
         out = scratch[: e - s]
@@ -292,8 +333,9 @@ def inverse_reproduces(W: torch.Tensor, Q: torch.Tensor, inv: PowPlan, scratch: 
     return True
 
 
-def chunked_step_cached(W: torch.Tensor, Q: torch.Tensor, G: torch.Tensor, coef: float, inv: PowPlan,
-                        tmp: torch.Tensor) -> None:
+def chunked_step_cached(
+    W: torch.Tensor, Q: torch.Tensor, G: torch.Tensor, coef: float, inv: PowPlan, tmp: torch.Tensor
+) -> None:
     """In place, chunk by chunk: ``Q <- Q + coef * G``, ``W <- sign(Q)|Q|^{1/(p-1)}``.
 
     One power per entry (the inverse map) instead of two; every intermediate stays in cache.
@@ -304,8 +346,17 @@ def chunked_step_cached(W: torch.Tensor, Q: torch.Tensor, G: torch.Tensor, coef:
         signed_pow_into(W[s:e], qc, inv, tmp[: e - s])
 
 
-def chunked_step_direct(target: torch.Tensor, W: torch.Tensor, G: torch.Tensor, coef: float, fwd: PowPlan,
-                        inv: PowPlan, q: torch.Tensor, tmp: torch.Tensor, extremes: list | None = None) -> None:
+def chunked_step_direct(
+    target: torch.Tensor,
+    W: torch.Tensor,
+    G: torch.Tensor,
+    coef: float,
+    fwd: PowPlan,
+    inv: PowPlan,
+    q: torch.Tensor,
+    tmp: torch.Tensor,
+    extremes: list | None = None,
+) -> None:
     """``target <- inv(fwd(W) + coef * G)`` chunk by chunk (``target`` may be ``W``); per-chunk
     ``aminmax`` of the result appended to ``extremes`` when given (in cache, nearly free)."""
     for s, e in _chunks(W.numel()):

@@ -42,7 +42,9 @@ def _finite(name: str, W: torch.Tensor) -> torch.Tensor:
 
 def _checked(name: str, out: torch.Tensor) -> torch.Tensor:
     if not bool(torch.isfinite(out).all()):
-        raise FloatingPointError(f"{name} overflowed {out.dtype} (non-finite result); rescale the input")
+        raise FloatingPointError(
+            f"{name} overflowed {out.dtype} (non-finite result); rescale the input"
+        )
     return out
 
 
@@ -124,7 +126,9 @@ def bregman_terms(A: torch.Tensor, B: torch.Tensor, p: Any) -> torch.Tensor:
     h_mid = torch.expm1(e.p * torch.log1p(uu)) / e.p - uu
     h_small = _series_h(torch.where(small, uu, torch.zeros_like(uu)), e.p)
     h = torch.where(small, h_small, h_mid)
-    out = torch.where(close, bp * h, direct).clamp_min(0.0)  # each term >= 0; rounding can give -tiny
+    out = torch.where(close, bp * h, direct).clamp_min(
+        0.0
+    )  # each term >= 0; rounding can give -tiny
     return _checked("bregman", out)
 
 
@@ -144,4 +148,3 @@ def lp_normalize(W: torch.Tensor, p: Any, *, dim: Dim = None) -> torch.Tensor:
         for d in sorted(x % W.ndim for x in _dims(W, dim)):
             norm = norm.unsqueeze(d)
     return W / norm
-

@@ -59,16 +59,20 @@ from certify.exact import format_fraction
 from experiments.optim.cpu import CpuFastPathMixin
 from experiments.optim.foreach import foreach_update
 from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin
-from experiments.optim.kernels import (PowPlan, simple_update, validate_lr, validate_p, mirror_step)
+from experiments.optim.kernels import PowPlan, simple_update, validate_lr, validate_p, mirror_step
 
 __all__ = ["LpMirrorDescent", "mirror_step", "PowPlan", "FUSED_MIN_NUMEL"]
 
 
 def _validate_fused(fused, foreach, differentiable) -> None:
     if fused and foreach:
-        raise MdcertError("LpMirrorDescent: fused=True and foreach=True cannot be combined; choose one")
+        raise MdcertError(
+            "LpMirrorDescent: fused=True and foreach=True cannot be combined; choose one"
+        )
     if fused and differentiable:
-        raise MdcertError("LpMirrorDescent: fused=True does not support differentiable=True; drop one of them")
+        raise MdcertError(
+            "LpMirrorDescent: fused=True does not support differentiable=True; drop one of them"
+        )
 
 
 class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
@@ -99,15 +103,33 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         >>> opt = LpMirrorDescent(model.parameters(), lr=0.1, p="1.75")
     """
 
-    def __init__(self, params: Iterable, lr: float = 1e-3, p: Any = 2, *, normalize_gradient: bool = False,
-                 maximize: bool = False, foreach: bool | None = None, differentiable: bool = False,
-                 cache_dual: bool = True, fused: bool | None = None) -> None:
+    def __init__(
+        self,
+        params: Iterable,
+        lr: float = 1e-3,
+        p: Any = 2,
+        *,
+        normalize_gradient: bool = False,
+        maximize: bool = False,
+        foreach: bool | None = None,
+        differentiable: bool = False,
+        cache_dual: bool = True,
+        fused: bool | None = None,
+    ) -> None:
         lr = validate_lr(lr)
         exact = validate_p(p)
         _validate_fused(fused, foreach, differentiable)
-        defaults = dict(lr=lr, p=p, p_exact=format_fraction(exact), normalize_gradient=normalize_gradient,
-                        maximize=maximize, foreach=foreach, differentiable=differentiable,
-                        cache_dual=bool(cache_dual), fused=fused)
+        defaults = dict(
+            lr=lr,
+            p=p,
+            p_exact=format_fraction(exact),
+            normalize_gradient=normalize_gradient,
+            maximize=maximize,
+            foreach=foreach,
+            differentiable=differentiable,
+            cache_dual=bool(cache_dual),
+            fused=fused,
+        )
         self._plans: dict[Fraction, tuple[PowPlan, PowPlan]] = {}
         self._scratch: dict[tuple, torch.Tensor] = {}
         self._bounds = WeakIdKeyDictionary()
@@ -120,9 +142,11 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         p = param_group.get("p", self.defaults["p"])
         param_group["lr"] = validate_lr(lr) if not isinstance(lr, torch.Tensor) else lr
         param_group["p_exact"] = format_fraction(validate_p(p))
-        _validate_fused(param_group.get("fused", self.defaults["fused"]),
-                        param_group.get("foreach", self.defaults["foreach"]),
-                        param_group.get("differentiable", self.defaults["differentiable"]))
+        _validate_fused(
+            param_group.get("fused", self.defaults["fused"]),
+            param_group.get("foreach", self.defaults["foreach"]),
+            param_group.get("differentiable", self.defaults["differentiable"]),
+        )
         super().add_param_group(param_group)
 
     def __setstate__(self, state: dict) -> None:
@@ -188,8 +212,14 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
                 self._check_grad(gi, pi, param.grad, exact, lr)
                 if group["normalize_gradient"] and not bool(param.grad.any()):
                     self._zero_gradient(gi, pi, param)
-                new = simple_update(param.clone(), param.grad, lr, exact, group["maximize"],
-                                     group["normalize_gradient"])
+                new = simple_update(
+                    param.clone(),
+                    param.grad,
+                    lr,
+                    exact,
+                    group["maximize"],
+                    group["normalize_gradient"],
+                )
                 self._check_result(gi, pi, param, new, exact, lr)
                 news.append(new)
             for (gi, pi, group, param, lr, exact), new in zip(jobs, news):
@@ -236,36 +266,49 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         if not bool(torch.isfinite(grad).all()):
             raise FloatingPointError(
                 f"LpMirrorDescent: non-finite gradient in {self._where(gi, pi, grad)}; the parameter was left "
-                f"unchanged; check the loss for overflow or use a smaller lr (lr={lr}, p={exact})")
+                f"unchanged; check the loss for overflow or use a smaller lr (lr={lr}, p={exact})"
+            )
 
     def _zero_gradient(self, gi, pi, param) -> None:
         warnings.warn(
             f"LpMirrorDescent: the gradient of {self._where(gi, pi, param)} is exactly zero, so a normalized "
             f"step has no direction and none was taken; if the loss saturated (softmax weights underflowing), "
             f"the gradient underflowed: experiments.paths.run_paths (mdcert paths --normalize) forms it from "
-            f"e^M-scaled weights and keeps its direction (docs/theory.md section 2.3)", RuntimeWarning, stacklevel=2)
+            f"e^M-scaled weights and keeps its direction (docs/theory.md section 2.3)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
     def _check_result(self, gi, pi, param, new, exact, lr) -> None:
         if not bool(torch.isfinite(new).all()):
             if not bool(torch.isfinite(param).all()):
                 raise FloatingPointError(
-                    f"LpMirrorDescent: {self._where(gi, pi, param)} contains NaN or Inf; it was left unchanged")
+                    f"LpMirrorDescent: {self._where(gi, pi, param)} contains NaN or Inf; it was left unchanged"
+                )
             raise FloatingPointError(
                 f"LpMirrorDescent: the mirror step overflowed {param.dtype} in {self._where(gi, pi, param)}; "
-                f"the parameter was left unchanged; use a smaller lr (lr={lr}, p={exact})")
+                f"the parameter was left unchanged; use a smaller lr (lr={lr}, p={exact})"
+            )
 
     # ------------------------------------------------------------------ simple / fast single tensor
     def _single(self, job) -> Callable[[], None]:
         gi, pi, group, param, lr, exact = job
         grad = param.grad
-        fast = (param.device.type == "cpu" and param.is_contiguous() and grad.is_contiguous()
-                and grad.dtype == param.dtype and param.dtype in (torch.float32, torch.float64)
-                and param.numel() > 0)
+        fast = (
+            param.device.type == "cpu"
+            and param.is_contiguous()
+            and grad.is_contiguous()
+            and grad.dtype == param.dtype
+            and param.dtype in (torch.float32, torch.float64)
+            and param.numel() > 0
+        )
         if not fast:
             self._check_grad(gi, pi, grad, exact, lr)
             if group["normalize_gradient"] and not bool(grad.any()):
                 self._zero_gradient(gi, pi, param)
-            new = simple_update(param, grad, lr, exact, group["maximize"], group["normalize_gradient"])
+            new = simple_update(
+                param, grad, lr, exact, group["maximize"], group["normalize_gradient"]
+            )
             self._check_result(gi, pi, param, new, exact, lr)
             return lambda: param.copy_(new)
         return self._fast_cpu(gi, pi, group, param, grad, lr, exact)
@@ -280,12 +323,22 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         if not bool(torch.isfinite(norms).all()):
             for gi, pi, _, param, _, _ in group_jobs:
                 self._check_grad(gi, pi, param.grad, exact, lr)
-        if group["normalize_gradient"] and not bool(norms.all()):  # float32 rounds subnormal norms to 0
-            for (gi, pi, _, param, _, _), zero in zip(group_jobs, torch.stack([n == 0 for n in raw]).tolist()):
+        if group["normalize_gradient"] and not bool(
+            norms.all()
+        ):  # float32 rounds subnormal norms to 0
+            for (gi, pi, _, param, _, _), zero in zip(
+                group_jobs, torch.stack([n == 0 for n in raw]).tolist()
+            ):
                 if zero:
                     self._zero_gradient(gi, pi, param)
-        news = foreach_update(params, grads, lr, exact, maximize=group["maximize"],
-                              normalize=group["normalize_gradient"])
+        news = foreach_update(
+            params,
+            grads,
+            lr,
+            exact,
+            maximize=group["maximize"],
+            normalize=group["normalize_gradient"],
+        )
         finite = torch.stack([n.float() for n in torch._foreach_norm(news, float("inf"))])
         if not bool(torch.isfinite(finite).all()):
             for (gi, pi, _, param, lr_, _), new in zip(group_jobs, news):
@@ -293,4 +346,5 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
 
         def commit() -> None:
             torch._foreach_copy_(params, news)
+
         return commit

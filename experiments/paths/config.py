@@ -16,9 +16,9 @@ from experiments.runtime.resources import check_memory
 __all__ = ["parse_config", "check_sizes", "MAX_STEPS", "MAX_COUNT", "P_GAP_RANGE", "check_float_p"]
 
 #: the largest step count accepted (larger ones overflow index arithmetic and would run for days)
-MAX_STEPS = 10 ** 9
+MAX_STEPS = 10**9
 #: the largest --trials, --inits, --n, --T, --d and --records accepted (larger ones cannot fit in memory)
-MAX_COUNT = 10 ** 6
+MAX_COUNT = 10**6
 
 
 #: the float64 training paths need 1/1024 <= p - 1 <= 1024: the mirror map sign(w)|w|^(p-1) and its
@@ -33,16 +33,20 @@ def check_float_p(p: Fraction, text: str, option: str = "--p") -> Fraction:
     lo, hi = P_GAP_RANGE
     if not lo <= p - 1 <= hi:
         shown = text if len(text) <= 40 else text[:37] + "..."
-        raise MdcertError(f"{option} {shown} is outside the range of the float64 training paths: they need "
-                          f"1 + 1/1024 <= p <= 1025 (the mirror map |w|^(p-1) and its inverse overflow or "
-                          f"underflow otherwise); certificates and checks without a path take any p > 1")
+        raise MdcertError(
+            f"{option} {shown} is outside the range of the float64 training paths: they need "
+            f"1 + 1/1024 <= p <= 1025 (the mirror map |w|^(p-1) and its inverse overflow or "
+            f"underflow otherwise); certificates and checks without a path take any p > 1"
+        )
     return p
 
 
 def _split(text: str, name: str) -> list[str]:
     items = [s.strip() for s in str(text).split(",")]
     if not items or any(s == "" for s in items):
-        raise MdcertError(f"--{name} must be a comma-separated list without empty items, got {text!r}")
+        raise MdcertError(
+            f"--{name} must be a comma-separated list without empty items, got {text!r}"
+        )
     return items
 
 
@@ -55,9 +59,24 @@ def _numbers(text: str, name: str, convert: Callable[[str], float], what: str) -
         raise MdcertError(f"--{name} must be {what}, got {text!r}") from None
 
 
-def parse_config(*, p: str, steps: str, lr: str, trials: int | None, inits: int | None, n: int | None,
-                 T: int | None, d: int | None, records: int, tail: float, digits: int,
-                 decoder_lr: float | None, seed: int, device: str, workers: int | None) -> dict:
+def parse_config(
+    *,
+    p: str,
+    steps: str,
+    lr: str,
+    trials: int | None,
+    inits: int | None,
+    n: int | None,
+    T: int | None,
+    d: int | None,
+    records: int,
+    tail: float,
+    digits: int,
+    decoder_lr: float | None,
+    seed: int,
+    device: str,
+    workers: int | None,
+) -> dict:
     """Validate the options of ``mdcert paths`` (before torch is imported); MdcertError with one line
     on bad input.
 
@@ -76,7 +95,9 @@ def parse_config(*, p: str, steps: str, lr: str, trials: int | None, inits: int 
     if len(ks) == 1:
         ks = ks * len(ps)
     if len(ks) != len(ps):
-        raise MdcertError(f"--steps has {len(ks)} values but --p has {len(ps)}; give one step count per p (or one for all)")
+        raise MdcertError(
+            f"--steps has {len(ks)} values but --p has {len(ps)}; give one step count per p (or one for all)"
+        )
     if any(k < 1 for k in ks):
         raise MdcertError(f"--steps must be >= 1, got {steps!r}")
     if any(k > MAX_STEPS for k in ks):
@@ -96,7 +117,7 @@ def parse_config(*, p: str, steps: str, lr: str, trials: int | None, inits: int 
         raise MdcertError(f"--digits must be in 1..2000, got {digits}")
     if decoder_lr is not None and (not np.isfinite(decoder_lr) or decoder_lr <= 0):
         raise MdcertError(f"--decoder-lr must be finite and > 0, got {decoder_lr}")
-    if not 0 <= seed < 2 ** 63:
+    if not 0 <= seed < 2**63:
         raise MdcertError(f"--seed must be in 0..2**63-1, got {seed}")
     dev = str(device).strip().lower()
     if dev not in ("auto", "cpu", "cuda") and not (dev.startswith("cuda:") and dev[5:].isdigit()):
@@ -107,7 +128,14 @@ def parse_config(*, p: str, steps: str, lr: str, trials: int | None, inits: int 
         workers = 2 if (os.cpu_count() or 1) >= 2 else 0
     if workers < 0:
         raise MdcertError(f"--workers must be >= 0, got {workers}")
-    return {"p": ps, "p_text": _split(p, "p"), "steps": ks, "lr": lrs, "workers": workers, "device": dev}
+    return {
+        "p": ps,
+        "p_text": _split(p, "p"),
+        "steps": ks,
+        "lr": lrs,
+        "workers": workers,
+        "device": dev,
+    }
 
 
 def _check_counts(sizes: dict[str, int]) -> None:
@@ -119,11 +147,15 @@ def _check_counts(sizes: dict[str, int]) -> None:
             raise MdcertError(f"--{name} must be at most {MAX_COUNT:.0e}, got {value}")
 
 
-def check_sizes(*, trials: int, inits: int, n: int, T: int, d: int, records: int, runs: int) -> None:
+def check_sizes(
+    *, trials: int, inits: int, n: int, T: int, d: int, records: int, runs: int
+) -> None:
     """The sizes of a run (given, or read from its files) in range, and its arrays within the memory
     budget (``runs``: the number of (p, lr) pairs); one-line MdcertError."""
     _check_counts({"trials": trials, "inits": inits, "n": n, "T": T, "d": d})
     B = trials * inits * runs
-    check_memory(8 * (4 * trials * n * T * d + B * (records * (d * d + n + 2) + 6 * n * T + 8 * d * d)),
-                 what=f"{B} trajectories of {trials} datasets (n={n}, T={T}, d={d}, {records} records)",
-                 fix="reduce --trials, --inits, --records or the sizes --n, --T, --d")
+    check_memory(
+        8 * (4 * trials * n * T * d + B * (records * (d * d + n + 2) + 6 * n * T + 8 * d * d)),
+        what=f"{B} trajectories of {trials} datasets (n={n}, T={T}, d={d}, {records} records)",
+        fix="reduce --trials, --inits, --records or the sizes --n, --T, --d",
+    )

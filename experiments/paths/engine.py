@@ -58,19 +58,28 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         return torch.device("cpu")
     if name == "cuda" or name.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise MdcertError(f"device {name!r} requested but CUDA is not available; use --device cpu or auto")
+            raise MdcertError(
+                f"device {name!r} requested but CUDA is not available; use --device cpu or auto"
+            )
         try:
             dev = torch.device(name)
         except RuntimeError:
             raise MdcertError(f"invalid device {name!r}; use auto, cpu, cuda or cuda:K") from None
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise MdcertError(f"device {name!r} does not exist ({torch.cuda.device_count()} CUDA devices)")
+            raise MdcertError(
+                f"device {name!r} does not exist ({torch.cuda.device_count()} CUDA devices)"
+            )
         return dev
     raise MdcertError(f"unknown device {name!r}; use auto, cpu or cuda")
 
 
 def _dtype(dtype: str | torch.dtype) -> torch.dtype:
-    table = {"float64": torch.float64, "double": torch.float64, "float32": torch.float32, "float": torch.float32}
+    table = {
+        "float64": torch.float64,
+        "double": torch.float64,
+        "float32": torch.float32,
+        "float": torch.float32,
+    }
     if isinstance(dtype, torch.dtype):
         if dtype not in (torch.float64, torch.float32):
             raise MdcertError(f"unsupported dtype {dtype}; use float64 or float32")
@@ -102,7 +111,9 @@ def record_schedule(steps: int, records: int, *, spacing: str = "log") -> np.nda
     if spacing == "auto":
         spacing = "log" if steps > AUTO_LOG_ABOVE * records else "linear"
     if spacing == "linear":
-        return np.unique(np.round(np.linspace(0, steps, num=min(records, steps + 1))).astype(np.int64))
+        return np.unique(
+            np.round(np.linspace(0, steps, num=min(records, steps + 1))).astype(np.int64)
+        )
     grid = np.unique(np.round(np.geomspace(1, steps, num=records - 1)).astype(np.int64))
     # unique() can leave fewer than records-1 points for short runs; that is fine
     return np.concatenate([[0], grid]).astype(np.int64)
@@ -127,12 +138,19 @@ def stack_problems(problems: Sequence) -> StackedData:
         raise MdcertError("no datasets given; pass at least one problem")
     shapes = {(pr.n, pr.T, pr.d) for pr in problems}
     if len(shapes) != 1:
-        raise MdcertError(f"all datasets must have the same (n, T, d); got {sorted(shapes)} "
-                          f"(pad to a common T with AttentionProblem.padded)")
+        raise MdcertError(
+            f"all datasets must have the same (n, T, d); got {sorted(shapes)} "
+            f"(pad to a common T with AttentionProblem.padded)"
+        )
     padded = any(getattr(pr, "lengths", None) is not None for pr in problems)
     mask = np.stack([pr.token_mask for pr in problems]) if padded else None
-    return StackedData(np.stack([pr.X for pr in problems]), np.stack([pr.y for pr in problems]),
-                       np.stack([pr.z for pr in problems]), np.stack([pr.v for pr in problems]), mask)
+    return StackedData(
+        np.stack([pr.X for pr in problems]),
+        np.stack([pr.y for pr in problems]),
+        np.stack([pr.z for pr in problems]),
+        np.stack([pr.v for pr in problems]),
+        mask,
+    )
 
 
 def _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr):
@@ -152,7 +170,9 @@ def _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr):
     st_a = np.asarray(steps, dtype=np.int64)
     di = np.asarray(data_index, dtype=np.int64)
     if np.any(~np.isfinite(lr_a) | (lr_a <= 0)):
-        raise MdcertError(f"step sizes must be finite and > 0; got {lr_a[~np.isfinite(lr_a) | (lr_a <= 0)][0]}")
+        raise MdcertError(
+            f"step sizes must be finite and > 0; got {lr_a[~np.isfinite(lr_a) | (lr_a <= 0)][0]}"
+        )
     if np.any(st_a < 0):
         raise MdcertError(f"step counts must be >= 0; got {int(st_a.min())}")
     if np.any((di < 0) | (di >= D)):
@@ -165,20 +185,38 @@ def _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr):
     v0 = data.v[di] if v0 is None else np.asarray(v0, dtype=np.float64)
     if v0.shape != (B, d) or not np.all(np.isfinite(v0)):
         raise MdcertError(f"v0 must be a finite array of shape ({B}, {d})")
-    vlr = lr_a.copy() if decoder_lr is None else np.broadcast_to(np.asarray(decoder_lr, dtype=np.float64), (B,)).copy()
+    vlr = (
+        lr_a.copy()
+        if decoder_lr is None
+        else np.broadcast_to(np.asarray(decoder_lr, dtype=np.float64), (B,)).copy()
+    )
     if np.any(~np.isfinite(vlr) | (vlr <= 0)):
         raise MdcertError("decoder step sizes must be finite and > 0")
     return data, ps, lr_a, st_a, di, W0, v0, vlr
 
 
-def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr: Sequence[float],
-              steps: Sequence[int], W0: np.ndarray, normalize: bool = False, train_decoder: bool = False,
-              v0: np.ndarray | None = None, decoder_lr: float | Sequence[float] | None = None,
-              device: str | torch.device = "cpu", dtype: str | torch.dtype = "float64", records: int = 64,
-              spacing: str = "log",
-              progress: bool | None = None, check_every: int = 64, threads: int | None = 1,
-              on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
-              group_by_p: bool | None = None) -> PathResult:
+def run_paths(
+    problems: Sequence,
+    *,
+    data_index: Sequence[int],
+    p: Sequence,
+    lr: Sequence[float],
+    steps: Sequence[int],
+    W0: np.ndarray,
+    normalize: bool = False,
+    train_decoder: bool = False,
+    v0: np.ndarray | None = None,
+    decoder_lr: float | Sequence[float] | None = None,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype = "float64",
+    records: int = 64,
+    spacing: str = "log",
+    progress: bool | None = None,
+    check_every: int = 64,
+    threads: int | None = 1,
+    on_finish: Callable[[np.ndarray, np.ndarray, np.ndarray], None] | None = None,
+    group_by_p: bool | None = None,
+) -> PathResult:
     """Run B mirror-descent trajectories at once (docs/theory.md section 2) and record them at log-spaced steps.
 
     Args:
@@ -213,7 +251,9 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
     dt = _dtype(dtype)
     if not isinstance(records, (int, np.integer)) or records < 2:
         raise MdcertError(f"records must be an integer >= 2, got {records!r}")
-    data, ps, lr_a, st_a, di, W0, v0, vlr = _validate(problems, data_index, p, lr, steps, W0, v0, decoder_lr)
+    data, ps, lr_a, st_a, di, W0, v0, vlr = _validate(
+        problems, data_index, p, lr, steps, W0, v0, decoder_lr
+    )
     B = len(ps)
     _, n, T, d = data.X.shape
     check_every = max(1, int(check_every))
@@ -221,7 +261,7 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         progress = sys.stderr.isatty()
 
     scheds = {int(K): record_schedule(int(K), records, spacing=spacing) for K in np.unique(st_a)}
-    R = max(len(s) for s in scheds.values()) + 1          # one spare slot for an early stop
+    R = max(len(s) for s in scheds.values()) + 1  # one spare slot for an early stop
     rec = Recorder(B, R, n, T, d, train_decoder, on_finish)
     rec_at: dict[int, list[tuple[int, int]]] = {}
     for b in range(B):
@@ -232,27 +272,62 @@ def run_paths(problems: Sequence, *, data_index: Sequence[int], p: Sequence, lr:
         group_by_p = dev.type == "cpu"
     keys: dict[tuple, list[int]] = {}
     for b in range(B):
-        keys.setdefault(((ps[b],) if group_by_p else ()) + (float(lr_a[b]), float(vlr[b])), []).append(b)
+        keys.setdefault(
+            ((ps[b],) if group_by_p else ()) + (float(lr_a[b]), float(vlr[b])), []
+        ).append(b)
     groups = []
     for key, members in keys.items():
         mem = np.asarray(members)
         lk, vk = key[-2], key[-1]
-        gdata = {"X": data.X[di[mem]], "z": data.z[di[mem]], "y": data.y[di[mem]],
-                 "mask": None if data.mask is None else data.mask[di[mem]]}
-        groups.append(PathGroup(mem, [ps[b] for b in mem], lk, gdata, W0[mem], v0[mem], normalize, train_decoder,
-                                vk, dev, dt))
+        gdata = {
+            "X": data.X[di[mem]],
+            "z": data.z[di[mem]],
+            "y": data.y[di[mem]],
+            "mask": None if data.mask is None else data.mask[di[mem]],
+        }
+        groups.append(
+            PathGroup(
+                mem,
+                [ps[b] for b in mem],
+                lk,
+                gdata,
+                W0[mem],
+                v0[mem],
+                normalize,
+                train_decoder,
+                vk,
+                dev,
+                dt,
+            )
+        )
 
     saved_threads = torch.get_num_threads()
     if threads is not None and dev.type == "cpu":
         torch.set_num_threads(int(threads))
     try:
-        return run_loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, ps, lr_a, di, normalize)
+        return run_loop(
+            groups,
+            rec,
+            rec_at,
+            scheds,
+            st_a,
+            dev,
+            dt,
+            check_every,
+            progress,
+            ps,
+            lr_a,
+            di,
+            normalize,
+        )
     finally:
         torch.set_num_threads(saved_threads)
 
 
 # ---------------------------------------------------------------------------------------------- analysis
-def directional_bregman(W: np.ndarray, record_steps: np.ndarray, reference: np.ndarray, p: Sequence) -> np.ndarray:
+def directional_bregman(
+    W: np.ndarray, record_steps: np.ndarray, reference: np.ndarray, p: Sequence
+) -> np.ndarray:
     """``D_psi(Wbar_ref, Wbar(k))`` for every recorded iterate (docs/theory.md section 2; reference first).
 
     Both matrices are normalized in the entrywise p-norm of their trajectory; evaluated with the
@@ -271,7 +346,11 @@ def directional_bregman(W: np.ndarray, record_steps: np.ndarray, reference: np.n
     B, R = record_steps.shape
     out = np.full((B, R), np.nan)
     ps = [parse_p(x) for x in p]
-    valid = (record_steps >= 0) & np.all(np.isfinite(W), axis=(-2, -1)) & np.all(np.isfinite(reference), axis=(-2, -1))[:, None]
+    valid = (
+        (record_steps >= 0)
+        & np.all(np.isfinite(W), axis=(-2, -1))
+        & np.all(np.isfinite(reference), axis=(-2, -1))[:, None]
+    )
     nonzero = np.any(W != 0, axis=(-2, -1))
     valid &= nonzero
     for pv in sorted(set(ps)):

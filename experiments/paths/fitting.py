@@ -54,8 +54,13 @@ def bootstrap_means(curves: np.ndarray, resamples: int, rng: np.random.Generator
     return counts @ curves / nt
 
 
-def bregman_floor(p: float, entries: int, *, direction_error: float | None = None,
-                  eps: float = float(np.finfo(np.float64).eps)) -> float:
+def bregman_floor(
+    p: float,
+    entries: int,
+    *,
+    direction_error: float | None = None,
+    eps: float = float(np.finfo(np.float64).eps),
+) -> float:
     """The smallest directional Bregman divergence a measurement can resolve (docs/theory.md section 4.2).
 
     The direction of ``W/||W||_p`` is known to ``delta = (entries + 2) eps/2`` in the p-norm (entrywise

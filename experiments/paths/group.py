@@ -15,7 +15,15 @@ import numpy as np
 import torch
 
 from certify.lp import exponents_of
-from experiments.paths.kernels import dual_normalize, flat_exponent, forward, grad_v, grad_W, spow, token_values
+from experiments.paths.kernels import (
+    dual_normalize,
+    flat_exponent,
+    forward,
+    grad_v,
+    grad_W,
+    spow,
+    token_values,
+)
 from experiments.paths.result import TrajectoryStatus
 
 __all__ = ["PathGroup"]
@@ -38,12 +46,17 @@ class PathGroup:
         self.v_lr = float(v_lr)
         self.normalize = bool(normalize)
         self.train_decoder = bool(train_decoder)
+
         def t(a):  # a copy: the problem arrays are read-only and torch must not alias them
             return torch.tensor(np.asarray(a), dtype=dtype, device=device)
 
         self.X, self.z, self.y = t(data["X"]), t(data["z"]), t(data["y"])
-        mask = data.get("mask")                          # valid tokens (B,n,T), None: full length
-        self.mask = None if mask is None else torch.tensor(np.asarray(mask), dtype=torch.bool, device=device)
+        mask = data.get("mask")  # valid tokens (B,n,T), None: full length
+        self.mask = (
+            None
+            if mask is None
+            else torch.tensor(np.asarray(mask), dtype=torch.bool, device=device)
+        )
         self.Xt = self.X.transpose(-1, -2).contiguous()
         self.ny = -self.y
         self.gscale = -self.y / self.y.shape[-1]
@@ -56,7 +69,7 @@ class PathGroup:
             self.v = self._primal(self.Qv)
         B = len(self.gids)
         self.alive = torch.ones(B, dtype=torch.bool, device=device)
-        self.count = torch.zeros(B, dtype=torch.int64, device=device)   # steps taken by frozen rows
+        self.count = torch.zeros(B, dtype=torch.int64, device=device)  # steps taken by frozen rows
         self.frozen = False
         self._refresh_decoder()
 
@@ -66,14 +79,20 @@ class PathGroup:
         self.p_list = list(p_rows)
         self.mixed = len(set(p_rows)) > 1
         E = [exponents_of(x) for x in p_rows]
-        if self.mixed:                                   # one exponent per row: (B,1,1) tensors
+        if self.mixed:  # one exponent per row: (B,1,1) tensors
+
             def col(vals):
                 return torch.tensor(vals, dtype=self.dtype, device=self.device).view(-1, 1, 1)
 
             self.pm1, self.inv_pm1 = col([e.pm1 for e in E]), col([e.inv_pm1 for e in E])
             self.q, self.pp = col([float(x / (x - 1)) for x in p_rows]), col([e.p for e in E])
-        else:                                            # scalar exponents: fast paths for 2, 1/2, 3/2
-            self.pm1, self.inv_pm1, self.q, self.pp = E[0].pm1, E[0].inv_pm1, float(p_rows[0] / (p_rows[0] - 1)), E[0].p
+        else:  # scalar exponents: fast paths for 2, 1/2, 3/2
+            self.pm1, self.inv_pm1, self.q, self.pp = (
+                E[0].pm1,
+                E[0].inv_pm1,
+                float(p_rows[0] / (p_rows[0] - 1)),
+                E[0].p,
+            )
 
     def _primal(self, Q):
         e = self.inv_pm1 if Q.dim() == 3 else flat_exponent(self.inv_pm1)
@@ -90,7 +109,9 @@ class PathGroup:
         """Keep the rows in ``mask``; returns their index tensor (to slice per-step quantities)."""
         idx = torch.as_tensor(np.flatnonzero(mask), device=self.device)
         self.gids = self.gids[mask]
-        extra = (("Qv",) if self.train_decoder else ()) + (("mask",) if self.mask is not None else ())
+        extra = (("Qv",) if self.train_decoder else ()) + (
+            ("mask",) if self.mask is not None else ()
+        )
         for name in self._STATE + extra:
             setattr(self, name, getattr(self, name).index_select(0, idx))
         self._set_exponents([x for x, k in zip(self.p_list, mask) if k])
@@ -100,16 +121,26 @@ class PathGroup:
 
     def forward(self):
         """``(a, f, g, c, M)`` at the current iterate (see `forward`)."""
-        return forward(self.W, self.Xt, self.z, self.h, self.y, self.ny, self.gscale, self.arange,
-                        None if self.device.type == "cpu" else True, self.mask)
+        return forward(
+            self.W,
+            self.Xt,
+            self.z,
+            self.h,
+            self.y,
+            self.ny,
+            self.gscale,
+            self.arange,
+            None if self.device.type == "cpu" else True,
+            self.mask,
+        )
 
     def gradients(self, fw):
         """``(G, Gv, ok)`` at the current iterate: normalized if asked; ``ok`` False where undefined."""
         a, _, g, c, M = fw
-        G = grad_W(c, self.Xt, self.z)                  # e^M dL/dW: only its direction is needed
+        G = grad_W(c, self.Xt, self.z)  # e^M dL/dW: only its direction is needed
         Gv = grad_v(a, g, self.X) if self.train_decoder else None
         if not self.normalize and M is not None:
-            G = G * torch.exp(-M)                       # the true gradient (may underflow: a stall)
+            G = G * torch.exp(-M)  # the true gradient (may underflow: a stall)
         if self.normalize:
             G, scale = dual_normalize(G, self.q, (1, 2))
             h = scale.view(-1)
@@ -130,7 +161,9 @@ class PathGroup:
         a, _, g, c, _ = fw
         X, z = self.X.index_select(0, rows), self.z.index_select(0, rows)
         G = grad_W(c, self.Xt.index_select(0, rows), z)
-        fin = torch.isfinite(G).all(dim=(1, 2)) & torch.isfinite(self.W.index_select(0, rows)).all(dim=(1, 2))
+        fin = torch.isfinite(G).all(dim=(1, 2)) & torch.isfinite(self.W.index_select(0, rows)).all(
+            dim=(1, 2)
+        )
         zero = (G == 0).all(dim=(1, 2))
         if self.train_decoder:
             Gv = grad_v(a, g, X)
@@ -157,12 +190,16 @@ class PathGroup:
             self.count += self.alive
             self.frozen = True
         if self.frozen:
-            G = torch.where(self.alive.view(-1, 1, 1), G, torch.zeros((), dtype=G.dtype, device=G.device))
+            G = torch.where(
+                self.alive.view(-1, 1, 1), G, torch.zeros((), dtype=G.dtype, device=G.device)
+            )
         self.Q.add_(G, alpha=-self.lr)
         self.W = self._primal(self.Q)
         if self.train_decoder:
             if self.frozen:
-                Gv = torch.where(self.alive.view(-1, 1), Gv, torch.zeros((), dtype=Gv.dtype, device=Gv.device))
+                Gv = torch.where(
+                    self.alive.view(-1, 1), Gv, torch.zeros((), dtype=Gv.dtype, device=Gv.device)
+                )
             self.Qv.add_(Gv, alpha=-self.v_lr)
             self.v = self._primal(self.Qv)
             self._refresh_decoder()

@@ -75,7 +75,9 @@ class NormFit:
 
 def normalized_bound(norm0: np.ndarray, k: np.ndarray, *, p: float, lr: float) -> np.ndarray:
     """``(||W(0)||_p^(p-1) + lr k)^(1/(p-1))``, the most a normalized path's norm can reach by step k."""
-    return (np.asarray(norm0)[..., None] ** (p - 1) + lr * np.asarray(k, dtype=np.float64)) ** (1 / (p - 1))
+    return (np.asarray(norm0)[..., None] ** (p - 1) + lr * np.asarray(k, dtype=np.float64)) ** (
+        1 / (p - 1)
+    )
 
 
 def _r2(y: np.ndarray, rmse: float) -> float:
@@ -83,9 +85,18 @@ def _r2(y: np.ndarray, rmse: float) -> float:
     return float(1.0 - rmse**2 / var) if var > 0 else float("nan")
 
 
-def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, normalized: bool, p: float | None = None,
-                    lr: float | None = None, tail_fraction: float = 0.01, bootstrap: int = 1000,
-                    seed: int = 0, level: float = 0.95) -> NormFit:
+def fit_norm_growth(
+    steps: np.ndarray,
+    norms: np.ndarray,
+    *,
+    normalized: bool,
+    p: float | None = None,
+    lr: float | None = None,
+    tail_fraction: float = 0.01,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> NormFit:
     """Fit the mean ``||W(k)||_p`` over trajectories on ``k >= tail_fraction * max k`` (and k >= 2).
 
     Args:
@@ -129,9 +140,24 @@ def fit_norm_growth(steps: np.ndarray, norms: np.ndarray, *, normalized: bool, p
         valid = (steps > 0) & np.all(np.isfinite(norms[rows]), axis=0)
         bound = normalized_bound(norms[rows, zero[0]], steps[valid], p=float(p), lr=float(lr))
         ratio = float(np.max(norms[rows][:, valid] / bound)) if valid.any() else None
-    return NormFit(law, "normalized" if normalized else "constant", float(c1[0]), ci, float(c0[0]),
-                   _r2(Y, float(rmse[0])), _r2(other, float(rmse_o[0])), expected, ratio, int(k[0]), int(k.size),
-                   int(sub.shape[0]), nboot, float(level), default_from, settled)
+    return NormFit(
+        law,
+        "normalized" if normalized else "constant",
+        float(c1[0]),
+        ci,
+        float(c0[0]),
+        _r2(Y, float(rmse[0])),
+        _r2(other, float(rmse_o[0])),
+        expected,
+        ratio,
+        int(k[0]),
+        int(k.size),
+        int(sub.shape[0]),
+        nboot,
+        float(level),
+        default_from,
+        settled,
+    )
 
 
 #: relative difference of the local slopes (early vs late half of the window) counted as steady

@@ -26,15 +26,30 @@ from experiments.model.attention_output import mask_logits, output_dlogits, outp
 from experiments.optim.mirror import signed_pow
 from experiments.model import logistic_loss
 
-__all__ = ["SCALE_ABOVE", "forward", "grad_W", "grad_v", "mean_loss", "token_values", "loss_and_grad",
-           "flat_exponent", "spow", "apow", "lp_norms", "dual_normalize", "select_rows"]
+__all__ = [
+    "SCALE_ABOVE",
+    "forward",
+    "grad_W",
+    "grad_v",
+    "mean_loss",
+    "token_values",
+    "loss_and_grad",
+    "flat_exponent",
+    "spow",
+    "apow",
+    "lp_norms",
+    "dual_normalize",
+    "select_rows",
+]
 
 #: logit gap above which the gradient is formed from e^M-scaled weights, per dtype (far from underflow:
 #: e^-300 ~ 1e-130 in float64, e^-40 ~ 4e-18 in float32)
 SCALE_ABOVE = {torch.float64: 300.0, torch.float32: 40.0}
 
 
-def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True, mask=None):
+def forward(
+    W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | None = True, mask=None
+):
     """Analytic forward pass of a group (docs/theory.md section 1, logistic loss).
 
     Args:
@@ -53,25 +68,25 @@ def forward(W, Xt, z, h, y, ny=None, gscale=None, arange=None, scaled: bool | No
         attention is (``dL/dW = e^-M * sum c x z^T``; normalized steps need only the direction).
     """
     n = y.shape[-1]
-    zW = torch.bmm(z, W.transpose(1, 2))                            # (B,n,d): (W z_i)_j
-    s = mask_logits((Xt * zW.unsqueeze(-1)).sum(dim=-2), mask)      # (B,n,T) logits, -inf at padding
-    ot = output_terms(s, h, arange)                                 # a, f, D = h - h_m, delta = f - h_m
+    zW = torch.bmm(z, W.transpose(1, 2))  # (B,n,d): (W z_i)_j
+    s = mask_logits((Xt * zW.unsqueeze(-1)).sum(dim=-2), mask)  # (B,n,T) logits, -inf at padding
+    ot = output_terms(s, h, arange)  # a, f, D = h - h_m, delta = f - h_m
     a, f, D, delta, r, top, Z = ot
     M = -r.masked_fill(top, -math.inf).amax(dim=-1, keepdim=True).amax(dim=-2, keepdim=True)
     g = torch.sigmoid(f * (-y if ny is None else ny)).mul_(-y / n if gscale is None else gscale)
-    if scaled is None:                                              # host decision (free on the CPU)
+    if scaled is None:  # host decision (free on the CPU)
         scaled = bool(M.max() > SCALE_ABOVE.get(s.dtype, 40.0))
-    if not scaled:                                                  # no underflow risk: c = a (h - f) g
+    if not scaled:  # no underflow risk: c = a (h - f) g
         return a, f, g, output_dlogits(ot).mul_(g.unsqueeze(-1)), None
-    a_s = torch.exp((r + M).clamp_max_(0.0)).div_(Z)                # a_t e^M for t != m (<= 1)
-    delta_s = (a_s * D).sum(dim=-1, keepdim=True)                   # delta e^M
+    a_s = torch.exp((r + M).clamp_max_(0.0)).div_(Z)  # a_t e^M for t != m (<= 1)
+    delta_s = (a_s * D).sum(dim=-1, keepdim=True)  # delta e^M
     c = torch.where(top, a * delta_s.neg_(), a_s.mul_(D - delta)).mul_(g.unsqueeze(-1))
     return a, f, g, c, M
 
 
 def grad_W(c, Xt, z):
     """``dL/dW = sum_i (sum_t c_it x_it) z_i^T`` (B,d,d) from Xt (B,n,d,T), z (B,n,d)."""
-    gi = (Xt * c.unsqueeze(2)).sum(dim=-1)                          # (B,n,d)
+    gi = (Xt * c.unsqueeze(2)).sum(dim=-1)  # (B,n,d)
     return torch.bmm(gi.transpose(1, 2), z)
 
 
@@ -91,8 +106,14 @@ def token_values(X, v):
     return (X * v[:, None, None, :]).sum(dim=-1)
 
 
-def loss_and_grad(W: torch.Tensor, X: torch.Tensor, y: torch.Tensor, z: torch.Tensor, v: torch.Tensor,
-                  mask: torch.Tensor | None = None):
+def loss_and_grad(
+    W: torch.Tensor,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    z: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+):
     """Analytic loss and gradients of a batch, as the engine computes them (docs/theory.md section 1).
 
     Args:

@@ -57,7 +57,9 @@ class Recorder:
         self.stop_step = np.zeros(B, dtype=np.int64)
         self.sat_step = np.full(B, -1, dtype=np.int64)
 
-    def take(self, g: PathGroup, rows: torch.Tensor, gids: np.ndarray, slots: np.ndarray, fw, k) -> None:
+    def take(
+        self, g: PathGroup, rows: torch.Tensor, gids: np.ndarray, slots: np.ndarray, fw, k
+    ) -> None:
         a, f = fw[0], fw[1]
         Wk = g.W.index_select(0, rows)
         norm = lp_norms(Wk, g.p_rows(rows), (1, 2))
@@ -74,8 +76,15 @@ class Recorder:
         sat = np.any(tn == 1.0, axis=-1) & (self.sat_step[gids] < 0)
         self.sat_step[gids[sat]] = np.broadcast_to(k, gids.shape)[sat]
 
-    def finish(self, g: PathGroup, rows: torch.Tensor, gids: np.ndarray, fw, steps_taken: np.ndarray,
-               status) -> None:
+    def finish(
+        self,
+        g: PathGroup,
+        rows: torch.Tensor,
+        gids: np.ndarray,
+        fw,
+        steps_taken: np.ndarray,
+        status,
+    ) -> None:
         a = fw[0]
         self.W_final[gids] = g.W.index_select(0, rows).cpu().numpy()
         self.v_final[gids] = g.v.index_select(0, rows).cpu().numpy()
@@ -86,7 +95,9 @@ class Recorder:
             self.on_finish(gids.copy(), self.W_final[gids], self.att_final[gids])
 
 
-def run_loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, ps, lr_a, di, normalize) -> PathResult:
+def run_loop(
+    groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, ps, lr_a, di, normalize
+) -> PathResult:
     K_max = int(st_a.max())
     show = progress_printer(bool(progress), K_max)
     t0 = time.perf_counter()
@@ -99,16 +110,20 @@ def run_loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, 
             ends = st_a[g.gids] == k
             if k % check_every == 0 or k in rec_at or ends.any():
                 alive = g.alive.cpu().numpy()
-                if not alive.all():                      # retire stopped rows at their frozen iterate
+                if not alive.all():  # retire stopped rows at their frozen iterate
                     dead = ~alive
                     rows = torch.as_tensor(np.flatnonzero(dead), device=dev)
                     gids = g.gids[dead]
                     taken = g.count.index_select(0, rows).cpu().numpy()
                     why = g.stop_reason(select_rows(fw, rows), rows)
-                    slots = np.array([int(np.searchsorted(scheds[int(st_a[b])], taken[j], side="left"))
-                                      for j, b in enumerate(gids)])
-                    for j, b in enumerate(gids):             # schedule entries after the stop are dropped
-                        rec.rec_steps[b, slots[j]:] = -1
+                    slots = np.array(
+                        [
+                            int(np.searchsorted(scheds[int(st_a[b])], taken[j], side="left"))
+                            for j, b in enumerate(gids)
+                        ]
+                    )
+                    for j, b in enumerate(gids):  # schedule entries after the stop are dropped
+                        rec.rec_steps[b, slots[j] :] = -1
                     rec.take(g, rows, gids, slots, fw, taken)
                     rec.finish(g, rows, gids, fw, taken, why)
                     if dead.all():
@@ -140,10 +155,27 @@ def run_loop(groups, rec, rec_at, scheds, st_a, dev, dt, check_every, progress, 
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
     elapsed = time.perf_counter() - t0
-    res = PathResult(p=ps, lr=lr_a, steps=st_a, data_index=di, normalize=bool(normalize), record_steps=rec.rec_steps,
-                     W=rec.W, v=rec.v, loss=rec.loss, norm_p=rec.norm, top_attention=rec.top, W_final=rec.W_final,
-                     v_final=rec.v_final, attention_final=rec.att_final, status=rec.status.astype(str),
-                     stop_step=rec.stop_step, saturated_step=rec.sat_step, device=str(dev),
-                     dtype=str(dt).replace("torch.", ""), elapsed_s=elapsed)
+    res = PathResult(
+        p=ps,
+        lr=lr_a,
+        steps=st_a,
+        data_index=di,
+        normalize=bool(normalize),
+        record_steps=rec.rec_steps,
+        W=rec.W,
+        v=rec.v,
+        loss=rec.loss,
+        norm_p=rec.norm,
+        top_attention=rec.top,
+        W_final=rec.W_final,
+        v_final=rec.v_final,
+        attention_final=rec.att_final,
+        status=rec.status.astype(str),
+        stop_step=rec.stop_step,
+        saturated_step=rec.sat_step,
+        device=str(dev),
+        dtype=str(dt).replace("torch.", ""),
+        elapsed_s=elapsed,
+    )
     object.__setattr__(res, "notes", tuple(res.limit_messages()))
     return res

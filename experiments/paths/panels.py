@@ -6,8 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BAND", "quantile_curves", "band", "log_axes", "projections_panel", "rate_panel", "norm_panel",
-           "count_text", "legend_below"]
+__all__ = [
+    "BAND",
+    "quantile_curves",
+    "band",
+    "log_axes",
+    "projections_panel",
+    "rate_panel",
+    "norm_panel",
+    "count_text",
+    "legend_below",
+]
 
 #: the quantiles of the bands (percent)
 BAND = (10, 90)
@@ -40,9 +49,16 @@ def band(ax, steps_row: np.ndarray, curves: np.ndarray, label: str, **kw):
     k, med, lo, hi, n = quantile_curves(steps_row, curves)
     if not np.isfinite(med).any():
         return None
-    line, = ax.plot(k, med, label=f"{label}: median of {n} trajectories", **kw)
-    ax.fill_between(k, lo, hi, color=line.get_color(), alpha=0.2, lw=0,
-                    label=f"{label}: {BAND[0]}-{BAND[1]}% of them")
+    (line,) = ax.plot(k, med, label=f"{label}: median of {n} trajectories", **kw)
+    ax.fill_between(
+        k,
+        lo,
+        hi,
+        color=line.get_color(),
+        alpha=0.2,
+        lw=0,
+        label=f"{label}: {BAND[0]}-{BAND[1]}% of them",
+    )
     return line
 
 
@@ -54,11 +70,15 @@ def log_axes(ax) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     lo, hi = ax.get_ylim()
-    fmt = FuncFormatter(lambda y, _: f"{y:.4g}")   # 0.7, 100, 1e-05: one format on every tick
+    fmt = FuncFormatter(lambda y, _: f"{y:.4g}")  # 0.7, 100, 1e-05: one format on every tick
     ax.yaxis.set_major_formatter(fmt)
     span = hi / max(lo, 1e-300)
-    if span < 10:  # under a decade: label the minor ticks, plainly (every one only when they do not crowd)
-        ax.yaxis.set_minor_locator(LogLocator(subs=tuple(range(2, 10)) if span < 3 else (2.0, 3.0, 5.0)))
+    if (
+        span < 10
+    ):  # under a decade: label the minor ticks, plainly (every one only when they do not crowd)
+        ax.yaxis.set_minor_locator(
+            LogLocator(subs=tuple(range(2, 10)) if span < 3 else (2.0, 3.0, 5.0))
+        )
         ax.yaxis.set_minor_formatter(fmt)
     elif span < 1000:  # one to three decades: 2 and 5 too, so every panel has at least two labels
         ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
@@ -67,7 +87,9 @@ def log_axes(ax) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def projections_panel(ax, arrays: dict, rows: np.ndarray, p: float, label: str, *, max_paths: int = 8) -> int:
+def projections_panel(
+    ax, arrays: dict, rows: np.ndarray, p: float, label: str, *, max_paths: int = 8
+) -> int:
     """Coordinates of ``Wbar(k) = W(k)/||W(k)||_p`` in the orthonormal (Frobenius) basis
     ``e1 = W_mm/||W_mm||_F``, ``e2`` = the part of ``W(0)`` orthogonal to ``e1``, for at most
     ``max_paths`` paths of ``rows``, each with its own certified SVM direction; returns how many
@@ -98,11 +120,20 @@ def projections_panel(ax, arrays: dict, rows: np.ndarray, p: float, label: str, 
     ax.set_xlabel(r"$\langle \bar W(k), e_1\rangle$, $e_1 = W_{mm}/\|W_{mm}\|_F$")
     ax.set_ylabel(r"$\langle \bar W(k), e_2\rangle$, $e_2 \perp e_1$ from $W(0)$")
     ax.set_title(f"{label}: {shown} of {len(rows)} paths drawn", fontsize=9)
-    handles = [Line2D([], [], color="C0", lw=1, label=r"path $\bar W(k) = W(k)/\|W(k)\|_p$"),
-               Line2D([], [], ls="", marker="o", mfc="none", color="0.35", label=r"start $\bar W(0)$"),
-               Line2D([], [], ls="", marker="o", ms=3, color="k", label=r"final iterate $\bar W(K)$"),
-               Line2D([], [], ls="", marker="*", ms=10, color="r",
-                      label=r"certified SVM direction $\bar W_{mm}$ (one per problem)")]
+    handles = [
+        Line2D([], [], color="C0", lw=1, label=r"path $\bar W(k) = W(k)/\|W(k)\|_p$"),
+        Line2D([], [], ls="", marker="o", mfc="none", color="0.35", label=r"start $\bar W(0)$"),
+        Line2D([], [], ls="", marker="o", ms=3, color="k", label=r"final iterate $\bar W(K)$"),
+        Line2D(
+            [],
+            [],
+            ls="",
+            marker="*",
+            ms=10,
+            color="r",
+            label=r"certified SVM direction $\bar W_{mm}$ (one per problem)",
+        ),
+    ]
     ax.legend(handles=handles, fontsize=7, loc="best")
     ax.grid(True, alpha=0.3)
     return shown
@@ -126,48 +157,89 @@ def rate_panel(ax, steps_row: np.ndarray, curves: np.ndarray, fit: dict, label: 
     c = c[rows]
     geo = fit.get("average", "arithmetic") == "geometric"
     name = "geometric mean" if geo else "mean"
-    ax.plot(k, np.exp(np.log(c).mean(axis=0)) if geo else c.mean(axis=0), "k.", ms=3,
-            label=f"{name} over {count_text(c.shape[0], 'trajectory', 'trajectories')}")
+    ax.plot(
+        k,
+        np.exp(np.log(c).mean(axis=0)) if geo else c.mean(axis=0),
+        "k.",
+        ms=3,
+        label=f"{name} over {count_text(c.shape[0], 'trajectory', 'trajectories')}",
+    )
     if c.shape[0] > 1:
         boot = bootstrap_means(np.log(c) if geo else c, 400, np.random.default_rng(0))
         lo, hi = np.percentile(np.exp(boot) if geo else boot, [2.5, 97.5], axis=0)
-        ax.fill_between(k, lo, hi, color="0.6", alpha=0.35, lw=0, label=f"95% bootstrap band of the {name}")
+        ax.fill_between(
+            k, lo, hi, color="0.6", alpha=0.35, lw=0, label=f"95% bootstrap band of the {name}"
+        )
     sel = fit.get("selection")
     if sel and "tail_from_step" in fit:
         split = sel["split_step"]
         kk = k[k >= fit["tail_from_step"]]
         one = fit.get("trials") == 1
-        for m, style, name, sym in (("log", "C0", "C (log k)^-a", "a"), ("power", "C3", "C k^-b", "b")):
+        for m, style, name, sym in (
+            ("log", "C0", "C (log k)^-a", "a"),
+            ("power", "C3", "C k^-b", "b"),
+        ):
             a, C = sel["early_fits"][m]
             x = np.log(kk) if m == "log" else kk
             y = C * x ** (-a)
             err = sel[f"error_{m}"]
             whole = fit.get(m) or {}
             ci = whole.get("ci")
-            whole_txt = "" if whole.get("exponent") is None else (
-                f"\nwhole window: {sym} = {whole['exponent']:.3g}"
-                + (" (one trajectory, no interval)" if one else (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")))
-            ax.plot(kk[kk < split], y[kk < split], "-", color=style,
-                    label=f"{name}, {sym} = {a:.3g} fitted before the split{whole_txt}")
-            ax.plot(kk[kk >= split], y[kk >= split], "--", color=style, label=f"its prediction (rms log error {err:.2g})")
+            whole_txt = (
+                ""
+                if whole.get("exponent") is None
+                else (
+                    f"\nwhole window: {sym} = {whole['exponent']:.3g}"
+                    + (
+                        " (one trajectory, no interval)"
+                        if one
+                        else (f" [{ci[0]:.3g}, {ci[1]:.3g}]" if ci else "")
+                    )
+                )
+            )
+            ax.plot(
+                kk[kk < split],
+                y[kk < split],
+                "-",
+                color=style,
+                label=f"{name}, {sym} = {a:.3g} fitted before the split{whole_txt}",
+            )
+            ax.plot(
+                kk[kk >= split],
+                y[kk >= split],
+                "--",
+                color=style,
+                label=f"its prediction (rms log error {err:.2g})",
+            )
         ax.axvline(split, color="0.3", ls=":", lw=1, label=f"held-out tail from k={split}")
         win = fit.get("window") or {}
         if win.get("transient_skipped"):
-            ax.axvline(fit["tail_from_step"], color="0.3", ls="-.", lw=1,
-                       label=f"window from k={fit['tail_from_step']} (transient from k={win['default_from_step']} skipped)")
+            ax.axvline(
+                fit["tail_from_step"],
+                color="0.3",
+                ls="-.",
+                lw=1,
+                label=f"window from k={fit['tail_from_step']} (transient from k={win['default_from_step']} skipped)",
+            )
     verdict = fit.get("verdict", "n/a")
     margin = ""
     if sel and sel.get("difference_ci"):
         lo_d, hi_d = sel["difference_ci"]
         margin = f"\nerror log - power {sel['difference']:.2g} [{lo_d:.2g}, {hi_d:.2g}]"
     state = fit.get("state")
-    ax.set_title(f"{label}, D vs SVM(alpha_final): {verdict}" + (f" ({state})" if state and state != "asymptotic" else "") + margin,
-                 fontsize=9)
+    ax.set_title(
+        f"{label}, D vs SVM(alpha_final): {verdict}"
+        + (f" ({state})" if state and state != "asymptotic" else "")
+        + margin,
+        fontsize=9,
+    )
     log_axes(ax)  # plain tick labels (0.7, not 7 x 10^-1)
     legend_below(ax)
 
 
-def norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label: str, normalized: bool) -> None:
+def norm_panel(
+    ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label: str, normalized: bool
+) -> None:
     """Median ||W(k)||_p with its 10-90% band over trajectories and the fitted law of the step rule
     (power of k for normalized steps, log k for constant steps; docs/theory.md section 6)."""
     from experiments.paths.growth import normalized_bound
@@ -184,15 +256,28 @@ def norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label:
     if c.shape[0] == 0:
         return
     med = np.median(c, axis=0)
-    line, = ax.plot(k, med, label=f"median over {count_text(c.shape[0], 'trajectory', 'trajectories')}")
+    (line,) = ax.plot(
+        k, med, label=f"median over {count_text(c.shape[0], 'trajectory', 'trajectories')}"
+    )
     ax.plot(k, c.mean(axis=0), "k.", ms=2, label="mean (the fitted curve)")
-    ax.fill_between(k, np.percentile(c, 10, axis=0), np.percentile(c, 90, axis=0), color=line.get_color(),
-                    alpha=0.2, lw=0, label="10-90% of trajectories")
+    ax.fill_between(
+        k,
+        np.percentile(c, 10, axis=0),
+        np.percentile(c, 90, axis=0),
+        color=line.get_color(),
+        alpha=0.2,
+        lw=0,
+        label="10-90% of trajectories",
+    )
     nf = entry.get("norm_fit") or {}
     if "law" in nf:
         kk = k[k >= nf["tail_from"]]
         ci = nf.get("ci")
-        ci_txt = " (one trajectory, no interval)" if nf.get("trials") == 1 or not ci else f" [{ci[0]:.3g}, {ci[1]:.3g}]"
+        ci_txt = (
+            " (one trajectory, no interval)"
+            if nf.get("trials") == 1 or not ci
+            else f" [{ci[0]:.3g}, {ci[1]:.3g}]"
+        )
         win = f"\non k >= {nf['tail_from']}"
         if nf.get("default_from") is not None and nf["tail_from"] > nf["default_from"]:
             win += " (past the initial plateau)"
@@ -202,14 +287,30 @@ def norm_panel(ax, steps_row: np.ndarray, norms: np.ndarray, entry: dict, label:
             fit_label = f"fit of the mean: C k^e, e = {nf['coefficient']:.3g}{ci_txt}{win}"
             if nf.get("expected") is not None:
                 fit_label += f"\n(1/(p-1) = {nf['expected']:.3g})"
-            ax.plot(kk, np.exp(nf["intercept"]) * kk ** nf["coefficient"], "k--", lw=1, label=fit_label)
+            ax.plot(
+                kk, np.exp(nf["intercept"]) * kk ** nf["coefficient"], "k--", lw=1, label=fit_label
+            )
         else:
-            ax.plot(kk, nf["intercept"] + nf["coefficient"] * np.log(kk), "k--", lw=1,
-                    label=f"fit of the mean: c1 log k + c0, c1 = {nf['coefficient']:.3g}{ci_txt}{win}"
-                          f"\n(Theorem 8, R^2 {nf['r2']:.3f})")
+            ax.plot(
+                kk,
+                nf["intercept"] + nf["coefficient"] * np.log(kk),
+                "k--",
+                lw=1,
+                label=f"fit of the mean: c1 log k + c0, c1 = {nf['coefficient']:.3g}{ci_txt}{win}"
+                f"\n(Theorem 8, R^2 {nf['r2']:.3f})",
+            )
     if normalized and steps_row[0] == 0 and np.isfinite(norms[:, 0]).all():
-        bound = normalized_bound(np.median(norms[:, 0]), k, p=float(entry["p"]), lr=float(entry["lr"]))
-        ax.plot(k, bound, ":", color="0.4", lw=1, label="dual-step bound (||W0||^(p-1) + lr k)^(1/(p-1))")
+        bound = normalized_bound(
+            np.median(norms[:, 0]), k, p=float(entry["p"]), lr=float(entry["lr"])
+        )
+        ax.plot(
+            k,
+            bound,
+            ":",
+            color="0.4",
+            lw=1,
+            label="dual-step bound (||W0||^(p-1) + lr k)^(1/(p-1))",
+        )
     if normalized:
         log_axes(ax)  # plain tick labels (20, 6), not 2 x 10^1
     legend_below(ax)
@@ -222,4 +323,3 @@ def count_text(n: int, one: str, many: str) -> str:
 def legend_below(ax) -> None:
     """The panel's legend under its axes, where it hides no data."""
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), borderaxespad=0)
-

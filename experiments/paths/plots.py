@@ -26,12 +26,26 @@ import numpy as np
 from certify.errors import MdcertError
 from certify.exact import format_exact
 from experiments.runtime.figures import read_summary, save_png, subplots
-from experiments.paths.panels import (BAND, band, log_axes, norm_panel, projections_panel, quantile_curves,
-                                      rate_panel)
+from experiments.paths.panels import (
+    BAND,
+    band,
+    log_axes,
+    norm_panel,
+    projections_panel,
+    quantile_curves,
+    rate_panel,
+)
 
-__all__ = ["BAND", "load_run", "plot_paths_run", "quantile_curves", "band", "log_axes", "projections_panel",
-           "cross_figure"]
-
+__all__ = [
+    "BAND",
+    "load_run",
+    "plot_paths_run",
+    "quantile_curves",
+    "band",
+    "log_axes",
+    "projections_panel",
+    "cross_figure",
+]
 
 
 def cross_figure(groups: list, arrays: dict):
@@ -39,18 +53,26 @@ def cross_figure(groups: list, arrays: dict):
     and 10-90% band of ``D_psi(Wbar_mm^(q), Wbar(k))``; the panel with q = p is the path's own SVM."""
     qs = arrays["cross_q"]
     rs = arrays["record_steps"]
-    fig, axes = subplots(len(groups), len(qs), figsize=(3.6 * len(qs) + 0.8, 2.9 * len(groups) + 0.9),
-                             squeeze=False, sharex=True, constrained_layout=True)
+    fig, axes = subplots(
+        len(groups),
+        len(qs),
+        figsize=(3.6 * len(qs) + 0.8, 2.9 * len(groups) + 0.9),
+        squeeze=False,
+        sharex=True,
+        constrained_layout=True,
+    )
     for i, (label, e, rows) in enumerate(groups):
         p = Fraction(e["p_exact"])
         for j, q in enumerate(qs):
             ax = axes[i, j]
-            qf = Fraction(str(q)).limit_denominator(10 ** 6)
+            qf = Fraction(str(q)).limit_denominator(10**6)
             own = abs(float(q) - float(p)) < 1e-12
             band(ax, rs[rows[0]], arrays["cross"][rows, j], "D", color="C3" if own else "C0")
             log_axes(ax)
             ax.grid(True, which="major", alpha=0.3)
-            ax.set_title(f"path {label} vs SVM q={format_exact(qf)}" + (" (own)" if own else ""), fontsize=8)
+            ax.set_title(
+                f"path {label} vs SVM q={format_exact(qf)}" + (" (own)" if own else ""), fontsize=8
+            )
             if i == len(groups) - 1:
                 ax.set_xlabel("step k")
             if j == 0:
@@ -60,12 +82,17 @@ def cross_figure(groups: list, arrays: dict):
 
     counts = sorted({len(rows) for _, _, rows in groups})
     n = str(counts[0]) if len(counts) == 1 else ", ".join(str(len(rows)) for _, _, rows in groups)
-    handles = [Line2D([], [], color="C0", label="median over the trajectories of the row"),
-               Patch(color="C0", alpha=0.2, label=f"{BAND[0]}-{BAND[1]}% of trajectories"),
-               Line2D([], [], color="C3", label="q = p: the path's own SVM")]
+    handles = [
+        Line2D([], [], color="C0", label="median over the trajectories of the row"),
+        Patch(color="C0", alpha=0.2, label=f"{BAND[0]}-{BAND[1]}% of trajectories"),
+        Line2D([], [], color="C3", label="q = p: the path's own SVM"),
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
-    fig.suptitle(f"directional Bregman divergence of each path to the certified l_q SVM direction "
-                 f"({n} trajectories per row)", fontsize=9)
+    fig.suptitle(
+        f"directional Bregman divergence of each path to the certified l_q SVM direction "
+        f"({n} trajectories per row)",
+        fontsize=9,
+    )
     return fig
 
 
@@ -84,7 +111,9 @@ def load_run(run_dir: str | Path) -> tuple[dict, dict]:
                 arrays = {k: f[k] for k in f.files}
         except Exception as exc:  # OSError, ValueError, EOFError, zipfile.BadZipFile
             msg = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise MdcertError(f"cannot read {str(afile)!r} ({msg}); rerun 'mdcert paths' to rewrite the run") from None
+            raise MdcertError(
+                f"cannot read {str(afile)!r} ({msg}); rerun 'mdcert paths' to rewrite the run"
+            ) from None
     return summary, arrays
 
 
@@ -94,7 +123,9 @@ def _groups(summary: dict, arrays: dict):
     lr = arrays["lr"]
     for e in summary["per_p"]:
         rows = np.flatnonzero((p_ex == e["p_exact"]) & np.isclose(lr, e["lr"]))
-        label = f"p={format_exact(Fraction(e['p_exact']))}" + (f", lr={e['lr']:g}" if len({x['lr'] for x in summary['per_p']}) > 1 else "")
+        label = f"p={format_exact(Fraction(e['p_exact']))}" + (
+            f", lr={e['lr']:g}" if len({x["lr"] for x in summary["per_p"]}) > 1 else ""
+        )
         yield label, e, rows
 
 
@@ -114,18 +145,35 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if "bregman" in arrays:
-            fig, axes = subplots(1, len(groups), figsize=(4.4 * len(groups), 4.3), squeeze=False,
-                                     constrained_layout=True)
+            fig, axes = subplots(
+                1,
+                len(groups),
+                figsize=(4.4 * len(groups), 4.3),
+                squeeze=False,
+                constrained_layout=True,
+            )
             for ax, (label, e, rows) in zip(axes[0], groups):
-                band(ax, rs[rows[0]], arrays["bregman"][rows], "vs SVM(alpha_final), alpha = argmax of the final "
-                     "attention")
-                band(ax, rs[rows[0]], arrays["bregman_opt"][rows], "vs SVM(opt), the globally optimal alpha",
-                     linestyle="--")
+                band(
+                    ax,
+                    rs[rows[0]],
+                    arrays["bregman"][rows],
+                    "vs SVM(alpha_final), alpha = argmax of the final attention",
+                )
+                band(
+                    ax,
+                    rs[rows[0]],
+                    arrays["bregman_opt"][rows],
+                    "vs SVM(opt), the globally optimal alpha",
+                    linestyle="--",
+                )
                 log_axes(ax)
                 k_opt = e.get("alpha_final_is_opt")
-                ax.set_title(label if k_opt is None else
-                             f"{label}\n{k_opt} of {e['trajectories']} trajectories ended at the optimal tokens",
-                             fontsize=9)
+                ax.set_title(
+                    label
+                    if k_opt is None
+                    else f"{label}\n{k_opt} of {e['trajectories']} trajectories ended at the optimal tokens",
+                    fontsize=9,
+                )
                 ax.set_xlabel("step k")
                 ax.set_ylabel(r"$D_\psi(\bar W_{mm}, \bar W(k))$")
                 ax.grid(True, which="major", alpha=0.3)
@@ -133,8 +181,13 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.legend(handles, labels, loc="outside lower center", ncols=2, fontsize=7)
             out.append(save_png(fig, run_dir / "bregman.png"))
 
-            fig, axes = subplots(1, len(groups), figsize=(4.6 * len(groups), 5.6), squeeze=False,
-                                     constrained_layout=True)
+            fig, axes = subplots(
+                1,
+                len(groups),
+                figsize=(4.6 * len(groups), 5.6),
+                squeeze=False,
+                constrained_layout=True,
+            )
             for ax, (label, e, rows) in zip(axes[0], groups):
                 rate_panel(ax, rs[rows[0]], arrays["bregman"][rows], e.get("rate_fit") or {}, label)
             out.append(save_png(fig, run_dir / "rate_fit.png"))
@@ -149,11 +202,17 @@ def plot_paths_run(run_dir: str | Path) -> list[Path]:
             fig.tight_layout()
             out.append(save_png(fig, run_dir / "projections.png"))
 
-        fig, axes = subplots(1, len(groups), figsize=(4.6 * len(groups), 5.4), squeeze=False,
-                                 constrained_layout=True)
+        fig, axes = subplots(
+            1, len(groups), figsize=(4.6 * len(groups), 5.4), squeeze=False, constrained_layout=True
+        )
         for ax, (label, e, rows) in zip(axes[0], groups):
-            norm_panel(ax, rs[rows[0]], arrays["norm_p"][rows], e, label, bool(summary["config"].get("normalize")))
+            norm_panel(
+                ax,
+                rs[rows[0]],
+                arrays["norm_p"][rows],
+                e,
+                label,
+                bool(summary["config"].get("normalize")),
+            )
         out.append(save_png(fig, run_dir / "norm_growth.png"))
     return out
-
-

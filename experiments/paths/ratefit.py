@@ -23,10 +23,10 @@ class Verdict(str, Enum):
 class CurveState(str, Enum):
     """Whether the fitted window of a curve is in an asymptotic regime (the laws' domain)."""
 
-    ASYMPTOTIC = "asymptotic"      #: decreasing, decay not accelerating
-    TRANSIENT = "transient"        #: the decay accelerates over the window (still in its transient)
-    FLAT = "flat"                  #: not significantly decreasing over the window
-    FLOOR = "float_floor"          #: late values at the float64 / certificate resolution floor
+    ASYMPTOTIC = "asymptotic"  #: decreasing, decay not accelerating
+    TRANSIENT = "transient"  #: the decay accelerates over the window (still in its transient)
+    FLAT = "flat"  #: not significantly decreasing over the window
+    FLOOR = "float_floor"  #: late values at the float64 / certificate resolution floor
 
 
 @dataclass(frozen=True)
@@ -120,16 +120,34 @@ class RateFit:
     def to_json(self) -> dict:
         sel = asdict(self.selection)
         sel["verdict"] = self.selection.verdict.value
-        return clean_json({"verdict": self.verdict.value, "reason": self.selection.reason,
-                           "state": self.state.value, "state_reason": self.state_reason,
-                           "selection": sel, "slopes": {"early": self.slopes[0], "late": self.slopes[1],
-                                                        "late_minus_early_ci": self.slopes[2]},
-                           "tail_from_step": self.tail_from, "points": self.points, "trials": self.trials,
-                           "bootstrap": self.bootstrap, "level": self.level, "floor": self.floor,
-                           "average": self.average,
-                           "window": {"from_step": self.tail_from, "default_from_step": self.default_from,
-                                      "transient_skipped": self.transient_skipped},
-                           "needs": {k: v for k, v in self.needs},
-                           "predicted_log_exponent": None if self.predicted is None else
-                           {"value": self.predicted[0], "in_interval": self.predicted[1]},
-                           **{name: asdict(f) for name, f in self.fits.items()}})
+        return clean_json(
+            {
+                "verdict": self.verdict.value,
+                "reason": self.selection.reason,
+                "state": self.state.value,
+                "state_reason": self.state_reason,
+                "selection": sel,
+                "slopes": {
+                    "early": self.slopes[0],
+                    "late": self.slopes[1],
+                    "late_minus_early_ci": self.slopes[2],
+                },
+                "tail_from_step": self.tail_from,
+                "points": self.points,
+                "trials": self.trials,
+                "bootstrap": self.bootstrap,
+                "level": self.level,
+                "floor": self.floor,
+                "average": self.average,
+                "window": {
+                    "from_step": self.tail_from,
+                    "default_from_step": self.default_from,
+                    "transient_skipped": self.transient_skipped,
+                },
+                "needs": {k: v for k, v in self.needs},
+                "predicted_log_exponent": None
+                if self.predicted is None
+                else {"value": self.predicted[0], "in_interval": self.predicted[1]},
+                **{name: asdict(f) for name, f in self.fits.items()},
+            }
+        )

@@ -30,11 +30,31 @@ from __future__ import annotations
 import numpy as np
 
 from certify.errors import MdcertError
-from experiments.paths.fitting import bootstrap_means, bregman_floor, clean_json, fit_line, tail_mask
+from experiments.paths.fitting import (
+    bootstrap_means,
+    bregman_floor,
+    clean_json,
+    fit_line,
+    tail_mask,
+)
 from experiments.paths.ratefit import CurveState, ModelFit, RateFit, Selection, Verdict
 
-__all__ = ["MIN_TRAJECTORIES", "Verdict", "CurveState", "ModelFit", "Selection", "RateFit", "MODELS", "fit_line", "tail_mask",
-           "bootstrap_means", "bregman_floor", "fit_rates", "rates_by_horizon", "clean_json"]
+__all__ = [
+    "MIN_TRAJECTORIES",
+    "Verdict",
+    "CurveState",
+    "ModelFit",
+    "Selection",
+    "RateFit",
+    "MODELS",
+    "fit_line",
+    "tail_mask",
+    "bootstrap_means",
+    "bregman_floor",
+    "fit_rates",
+    "rates_by_horizon",
+    "clean_json",
+]
 
 #: fewest usable trajectories for a law verdict: the percentile bootstrap over 2-4 trajectories has few
 #: distinct resamples and chose the wrong law in 0.5-1.8% of seeded noisy synthetic cases (8: 0.16%)
@@ -77,15 +97,27 @@ def _state(k, y, boots, level, floor, slope_ci) -> tuple[CurveState, str, tuple]
     half = np.log(k) <= 0.5 * (np.log(k[0]) + np.log(k[-1]))
     x = np.log(k)
     if floor is not None and np.median(np.exp(y[~half])) <= FLOOR_FACTOR * floor:
-        return (CurveState.FLOOR, f"late values (median {np.median(np.exp(y[~half])):.2e}) are within "
-                f"{FLOOR_FACTOR:g}x of the resolution floor {floor:.2e}", (None, None, None))
+        return (
+            CurveState.FLOOR,
+            f"late values (median {np.median(np.exp(y[~half])):.2e}) are within "
+            f"{FLOOR_FACTOR:g}x of the resolution floor {floor:.2e}",
+            (None, None, None),
+        )
     b_all = -fit_line(x, y[None, :])[0][0]
     lo_all = b_all if slope_ci is None else slope_ci[0]
     if not lo_all > 0:
         what = f"interval [{slope_ci[0]:.3g}, {slope_ci[1]:.3g}]" if slope_ci else f"{b_all:.3g}"
-        return CurveState.FLAT, f"not decreasing over the window (power slope {what} is not > 0)", (None, None, None)
+        return (
+            CurveState.FLAT,
+            f"not decreasing over the window (power slope {what} is not > 0)",
+            (None, None, None),
+        )
     if half.sum() < 2 or (~half).sum() < 2:
-        return CurveState.ASYMPTOTIC, "decreasing (too few points to test acceleration)", (None, None, None)
+        return (
+            CurveState.ASYMPTOTIC,
+            "decreasing (too few points to test acceleration)",
+            (None, None, None),
+        )
     b1 = -fit_line(x[half], y[None, half])[0][0]
     b2 = -fit_line(x[~half], y[None, ~half])[0][0]
     ci = None
@@ -94,17 +126,35 @@ def _state(k, y, boots, level, floor, slope_ci) -> tuple[CurveState, str, tuple]
         ci = _interval(d, level)
     accel = b2 - b1 > ACCEL_TOL * abs(b1) and (ci is None or ci[0] > 0)
     if accel:
-        return (CurveState.TRANSIENT, f"the decay still accelerates (local slope {b1:.3g} early, {b2:.3g} late; "
-                f"both laws have non-increasing slopes)", (b1, b2, ci))
-    return CurveState.ASYMPTOTIC, f"decreasing, decay not accelerating (local slope {b1:.3g} early, {b2:.3g} late)", \
-        (b1, b2, ci)
+        return (
+            CurveState.TRANSIENT,
+            f"the decay still accelerates (local slope {b1:.3g} early, {b2:.3g} late; "
+            f"both laws have non-increasing slopes)",
+            (b1, b2, ci),
+        )
+    return (
+        CurveState.ASYMPTOTIC,
+        f"decreasing, decay not accelerating (local slope {b1:.3g} early, {b2:.3g} late)",
+        (b1, b2, ci),
+    )
 
 
-def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0.01, start: int = 3,
-              holdout: float = 1 / 3,
-              bootstrap: int = 1000, seed: int = 0, level: float = 0.95, min_ratio: float = 1.25,
-              floor: float | None = None, predicted: float | None = None, average: str = "geometric",
-              skip_transient: bool = True) -> RateFit:
+def fit_rates(
+    steps: np.ndarray,
+    curves: np.ndarray,
+    *,
+    tail_fraction: float = 0.01,
+    start: int = 3,
+    holdout: float = 1 / 3,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    min_ratio: float = 1.25,
+    floor: float | None = None,
+    predicted: float | None = None,
+    average: str = "geometric",
+    skip_transient: bool = True,
+) -> RateFit:
     """Fit both laws to the mean of ``curves`` on ``k >= tail_fraction * max k`` and choose between them.
 
     Args:
@@ -132,7 +182,9 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     steps = np.asarray(steps, dtype=np.float64)
     curves = np.atleast_2d(np.asarray(curves, dtype=np.float64))
     if curves.shape[1] != steps.shape[0]:
-        raise MdcertError(f"curves have {curves.shape[1]} points per trial but there are {steps.shape[0]} steps")
+        raise MdcertError(
+            f"curves have {curves.shape[1]} points per trial but there are {steps.shape[0]} steps"
+        )
     if not 0 < holdout < 1 or not 0 < level < 1:
         raise MdcertError(f"holdout and level must be in (0, 1), got {holdout}, {level}")
     mask = tail_mask(steps, tail_fraction=tail_fraction, min_step=max(3, int(start)))
@@ -146,8 +198,10 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     lk = np.log(k)
     early = lk < lk[0] + (1 - holdout) * (lk[-1] - lk[0])
     if early.sum() < 3 or (~early).sum() < 2:
-        raise MdcertError(f"need at least 3 fitted and 2 held-out tail points, got {int(early.sum())} and "
-                          f"{int((~early).sum())}; record more points (--records) or widen the tail (--tail)")
+        raise MdcertError(
+            f"need at least 3 fitted and 2 held-out tail points, got {int(early.sum())} and "
+            f"{int((~early).sum())}; record more points (--records) or widen the tail (--tail)"
+        )
     nt = good.shape[0]
     if average not in ("arithmetic", "geometric"):
         raise MdcertError(f"average must be 'arithmetic' or 'geometric', got {average!r}")
@@ -156,7 +210,11 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     rng = np.random.default_rng(seed)
     boots = None
     if bootstrap > 0 and nt > 1:
-        boots = bootstrap_means(np.log(good), bootstrap, rng) if geo else np.log(bootstrap_means(good, bootstrap, rng))
+        boots = (
+            bootstrap_means(np.log(good), bootstrap, rng)
+            if geo
+            else np.log(bootstrap_means(good, bootstrap, rng))
+        )
     default_from = int(k[0])
     start = _after_transient(k, y, boots, level, floor, holdout) if skip_transient else 0
     if start:
@@ -174,8 +232,10 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     if boots is not None:
         be = _prediction_errors(k, boots, early)
         dci = _interval(be["log"] - be["power"], level)
-    sel_txt = (f"held-out error log {err['log']:.3g} vs power {err['power']:.3g}, difference {diff:.3g}"
-               + (f" [{dci[0]:.3g}, {dci[1]:.3g}]" if dci else ""))
+    sel_txt = (
+        f"held-out error log {err['log']:.3g} vs power {err['power']:.3g}, difference {diff:.3g}"
+        + (f" [{dci[0]:.3g}, {dci[1]:.3g}]" if dci else "")
+    )
     needs = []
     if nt < MIN_TRAJECTORIES:
         needs.append(("trajectories", MIN_TRAJECTORIES))
@@ -186,10 +246,15 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     if state is not CurveState.ASYMPTOTIC:
         verdict, reason = Verdict.INCONCLUSIVE, f"{state.value}: {why}"
     elif dci is None:
-        verdict, reason = Verdict.INCONCLUSIVE, (f"{'one trajectory' if nt == 1 else 'no bootstrap'}, no interval; "
-                                                 f"{sel_txt}")
+        verdict, reason = (
+            Verdict.INCONCLUSIVE,
+            (f"{'one trajectory' if nt == 1 else 'no bootstrap'}, no interval; {sel_txt}"),
+        )
     elif nt < MIN_TRAJECTORIES:
-        verdict, reason = Verdict.INCONCLUSIVE, f"{sel_txt}: only {nt} trajectories"  # needs says how many
+        verdict, reason = (
+            Verdict.INCONCLUSIVE,
+            f"{sel_txt}: only {nt} trajectories",
+        )  # needs says how many
     elif dci[0] > 0 and ratio >= min_ratio:
         verdict, reason = Verdict.POWER, sel_txt
     elif dci[1] < 0 and ratio >= min_ratio:
@@ -197,7 +262,10 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
     elif dci[0] <= 0 <= dci[1]:
         verdict, reason = Verdict.INCONCLUSIVE, f"{sel_txt}: the interval contains 0"
     else:
-        verdict, reason = Verdict.INCONCLUSIVE, f"{sel_txt}: errors within a factor {min_ratio:g} ({ratio:.2f})"
+        verdict, reason = (
+            Verdict.INCONCLUSIVE,
+            f"{sel_txt}: errors within a factor {min_ratio:g} ({ratio:.2f})",
+        )
     split = int(k[~early][0])
     early_fits = {}
     for m in MODELS:
@@ -210,9 +278,23 @@ def fit_rates(steps: np.ndarray, curves: np.ndarray, *, tail_fraction: float = 0
         pred = (float(predicted), None if ci is None else bool(ci[0] <= predicted <= ci[1]))
     if verdict is not Verdict.INCONCLUSIVE:
         needs = []
-    return RateFit(fits, sel, state, why, slopes, int(k[0]), int(k.size), int(nt),
-                   0 if boots is None else int(boots.shape[0]), float(level), floor, pred, average,
-                   default_from, tuple(needs))
+    return RateFit(
+        fits,
+        sel,
+        state,
+        why,
+        slopes,
+        int(k[0]),
+        int(k.size),
+        int(nt),
+        0 if boots is None else int(boots.shape[0]),
+        float(level),
+        floor,
+        pred,
+        average,
+        default_from,
+        tuple(needs),
+    )
 
 
 def _model_fits(k: np.ndarray, y: np.ndarray, boots: np.ndarray | None, level: float) -> dict:
@@ -222,7 +304,9 @@ def _model_fits(k: np.ndarray, y: np.ndarray, boots: np.ndarray | None, level: f
         x = _x(m, k)
         c1, c0, rmse = fit_line(x, y[None, :])
         ci = _interval(-fit_line(x, boots)[0], level) if boots is not None else None
-        fits[m] = ModelFit(m, float(-c1[0]), float(np.exp(c0[0])), ci, float(rmse[0]), _r2(y, float(rmse[0])))
+        fits[m] = ModelFit(
+            m, float(-c1[0]), float(np.exp(c0[0])), ci, float(rmse[0]), _r2(y, float(rmse[0]))
+        )
     return fits
 
 
@@ -235,6 +319,7 @@ MIN_KEPT = 0.5
 def _after_transient(k, y, boots, level, floor, holdout) -> int:
     """Index of the first window point once an initial transient is skipped (0: none detected, or the
     decay accelerates however late the window starts: then the whole window is kept and flagged)."""
+
     def state_from(i: int) -> CurveState:
         kk, yy = k[i:], y[i:]
         bb = None if boots is None else boots[:, i:]
@@ -270,4 +355,3 @@ def rates_by_horizon(steps: np.ndarray, curves: np.ndarray, horizons, **options)
         except MdcertError as exc:
             out[int(H)] = str(exc)
     return out
-

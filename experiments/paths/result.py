@@ -14,9 +14,11 @@ __all__ = ["TrajectoryStatus", "PathResult"]
 class TrajectoryStatus(str, Enum):
     """How a trajectory ended."""
 
-    OK = "ok"                    #: ran all its steps
-    NONFINITE = "nonfinite"      #: a NaN/Inf appeared in the gradient or iterate; stopped there
-    ZERO_GRADIENT = "zero_gradient"  #: normalized step undefined: the gradient is exactly 0; stopped
+    OK = "ok"  #: ran all its steps
+    NONFINITE = "nonfinite"  #: a NaN/Inf appeared in the gradient or iterate; stopped there
+    ZERO_GRADIENT = (
+        "zero_gradient"  #: normalized step undefined: the gradient is exactly 0; stopped
+    )
 
 
 @dataclass(frozen=True)
@@ -72,16 +74,27 @@ class PathResult:
         for st in (TrajectoryStatus.NONFINITE, TrajectoryStatus.ZERO_GRADIENT):
             idx = np.flatnonzero(self.status == st.value)
             if idx.size:
-                what = (f"non-finite gradient or iterate (float limit of {self.dtype} reached)"
-                        if st is TrajectoryStatus.NONFINITE else "gradient exactly 0, normalized step undefined")
-                out.append(f"{idx.size} trajectories stopped early: {what}; first: #{idx[0]} at step {self.stop_step[idx[0]]}")
-        zero = np.flatnonzero((self.status == TrajectoryStatus.OK.value) & np.all(self.W_final == 0, axis=(-2, -1)))
+                what = (
+                    f"non-finite gradient or iterate (float limit of {self.dtype} reached)"
+                    if st is TrajectoryStatus.NONFINITE
+                    else "gradient exactly 0, normalized step undefined"
+                )
+                out.append(
+                    f"{idx.size} trajectories stopped early: {what}; first: #{idx[0]} at step {self.stop_step[idx[0]]}"
+                )
+        zero = np.flatnonzero(
+            (self.status == TrajectoryStatus.OK.value) & np.all(self.W_final == 0, axis=(-2, -1))
+        )
         if zero.size:
-            out.append(f"{zero.size} trajectories ended at W = 0 exactly (the inverse mirror map underflowed in "
-                       f"{self.dtype}: a float limit; their direction is undefined); first: #{zero[0]}")
+            out.append(
+                f"{zero.size} trajectories ended at W = 0 exactly (the inverse mirror map underflowed in "
+                f"{self.dtype}: a float limit; their direction is undefined); first: #{zero[0]}"
+            )
         sat = np.flatnonzero(self.saturated_step >= 0)
         if sat.size:
-            out.append(f"{sat.size} trajectories reached a top attention weight that rounds to 1.0 in {self.dtype} "
-                       f"(first at step {int(self.saturated_step[sat].min())}); the engine keeps their gradient accurate "
-                       f"(formed from the small weights), a softmax-backward gradient is rounding noise there")
+            out.append(
+                f"{sat.size} trajectories reached a top attention weight that rounds to 1.0 in {self.dtype} "
+                f"(first at step {int(self.saturated_step[sat].min())}); the engine keeps their gradient accurate "
+                f"(formed from the small weights), a softmax-backward gradient is rounding noise there"
+            )
         return out

@@ -27,18 +27,31 @@ def certify_job(job: tuple) -> dict:
     key, X, y, z, v, alpha, p_text, digits, *rest = job
     from certify import AttentionProblem, CertStatus, certify_svm
 
-    problem = AttentionProblem(X, y, z, v, lengths=rest[0] if rest else None)  # padding: docs/theory.md section 1.3
+    problem = AttentionProblem(
+        X, y, z, v, lengths=rest[0] if rest else None
+    )  # padding: docs/theory.md section 1.3
     t0 = time.perf_counter()
     d = digits
     while True:
         cert = certify_svm(problem, p_text, alpha=list(alpha), digits=d)
         err = cert.direction_error_upper
-        if cert.status is not CertStatus.OPTIMAL or (err is not None and err < Fraction(DIRECTION_TOL)) or d >= 480:
+        if (
+            cert.status is not CertStatus.OPTIMAL
+            or (err is not None and err < Fraction(DIRECTION_TOL))
+            or d >= 480
+        ):
             break
         d *= 2
-    out = {"key": key, "status": cert.status.value, "digits": d, "seconds": time.perf_counter() - t0,
-           "torch_loaded": "torch" in sys.modules,
-           "direction": None, "direction_error_upper": None, "certificate": cert.to_json()}
+    out = {
+        "key": key,
+        "status": cert.status.value,
+        "digits": d,
+        "seconds": time.perf_counter() - t0,
+        "torch_loaded": "torch" in sys.modules,
+        "direction": None,
+        "direction_error_upper": None,
+        "certificate": cert.to_json(),
+    }
     if cert.status is CertStatus.OPTIMAL:
         out["direction"] = cert.direction_float()
         out["direction_error_upper"] = float(err) if err is not None else None
@@ -79,7 +92,17 @@ class Certifier:
         key = self.key(trial, alpha, p)
         if key not in self.jobs:
             pr = self.problems[trial]
-            job = (key, pr.X, pr.y, pr.z, pr.v, key[1], f"{p.numerator}/{p.denominator}", self.digits, pr.lengths)
+            job = (
+                key,
+                pr.X,
+                pr.y,
+                pr.z,
+                pr.v,
+                key[1],
+                f"{p.numerator}/{p.denominator}",
+                self.digits,
+                pr.lengths,
+            )
             self.jobs[key] = job
             if self.workers > 0:
                 self.futures[key] = self._submit(job)
@@ -98,11 +121,17 @@ class Certifier:
         from experiments.runtime.progress import progress
 
         pending = [key for key in self.jobs if key not in self.done]
-        with progress(len(pending), desc="paths: certified SVMs", unit="svm",
-                      enabled=self.progress if pending else False) as bar:
+        with progress(
+            len(pending),
+            desc="paths: certified SVMs",
+            unit="svm",
+            enabled=self.progress if pending else False,
+        ) as bar:
             for key in pending:
                 job = self.jobs[key]
-                self.done[key] = self.futures[key].result() if key in self.futures else certify_job(job)
+                self.done[key] = (
+                    self.futures[key].result() if key in self.futures else certify_job(job)
+                )
                 bar.update()
         return self.done
 

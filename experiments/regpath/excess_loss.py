@@ -22,7 +22,14 @@ import numpy as np
 
 from certify.errors import MdcertError
 
-__all__ = ["LOSSES", "logsumexp", "log_loss_values", "log_neg_derivative", "token_columns", "ExcessLoss"]
+__all__ = [
+    "LOSSES",
+    "logsumexp",
+    "log_loss_values",
+    "log_neg_derivative",
+    "token_columns",
+    "ExcessLoss",
+]
 
 LOSSES = ("logistic", "exponential")
 
@@ -74,7 +81,9 @@ def token_columns(mask, n: int, T: int) -> tuple[np.ndarray | None, int]:
         return None, T
     m = np.asarray(mask)
     if m.dtype != np.bool_ or m.shape != (n, T):
-        raise MdcertError(f"the token mask must be a bool array of shape ({n}, {T}), got {m.dtype} {m.shape}")
+        raise MdcertError(
+            f"the token mask must be a bool array of shape ({n}, {T}), got {m.dtype} {m.shape}"
+        )
     if np.any(m.sum(axis=1) < 2):
         raise MdcertError("the token mask leaves an example with fewer than 2 valid tokens")
     width = int(np.flatnonzero(m.any(axis=0))[-1]) + 1
@@ -96,8 +105,16 @@ class ExcessLoss:
             ``self.T`` and the token axis of `logits` are the kept width.
     """
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, z: np.ndarray, v: np.ndarray, *, loss: str = "logistic",
-                 mask: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        z: np.ndarray,
+        v: np.ndarray,
+        *,
+        loss: str = "logistic",
+        mask: np.ndarray | None = None,
+    ) -> None:
         if loss not in LOSSES:
             raise MdcertError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
         self.loss = loss
@@ -109,14 +126,16 @@ class ExcessLoss:
         z = np.asarray(z, dtype=np.float64)
         # K[(i,t), (j,k)] = x_itj z_ik, so logits s = K vec(W) (row-major vec)
         self.K = np.einsum("itj,ik->itjk", X, z).reshape(self.n * self.T, self.m)
-        gamma = np.asarray(y, dtype=np.float64)[:, None] * np.einsum("itd,d->it", X, np.asarray(v, dtype=np.float64))
+        gamma = np.asarray(y, dtype=np.float64)[:, None] * np.einsum(
+            "itd,d->it", X, np.asarray(v, dtype=np.float64)
+        )
         self.gamma = gamma
         valid = gamma if self.mask is None else np.where(self.mask, gamma, -np.inf)
-        self.ref = np.argmax(valid, axis=1)                         # over valid tokens only
-        self.g = gamma[np.arange(self.n), self.ref]                 # reference score per example
-        c = self.g[:, None] - gamma                                 # >= 0 on valid tokens
+        self.ref = np.argmax(valid, axis=1)  # over valid tokens only
+        self.g = gamma[np.arange(self.n), self.ref]  # reference score per example
+        c = self.g[:, None] - gamma  # >= 0 on valid tokens
         if self.mask is not None:
-            c = np.where(self.mask, c, 0.0)                         # padding: log c = -inf, no term
+            c = np.where(self.mask, c, 0.0)  # padding: log c = -inf, no term
         with np.errstate(divide="ignore"):
             self.log_c = np.where(c > 0, np.log(np.where(c > 0, c, 1.0)), -np.inf)
         self.log_n = math.log(self.n)
@@ -141,28 +160,33 @@ class ExcessLoss:
         Wflat = np.atleast_2d(np.asarray(Wflat, dtype=np.float64))
         s = self.logits(Wflat)
         lse = logsumexp(s, axis=2)
-        lsm = s - lse[..., None]                                    # log softmax (S, n, T)
-        log_delta = logsumexp(lsm + self.log_c[None], axis=2)      # (S, n), -inf if delta == 0
+        lsm = s - lse[..., None]  # log softmax (S, n, T)
+        log_delta = logsumexp(lsm + self.log_c[None], axis=2)  # (S, n), -inf if delta == 0
         with np.errstate(over="ignore"):
             delta = np.exp(log_delta)
         g = self.g[None, :]
         lem1 = _log_expm1(delta, log_delta)
         if self.loss == "logistic":
-            log_u = lem1 - np.logaddexp(0.0, g)                     # log(expm1(delta) * sigmoid(-g))
+            log_u = lem1 - np.logaddexp(0.0, g)  # log(expm1(delta) * sigmoid(-g))
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
                 tiny = log_u - np.exp(np.minimum(log_u, -20.0)) / 2.0
                 regular = np.log(np.logaddexp(0.0, np.maximum(log_u, -20.0)))
             log_ex = np.where(log_u < -20.0, tiny, regular)
-            log_w = -np.logaddexp(0.0, g - delta)                    # d excess / d delta
+            log_w = -np.logaddexp(0.0, g - delta)  # d excess / d delta
         else:
             log_ex = lem1 - g
             log_w = delta - g
         log_ex = np.where(np.isfinite(log_delta), log_ex, -np.inf)
-        logE = logsumexp(log_ex, axis=1) - self.log_n              # (S,)
+        logE = logsumexp(log_ex, axis=1) - self.log_n  # (S,)
         with np.errstate(over="ignore"):
             excess = np.exp(logE)
-        out = {"log_excess": logE, "loss": self.base_loss + excess, "selected": np.argmax(s, axis=2),
-               "grad": None, "log_delta": log_delta}
+        out = {
+            "log_excess": logE,
+            "loss": self.base_loss + excess,
+            "selected": np.argmax(s, axis=2),
+            "grad": None,
+            "log_delta": log_delta,
+        }
         if grad:
             finite = np.isfinite(logE)
             shift = np.where(finite, logE, 0.0)[:, None, None] + self.log_n

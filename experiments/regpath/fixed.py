@@ -28,16 +28,41 @@ from experiments.regpath.excess_loss import ExcessLoss
 from experiments.regpath.grid import as_radii, geometric_radii, parse_radii  # noqa: F401  (re-exported)
 from experiments.regpath.results import RadiusResult, RegPath, rank_starts, start_queue
 from experiments.regpath.sphere import theta_to_w  # noqa: F401  (benchmarks/regpath_bench.py imports it from here)
-from experiments.regpath.sphere import SphereSolve, sphere_kappa, w_to_theta, lp_norm_rows, solve_on_sphere
-from experiments.regpath.svm_reference import Reference, bregman_directional, reference_direction, uniform_dual_direction
+from experiments.regpath.sphere import (
+    SphereSolve,
+    sphere_kappa,
+    w_to_theta,
+    lp_norm_rows,
+    solve_on_sphere,
+)
+from experiments.regpath.svm_reference import (
+    Reference,
+    bregman_directional,
+    reference_direction,
+    uniform_dual_direction,
+)
 
 __all__ = ["regularization_path"]
 
 
-def regularization_path(problem, p, *, radii=(10.0, 1000.0, 9), starts: int = 3, seed: int = 0, alpha="opt",
-                        reference: Reference | None = None, svm_start: bool = True, dual_start: bool = True,
-                        loss: str = "logistic", param: str = "power", max_iter: int = 150, polish: int = 6,
-                        digits: int = 30, progress=None) -> RegPath:
+def regularization_path(
+    problem,
+    p,
+    *,
+    radii=(10.0, 1000.0, 9),
+    starts: int = 3,
+    seed: int = 0,
+    alpha="opt",
+    reference: Reference | None = None,
+    svm_start: bool = True,
+    dual_start: bool = True,
+    loss: str = "logistic",
+    param: str = "power",
+    max_iter: int = 150,
+    polish: int = 6,
+    digits: int = 30,
+    progress=None,
+) -> RegPath:
     """Solve ``min L(W) s.t. ||W||_p <= R`` along a grid of R with several starts (Theorem 6).
 
     Args:
@@ -63,13 +88,43 @@ def regularization_path(problem, p, *, radii=(10.0, 1000.0, 9), starts: int = 3,
         The path (winner per radius plus every start's summary).
     """
     with single_thread_blas():
-        return _regularization_path(problem, p, radii=radii, starts=starts, seed=seed, alpha=alpha,
-                                    reference=reference, svm_start=svm_start, dual_start=dual_start, loss=loss,
-                                    param=param, max_iter=max_iter, polish=polish, digits=digits, progress=progress)
+        return _regularization_path(
+            problem,
+            p,
+            radii=radii,
+            starts=starts,
+            seed=seed,
+            alpha=alpha,
+            reference=reference,
+            svm_start=svm_start,
+            dual_start=dual_start,
+            loss=loss,
+            param=param,
+            max_iter=max_iter,
+            polish=polish,
+            digits=digits,
+            progress=progress,
+        )
 
 
-def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, svm_start, dual_start, loss, param,
-                         max_iter, polish, digits, progress) -> RegPath:
+def _regularization_path(
+    problem,
+    p,
+    *,
+    radii,
+    starts,
+    seed,
+    alpha,
+    reference,
+    svm_start,
+    dual_start,
+    loss,
+    param,
+    max_iter,
+    polish,
+    digits,
+    progress,
+) -> RegPath:
     from certify.problem import resolve_alpha
 
     t0 = time.perf_counter()
@@ -78,20 +133,28 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
     if isinstance(starts, bool) or not isinstance(starts, (int, np.integer)) or starts < 0:
         raise MdcertError(f"invalid starts {starts!r}; give a number of random starts >= 0")
     if starts == 0 and not svm_start and not dual_start:
-        raise MdcertError("no starts: use at least one random start, the SVM start or the uniform-dual start")
+        raise MdcertError(
+            "no starts: use at least one random start, the SVM start or the uniform-dual start"
+        )
     alpha = resolve_alpha(problem, alpha)
     if reference is None:
         reference = reference_direction(problem, p, alpha=alpha, digits=digits)
     if reference.p != p or reference.svm != "attention":
-        raise MdcertError(f"the reference is the {reference.svm} SVM at p = {format_exact(reference.p)}, "
-                          f"but the path needs the attention SVM at p = {format_exact(p)}")
+        raise MdcertError(
+            f"the reference is the {reference.svm} SVM at p = {format_exact(reference.p)}, "
+            f"but the path needs the attention SVM at p = {format_exact(p)}"
+        )
     if reference.direction.size != problem.d * problem.d:
-        raise MdcertError(f"reference has {reference.direction.size} entries, expected d*d = {problem.d * problem.d}")
+        raise MdcertError(
+            f"reference has {reference.direction.size} entries, expected d*d = {problem.d * problem.d}"
+        )
     obj = ExcessLoss(problem.X, problem.y, problem.z, problem.v, loss=loss, mask=problem.token_mask)
     kappa = sphere_kappa(p, param)
     pf = float(p)
     rng = np.random.default_rng(seed)
-    chains: dict[str, np.ndarray] = {f"random-{k}": w_to_theta(rng.standard_normal(obj.m), kappa) for k in range(starts)}
+    chains: dict[str, np.ndarray] = {
+        f"random-{k}": w_to_theta(rng.standard_normal(obj.m), kappa) for k in range(starts)
+    }
     svm_theta = w_to_theta(reference.direction, kappa)
     dual_theta = None
     if dual_start:
@@ -101,24 +164,59 @@ def _regularization_path(problem, p, *, radii, starts, seed, alpha, reference, s
     results = []
     for R in radii:
         R = float(R)
-        todo = start_queue(chains, svm=svm_theta if svm_start else None, dual=dual_theta, previous=prev_best)
-        runs: dict[str, SphereSolve] = {label: solve_on_sphere(obj, theta, R, p, param=param, max_iter=max_iter,
-                                                               polish=polish) for label, theta in todo}
+        todo = start_queue(
+            chains, svm=svm_theta if svm_start else None, dual=dual_theta, previous=prev_best
+        )
+        runs: dict[str, SphereSolve] = {
+            label: solve_on_sphere(obj, theta, R, p, param=param, max_iter=max_iter, polish=polish)
+            for label, theta in todo
+        }
         for label in chains:
             chains[label] = runs[label].theta
-        best_label, summaries = rank_starts({k: (r.log_excess, r.W, r.stationarity, r.iterations, r.selected)
-                                             for k, r in runs.items()}, R, pf)
+        best_label, summaries = rank_starts(
+            {
+                k: (r.log_excess, r.W, r.stationarity, r.iterations, r.selected)
+                for k, r in runs.items()
+            },
+            R,
+            pf,
+        )
         best = runs[best_label]
         prev_best = best.theta
-        res = RadiusResult(R=R, W=best.W.reshape(problem.d, problem.d), norm=float(lp_norm_rows(best.W[None, :], pf)[0]),
-                           loss=best.loss, log_excess=best.log_excess, stationarity=best.stationarity,
-                           gap_abs=best.gap_abs, bregman_to_svm=bregman_directional(reference, best.W, p),
-                           selected=best.selected, selects_alpha=tuple(best.selected) == tuple(alpha),
-                           winner=best_label, starts=summaries)
+        res = RadiusResult(
+            R=R,
+            W=best.W.reshape(problem.d, problem.d),
+            norm=float(lp_norm_rows(best.W[None, :], pf)[0]),
+            loss=best.loss,
+            log_excess=best.log_excess,
+            stationarity=best.stationarity,
+            gap_abs=best.gap_abs,
+            bregman_to_svm=bregman_directional(reference, best.W, p),
+            selected=best.selected,
+            selects_alpha=tuple(best.selected) == tuple(alpha),
+            winner=best_label,
+            starts=summaries,
+        )
         results.append(res)
         if progress is not None:
             progress(res)
-    settings = {"starts": int(starts), "seed": int(seed), "svm_start": bool(svm_start),
-                "dual_start": dual_theta is not None, "param": param,
-                "max_iter": int(max_iter), "polish": int(polish), "radii": [float(r) for r in radii]}
-    return RegPath(p, tuple(alpha), loss, obj.base_loss, reference, tuple(results), time.perf_counter() - t0, settings)
+    settings = {
+        "starts": int(starts),
+        "seed": int(seed),
+        "svm_start": bool(svm_start),
+        "dual_start": dual_theta is not None,
+        "param": param,
+        "max_iter": int(max_iter),
+        "polish": int(polish),
+        "radii": [float(r) for r in radii],
+    }
+    return RegPath(
+        p,
+        tuple(alpha),
+        loss,
+        obj.base_loss,
+        reference,
+        tuple(results),
+        time.perf_counter() - t0,
+        settings,
+    )

@@ -30,16 +30,24 @@ def geometric_radii(start: float, stop: float, count: int) -> np.ndarray:
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
         raise MdcertError(f"invalid radii count {count!r}; COUNT must be an integer >= 1")
     if not (math.isfinite(start) and math.isfinite(stop)) or start <= 0 or stop <= 0:
-        raise MdcertError(f"invalid radii {start!r}:{stop!r}; radii must be finite and positive (e.g. 10:1000:9)")
+        raise MdcertError(
+            f"invalid radii {start!r}:{stop!r}; radii must be finite and positive (e.g. 10:1000:9)"
+        )
     if start > stop:
-        raise MdcertError(f"invalid radii: START {start!r} > STOP {stop!r}; give an increasing range like 10:1000:9")
+        raise MdcertError(
+            f"invalid radii: START {start!r} > STOP {stop!r}; give an increasing range like 10:1000:9"
+        )
     if count < 1:
         raise MdcertError(f"invalid radii count {count}; COUNT must be >= 1")
     if count > MAX_RADII:
-        raise MdcertError(f"invalid radii count {count}; COUNT must be at most {MAX_RADII} (one path solve per radius)")
+        raise MdcertError(
+            f"invalid radii count {count}; COUNT must be at most {MAX_RADII} (one path solve per radius)"
+        )
     if count == 1:
         if start != stop:
-            raise MdcertError(f"invalid radii: COUNT 1 needs START == STOP (got {start!r}:{stop!r})")
+            raise MdcertError(
+                f"invalid radii: COUNT 1 needs START == STOP (got {start!r}:{stop!r})"
+            )
         return np.array([start])
     out = np.geomspace(start, stop, int(count))
     out[0], out[-1] = start, stop
@@ -61,11 +69,15 @@ def parse_radii(text: str) -> np.ndarray:
     try:
         start, stop = float(m.group(1)), float(m.group(2))
     except ValueError:
-        raise MdcertError(f"invalid radii {text!r}; START and STOP must be numbers (e.g. 10:1000:9)") from None
+        raise MdcertError(
+            f"invalid radii {text!r}; START and STOP must be numbers (e.g. 10:1000:9)"
+        ) from None
     try:
         count = int(m.group(3))
     except ValueError:
-        raise MdcertError(f"invalid radii {text!r}; COUNT must be an integer >= 1 (e.g. 10:1000:9)") from None
+        raise MdcertError(
+            f"invalid radii {text!r}; COUNT must be an integer >= 1 (e.g. 10:1000:9)"
+        ) from None
     return geometric_radii(start, stop, count)
 
 
@@ -83,6 +95,11 @@ def check_radii(radii) -> np.ndarray:
 
 def as_radii(radii) -> np.ndarray:
     """Radii from an increasing sequence or a geometric ``(start, stop, count)`` triple (validated)."""
-    if isinstance(radii, tuple) and len(radii) == 3 and isinstance(radii[2], (int, np.integer)) and not isinstance(radii[2], bool):
+    if (
+        isinstance(radii, tuple)
+        and len(radii) == 3
+        and isinstance(radii[2], (int, np.integer))
+        and not isinstance(radii[2], bool)
+    ):
         radii = geometric_radii(*radii)
     return check_radii(radii)

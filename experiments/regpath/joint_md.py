@@ -41,16 +41,35 @@ class JointMDPath:
     elapsed_s: float
 
     def to_json(self) -> dict:
-        return {"p": format_fraction(self.p), "p_float": float(self.p), "lr": self.lr, "steps": self.steps,
-                "normalized": True, "init": "W(0) = 0, v(0) = 0",
-                "skipped_W_steps": list(self.skipped_W), "skipped_v_steps": list(self.skipped_v),
-                "skip_rule": "a parameter whose gradient is exactly zero is not stepped (no division by a zero norm)",
-                "elapsed_s": self.elapsed_s, "records": list(self.records)}
+        return {
+            "p": format_fraction(self.p),
+            "p_float": float(self.p),
+            "lr": self.lr,
+            "steps": self.steps,
+            "normalized": True,
+            "init": "W(0) = 0, v(0) = 0",
+            "skipped_W_steps": list(self.skipped_W),
+            "skipped_v_steps": list(self.skipped_v),
+            "skip_rule": "a parameter whose gradient is exactly zero is not stepped (no division by a zero norm)",
+            "elapsed_s": self.elapsed_s,
+            "records": list(self.records),
+        }
 
 
-def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None, reference: Reference | None = None,
-                  v_reference: Reference | None = None, loss: str = "logistic", records: int = 40,
-                  digits: int = 30, progress=None) -> JointMDPath:
+def joint_md_path(
+    problem,
+    p,
+    *,
+    steps: int = 2000,
+    lr: float = 0.1,
+    alpha=None,
+    reference: Reference | None = None,
+    v_reference: Reference | None = None,
+    loss: str = "logistic",
+    records: int = 40,
+    digits: int = 30,
+    progress=None,
+) -> JointMDPath:
     """Joint mirror descent on (W, v) from zero with normalized steps (`LpMirrorDescent`, docs/theory.md section 2).
 
     Args:
@@ -70,7 +89,9 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise MdcertError(f"invalid steps {steps!r}; need an integer >= 1")
     alpha = resolve_alpha(problem, alpha)
-    reference, v_reference, refs = joint_references(problem, p, alpha, reference, v_reference, digits)
+    reference, v_reference, refs = joint_references(
+        problem, p, alpha, reference, v_reference, digits
+    )
     obj = JointObjective(problem.X, problem.y, problem.z, loss=loss, mask=problem.token_mask)
     d = problem.d
     W = torch.zeros(d, d, dtype=torch.float64, requires_grad=True)
@@ -91,16 +112,34 @@ def joint_md_path(problem, p, *, steps: int = 2000, lr: float = 0.1, alpha=None,
         opt.step()
         if k in marks:
             Wn, vn = W.detach().numpy().ravel().copy(), v.detach().numpy().copy()
-            rec = {"step": k, "norm_W": float(lp_norm_rows(Wn[None, :], pf)[0]),
-                   "norm_v": float(lp_norm_rows(vn[None, :], pf)[0]),
-                   "bregman_W": json_number(bregman_directional(reference, Wn, p)) if np.any(Wn) else None,
-                   "bregman_v": json_number(bregman_directional(v_reference, vn, p)) if np.any(vn) else None,
-                   "log_loss": json_number(obj.log_loss(Wn, vn)),
-                   "selected_tokens": [int(t) for t in np.argmax(obj.log_softmax(Wn), axis=1)]}
-            rec["bregman_W_to_selected_svm"] = json_number(refs.bregman("attention", rec["selected_tokens"], Wn))
-            rec["bregman_v_to_selected_svm"] = json_number(refs.bregman("decoder", rec["selected_tokens"], vn))
+            rec = {
+                "step": k,
+                "norm_W": float(lp_norm_rows(Wn[None, :], pf)[0]),
+                "norm_v": float(lp_norm_rows(vn[None, :], pf)[0]),
+                "bregman_W": json_number(bregman_directional(reference, Wn, p))
+                if np.any(Wn)
+                else None,
+                "bregman_v": json_number(bregman_directional(v_reference, vn, p))
+                if np.any(vn)
+                else None,
+                "log_loss": json_number(obj.log_loss(Wn, vn)),
+                "selected_tokens": [int(t) for t in np.argmax(obj.log_softmax(Wn), axis=1)],
+            }
+            rec["bregman_W_to_selected_svm"] = json_number(
+                refs.bregman("attention", rec["selected_tokens"], Wn)
+            )
+            rec["bregman_v_to_selected_svm"] = json_number(
+                refs.bregman("decoder", rec["selected_tokens"], vn)
+            )
             out.append(rec)
         if progress is not None and (k % 256 == 0 or k == steps):
             progress(k)
-    return JointMDPath(p, float(lr), int(steps), tuple(out), tuple(skipped_W), tuple(skipped_v),
-                       time.perf_counter() - t0)
+    return JointMDPath(
+        p,
+        float(lr),
+        int(steps),
+        tuple(out),
+        tuple(skipped_W),
+        tuple(skipped_v),
+        time.perf_counter() - t0,
+    )

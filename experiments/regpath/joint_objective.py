@@ -11,7 +11,13 @@ import math
 
 import numpy as np
 
-from experiments.regpath.excess_loss import ExcessLoss, token_columns, log_loss_values, log_neg_derivative, logsumexp
+from experiments.regpath.excess_loss import (
+    ExcessLoss,
+    token_columns,
+    log_loss_values,
+    log_neg_derivative,
+    logsumexp,
+)
 
 __all__ = ["JointObjective", "DecoderLoss"]
 
@@ -53,7 +59,11 @@ class JointObjective:
     def log_loss(self, W: np.ndarray, v: np.ndarray) -> float:
         """``log L(W, v)``, exact in log domain (the decoder split of `ExcessLoss`)."""
         obj = self.excess_loss(v)
-        logE = float(obj.evaluate(np.asarray(W, dtype=np.float64).ravel()[None, :], grad=False)["log_excess"][0])
+        logE = float(
+            obj.evaluate(np.asarray(W, dtype=np.float64).ravel()[None, :], grad=False)[
+                "log_excess"
+            ][0]
+        )
         return float(np.logaddexp(obj.log_base_loss, logE))
 
     def scaled_gradients(self, W: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,20 +78,26 @@ class JointObjective:
         gamma = self.y[:, None] * np.einsum("itd,d->it", self.X, v)
         a = np.argmax(lsm, axis=1)
         ga = gamma[np.arange(self.n), a]
-        c = ga[:, None] - gamma                                   # gamma_a - gamma_t (mixed signs)
+        c = ga[:, None] - gamma  # gamma_a - gamma_t (mixed signs)
         with np.errstate(divide="ignore"):
-            lpos = logsumexp(np.where(c > 0, lsm + np.log(np.where(c > 0, c, 1.0)), -np.inf), axis=1)
-            lneg = logsumexp(np.where(c < 0, lsm + np.log(np.where(c < 0, -c, 1.0)), -np.inf), axis=1)
+            lpos = logsumexp(
+                np.where(c > 0, lsm + np.log(np.where(c > 0, c, 1.0)), -np.inf), axis=1
+            )
+            lneg = logsumexp(
+                np.where(c < 0, lsm + np.log(np.where(c < 0, -c, 1.0)), -np.inf), axis=1
+            )
         # delta_i = P - N, u_i = gamma_a - delta_i; sign and log|delta|
         with np.errstate(invalid="ignore"):
-            sign_d = np.sign(np.exp(lpos - np.maximum(lpos, lneg)) - np.exp(lneg - np.maximum(lpos, lneg)))
+            sign_d = np.sign(
+                np.exp(lpos - np.maximum(lpos, lneg)) - np.exp(lneg - np.maximum(lpos, lneg))
+            )
         sign_d = np.where(np.isfinite(np.maximum(lpos, lneg)), sign_d, 0.0)
         hi, lo = np.maximum(lpos, lneg), np.minimum(lpos, lneg)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_abs_d = np.where(sign_d != 0, hi + np.log1p(-np.exp(lo - hi)), -np.inf)
         delta = sign_d * np.exp(log_abs_d)
         u = ga - delta
-        log_dl = log_neg_derivative(u, self.loss)                # log(-l'(u_i)) ; dL/du_i = -exp(.)/n
+        log_dl = log_neg_derivative(u, self.loss)  # log(-l'(u_i)) ; dL/du_i = -exp(.)/n
         # v-block: grad_v L = -(1/n) sum_i (-l') b_i
         wv = np.exp(log_dl - np.max(log_dl))
         Gv = -(wv[:, None] * (self.y[:, None] * np.einsum("it,itd->id", sm, self.X))).sum(axis=0)
@@ -110,7 +126,7 @@ class DecoderLoss:
 
     def evaluate(self, V: np.ndarray, *, grad: bool = True) -> dict:
         V = np.atleast_2d(V)
-        u = V @ self.b.T                                              # (S, n)
+        u = V @ self.b.T  # (S, n)
         ll = log_loss_values(u, self.loss)
         logL = logsumexp(ll, axis=1) - self.log_n
         out = {"log_excess": logL, "loss": np.exp(logL), "selected": None, "grad": None}

@@ -18,11 +18,23 @@ from certify.errors import MdcertError
 
 __all__ = ["RadiusFunction", "parse_radius_function"]
 
-_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-           ast.Pow: operator.pow}
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCS: dict[str, Callable[[float], float]] = {"sqrt": math.sqrt, "log": math.log, "ln": math.log, "exp": math.exp,
-                                              "log2": math.log2, "log10": math.log10, "abs": abs}
+_FUNCS: dict[str, Callable[[float], float]] = {
+    "sqrt": math.sqrt,
+    "log": math.log,
+    "ln": math.log,
+    "exp": math.exp,
+    "log2": math.log2,
+    "log10": math.log10,
+    "abs": abs,
+}
 _CONSTS = {"pi": math.pi, "e": math.e}
 
 
@@ -41,12 +53,18 @@ class RadiusFunction:
         try:
             value = _eval(self.tree.body, float(R))
         except (ArithmeticError, ValueError) as exc:
-            raise MdcertError(f"r(R) = {self.text!r} cannot be evaluated at R = {R:g} ({exc})") from None
+            raise MdcertError(
+                f"r(R) = {self.text!r} cannot be evaluated at R = {R:g} ({exc})"
+            ) from None
         if not isinstance(value, float):
-            raise MdcertError(f"r(R) = {self.text!r} is not real at R = {R:g} (e.g. a negative number to a "
-                              f"fractional power)")
+            raise MdcertError(
+                f"r(R) = {self.text!r} is not real at R = {R:g} (e.g. a negative number to a "
+                f"fractional power)"
+            )
         if not math.isfinite(value) or value <= 0:
-            raise MdcertError(f"r(R) = {self.text!r} gives {value!r} at R = {R:g}; the decoder radius must be finite and positive")
+            raise MdcertError(
+                f"r(R) = {self.text!r} gives {value!r} at R = {R:g}; the decoder radius must be finite and positive"
+            )
         return value
 
     def values(self, radii: Sequence[float]) -> list[float]:
@@ -54,7 +72,11 @@ class RadiusFunction:
 
 
 def _eval(node: ast.AST, R: float):
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    ):
         return float(node.value)
     if isinstance(node, ast.Name):
         if node.id == "R":
@@ -99,15 +121,22 @@ def _check(node: ast.AST, text: str) -> None:
         else:
             _check(node.operand, text)
     elif isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or len(node.args) != 1 or node.keywords:
+        if (
+            not isinstance(node.func, ast.Name)
+            or node.func.id not in _FUNCS
+            or len(node.args) != 1
+            or node.keywords
+        ):
             bad = "function call (allowed: " + ", ".join(sorted(_FUNCS)) + ", one argument each)"
         else:
             _check(node.args[0], text)
     else:
         bad = type(node).__name__
     if bad:
-        raise MdcertError(f"invalid --r-of-R {text!r}: {bad} is not allowed; use an arithmetic expression in R, "
-                          f"e.g. 'R', 'sqrt(R)', '2*log(R)+1'")
+        raise MdcertError(
+            f"invalid --r-of-R {text!r}: {bad} is not allowed; use an arithmetic expression in R, "
+            f"e.g. 'R', 'sqrt(R)', '2*log(R)+1'"
+        )
 
 
 def parse_radius_function(text: str) -> RadiusFunction:
@@ -117,12 +146,16 @@ def parse_radius_function(text: str) -> RadiusFunction:
         MdcertError: empty, too long, malformed, or containing anything else.
     """
     if not isinstance(text, str) or not text.strip():
-        raise MdcertError("empty --r-of-R; give the decoder radius as an expression in R, e.g. 'R' or 'sqrt(R)'")
+        raise MdcertError(
+            "empty --r-of-R; give the decoder radius as an expression in R, e.g. 'R' or 'sqrt(R)'"
+        )
     if len(text) > 200:
         raise MdcertError("--r-of-R is too long (over 200 characters)")
     try:
         tree = ast.parse(text.strip().replace("^", "**"), mode="eval")  # '^' is power, as in math
     except SyntaxError:
-        raise MdcertError(f"invalid --r-of-R {text!r}: not an arithmetic expression in R (e.g. 'R', 'sqrt(R)')") from None
+        raise MdcertError(
+            f"invalid --r-of-R {text!r}: not an arithmetic expression in R (e.g. 'R', 'sqrt(R)')"
+        ) from None
     _check(tree, text)
     return RadiusFunction(text.strip(), tree)

@@ -52,10 +52,16 @@ class StartSummary:
     selected: tuple[int, ...]
 
     def to_json(self) -> dict:
-        return {"label": self.label, "log_excess": json_number(self.log_excess), "log_excess_gap": json_number(self.log_excess_gap),
-                "loss_ratio": json_number(self.loss_ratio), "direction_distance": json_number(self.direction_distance),
-                "stationarity": json_number(self.stationarity), "iterations": self.iterations,
-                "selected_tokens": list(self.selected)}
+        return {
+            "label": self.label,
+            "log_excess": json_number(self.log_excess),
+            "log_excess_gap": json_number(self.log_excess_gap),
+            "loss_ratio": json_number(self.loss_ratio),
+            "direction_distance": json_number(self.direction_distance),
+            "stationarity": json_number(self.stationarity),
+            "iterations": self.iterations,
+            "selected_tokens": list(self.selected),
+        }
 
 
 @dataclass(frozen=True)
@@ -85,11 +91,19 @@ class RadiusResult:
     starts: tuple[StartSummary, ...]
 
     def to_json(self) -> dict:
-        return {"R": self.R, "norm": self.norm, "bregman_to_svm": json_number(self.bregman_to_svm), "loss": json_number(self.loss),
-                "log_excess_loss": json_number(self.log_excess), "stationarity": json_number(self.stationarity),
-                "stationarity_abs": json_number(self.gap_abs), "selected_tokens": list(self.selected),
-                "selects_alpha": self.selects_alpha, "winner": self.winner,
-                "starts": [s.to_json() for s in self.starts]}
+        return {
+            "R": self.R,
+            "norm": self.norm,
+            "bregman_to_svm": json_number(self.bregman_to_svm),
+            "loss": json_number(self.loss),
+            "log_excess_loss": json_number(self.log_excess),
+            "stationarity": json_number(self.stationarity),
+            "stationarity_abs": json_number(self.gap_abs),
+            "selected_tokens": list(self.selected),
+            "selects_alpha": self.selects_alpha,
+            "winner": self.winner,
+            "starts": [s.to_json() for s in self.starts],
+        }
 
 
 @dataclass(frozen=True)
@@ -117,15 +131,27 @@ class RegPath:
         """First/last divergence, their ratio, and whether the sequence is non-increasing."""
         b = self.bregman
         ratio = float(b[0] / b[-1]) if b[-1] > 0 else math.inf
-        return {"bregman_first": json_number(b[0]), "bregman_last": json_number(b[-1]), "ratio_first_over_last": json_number(ratio),
-                "monotone_nonincreasing": bool(np.all(np.diff(b) <= 0)),
-                "largest_increase": json_number(float(np.max(np.diff(b))) if len(b) > 1 else 0.0)}
+        return {
+            "bregman_first": json_number(b[0]),
+            "bregman_last": json_number(b[-1]),
+            "ratio_first_over_last": json_number(ratio),
+            "monotone_nonincreasing": bool(np.all(np.diff(b) <= 0)),
+            "largest_increase": json_number(float(np.max(np.diff(b))) if len(b) > 1 else 0.0),
+        }
 
     def to_json(self) -> dict:
-        return {"p": format_fraction(self.p), "p_float": float(self.p), "alpha": list(self.alpha), "loss": self.loss,
-                "base_loss": self.base_loss, "reference": reference_json(self.reference),
-                "settings": self.settings, "elapsed_s": self.elapsed_s, "decay": self.decay(),
-                "path": [r.to_json() for r in self.results]}
+        return {
+            "p": format_fraction(self.p),
+            "p_float": float(self.p),
+            "alpha": list(self.alpha),
+            "loss": self.loss,
+            "base_loss": self.base_loss,
+            "reference": reference_json(self.reference),
+            "settings": self.settings,
+            "elapsed_s": self.elapsed_s,
+            "decay": self.decay(),
+            "path": [r.to_json() for r in self.results],
+        }
 
 
 def start_queue(chains: dict, *, svm=None, dual=None, previous=None) -> list[tuple[str, object]]:
@@ -138,7 +164,9 @@ def start_queue(chains: dict, *, svm=None, dual=None, previous=None) -> list[tup
     return todo
 
 
-def rank_starts(runs: dict[str, tuple], R: float, pf: float) -> tuple[str, tuple[StartSummary, ...]]:
+def rank_starts(
+    runs: dict[str, tuple], R: float, pf: float
+) -> tuple[str, tuple[StartSummary, ...]]:
     """The winning start at one radius and every start's summary.
 
     Args:
@@ -154,6 +182,16 @@ def rank_starts(runs: dict[str, tuple], R: float, pf: float) -> tuple[str, tuple
     for label, (value, W, stationarity, iterations, selected) in runs.items():
         gap = value - best_value
         dist = float(lp_norm_rows(((W - best_W) / R)[None, :], pf)[0])
-        summaries.append(StartSummary(label, value, gap, math.exp(gap) if gap < 700 else math.inf, dist,
-                                      stationarity, iterations, selected))
+        summaries.append(
+            StartSummary(
+                label,
+                value,
+                gap,
+                math.exp(gap) if gap < 700 else math.inf,
+                dist,
+                stationarity,
+                iterations,
+                selected,
+            )
+        )
     return best_label, tuple(summaries)

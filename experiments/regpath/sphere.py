@@ -26,7 +26,15 @@ from certify.errors import MdcertError
 from certify.exact import conjugate
 from experiments.regpath.excess_loss import ExcessLoss
 
-__all__ = ["sphere_kappa", "theta_to_w", "w_to_theta", "lp_norm_rows", "ball_gap", "SphereSolve", "solve_on_sphere"]
+__all__ = [
+    "sphere_kappa",
+    "theta_to_w",
+    "w_to_theta",
+    "lp_norm_rows",
+    "ball_gap",
+    "SphereSolve",
+    "solve_on_sphere",
+]
 
 # sphere_kappa, theta_to_w, w_to_theta: the sphere parametrization, shared with the path drivers
 
@@ -41,7 +49,7 @@ def lp_norm_rows(U: np.ndarray, p: float) -> np.ndarray:
     a = np.abs(U)
     s = a.max(axis=1, keepdims=True)
     s = np.where(s > 0, s, 1.0)
-    return (s[:, 0] * np.sum((a / s) ** p, axis=1) ** (1.0 / p))
+    return s[:, 0] * np.sum((a / s) ** p, axis=1) ** (1.0 / p)
 
 
 def ball_gap(G: np.ndarray, W: np.ndarray, R: float, p: Fraction) -> tuple[float, float]:
@@ -110,8 +118,17 @@ def w_to_theta(W: np.ndarray, kappa: float) -> np.ndarray:
     return w.copy() if kappa == 1.0 else np.sign(w) * np.abs(w) ** (1.0 / kappa)
 
 
-def solve_on_sphere(obj: ExcessLoss, theta0: np.ndarray, R: float, p: Fraction, *, param: str = "power",
-                    max_iter: int = 300, gtol: float = 0.0, polish: int = 6) -> SphereSolve:
+def solve_on_sphere(
+    obj: ExcessLoss,
+    theta0: np.ndarray,
+    R: float,
+    p: Fraction,
+    *,
+    param: str = "power",
+    max_iter: int = 300,
+    gtol: float = 0.0,
+    polish: int = 6,
+) -> SphereSolve:
     """Minimize ``log E(W)`` over ``||W||_p = R`` by L-BFGS in a sphere parametrization.
 
     ``W = R h(theta) / ||h(theta)||_p`` with ``h(theta) = sign(theta)|theta|^kappa``: "power"
@@ -154,8 +171,19 @@ def solve_on_sphere(obj: ExcessLoss, theta0: np.ndarray, R: float, p: Fraction, 
         return F, dT[0]
 
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        res = minimize(fun, theta0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": max_iter, "maxcor": 20, "ftol": 1e-16, "gtol": gtol * R, "maxls": 40})
+        res = minimize(
+            fun,
+            theta0,
+            jac=True,
+            method="L-BFGS-B",
+            options={
+                "maxiter": max_iter,
+                "maxcor": 20,
+                "ftol": 1e-16,
+                "gtol": gtol * R,
+                "maxls": 40,
+            },
+        )
     theta = best["theta"] / np.max(np.abs(best["theta"]))
     newton = 0
     if polish and math.isfinite(best["F"]):
@@ -165,12 +193,20 @@ def solve_on_sphere(obj: ExcessLoss, theta0: np.ndarray, R: float, p: Fraction, 
     if nrm > R:
         W = W * (R / nrm)
         while float(lp_norm_rows(W[None, :], pf)[0]) > R:
-            W = W * (1.0 - 2.0 ** -52)
+            W = W * (1.0 - 2.0**-52)
     ev = obj.evaluate(W[None, :])
     rel, ab = ball_gap(ev["grad"][0], W, R, p)
-    return SphereSolve(W=W, theta=theta, log_excess=float(ev["log_excess"][0]), loss=float(ev["loss"][0]),
-                       stationarity=rel, gap_abs=ab, iterations=int(res.nit) + newton, evaluations=int(res.nfev),
-                       selected=tuple(int(t) for t in ev["selected"][0]) if ev.get("selected") is not None else ())
+    return SphereSolve(
+        W=W,
+        theta=theta,
+        log_excess=float(ev["log_excess"][0]),
+        loss=float(ev["loss"][0]),
+        stationarity=rel,
+        gap_abs=ab,
+        iterations=int(res.nit) + newton,
+        evaluations=int(res.nfev),
+        selected=tuple(int(t) for t in ev["selected"][0]) if ev.get("selected") is not None else (),
+    )
 
 
 def _sphere_fg(obj: ExcessLoss, thetas: np.ndarray, R: float, pf: float, kappa: float):
@@ -187,8 +223,17 @@ def _sphere_fg(obj: ExcessLoss, thetas: np.ndarray, R: float, pf: float, kappa: 
     return ev["log_excess"], dU
 
 
-def _newton_polish(obj: ExcessLoss, theta: np.ndarray, R: float, p: Fraction, pf: float, kappa: float, *,
-                   steps: int = 6, target: float = 1e-13) -> tuple[np.ndarray, int]:
+def _newton_polish(
+    obj: ExcessLoss,
+    theta: np.ndarray,
+    R: float,
+    p: Fraction,
+    pf: float,
+    kappa: float,
+    *,
+    steps: int = 6,
+    target: float = 1e-13,
+) -> tuple[np.ndarray, int]:
     """Newton steps on the sphere with a central-difference Hessian of the analytic gradient (one
     batched evaluation of 2m points) and eigenvalue-modified, line-searched steps; stops when the
     relative ball gap is below ``target`` or no decrease is found. Returns (theta, steps taken)."""

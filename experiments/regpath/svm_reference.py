@@ -19,8 +19,14 @@ from certify.errors import MdcertError
 from certify.exact import conjugate, format_fraction, parse_p
 from experiments.regpath.sphere import lp_norm_rows
 
-__all__ = ["Reference", "reference_direction", "reference_json", "bregman_directional", "uniform_dual_direction",
-           "ReferenceCache"]
+__all__ = [
+    "Reference",
+    "reference_direction",
+    "reference_json",
+    "bregman_directional",
+    "uniform_dual_direction",
+    "ReferenceCache",
+]
 
 
 @dataclass(frozen=True)
@@ -50,12 +56,22 @@ class Reference:
     info: dict = field(default_factory=dict)
 
     @classmethod
-    def from_float(cls, direction: np.ndarray, p, alpha: Sequence[int], *, svm: str = "attention") -> "Reference":
+    def from_float(
+        cls, direction: np.ndarray, p, alpha: Sequence[int], *, svm: str = "attention"
+    ) -> "Reference":
         """An UNCERTIFIED float reference (tests and experiments only; reported as uncertified)."""
         p = parse_p(p)
         w = np.asarray(direction, dtype=np.float64).ravel()
         w = w / float(lp_norm_rows(w[None, :], float(p))[0])
-        return cls(svm, p, tuple(int(a) for a in alpha), w, None, False, info={"status": "uncertified float"})
+        return cls(
+            svm,
+            p,
+            tuple(int(a) for a in alpha),
+            w,
+            None,
+            False,
+            info={"status": "uncertified float"},
+        )
 
 
 def _up(x) -> float | None:
@@ -65,7 +81,9 @@ def _up(x) -> float | None:
     return f if Fraction(f) >= x else math.nextafter(f, math.inf)
 
 
-def reference_direction(problem, p, *, alpha="opt", svm: str = "attention", digits: int = 30) -> Reference:
+def reference_direction(
+    problem, p, *, alpha="opt", svm: str = "attention", digits: int = 30
+) -> Reference:
     """Certified SVM direction ``W_mm(alpha)`` (or ``v_mm(alpha)``) via `certify.certify_svm`.
 
     Raises:
@@ -79,28 +97,51 @@ def reference_direction(problem, p, *, alpha="opt", svm: str = "attention", digi
     try:
         from certify import certify_svm
     except ImportError:  # pragma: no cover - only while certify is being written
-        raise MdcertError("certify.certify_svm is not available; the reference SVM cannot be certified") from None
+        raise MdcertError(
+            "certify.certify_svm is not available; the reference SVM cannot be certified"
+        ) from None
     cert = certify_svm(problem, p, svm=svm, alpha=alpha, digits=digits)
     status = getattr(cert.status, "value", str(cert.status))
     if status == "infeasible":
-        raise MdcertError(f"the {svm} SVM for tokens alpha={list(alpha)} is infeasible (certified by a Gordan "
-                          f"vector); choose other tokens with --alpha")
+        raise MdcertError(
+            f"the {svm} SVM for tokens alpha={list(alpha)} is infeasible (certified by a Gordan "
+            f"vector); choose other tokens with --alpha"
+        )
     if status != "optimal":
-        raise MdcertError(f"the {svm} SVM for tokens alpha={list(alpha)} could not be certified (status {status}); "
-                          f"no reference direction to measure against")
+        raise MdcertError(
+            f"the {svm} SVM for tokens alpha={list(alpha)} could not be certified (status {status}); "
+            f"no reference direction to measure against"
+        )
     exact = tuple(Fraction(x) for x in cert.solution_exact())
-    info = {"status": status, "digits": digits,
-            "opt_lower": format_fraction(cert.opt_lower) if cert.opt_lower is not None else None,
-            "opt_upper": format_fraction(cert.opt_upper) if cert.opt_upper is not None else None}
+    info = {
+        "status": status,
+        "digits": digits,
+        "opt_lower": format_fraction(cert.opt_lower) if cert.opt_lower is not None else None,
+        "opt_upper": format_fraction(cert.opt_upper) if cert.opt_upper is not None else None,
+    }
     if cert.support is not None:
-        info["support_counts"] = {"tight": len(cert.support.tight), "inactive": len(cert.support.inactive),
-                                  "undecided": len(cert.support.undecided)}
+        info["support_counts"] = {
+            "tight": len(cert.support.tight),
+            "inactive": len(cert.support.inactive),
+            "undecided": len(cert.support.undecided),
+        }
         info["support_tight"] = [list(r) for r in cert.support.tight]
-    return Reference(svm, p, alpha, np.asarray(cert.direction_float(), dtype=np.float64).ravel(), exact, True,
-                     _up(cert.direction_error_upper), _up(cert.bregman_upper), info)
+    return Reference(
+        svm,
+        p,
+        alpha,
+        np.asarray(cert.direction_float(), dtype=np.float64).ravel(),
+        exact,
+        True,
+        _up(cert.direction_error_upper),
+        _up(cert.bregman_upper),
+        info,
+    )
 
 
-def bregman_directional(reference: Reference | np.ndarray, W: np.ndarray, p, *, digits: int = 40) -> float:
+def bregman_directional(
+    reference: Reference | np.ndarray, W: np.ndarray, p, *, digits: int = 40
+) -> float:
     """``D_psi(ref/||ref||_p, W/||W||_p)`` (reference first, docs/theory.md section 2), evaluated in mpmath.
 
     The reference's exact rationals are used when available; W is exact as given (float64). The
@@ -124,19 +165,31 @@ def bregman_directional(reference: Reference | np.ndarray, W: np.ndarray, p, *, 
         na = mpmath.fsum(abs(x) ** pm for x in a) ** (1 / pm)
         nb = mpmath.fsum(abs(x) ** pm for x in b) ** (1 / pm)
         if na == 0 or nb == 0:
-            raise MdcertError("cannot normalize a zero matrix for the directional Bregman divergence")
+            raise MdcertError(
+                "cannot normalize a zero matrix for the directional Bregman divergence"
+            )
         total = mpmath.mpf(0)
         for x, y in zip(a, b):
             x, y = x / na, y / nb
             ay = abs(y)
-            total += abs(x) ** pm / pm - ay ** pm / pm - (mpmath.sign(y) * ay ** (pm - 1) * (x - y) if y != 0 else 0)
+            total += (
+                abs(x) ** pm / pm
+                - ay**pm / pm
+                - (mpmath.sign(y) * ay ** (pm - 1) * (x - y) if y != 0 else 0)
+            )
         return float(max(total, mpmath.mpf(0)))
 
 
 def reference_json(ref: Reference) -> dict:
     """The JSON summary of a reference (as written into ``summary.json``)."""
-    return {"svm": ref.svm, "certified": ref.certified, "alpha": list(ref.alpha),
-            "direction_error_upper": ref.direction_error_upper, "bregman_upper": ref.bregman_upper, **ref.info}
+    return {
+        "svm": ref.svm,
+        "certified": ref.certified,
+        "alpha": list(ref.alpha),
+        "direction_error_upper": ref.direction_error_upper,
+        "bregman_upper": ref.bregman_upper,
+        **ref.info,
+    }
 
 
 def uniform_dual_direction(rows: np.ndarray, p: Fraction) -> np.ndarray:
@@ -163,7 +216,9 @@ class ReferenceCache:
         key = (svm, tuple(int(t) for t in tokens))
         if key not in self.cache:
             try:
-                self.cache[key] = reference_direction(self.problem, self.p, alpha=key[1], svm=svm, digits=self.digits)
+                self.cache[key] = reference_direction(
+                    self.problem, self.p, alpha=key[1], svm=svm, digits=self.digits
+                )
             except MdcertError:
                 self.cache[key] = None
         return self.cache[key]

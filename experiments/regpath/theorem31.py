@@ -28,20 +28,35 @@ def theorem31_quantities(problem, v_reference: Reference, alpha: Sequence[int]) 
         v = list(v_reference.exact)
     else:
         v = [Fraction(float(x)) for x in v_reference.direction]
-    Xq = [[[Fraction(float(X[i, t, k])) for k in range(d)] for t in range(lengths[i])] for i in range(n)]
-    scores = [[int(problem.y[i]) * sum(Xq[i][t][k] * v[k] for k in range(d)) for t in range(lengths[i])]
-              for i in range(n)]
+    Xq = [
+        [[Fraction(float(X[i, t, k])) for k in range(d)] for t in range(lengths[i])]
+        for i in range(n)
+    ]
+    scores = [
+        [int(problem.y[i]) * sum(Xq[i][t][k] * v[k] for k in range(d)) for t in range(lengths[i])]
+        for i in range(n)
+    ]
     per = []
     for i in range(n):
         a = alpha[i]
         others = [scores[i][t] for t in range(lengths[i]) if t != a]
         best_other = max(others)
-        per.append({"example": i, "alpha_token": a, "alpha_score": float(scores[i][a]),
-                    "best_other_score": float(best_other), "score_gap": float(scores[i][a] - best_other),
-                    "alpha_strictly_best": bool(scores[i][a] > best_other),
-                    "on_decoder_margin": bool(scores[i][a] == 1)})
+        per.append(
+            {
+                "example": i,
+                "alpha_token": a,
+                "alpha_score": float(scores[i][a]),
+                "best_other_score": float(best_other),
+                "score_gap": float(scores[i][a] - best_other),
+                "alpha_strictly_best": bool(scores[i][a] > best_other),
+                "on_decoder_margin": bool(scores[i][a] == 1),
+            }
+        )
     support = v_reference.info.get("support_tight")
-    return {"decoder_scores": [[float(s) for s in row] for row in scores], "per_example": per,
-            "decoder_support_examples": [int(r[0]) for r in support] if support is not None else None,
-            "decoder_vector_certified": bool(v_reference.certified),
-            "note": "measured quantities; the geometric condition itself is not asserted"}
+    return {
+        "decoder_scores": [[float(s) for s in row] for row in scores],
+        "per_example": per,
+        "decoder_support_examples": [int(r[0]) for r in support] if support is not None else None,
+        "decoder_vector_certified": bool(v_reference.certified),
+        "note": "measured quantities; the geometric condition itself is not asserted",
+    }

@@ -11,7 +11,7 @@ from certify.errors import MdcertError
 __all__ = ["read_summary", "subplots", "save_png", "MAX_SUMMARY_BYTES"]
 
 #: the largest summary.json read (a 100-trial paths run writes well under 1 MB)
-MAX_SUMMARY_BYTES = 256 * 2 ** 20
+MAX_SUMMARY_BYTES = 256 * 2**20
 
 
 def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") -> dict:
@@ -29,13 +29,21 @@ def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") ->
         raise MdcertError(f"run directory not found: {str(run_dir)!r}; create one with '{create}'")
     sfile = run_dir / "summary.json"
     if not sfile.is_file():
-        raise MdcertError(f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?")
+        raise MdcertError(
+            f"{str(run_dir)!r} has no summary.json; is it a run directory written by mdcert?"
+        )
     try:
         if sfile.stat().st_size > MAX_SUMMARY_BYTES:
-            raise MdcertError(f"cannot read {str(sfile)!r}: larger than {MAX_SUMMARY_BYTES // 2 ** 20} MB, which no "
-                              f"mdcert run writes; rerun the command that wrote it")
+            raise MdcertError(
+                f"cannot read {str(sfile)!r}: larger than {MAX_SUMMARY_BYTES // 2**20} MB, which no "
+                f"mdcert run writes; rerun the command that wrote it"
+            )
         summary = json.loads(sfile.read_text())
-    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError are ValueErrors
+    except (
+        OSError,
+        ValueError,
+        RecursionError,
+    ) as exc:  # JSONDecodeError, UnicodeDecodeError are ValueErrors
         if isinstance(exc, MdcertError):
             raise
         if isinstance(exc, RecursionError):
@@ -47,14 +55,22 @@ def read_summary(run_dir: str | Path, *, create: str = "mdcert paths -o DIR") ->
         else:
             why = "a number too large"
         detail = str(exc).splitlines()[0][:100] if str(exc).strip() else type(exc).__name__
-        raise MdcertError(f"cannot read {str(sfile)!r} ({why}: {detail}); rerun the command that wrote it") from None
+        raise MdcertError(
+            f"cannot read {str(sfile)!r} ({why}: {detail}); rerun the command that wrote it"
+        ) from None
     if not isinstance(summary, dict):
         raise MdcertError(f"cannot read {str(sfile)!r}: not a JSON object")
     return summary
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,
-             constrained_layout: bool = False, **kwargs):
+def subplots(
+    nrows: int = 1,
+    ncols: int = 1,
+    *,
+    figsize: tuple[float, float] | None = None,
+    constrained_layout: bool = False,
+    **kwargs,
+):
     """``(fig, axes)`` as ``pyplot.subplots`` returns them, built with matplotlib's object API: a
     `matplotlib.figure.Figure` on its own Agg canvas, no pyplot state and no backend switch (a
     notebook's backend is left alone; nothing to close). ``kwargs`` go to `Figure.subplots`
@@ -63,7 +79,7 @@ def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | N
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, layout="constrained" if constrained_layout else None)
-    FigureCanvasAgg(fig)            # text extents (get_renderer) and PNG output without pyplot
+    FigureCanvasAgg(fig)  # text extents (get_renderer) and PNG output without pyplot
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
 
@@ -77,7 +93,9 @@ def save_png(fig, path: Path, *, tight: bool = False) -> Path:
     finally:
         import sys
 
-        plt = sys.modules.get("matplotlib.pyplot")      # a `Figure()` made without pyplot needs no close
+        plt = sys.modules.get(
+            "matplotlib.pyplot"
+        )  # a `Figure()` made without pyplot needs no close
         if plt is not None:
             plt.close(fig)
     return Path(path)

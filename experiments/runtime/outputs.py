@@ -23,10 +23,24 @@ from typing import Iterable, Iterator
 from certify.errors import MdcertError
 from certify.io.atomic import atomic_dir, write_npy_atomic, write_npz_atomic, write_text_atomic
 
-__all__ = ["check_output_file", "check_output_dir", "write_text_atomic", "write_npy_atomic",
-           "write_npz_atomic", "atomic_dir", "run_dir", "run_files", "write_marker",
-           "add_run_files", "read_marker", "MARKER", "check_seed", "writable", "check_distinct",
-           "check_outside"]
+__all__ = [
+    "check_output_file",
+    "check_output_dir",
+    "write_text_atomic",
+    "write_npy_atomic",
+    "write_npz_atomic",
+    "atomic_dir",
+    "run_dir",
+    "run_files",
+    "write_marker",
+    "add_run_files",
+    "read_marker",
+    "MARKER",
+    "check_seed",
+    "writable",
+    "check_distinct",
+    "check_outside",
+]
 
 #: the marker file of a run directory (see the module docstring)
 MARKER = ".mdcert-run"
@@ -38,9 +52,13 @@ def _check_parent(path: Path, option: str) -> None:
     for anc in [parent, *parent.parents]:
         if anc.exists():
             if not anc.is_dir():
-                raise MdcertError(f"{option} {str(path)!r}: {str(anc)!r} is a file, not a directory; choose another path")
+                raise MdcertError(
+                    f"{option} {str(path)!r}: {str(anc)!r} is a file, not a directory; choose another path"
+                )
             if not writable(anc):
-                raise MdcertError(f"{option} {str(path)!r}: directory {str(anc)!r} is not writable; choose another path")
+                raise MdcertError(
+                    f"{option} {str(path)!r}: directory {str(anc)!r} is not writable; choose another path"
+                )
             return
 
 
@@ -56,8 +74,13 @@ def writable(directory: Path) -> bool:
     return True
 
 
-def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[str, ...] = (),
-                      must_have_parent: bool = True) -> Path:
+def check_output_file(
+    path: str | os.PathLike,
+    *,
+    option: str,
+    suffixes: tuple[str, ...] = (),
+    must_have_parent: bool = True,
+) -> Path:
     """Validate an output file path before any work: suffix, parent directory, not a directory.
 
     Raises:
@@ -73,14 +96,21 @@ def check_output_file(path: str | os.PathLike, *, option: str, suffixes: tuple[s
     if must_have_parent and not out.parent.is_dir():
         if out.parent.exists():
             raise MdcertError(f"{option} {str(out)!r}: {str(out.parent)!r} is not a directory")
-        raise MdcertError(f"{option} {str(out)!r}: directory {str(out.parent)!r} does not exist; create it first")
+        raise MdcertError(
+            f"{option} {str(out)!r}: directory {str(out.parent)!r} does not exist; create it first"
+        )
     _check_parent(out, option)
     return out
 
 
-def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
-                     kind: str | None = None,
-                     inputs: dict[str, str | os.PathLike | None] | None = None) -> Path:
+def check_output_dir(
+    path: str | os.PathLike,
+    *,
+    option: str,
+    overwrite: bool,
+    kind: str | None = None,
+    inputs: dict[str, str | os.PathLike | None] | None = None,
+) -> Path:
     """Validate a run directory before any work: not a file, empty unless ``overwrite`` (and then a
     run directory of ``kind`` that mdcert wrote: `run_files`), writable parent, neither one of
     ``inputs`` nor containing one (`check_outside`).
@@ -93,16 +123,22 @@ def check_output_dir(path: str | os.PathLike, *, option: str, overwrite: bool,
         raise MdcertError(f"{option} is empty; give a directory name")
     check_outside(out, inputs or {}, option=option)
     if out.is_symlink():
-        raise MdcertError(f"{option} {str(out)!r} is a symbolic link; give the directory itself (a "
-                          f"run directory is renamed into place when written)")
+        raise MdcertError(
+            f"{option} {str(out)!r} is a symbolic link; give the directory itself (a "
+            f"run directory is renamed into place when written)"
+        )
     if out.exists() and not out.is_dir():
-        raise MdcertError(f"{option} {str(out)!r} exists and is not a directory; choose another {option}")
+        raise MdcertError(
+            f"{option} {str(out)!r} exists and is not a directory; choose another {option}"
+        )
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise MdcertError(f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}")
+            raise MdcertError(
+                f"run directory {str(out)!r} exists and is not empty; use --overwrite or another {option}"
+            )
         if kind is None:
             raise TypeError("check_output_dir(overwrite=True) needs the run kind")
-        run_files(out, kind=kind, option=option)    # never replace a directory of the user's files
+        run_files(out, kind=kind, option=option)  # never replace a directory of the user's files
     _check_parent(out, option)
     return out
 
@@ -112,7 +148,7 @@ def read_marker(folder: str | os.PathLike) -> dict | None:
     has no readable, well-formed one."""
     path = Path(folder) / MARKER
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > 2 ** 22:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 2**22:
             return None
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
@@ -147,20 +183,26 @@ def run_files(folder: str | os.PathLike, *, kind: str, option: str = "-o") -> fr
     out = Path(folder)
     marker = read_marker(out)
     if marker is None:
-        raise MdcertError(f"{option} {str(out)!r} is not an mdcert run directory (it has no valid "
-                          f"{MARKER} marker); --overwrite replaces only a run mdcert wrote - "
-                          f"choose another {option}")
+        raise MdcertError(
+            f"{option} {str(out)!r} is not an mdcert run directory (it has no valid "
+            f"{MARKER} marker); --overwrite replaces only a run mdcert wrote - "
+            f"choose another {option}"
+        )
     if marker["kind"] != kind:
-        raise MdcertError(f"{option} {str(out)!r} holds a {marker['kind']!r} run, not a {kind!r} "
-                          f"run; --overwrite replaces only a run of the same kind - choose another "
-                          f"{option}")
+        raise MdcertError(
+            f"{option} {str(out)!r} holds a {marker['kind']!r} run, not a {kind!r} "
+            f"run; --overwrite replaces only a run of the same kind - choose another "
+            f"{option}"
+        )
     files = {os.path.normpath(f) for f in marker["files"]} | {MARKER}
     folders = {str(parent) for f in files for parent in Path(f).parents if str(parent) != "."}
     for rel, is_dir in _entries(out):
         if rel not in (folders if is_dir else files):
-            raise MdcertError(f"{option} {str(out)!r} holds {rel!r}, which mdcert did not write; "
-                              f"--overwrite never removes it - move it away or choose another "
-                              f"{option}")
+            raise MdcertError(
+                f"{option} {str(out)!r} holds {rel!r}, which mdcert did not write; "
+                f"--overwrite never removes it - move it away or choose another "
+                f"{option}"
+            )
     return frozenset(files)
 
 
@@ -171,8 +213,18 @@ def _marker_text(kind: str, files: Iterable[str]) -> str:
         mdcert_version = version("mdcert")
     except PackageNotFoundError:
         mdcert_version = "unknown"
-    return json.dumps({"format": MARKER_FORMAT, "kind": kind, "mdcert_version": mdcert_version,
-                       "files": sorted(set(files) - {MARKER})}, indent=1) + "\n"
+    return (
+        json.dumps(
+            {
+                "format": MARKER_FORMAT,
+                "kind": kind,
+                "mdcert_version": mdcert_version,
+                "files": sorted(set(files) - {MARKER}),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
 
 
 @contextmanager
@@ -220,7 +272,9 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_distinct(outputs: dict[str, str | os.PathLike | None], inputs: dict[str, str | os.PathLike | None]) -> None:
+def check_distinct(
+    outputs: dict[str, str | os.PathLike | None], inputs: dict[str, str | os.PathLike | None]
+) -> None:
     """Refuse, before any work, an output path that names one of the inputs or another output.
 
     Args:
@@ -234,14 +288,20 @@ def check_distinct(outputs: dict[str, str | os.PathLike | None], inputs: dict[st
     for k, (opt, out) in enumerate(given):
         for what, path in inputs.items():
             if path is not None and _same_file(out, Path(path)):
-                raise MdcertError(f"{opt} {str(out)!r} is {what}; inputs are never overwritten - choose another "
-                                  f"output path")
+                raise MdcertError(
+                    f"{opt} {str(out)!r} is {what}; inputs are never overwritten - choose another "
+                    f"output path"
+                )
         for opt2, out2 in given[:k]:
             if _same_file(out, out2):
-                raise MdcertError(f"{opt} and {opt2} name the same file {str(out)!r}; give two different paths")
+                raise MdcertError(
+                    f"{opt} and {opt2} name the same file {str(out)!r}; give two different paths"
+                )
 
 
-def check_outside(path: str | os.PathLike, inputs: dict[str, str | os.PathLike | None], *, option: str) -> None:
+def check_outside(
+    path: str | os.PathLike, inputs: dict[str, str | os.PathLike | None], *, option: str
+) -> None:
     """Refuse, before any work, a run directory that is one of the inputs or contains one: writing the
     run replaces the directory (`run_dir`), so an input inside it could be deleted.
 
@@ -258,13 +318,18 @@ def check_outside(path: str | os.PathLike, inputs: dict[str, str | os.PathLike |
             continue
         inp = Path(os.path.realpath(given))
         if inp == out or out in inp.parents:
-            raise MdcertError(f"{option} {str(path)!r} contains {what} {str(given)!r}; the run directory is replaced "
-                              f"when it is written - choose another {option} or move the input")
+            raise MdcertError(
+                f"{option} {str(path)!r} contains {what} {str(given)!r}; the run directory is replaced "
+                f"when it is written - choose another {option} or move the input"
+            )
 
 
 def check_seed(seed: int, option: str = "--seed", *, bounded: bool = True) -> int:
     """A seed numpy (and, when ``bounded``, torch) accepts: an integer >= 0 (and < 2**63)."""
-    if seed < 0 or (bounded and seed >= 2 ** 63):
-        raise MdcertError(f"invalid {option} {seed}; give an integer in 0..2**63-1"
-                          if bounded else f"invalid {option} {seed}; give an integer >= 0")
+    if seed < 0 or (bounded and seed >= 2**63):
+        raise MdcertError(
+            f"invalid {option} {seed}; give an integer in 0..2**63-1"
+            if bounded
+            else f"invalid {option} {seed}; give an integer >= 0"
+        )
     return seed

@@ -41,8 +41,14 @@ from typing import Any, Callable, Iterator
 
 import pebble
 
-__all__ = ["Pool", "WorkerDied", "WorkerStartError", "TaskTimeout", "describe_exit",
-           "BLAS_THREAD_VARS"]
+__all__ = [
+    "Pool",
+    "WorkerDied",
+    "WorkerStartError",
+    "TaskTimeout",
+    "describe_exit",
+    "BLAS_THREAD_VARS",
+]
 
 #: raised by the future of a task whose worker died (``.exitcode``: negative for a signal; ``.pid``)
 WorkerDied = pebble.ProcessExpired
@@ -51,8 +57,13 @@ WorkerDied = pebble.ProcessExpired
 TaskTimeout = TimeoutError
 
 #: BLAS / OpenMP thread-count variables set in each worker (``blas_threads``)
-BLAS_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+BLAS_THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -70,8 +81,7 @@ class WorkerStartError(RuntimeError):
 
     def __init__(self, exitcode: int | None) -> None:
         self.exitcode = exitcode
-        self.description = ("did not start in time" if exitcode is None
-                            else describe_exit(exitcode))
+        self.description = "did not start in time" if exitcode is None else describe_exit(exitcode)
         super().__init__(f"a worker process {self.description} while starting")
 
 
@@ -103,8 +113,13 @@ def _sigint_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _bootstrap(parent: int, blas_threads: int | None, ready, initializer: tuple[str, str] | None,
-               initargs: tuple) -> None:
+def _bootstrap(
+    parent: int,
+    blas_threads: int | None,
+    ready,
+    initializer: tuple[str, str] | None,
+    initargs: tuple,
+) -> None:
     """A worker's first code: thread counts, die with ``parent``, the initializer, ready."""
     if blas_threads is not None:
         for name in BLAS_THREAD_VARS:
@@ -131,8 +146,14 @@ class Pool:
         blas_threads: BLAS/OpenMP threads per worker (None: leave the environment alone).
     """
 
-    def __init__(self, workers: int, *, initializer: Callable | None = None, initargs: tuple = (),
-                 blas_threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        workers: int,
+        *,
+        initializer: Callable | None = None,
+        initargs: tuple = (),
+        blas_threads: int | None = 1,
+    ) -> None:
         if workers < 1:
             raise ValueError(f"a pool needs at least one worker, got {workers}")
         self.workers = int(workers)
@@ -141,10 +162,12 @@ class Pool:
         init = None if initializer is None else (initializer.__module__, initializer.__qualname__)
         with _sigint_blocked():  # the pool's threads, which start every worker, keep SIGINT blocked
             self._pool: pebble.ProcessPool | None = pebble.ProcessPool(
-                max_workers=self.workers, initializer=_bootstrap,
+                max_workers=self.workers,
+                initializer=_bootstrap,
                 initargs=(os.getpid(), blas_threads, self._ready, init, tuple(initargs)),
-                context=self._context)
-            if not self._pool.active:    # starts the workers
+                context=self._context,
+            )
+            if not self._pool.active:  # starts the workers
                 raise RuntimeError("the process pool did not start")
 
     @property
@@ -156,8 +179,9 @@ class Pool:
         """The pids of the workers alive now."""
         return [p.pid for p in self._context.started if p.pid is not None and p.exitcode is None]
 
-    def submit(self, fn: Callable, /, *args: Any, timeout: float | None = None,
-               **kwargs: Any) -> Future:
+    def submit(
+        self, fn: Callable, /, *args: Any, timeout: float | None = None, **kwargs: Any
+    ) -> Future:
         """Run ``fn(*args, **kwargs)`` in a worker (``fn`` module-level, arguments picklable).
 
         The future raises `TaskTimeout` past ``timeout`` seconds of running, `WorkerDied` if the

@@ -33,8 +33,17 @@ class Progress:
     prints a line to stdout above the bar.
     """
 
-    def __init__(self, total: float | None, *, desc: str, unit: str = "it", enabled: bool | None = None,
-                 fraction: bool = False, eta: bool = True, leave: bool = False) -> None:
+    def __init__(
+        self,
+        total: float | None,
+        *,
+        desc: str,
+        unit: str = "it",
+        enabled: bool | None = None,
+        fraction: bool = False,
+        eta: bool = True,
+        leave: bool = False,
+    ) -> None:
         self.enabled = show_progress(enabled)
         self._bar = None
         if self.enabled:
@@ -45,8 +54,17 @@ class Progress:
                 fmt = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}{postfix}"
             if not eta:  # steps of very unequal cost: a rate-based ETA would mislead
                 fmt = "{desc}: {n_fmt}/{total_fmt} {unit}, {elapsed} elapsed{postfix}"
-            self._bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True, leave=leave,
-                             smoothing=0.1, mininterval=0.25, bar_format=fmt)
+            self._bar = tqdm(
+                total=total,
+                desc=desc,
+                unit=unit,
+                file=sys.stderr,
+                dynamic_ncols=True,
+                leave=leave,
+                smoothing=0.1,
+                mininterval=0.25,
+                bar_format=fmt,
+            )
         self._last = 0.0
 
     def __enter__(self) -> "Progress":
@@ -90,10 +108,20 @@ class Progress:
             self._bar = None
 
 
-def progress(total: float | None = None, *, desc: str, unit: str = "it", enabled: bool | None = None,
-             fraction: bool = False, eta: bool = True, leave: bool = False) -> Progress:
+def progress(
+    total: float | None = None,
+    *,
+    desc: str,
+    unit: str = "it",
+    enabled: bool | None = None,
+    fraction: bool = False,
+    eta: bool = True,
+    leave: bool = False,
+) -> Progress:
     """A `Progress` bar: ``total`` units (None: unknown, elapsed time only), labelled ``desc``; shown
     only on a terminal unless ``enabled`` says otherwise; ``fraction=True`` for a total of 1.0 shown
     as a percentage; ``eta=False`` for units of very unequal cost (counts and elapsed time only);
     ``leave=True`` keeps the finished bar on the terminal."""
-    return Progress(total, desc=desc, unit=unit, enabled=enabled, fraction=fraction, eta=eta, leave=leave)
+    return Progress(
+        total, desc=desc, unit=unit, enabled=enabled, fraction=fraction, eta=eta, leave=leave
+    )

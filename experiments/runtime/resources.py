@@ -26,11 +26,13 @@ def check_memory(nbytes: int, *, what: str, fix: str, fraction: float = 0.5) -> 
     limit = memory_limit()
     if limit is None or nbytes <= fraction * limit:
         return
-    raise MdcertError(f"{what} would need about {_gib(nbytes)} of memory, more than {fraction:.0%} of the "
-                      f"{_gib(limit)} available; {fix}")
+    raise MdcertError(
+        f"{what} would need about {_gib(nbytes)} of memory, more than {fraction:.0%} of the "
+        f"{_gib(limit)} available; {fix}"
+    )
 
 
 def _gib(n: int | float) -> str:
-    if n >= 2 ** 40 * 1000:
-        return f"{n / 2 ** 40:.3g} TiB"
-    return f"{n / 2 ** 30:.3g} GiB"
+    if n >= 2**40 * 1000:
+        return f"{n / 2**40:.3g} TiB"
+    return f"{n / 2**30:.3g} GiB"

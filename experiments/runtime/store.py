@@ -104,9 +104,13 @@ class RunStore:
         out = []
         for p in self.root.iterdir():
             name = p.name
-            if name.startswith(".") or not name.startswith(self.prefix) or not name.endswith(self.suffix):
+            if (
+                name.startswith(".")
+                or not name.startswith(self.prefix)
+                or not name.endswith(self.suffix)
+            ):
                 continue
-            key = name[len(self.prefix):len(name) - len(self.suffix)]
+            key = name[len(self.prefix) : len(name) - len(self.suffix)]
             if key and p.is_file():
                 out.append(key)
         return sorted(out)
@@ -126,5 +130,5 @@ class RunStore:
     def _is_tmp(self, name: str) -> bool:
         if not (name.startswith(".") and ".tmp-" in name):
             return False
-        stem = name[1:name.index(".tmp-")]
+        stem = name[1 : name.index(".tmp-")]
         return stem.startswith(self.prefix) and stem.endswith(self.suffix)

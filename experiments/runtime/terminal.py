@@ -12,8 +12,17 @@ import shutil
 import textwrap
 from typing import Any, Mapping, Sequence
 
-__all__ = ["terminal_width", "wrap", "wrap_lines", "columns", "summarize_sequence", "shorten_lists",
-           "mapping_lines", "problem_lines", "HEAD_ITEMS"]
+__all__ = [
+    "terminal_width",
+    "wrap",
+    "wrap_lines",
+    "columns",
+    "summarize_sequence",
+    "shorten_lists",
+    "mapping_lines",
+    "problem_lines",
+    "HEAD_ITEMS",
+]
 
 #: how many leading items a summarized vector shows
 HEAD_ITEMS = 8
@@ -37,8 +46,14 @@ def wrap(text: str, width: int, *, indent: str = "", first: str | None = None) -
     body = " ".join(str(text).split())
     if not body:
         return [first.rstrip()]
-    return textwrap.wrap(body, width=max(width, len(first) + 8, len(indent) + 8), initial_indent=first,
-                         subsequent_indent=indent, break_long_words=True, break_on_hyphens=False)
+    return textwrap.wrap(
+        body,
+        width=max(width, len(first) + 8, len(indent) + 8),
+        initial_indent=first,
+        subsequent_indent=indent,
+        break_long_words=True,
+        break_on_hyphens=False,
+    )
 
 
 def wrap_lines(lines: Sequence[str], width: int, *, indent: str = "    ") -> list[str]:
@@ -84,6 +99,7 @@ _LIST = re.compile(r"[\[(]\s*(" + _NUM + r"(?:\s*,\s*" + _NUM + r")+)\s*,?\s*[\]
 def shorten_lists(text: str, *, head: int = HEAD_ITEMS) -> str:
     """``text`` with every bracketed list of numbers longer than ``head`` items replaced by
     `summarize_sequence` (first items and a count); shorter lists and other text unchanged."""
+
     def one(m: re.Match) -> str:
         items = [x.strip() for x in m.group(1).split(",")]
         return m.group(0) if len(items) <= head else summarize_sequence(items, head=head)
@@ -101,8 +117,14 @@ def _value_text(value: Any, head: int) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def mapping_lines(mapping: Mapping[str, Any], width: int, *, indent: str = "  ", head: int = HEAD_ITEMS,
-                  prefix: str = "") -> list[str]:
+def mapping_lines(
+    mapping: Mapping[str, Any],
+    width: int,
+    *,
+    indent: str = "  ",
+    head: int = HEAD_ITEMS,
+    prefix: str = "",
+) -> list[str]:
     """A nested dict as ``key=value`` lines (nested keys joined with dots), each wrapped to ``width``
     (never cut); lists of scalars summarized by `summarize_sequence`, lists of dicts by their count."""
     out: list[str] = []
@@ -111,7 +133,9 @@ def mapping_lines(mapping: Mapping[str, Any], width: int, *, indent: str = "  ",
         if isinstance(value, Mapping) and value:
             out += mapping_lines(value, width, indent=indent, head=head, prefix=name + ".")
         else:
-            out += wrap(f"{name}={_value_text(value, head)}", width, first=indent, indent=indent + "    ")
+            out += wrap(
+                f"{name}={_value_text(value, head)}", width, first=indent, indent=indent + "    "
+            )
     return out
 
 
@@ -121,8 +145,10 @@ def problem_lines(problem: Any, width: int) -> list[str]:
     head = f"problem: n={problem.n} T={problem.T} d={problem.d}"
     if problem.lengths is not None:
         L = problem.lengths
-        head += (f", lengths {int(min(L))}..{int(max(L))} ({int(sum(L))} of {problem.n * problem.T} tokens "
-                 f"valid)")
+        head += (
+            f", lengths {int(min(L))}..{int(max(L))} ({int(sum(L))} of {problem.n * problem.T} tokens "
+            f"valid)"
+        )
     out = wrap(head, width, first="", indent="    ")
     if getattr(problem, "provenance", None):
         out += ["  provenance:"] + mapping_lines(problem.provenance, width, indent="    ")

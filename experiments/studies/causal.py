@@ -29,8 +29,9 @@ __all__ = ["RULES", "choose_tokens", "remove_tokens", "causal_test"]
 RULES = ("attention", "random", "gradxinput")
 
 
-def choose_tokens(model, task: TextTask, idx: np.ndarray, *, seed: int, device: torch.device,
-                  batch: int = 128) -> dict:
+def choose_tokens(
+    model, task: TextTask, idx: np.ndarray, *, seed: int, device: torch.device, batch: int = 128
+) -> dict:
     """Per review of ``idx`` (reviews with fewer than 2 content tokens are left out): the chosen
     position of each rule, the predicted class and its probability."""
     rng = np.random.default_rng(seed)
@@ -46,21 +47,23 @@ def choose_tokens(model, task: TextTask, idx: np.ndarray, *, seed: int, device: 
         c = logp.argmax(-1)
         chosen = logp.gather(1, c[:, None]).sum()
         (g,) = torch.autograd.grad(chosen, x)
-        sal = (g * x).sum(-1).abs()                                    # (b, t)
+        sal = (g * x).sum(-1).abs()  # (b, t)
         lengths = mask.sum(1)
         pos = torch.arange(rows.shape[1], device=device)[None, :]
         content = (pos >= 1) & (pos < (lengths - 1)[:, None])
-        qmask = mask.to(attn.dtype)[:, None, :, None]                  # real query positions
-        pooled = (attn * qmask).sum((1, 2)) / (qmask.sum((2, 3)) * attn.shape[1])   # (b, t)
+        qmask = mask.to(attn.dtype)[:, None, :, None]  # real query positions
+        pooled = (attn * qmask).sum((1, 2)) / (qmask.sum((2, 3)) * attn.shape[1])  # (b, t)
         neg = torch.tensor(float("-inf"), device=device)
         out["attention"].append(torch.where(content, pooled, neg).argmax(1).cpu())
         out["gradxinput"].append(torch.where(content, sal, neg).argmax(1).cpu())
         n_content = (lengths - 2).cpu().numpy()
-        out["random"].append(torch.as_tensor(1 + np.floor(rng.random(len(n_content)) * n_content).astype(np.int64)))
+        out["random"].append(
+            torch.as_tensor(1 + np.floor(rng.random(len(n_content)) * n_content).astype(np.int64))
+        )
         pred.append(c.cpu())
         prob.append(logp.exp().gather(1, c[:, None])[:, 0].detach().cpu())
     model.train()
-    cat = (lambda xs: torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64))
+    cat = lambda xs: torch.cat(xs).numpy() if xs else np.zeros(0, dtype=np.int64)
     return {"idx": keep, "pred": cat(pred), "prob": cat(prob), **{r: cat(out[r]) for r in RULES}}
 
 
@@ -71,9 +74,13 @@ def remove_tokens(task: TextTask, idx: np.ndarray, positions: np.ndarray) -> Tex
     t = rows.shape[1]
     pos = torch.as_tensor(positions, dtype=torch.int64)[:, None]
     src = torch.arange(t - 1)[None, :].expand(len(idx), -1)
-    src = src + (src >= pos).to(torch.int64)                          # skip the removed position
-    new = torch.cat([rows.gather(1, src), torch.full((len(idx), 1), task.pad, dtype=rows.dtype)], dim=1)
-    new = torch.where(torch.arange(t)[None, :] < (lengths - 1)[:, None], new, torch.full_like(new, task.pad))
+    src = src + (src >= pos).to(torch.int64)  # skip the removed position
+    new = torch.cat(
+        [rows.gather(1, src), torch.full((len(idx), 1), task.pad, dtype=rows.dtype)], dim=1
+    )
+    new = torch.where(
+        torch.arange(t)[None, :] < (lengths - 1)[:, None], new, torch.full_like(new, task.pad)
+    )
     return TextTask(new, lengths - 1, task.labels[torch.as_tensor(idx)], task.pad)
 
 
@@ -90,8 +97,10 @@ def causal_test(model, task: TextTask, idx: np.ndarray, *, seed: int, device: to
         p1 = prob[np.arange(len(keep)), c] if len(keep) else np.zeros(0)
         drop = p0 - p1
         flip = prob.argmax(1) != c if len(keep) else np.zeros(0, dtype=bool)
-        res["rules"][r] = {"mean_drop": float(drop.mean()) if len(keep) else float("nan"),
-                           "flip_rate": float(flip.mean()) if len(keep) else float("nan")}
+        res["rules"][r] = {
+            "mean_drop": float(drop.mean()) if len(keep) else float("nan"),
+            "flip_rate": float(flip.mean()) if len(keep) else float("nan"),
+        }
     same = chosen["attention"] == chosen["gradxinput"]
     res["attention_equals_gradxinput"] = float(same.mean()) if len(keep) else float("nan")
     return res

@@ -15,7 +15,15 @@ from typing import Any, Callable
 from certify.errors import MdcertError
 from certify.lazy import lazy_registry
 
-__all__ = ["StudyKind", "KINDS", "get_kind", "kind_names", "run_setups", "parse_sizes", "parse_optimizers"]
+__all__ = [
+    "StudyKind",
+    "KINDS",
+    "get_kind",
+    "kind_names",
+    "run_setups",
+    "parse_sizes",
+    "parse_optimizers",
+]
 
 
 @dataclass(frozen=True)
@@ -63,12 +71,14 @@ class StudyKind:
 
 def run_setups(name: str, setups: Callable[[Any], list]):
     """The usual ``run``: the protocol for every setup, then the report."""
+
     def run(config, ctx) -> dict:
         from experiments.studies.protocol import run_protocol
         from experiments.studies.report import write_report
 
         built = setups(config)
         return write_report(ctx, name, built, {s.size: run_protocol(s, ctx) for s in built})
+
     return run
 
 
@@ -91,6 +101,7 @@ def kind_names() -> list[str]:
 def get_kind(name: str) -> StudyKind:
     """The `StudyKind` registered as ``name``; an unknown name is a one-line `MdcertError`."""
     return _lookup(name)
+
 
 def parse_sizes(text: str, *, allowed: tuple[int, ...]) -> list[int]:
     """``"3,4,6"`` -> ``[3, 4, 6]``; each must be one of ``allowed``; no repeats."""

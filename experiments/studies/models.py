@@ -24,8 +24,21 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-__all__ = ["EncoderConfig", "Vocabulary", "Block", "Encoder", "TextClassifier", "VisionTransformer",
-           "attention_matrices", "weight_matrices", "FULL_VOCAB", "PAD_ID", "CLS_ID", "SEP_ID", "UNK_ID"]
+__all__ = [
+    "EncoderConfig",
+    "Vocabulary",
+    "Block",
+    "Encoder",
+    "TextClassifier",
+    "VisionTransformer",
+    "attention_matrices",
+    "weight_matrices",
+    "FULL_VOCAB",
+    "PAD_ID",
+    "CLS_ID",
+    "SEP_ID",
+    "UNK_ID",
+]
 
 FULL_VOCAB = 30522
 PAD_ID, UNK_ID, CLS_ID, SEP_ID = 0, 100, 101, 102
@@ -86,12 +99,14 @@ class Attention(nn.Module):
         self.q, self.k, self.v, self.o = (nn.Linear(width, width) for _ in range(4))
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, key_mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         b, t, d = x.shape
         h = self.heads
         q, k, v = (m(x).view(b, t, h, d // h).transpose(1, 2) for m in (self.q, self.k, self.v))
         scores = q @ k.transpose(-1, -2) / math.sqrt(d // h)
-        if key_mask is not None:   # key_mask: (b, t) True for real tokens
+        if key_mask is not None:  # key_mask: (b, t) True for real tokens
             scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
         attn = scores.softmax(dim=-1)
         out = (self.drop(attn) @ v).transpose(1, 2).reshape(b, t, d)
@@ -156,7 +171,9 @@ class TextClassifier(nn.Module):
     attention (b, heads, t, t).
     """
 
-    def __init__(self, cfg: EncoderConfig, vocab: Vocabulary, *, classes: int = 2, seed: int = 0) -> None:
+    def __init__(
+        self, cfg: EncoderConfig, vocab: Vocabulary, *, classes: int = 2, seed: int = 0
+    ) -> None:
         super().__init__()
         self.cfg = cfg
         gen = torch.Generator().manual_seed(int(seed))
@@ -190,8 +207,17 @@ class VisionTransformer(nn.Module):
     class token and position embeddings, `Encoder`, a linear head on the class token. ``init_std``:
     the Linear weights' standard deviation, or None (the default) for torch's initialization."""
 
-    def __init__(self, cfg: EncoderConfig, *, image: int, patch: int, channels: int = 1, classes: int = 10,
-                 seed: int = 0, init_std: float | None = None) -> None:
+    def __init__(
+        self,
+        cfg: EncoderConfig,
+        *,
+        image: int,
+        patch: int,
+        channels: int = 1,
+        classes: int = 10,
+        seed: int = 0,
+        init_std: float | None = None,
+    ) -> None:
         super().__init__()
         if image % patch:
             raise ValueError(f"image size {image} is not a multiple of the patch {patch}")
@@ -202,7 +228,9 @@ class VisionTransformer(nn.Module):
         gen = torch.Generator().manual_seed(int(seed))
         self.embed = nn.Linear(channels * patch * patch, cfg.width)
         self.cls = nn.Parameter(torch.empty(1, 1, cfg.width).normal_(0.0, INIT_STD, generator=gen))
-        self.pos = nn.Parameter(torch.empty(1, n + 1, cfg.width).normal_(0.0, INIT_STD, generator=gen))
+        self.pos = nn.Parameter(
+            torch.empty(1, n + 1, cfg.width).normal_(0.0, INIT_STD, generator=gen)
+        )
         self.drop = nn.Dropout(cfg.dropout)
         self.encoder = Encoder(cfg)
         self.head = nn.Linear(cfg.width, classes)
@@ -212,7 +240,7 @@ class VisionTransformer(nn.Module):
         """(b, c, H, W) -> (b, patches, c * patch^2)."""
         b, c, _, _ = images.shape
         p = self.patch
-        x = images.unfold(2, p, p).unfold(3, p, p)            # b, c, H/p, W/p, p, p
+        x = images.unfold(2, p, p).unfold(3, p, p)  # b, c, H/p, W/p, p, p
         return x.permute(0, 2, 3, 1, 4, 5).reshape(b, -1, c * p * p)
 
     def forward(self, images, key_mask=None):
@@ -233,5 +261,9 @@ def attention_matrices(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def weight_matrices(model: nn.Module) -> dict[str, torch.Tensor]:
     """Every weight matrix of the blocks and the head (``nn.Linear`` weights; embeddings excluded)."""
-    return {name[:-len(".weight")]: mod.weight for name, mod in
-            ((n + ".weight", m) for n, m in model.named_modules() if isinstance(m, nn.Linear))}
+    return {
+        name[: -len(".weight")]: mod.weight
+        for name, mod in (
+            (n + ".weight", m) for n, m in model.named_modules() if isinstance(m, nn.Linear)
+        )
+    }

@@ -54,8 +54,15 @@ class Estimate:
 class Monitor:
     """Progress lines on ``stream`` (stderr) every ``every`` seconds while started and ``enabled``."""
 
-    def __init__(self, kind: str, *, enabled: bool, every: float = EVERY_S, estimate: Estimate | None = None,
-                 stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        enabled: bool,
+        every: float = EVERY_S,
+        estimate: Estimate | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
         self.kind, self.enabled, self.every, self.estimate = kind, enabled, float(every), estimate
         self.stream = stream
         self.desc, self.done, self.total = "starting", 0, 0
@@ -81,7 +88,11 @@ class Monitor:
         """The progress line as of now."""
         with self._lock:
             elapsed = time.perf_counter() - self.t0
-            planned = f" of {self.estimate.runs}" if self.estimate is not None and self.estimate.runs else ""
+            planned = (
+                f" of {self.estimate.runs}"
+                if self.estimate is not None and self.estimate.runs
+                else ""
+            )
             stored = f"{self.done}/{self.total} runs stored; " if self.total else ""
             runs = f"{self.trained}{planned} trained now in " if self.total or self.trained else ""
             text = f"study {self.kind}: {self.desc}: {stored}{runs}{duration(elapsed)} wall"

@@ -41,8 +41,13 @@ def _bars(ivs, scale: float = 1.0):
 
 def _baseline(ax, value, what: str) -> None:
     if value is not None:
-        ax.axhline(100 * value, color="black", ls=":", lw=1.2,
-                   label=f"majority-class baseline ({what}): {100 * value:.1f}%")
+        ax.axhline(
+            100 * value,
+            color="black",
+            ls=":",
+            lw=1.2,
+            label=f"majority-class baseline ({what}): {100 * value:.1f}%",
+        )
 
 
 def _legend_right(fig, ax) -> None:
@@ -68,8 +73,15 @@ def write_figures(root: Path, study: str, sizes: list[dict]) -> dict:
     for j, s in enumerate(sizes):
         m, e = _bars([s["optimizers"][k]["test_acc"] for k in keys], 100)
         x = np.arange(len(keys)) + (j - (len(sizes) - 1) / 2) * 0.8 / max(len(sizes), 1)
-        ax.errorbar(x, m, yerr=e, fmt=MARKERS[j % len(MARKERS)], capsize=4, color=f"C{j}",
-                    label=f"size {s['size']} (mean, 95% interval over seeds)")
+        ax.errorbar(
+            x,
+            m,
+            yerr=e,
+            fmt=MARKERS[j % len(MARKERS)],
+            capsize=4,
+            color=f"C{j}",
+            label=f"size {s['size']} (mean, 95% interval over seeds)",
+        )
     _baseline(ax, sizes[0]["baseline"]["test_acc"], "test split")
     ax.set_xticks(np.arange(len(keys)), [sizes[0]["optimizers"][k]["label"] for k in keys])
     ax.set_ylabel("test accuracy (%)")
@@ -87,11 +99,19 @@ def write_figures(root: Path, study: str, sizes: list[dict]) -> dict:
         fig = figure(11.0, 4.0)
         a0, a1 = fig.subplots(1, 2)
         for i, (k, o) in enumerate(opts.items()):
-            loss = np.array([np.nan if v is None else v for v in o["curves"]["train_loss"]], dtype=float)
-            acc = np.array([np.nan if v is None else 100 * v for v in o["curves"]["val_acc"]], dtype=float)
-            dx = (i - (n - 1) / 2) * 0.06                    # coinciding curves stay visible
-            style = dict(marker=MARKERS[i % len(MARKERS)], color=f"C{i}", label=o["label"],
-                         ls="-" if max(loss.size, acc.size) > 1 else "none")
+            loss = np.array(
+                [np.nan if v is None else v for v in o["curves"]["train_loss"]], dtype=float
+            )
+            acc = np.array(
+                [np.nan if v is None else 100 * v for v in o["curves"]["val_acc"]], dtype=float
+            )
+            dx = (i - (n - 1) / 2) * 0.06  # coinciding curves stay visible
+            style = dict(
+                marker=MARKERS[i % len(MARKERS)],
+                color=f"C{i}",
+                label=o["label"],
+                ls="-" if max(loss.size, acc.size) > 1 else "none",
+            )
             a0.plot(np.arange(1, loss.size + 1) + dx, loss, **style)
             a1.plot(np.arange(1, acc.size + 1) + dx, acc, **style)
         _baseline(a1, s["baseline"]["val_acc"], "validation split")
@@ -120,12 +140,20 @@ def write_figures(root: Path, study: str, sizes: list[dict]) -> dict:
                 continue
             edges = np.array(w["edges"])
             h = np.array(w["histogram"], dtype=float)
-            ax.step(0.5 * (edges[1:] + edges[:-1]), h / max(h.sum(), 1), where="mid", color=f"C{i}",
-                    ls=("-", "--", "-.", ":")[i % 4], label=o["label"])
+            ax.step(
+                0.5 * (edges[1:] + edges[:-1]),
+                h / max(h.sum(), 1),
+                where="mid",
+                color=f"C{i}",
+                ls=("-", "--", "-.", ":")[i % 4],
+                label=o["label"],
+            )
         ax.axvline(0.06, color="grey", ls=":", lw=1)
         ax.axvline(-0.06, color="grey", ls=":", lw=1, label="|w| = 0.06")
         ax.set_yscale("log")
-        ax.set_xlabel("attention weight entry value (q, k, v, o of all blocks; dimensionless; end bins: beyond +-0.3)")
+        ax.set_xlabel(
+            "attention weight entry value (q, k, v, o of all blocks; dimensionless; end bins: beyond +-0.3)"
+        )
         ax.set_ylabel("fraction of entries (all seeds)")
         ax.set_title(f"{study} size {s['size']}: attention weights")
         _legend_right(fig, ax)
@@ -158,17 +186,32 @@ def _prune_figure(path: Path, study: str, s: dict) -> None:
             sp = np.array([r["sparsity"] for r in rows]) * 100 + (i - (n - 1) / 2) * 0.8
             for col, ls in (("acc_pruned", "-"), ("acc_finetuned", "--")):
                 m, e = _bars([r[col] for r in rows], 100)
-                a.errorbar(sp, m, yerr=e, ls=ls, marker=MARKERS[i % len(MARKERS)], capsize=3, color=f"C{i}",
-                           ms=5 if ls == "-" else 4, mfc="white" if ls == "--" else None)
+                a.errorbar(
+                    sp,
+                    m,
+                    yerr=e,
+                    ls=ls,
+                    marker=MARKERS[i % len(MARKERS)],
+                    capsize=3,
+                    color=f"C{i}",
+                    ms=5 if ls == "-" else 4,
+                    mfc="white" if ls == "--" else None,
+                )
         _baseline(a, s["baseline"]["test_acc"], "test split")
         a.set_xlabel(f"sparsity of the {name} weight matrices (%)")
         a.set_title(f"pruning: {name}")
     axes[0].set_ylabel("test accuracy (%), mean and 95% interval over seeds")
-    handles = [Line2D([], [], color=f"C{i}", marker=MARKERS[i % len(MARKERS)], ls="-", label=o["label"])
-               for i, o in enumerate(opts.values())]
-    handles += [Line2D([], [], color="grey", ls="-", label="pruned, no retraining"),
-                Line2D([], [], color="grey", ls="--", marker="o", mfc="white", label="pruned, then fine-tuned"),
-                Line2D([], [], color="black", ls=":", label="majority-class baseline")]
+    handles = [
+        Line2D([], [], color=f"C{i}", marker=MARKERS[i % len(MARKERS)], ls="-", label=o["label"])
+        for i, o in enumerate(opts.values())
+    ]
+    handles += [
+        Line2D([], [], color="grey", ls="-", label="pruned, no retraining"),
+        Line2D(
+            [], [], color="grey", ls="--", marker="o", mfc="white", label="pruned, then fine-tuned"
+        ),
+        Line2D([], [], color="black", ls=":", label="majority-class baseline"),
+    ]
     fig.legend(handles=handles, loc="outside right upper", fontsize=8)
     fig.suptitle(f"{study} size {s['size']}: magnitude pruning")
     _save(fig, path)
@@ -177,17 +220,36 @@ def _prune_figure(path: Path, study: str, s: dict) -> None:
 def _causal_figure(path: Path, study: str, s: dict) -> None:
     """Drop of P(predicted class) and flip rate per optimizer and removal rule (grouped bars)."""
     opts = s["optimizers"]
-    rules = (("attention", "most-attended token"), ("random", "random token"), ("gradxinput", "largest grad x input"))
+    rules = (
+        ("attention", "most-attended token"),
+        ("random", "random token"),
+        ("gradxinput", "largest grad x input"),
+    )
     fig = figure(12.0, 4.2)
     axes = fig.subplots(1, 2)
     width = 0.8 / len(rules)
     x = np.arange(len(opts))
     for a, metric, scale, ylab, title in (
-            (axes[0], "drop", 100, "drop of P(predicted class) (percentage points)", "probability drop"),
-            (axes[1], "flip", 100, "reviews whose prediction flips (%)", "flip rate")):
+        (
+            axes[0],
+            "drop",
+            100,
+            "drop of P(predicted class) (percentage points)",
+            "probability drop",
+        ),
+        (axes[1], "flip", 100, "reviews whose prediction flips (%)", "flip rate"),
+    ):
         for j, (rule, what) in enumerate(rules):
             m, e = _bars([o["causal"][rule][metric] for o in opts.values()], scale)
-            a.bar(x + (j - 1) * width, m, width, yerr=e, capsize=3, color=f"C{j}", label=f"remove the {what}")
+            a.bar(
+                x + (j - 1) * width,
+                m,
+                width,
+                yerr=e,
+                capsize=3,
+                color=f"C{j}",
+                label=f"remove the {what}",
+            )
         a.axhline(0, color="black", lw=0.8)
         a.set_xticks(x, [o["label"] for o in opts.values()])
         a.set_xlabel("optimizer")

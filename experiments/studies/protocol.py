@@ -90,8 +90,19 @@ def _train(setup: Setup, spec, lr: float, seed: int, device, bar):
     from experiments.studies.train import train_model
 
     model = setup.build(seed)
-    curves = train_model(model, setup.task, setup.train, spec=spec, lr=lr, epochs=setup.epochs, batch=setup.batch,
-                         seed=seed, device=device, val=(setup.task, setup.val), on_step=bar.update)
+    curves = train_model(
+        model,
+        setup.task,
+        setup.train,
+        spec=spec,
+        lr=lr,
+        epochs=setup.epochs,
+        batch=setup.batch,
+        seed=seed,
+        device=device,
+        val=(setup.task, setup.val),
+        on_step=bar.update,
+    )
     return model, curves
 
 
@@ -100,12 +111,28 @@ def _base(setup: Setup) -> dict:
 
 
 def _tune_config(setup: Setup, spec, lr: float) -> dict:
-    return {**_base(setup), "phase": "tune", "optimizer": spec.key, "p": spec.p, "lr": lr, "seed": 0}
+    return {
+        **_base(setup),
+        "phase": "tune",
+        "optimizer": spec.key,
+        "p": spec.p,
+        "lr": lr,
+        "seed": 0,
+    }
 
 
 def _final_config(setup: Setup, spec, lr: float, seed: int) -> dict:
-    return {**_base(setup), "phase": "final", "optimizer": spec.key, "p": spec.p, "lr": lr, "seed": seed,
-            "finetune_steps": setup.finetune_steps, "sparsities": list(setup.sparsities), "causal": setup.causal}
+    return {
+        **_base(setup),
+        "phase": "final",
+        "optimizer": spec.key,
+        "p": spec.p,
+        "lr": lr,
+        "seed": seed,
+        "finetune_steps": setup.finetune_steps,
+        "sparsities": list(setup.sparsities),
+        "causal": setup.causal,
+    }
 
 
 def _choose(setup: Setup, spec, mine: list) -> tuple[float, bool]:
@@ -129,21 +156,39 @@ def run_protocol(setup: Setup, ctx) -> dict:
     def unit(phase, spec, lr, seed, cfg):
         where = (setup.study, setup.size, phase, spec.key, lr, seed)
         label = f"{phase} {spec.label} " + (f"lr={lr:g}" if phase == "tune" else f"seed {seed}")
-        return Unit(cfg, label, lambda: work(setup, phase, spec, lr, seed, ctx.device, ctx.bar), where)
+        return Unit(
+            cfg, label, lambda: work(setup, phase, spec, lr, seed, ctx.device, ctx.bar), where
+        )
 
     if setup.fixed_lr is not None:
         for spec in setup.specs:
-            out["tuning"][spec.key], out["lr"][spec.key], out["edge"][spec.key] = [], setup.fixed_lr, False
+            out["tuning"][spec.key], out["lr"][spec.key], out["edge"][spec.key] = (
+                [],
+                setup.fixed_lr,
+                False,
+            )
     else:
-        units = [unit("tune", spec, lr, 0, _tune_config(setup, spec, lr))
-                 for spec in setup.specs for lr in setup.grids[spec.key]]
+        units = [
+            unit("tune", spec, lr, 0, _tune_config(setup, spec, lr))
+            for spec in setup.specs
+            for lr in setup.grids[spec.key]
+        ]
         recs = iter(ctx.run_units(units, f"{tag}: tuning"))
         for spec in setup.specs:
             mine = [next(recs) for _ in setup.grids[spec.key]]
             out["tuning"][spec.key] = mine
             out["lr"][spec.key], out["edge"][spec.key] = _choose(setup, spec, mine)
-    units = [unit("final", spec, out["lr"][spec.key], seed, _final_config(setup, spec, out["lr"][spec.key], seed))
-             for spec in setup.specs for seed in _seeds(setup)]
+    units = [
+        unit(
+            "final",
+            spec,
+            out["lr"][spec.key],
+            seed,
+            _final_config(setup, spec, out["lr"][spec.key], seed),
+        )
+        for spec in setup.specs
+        for seed in _seeds(setup)
+    ]
     recs = iter(ctx.run_units(units, f"{tag}: final runs"))
     for spec in setup.specs:
         out["final"][spec.key] = [next(recs) for _ in _seeds(setup)]
@@ -166,8 +211,12 @@ def _pending(setup: Setup, ctx) -> tuple[int, int]:
         tune += sum(r is None for r in mine)
         if all(r is not None for r in mine):
             lrs[spec.key] = _choose(setup, spec, mine)[0]
-    final = sum(spec.key not in lrs or ctx.load(_key(_final_config(setup, spec, lrs[spec.key], seed))) is None
-                for spec in setup.specs for seed in _seeds(setup))
+    final = sum(
+        spec.key not in lrs
+        or ctx.load(_key(_final_config(setup, spec, lrs[spec.key], seed))) is None
+        for spec in setup.specs
+        for seed in _seeds(setup)
+    )
     return tune, final
 
 
@@ -187,8 +236,8 @@ def _unit_costs(setup: Setup, device) -> tuple[float, float]:
     model = setup.build(0)
     spec = setup.specs[0]
     lr = setup.fixed_lr or setup.grids[spec.key][0]
-    kw = dict(spec=spec, lr=lr, epochs=10 ** 6, batch=setup.batch, seed=0, device=device)
-    train_model(model, setup.task, setup.train, max_steps=1, **kw)                       # warm-up
+    kw = dict(spec=spec, lr=lr, epochs=10**6, batch=setup.batch, seed=0, device=device)
+    train_model(model, setup.task, setup.train, max_steps=1, **kw)  # warm-up
     t0 = time.perf_counter()
     train_model(model, setup.task, setup.train, max_steps=3, **kw)
     step = (time.perf_counter() - t0) / 3
@@ -198,14 +247,17 @@ def _unit_costs(setup: Setup, device) -> tuple[float, float]:
     predict_proba(model, setup.task, items, device=device)
     item = (time.perf_counter() - t0) / max(len(items), 1)
     steps = _steps(setup)
-    evals = len(setup.val) * setup.epochs                                                # validation each epoch
+    evals = len(setup.val) * setup.epochs  # validation each epoch
     tune = steps * step + evals * item
     n_test, n_time = len(setup.test), min(len(setup.test), setup.time_limit)
     settings = len(setup.prune_sets) * len(setup.sparsities)
-    forwards = (evals + n_test                                                           # training, test accuracy
-                + (5 * n_test if setup.causal else 0)                                    # choose (fwd+bwd) + 3 removals
-                + (4 * n_time if settings else 0)                                        # dense timing
-                + settings * (2 * n_test + 4 * CSR_FACTOR * n_time))                     # pruned, fine-tuned, CSR timing
+    forwards = (
+        evals
+        + n_test  # training, test accuracy
+        + (5 * n_test if setup.causal else 0)  # choose (fwd+bwd) + 3 removals
+        + (4 * n_time if settings else 0)  # dense timing
+        + settings * (2 * n_test + 4 * CSR_FACTOR * n_time)
+    )  # pruned, fine-tuned, CSR timing
     final = (steps + setup.finetune_steps * settings) * step + forwards * item
     return tune, final
 
@@ -228,8 +280,10 @@ def estimate(setups: list, ctx, *, startup_s: float = 0.0):
         busiest = max(busiest, w_t, w_f)
     if busiest > 1:
         seconds += startup_s
-    basis = (f"one training step and one forward pass timed here, {ctx.workers} worker(s); rough: load and "
-             f"analyses vary, progress lines refine it")
+    basis = (
+        f"one training step and one forward pass timed here, {ctx.workers} worker(s); rough: load and "
+        f"analyses vary, progress lines refine it"
+    )
     return Estimate(runs, seconds, basis)
 
 
@@ -238,8 +292,11 @@ def work(setup: Setup, phase: str, spec, lr: float, seed: int, device, bar=_no_b
     if phase == "tune":
         with bar(_steps(setup), f"  {spec.label} lr={lr:g}", leave=False) as b:
             _, curves = _train(setup, spec, lr, seed, device, b)
-        return {"val_acc": curves.val_acc[-1] if curves.val_acc else None, "curves": curves.as_dict(),
-                "diverged": curves.diverged}
+        return {
+            "val_acc": curves.val_acc[-1] if curves.val_acc else None,
+            "curves": curves.as_dict(),
+            "diverged": curves.diverged,
+        }
     return _final_work(setup, spec, lr, seed, device, bar)
 
 
@@ -258,16 +315,26 @@ def _final_work(setup: Setup, spec, lr: float, seed: int, device, bar) -> dict:
         res["test_acc"] = evaluate(model, setup.task, setup.test, device=device)
         res["val_acc"] = curves.val_acc[-1] if curves.val_acc else None
         att = setup.attention(model)
-        res["weights"] = {"threshold": threshold_counts(att), "histogram": histogram(att),
-                          "histogram_all": histogram(setup.prune_sets["all"](model))}
+        res["weights"] = {
+            "threshold": threshold_counts(att),
+            "histogram": histogram(att),
+            "histogram_all": histogram(setup.prune_sets["all"](model)),
+        }
         if setup.causal:
             from experiments.studies.causal import causal_test
 
             res["causal"] = causal_test(model, setup.task, setup.test, seed=seed, device=device)
         if setup.sparsities:
-            res["prune"] = prune_and_measure(model, sets=setup.prune_sets, sparsities=setup.sparsities,
-                                             task=setup.task, train_idx=setup.train, test_idx=setup.test,
-                                             setting=PruneSetting(spec, lr, setup.batch, seed, setup.finetune_steps),
-                                             device=device, time_idx=setup.test[:setup.time_limit],
-                                             on_step=b.update)
+            res["prune"] = prune_and_measure(
+                model,
+                sets=setup.prune_sets,
+                sparsities=setup.sparsities,
+                task=setup.task,
+                train_idx=setup.train,
+                test_idx=setup.test,
+                setting=PruneSetting(spec, lr, setup.batch, seed, setup.finetune_steps),
+                device=device,
+                time_idx=setup.test[: setup.time_limit],
+                on_step=b.update,
+            )
     return res

@@ -31,9 +31,23 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["THRESHOLD", "HIST_EDGES", "threshold_counts", "histogram", "SPARSITIES", "magnitude_masks", "apply_masks",
-           "zero_fraction", "csr_bytes", "model_bytes", "SparseLinear", "sparsify_linears", "time_forward",
-           "PruneSetting", "prune_and_measure"]
+__all__ = [
+    "THRESHOLD",
+    "HIST_EDGES",
+    "threshold_counts",
+    "histogram",
+    "SPARSITIES",
+    "magnitude_masks",
+    "apply_masks",
+    "zero_fraction",
+    "csr_bytes",
+    "model_bytes",
+    "SparseLinear",
+    "sparsify_linears",
+    "time_forward",
+    "PruneSetting",
+    "prune_and_measure",
+]
 
 SPARSITIES = (0.5, 0.7, 0.9, 0.95)
 
@@ -42,7 +56,9 @@ THRESHOLD = 0.06
 HIST_EDGES = np.linspace(-0.3, 0.3, 61)
 
 
-def threshold_counts(matrices: dict[str, torch.Tensor], *, threshold: float = THRESHOLD) -> dict[str, dict]:
+def threshold_counts(
+    matrices: dict[str, torch.Tensor], *, threshold: float = THRESHOLD
+) -> dict[str, dict]:
     """Per matrix: ``{"count": #|w| >= threshold, "size": entries, "fraction": count / size}``, plus ``"all"``."""
     out: dict[str, dict] = {}
     total = size = 0
@@ -58,8 +74,13 @@ def histogram(matrices: dict[str, torch.Tensor], *, edges: np.ndarray = HIST_EDG
     """Counts of all entries of ``matrices`` in ``edges`` (clipped into the end bins), and summary moments."""
     w = torch.cat([m.detach().reshape(-1).double().cpu() for m in matrices.values()]).numpy()
     counts, _ = np.histogram(np.clip(w, edges[0], edges[-1]), bins=edges)
-    return {"edges": edges.tolist(), "counts": counts.tolist(), "mean_abs": float(np.abs(w).mean()),
-            "max_abs": float(np.abs(w).max()), "size": int(w.size)}
+    return {
+        "edges": edges.tolist(),
+        "counts": counts.tolist(),
+        "mean_abs": float(np.abs(w).mean()),
+        "max_abs": float(np.abs(w).max()),
+        "size": int(w.size),
+    }
 
 
 def magnitude_masks(matrices: dict[str, torch.Tensor], sparsity: float) -> dict[str, torch.Tensor]:
@@ -76,7 +97,7 @@ def magnitude_masks(matrices: dict[str, torch.Tensor], sparsity: float) -> dict[
     out, start = {}, 0
     for n in names:
         size = matrices[n].numel()
-        out[n] = keep[start:start + size].reshape(matrices[n].shape)
+        out[n] = keep[start : start + size].reshape(matrices[n].shape)
         start += size
     return out
 
@@ -110,8 +131,12 @@ def model_bytes(model: nn.Module, sparse: dict[str, torch.Tensor]) -> dict:
     dense_rest = sum(4 * p.numel() for p in model.parameters() if id(p) not in ids)
     set_dense = sum(4 * w.numel() for w in sparse.values())
     set_csr = sum(csr_bytes(w) for w in sparse.values())
-    return {"set_dense_bytes": set_dense, "set_csr_bytes": set_csr, "model_dense_bytes": dense_rest + set_dense,
-            "model_stored_bytes": dense_rest + min(set_csr, set_dense)}
+    return {
+        "set_dense_bytes": set_dense,
+        "set_csr_bytes": set_csr,
+        "model_dense_bytes": dense_rest + set_dense,
+        "model_stored_bytes": dense_rest + min(set_csr, set_dense),
+    }
 
 
 class SparseLinear(nn.Module):
@@ -144,8 +169,15 @@ def sparsify_linears(model: nn.Module, names: set[str]) -> nn.Module:
 
 
 @torch.no_grad()
-def time_forward(model: nn.Module, task, idx: np.ndarray, *, device: torch.device, repeats: int = 3,
-                 batch: int = 256) -> float:
+def time_forward(
+    model: nn.Module,
+    task,
+    idx: np.ndarray,
+    *,
+    device: torch.device,
+    repeats: int = 3,
+    batch: int = 256,
+) -> float:
     """Median seconds of one eval-mode forward pass over ``idx`` (after one warm-up pass)."""
     from experiments.studies.train import predict_proba
 
@@ -173,16 +205,30 @@ class PruneSetting:
     steps: int
 
 
-def prune_and_measure(model: nn.Module, *, sets: dict[str, callable], sparsities, task, train_idx, test_idx,
-                      setting: PruneSetting, device: torch.device, time_idx=None, repeats: int = 3,
-                      on_step=None) -> dict:
+def prune_and_measure(
+    model: nn.Module,
+    *,
+    sets: dict[str, callable],
+    sparsities,
+    task,
+    train_idx,
+    test_idx,
+    setting: PruneSetting,
+    device: torch.device,
+    time_idx=None,
+    repeats: int = 3,
+    on_step=None,
+) -> dict:
     """For every set (name -> function giving a model's matrices) and sparsity: the zero fraction
     reached, test accuracy without retraining and after ``setting.steps`` masked fine-tune steps,
     the stored size, and forward times (dense kernels; CSR kernels). ``model`` is not changed."""
     from experiments.studies.train import evaluate, train_model
 
     time_idx = test_idx if time_idx is None else time_idx
-    out: dict = {"dense_seconds": time_forward(model, task, time_idx, device=device, repeats=repeats), "sets": {}}
+    out: dict = {
+        "dense_seconds": time_forward(model, task, time_idx, device=device, repeats=repeats),
+        "sets": {},
+    }
     for set_name, get in sets.items():
         rows = []
         for s in sparsities:
@@ -190,21 +236,45 @@ def prune_and_measure(model: nn.Module, *, sets: dict[str, callable], sparsities
             mats = get(pruned)
             masks = magnitude_masks(mats, s)
             apply_masks(mats, masks)
-            row = {"sparsity": s, "zero_fraction": zero_fraction(mats),
-                   "acc_pruned": evaluate(pruned, task, test_idx, device=device), **model_bytes(pruned, mats)}
-            linears = {n for n, m in pruned.named_modules() if isinstance(m, nn.Linear) and
-                       any(m.weight is w for w in mats.values())}
+            row = {
+                "sparsity": s,
+                "zero_fraction": zero_fraction(mats),
+                "acc_pruned": evaluate(pruned, task, test_idx, device=device),
+                **model_bytes(pruned, mats),
+            }
+            linears = {
+                n
+                for n, m in pruned.named_modules()
+                if isinstance(m, nn.Linear) and any(m.weight is w for w in mats.values())
+            }
             sparse_model = sparsify_linears(pruned, linears)
-            row["sparse_seconds"] = time_forward(sparse_model, task, time_idx, device=device, repeats=repeats)
+            row["sparse_seconds"] = time_forward(
+                sparse_model, task, time_idx, device=device, repeats=repeats
+            )
             names = {id(w): n for n, w in pruned.named_parameters()}
             grad_mask = {names[id(w)]: masks[k] for k, w in mats.items()}
-            curves = train_model(pruned, task, train_idx, spec=setting.spec, lr=setting.lr, epochs=10 ** 6,
-                                 batch=setting.batch, seed=setting.seed, device=device, grad_mask=grad_mask,
-                                 max_steps=setting.steps, on_step=on_step)
+            curves = train_model(
+                pruned,
+                task,
+                train_idx,
+                spec=setting.spec,
+                lr=setting.lr,
+                epochs=10**6,
+                batch=setting.batch,
+                seed=setting.seed,
+                device=device,
+                grad_mask=grad_mask,
+                max_steps=setting.steps,
+                on_step=on_step,
+            )
             mats = get(pruned)
             row["zero_fraction_after_finetune"] = zero_fraction(mats)
             row["finetune_diverged"] = curves.diverged
-            row["acc_finetuned"] = evaluate(pruned, task, test_idx, device=device) if not curves.diverged else float("nan")
+            row["acc_finetuned"] = (
+                evaluate(pruned, task, test_idx, device=device)
+                if not curves.diverged
+                else float("nan")
+            )
             rows.append(row)
         out["sets"][set_name] = rows
     return out

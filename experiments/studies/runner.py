@@ -33,7 +33,16 @@ from certify.io.jsonenc import jsonable
 from experiments.runtime.outputs import write_text_atomic
 from experiments.runtime.store import RunStore, content_key
 
-__all__ = ["FORMAT", "StudyStatus", "run_key", "Unit", "StudyContext", "check_study_dir", "open_study", "dumps"]
+__all__ = [
+    "FORMAT",
+    "StudyStatus",
+    "run_key",
+    "Unit",
+    "StudyContext",
+    "check_study_dir",
+    "open_study",
+    "dumps",
+]
 
 FORMAT = "mdcert-study-1"
 META = "study.json"
@@ -45,8 +54,8 @@ class StudyStatus(Enum):
 
     RUNNING = "running"
     FINISHED = "finished"
-    INTERRUPTED = "interrupted"     #: Ctrl-C: finished runs are kept, a rerun resumes
-    FAILED = "failed"               #: an error stopped it: finished runs are kept
+    INTERRUPTED = "interrupted"  #: Ctrl-C: finished runs are kept, a rerun resumes
+    FAILED = "failed"  #: an error stopped it: finished runs are kept
 
 
 def dumps(obj) -> str:
@@ -126,8 +135,15 @@ class StudyContext:
         return self._store(unit, key, result, time.perf_counter() - t0, time.process_time() - c0)
 
     def _store(self, unit: Unit, key: str, result: dict, seconds: float, cpu: float) -> dict:
-        record = {"key": key, "label": unit.label, "config": unit.config, "seconds": seconds, "cpu_seconds": cpu,
-                  "load": os.getloadavg()[0], "result": result}
+        record = {
+            "key": key,
+            "label": unit.label,
+            "config": unit.config,
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "load": os.getloadavg()[0],
+            "result": result,
+        }
         self.store.write_text(key, dumps(record))
         self.trained += 1
         self.seconds += seconds
@@ -161,7 +177,9 @@ class StudyContext:
                 for i, key in pending:
                     t0, c0 = time.perf_counter(), time.process_time()
                     result = units[i].local()
-                    records[i] = self._store(units[i], key, result, time.perf_counter() - t0, time.process_time() - c0)
+                    records[i] = self._store(
+                        units[i], key, result, time.perf_counter() - t0, time.process_time() - c0
+                    )
                     bar.update(1)
                 return records
 
@@ -181,8 +199,12 @@ class StudyContext:
 
         from experiments.runtime.pool import Pool
 
-        pool = Pool(min(self.workers, len(pending)), initializer=self.remote.init,
-                    initargs=(os.getpid(),), blas_threads=None)
+        pool = Pool(
+            min(self.workers, len(pending)),
+            initializer=self.remote.init,
+            initargs=(os.getpid(),),
+            blas_threads=None,
+        )
         finished = False
         try:
             futures = {pool.submit(self.remote, units[i].where): (i, key) for i, key in pending}
@@ -197,9 +219,16 @@ class StudyContext:
 
     def set_status(self, status: StudyStatus) -> None:
         """Rewrite ``study.json`` with ``status`` and this invocation's counts (atomically)."""
-        meta = {"format": FORMAT, "kind": self.kind, "options": self.options, "status": status.value,
-                "runs_trained_now": self.trained, "runs_reused": self.reused,
-                "wall_seconds_of_runs_now": self.seconds, "cpu_seconds_of_runs_now": self.cpu_seconds}
+        meta = {
+            "format": FORMAT,
+            "kind": self.kind,
+            "options": self.options,
+            "status": status.value,
+            "runs_trained_now": self.trained,
+            "runs_reused": self.reused,
+            "wall_seconds_of_runs_now": self.seconds,
+            "cpu_seconds_of_runs_now": self.cpu_seconds,
+        }
         write_text_atomic(self.root / META, dumps(meta))
 
     def bar(self, total: int, desc: str, *, leave: bool = True):
@@ -228,26 +257,44 @@ def check_study_dir(root: str | os.PathLike, *, kind: str) -> Path:
     meta = out / META
     if out.is_dir() and any(out.iterdir()):
         if not meta.is_file():
-            raise MdcertError(f"-o {str(out)!r} exists, is not empty and holds no {META}; give a new directory "
-                              f"or a study directory to resume")
+            raise MdcertError(
+                f"-o {str(out)!r} exists, is not empty and holds no {META}; give a new directory "
+                f"or a study directory to resume"
+            )
         try:
             old = json.loads(meta.read_text())
         except (OSError, ValueError):
-            raise MdcertError(f"-o {str(out)!r}: {META} is not readable JSON; give a new directory") from None
+            raise MdcertError(
+                f"-o {str(out)!r}: {META} is not readable JSON; give a new directory"
+            ) from None
         if not isinstance(old, dict) or old.get("kind") != kind:
-            raise MdcertError(f"-o {str(out)!r} holds a study of kind {old.get('kind') if isinstance(old, dict) else None!r}, "
-                              f"not {kind!r}; give another directory")
+            raise MdcertError(
+                f"-o {str(out)!r} holds a study of kind {old.get('kind') if isinstance(old, dict) else None!r}, "
+                f"not {kind!r}; give another directory"
+            )
     else:
         check_output_dir(out, option="-o", overwrite=False)
     return out
 
 
-def open_study(root: str | os.PathLike, *, kind: str, options: dict, device, progress: bool | None = None,
-               config=None, remote=None, workers: int = 1, threads: int = 1) -> StudyContext:
+def open_study(
+    root: str | os.PathLike,
+    *,
+    kind: str,
+    options: dict,
+    device,
+    progress: bool | None = None,
+    config=None,
+    remote=None,
+    workers: int = 1,
+    threads: int = 1,
+) -> StudyContext:
     """Create or reopen the study directory ``root`` for ``kind`` (`check_study_dir` first);
     ``config`` and ``remote`` as in `StudyContext`."""
     out = check_study_dir(root, kind=kind)
     RunStore(out / RUNS).ensure()
-    ctx = StudyContext(out, kind, device, progress, config, workers, threads, options=options, remote=remote)
+    ctx = StudyContext(
+        out, kind, device, progress, config, workers, threads, options=options, remote=remote
+    )
     ctx.set_status(StudyStatus.RUNNING)
     return ctx

@@ -37,8 +37,15 @@ class Interval:
     method: str = "t-interval over seeds"
 
     def as_dict(self) -> dict:
-        return {"mean": self.mean, "low": self.low, "high": self.high, "n": self.n, "sd": self.sd,
-                "level": self.level, "method": self.method}
+        return {
+            "mean": self.mean,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "sd": self.sd,
+            "level": self.level,
+            "method": self.method,
+        }
 
     def text(self, scale: float = 1.0, digits: int = 2) -> str:
         """``"74.10 [73.20, 75.00]"`` (values times ``scale``); ``"74.10 (n=1, no interval)"``."""
@@ -54,8 +61,9 @@ class Interval:
         return self.low is not None and (self.low > 0 or self.high < 0)
 
 
-def t_interval(values: Sequence[float], *, level: float = 0.95,
-               support: tuple[float, float] | None = None) -> Interval:
+def t_interval(
+    values: Sequence[float], *, level: float = 0.95, support: tuple[float, float] | None = None
+) -> Interval:
     """Student-t interval of the mean of the finite ``values`` (NaN entries are dropped and counted out),
     intersected with ``support`` (``(0, inf)`` for a count, ``(0, 1)`` for a rate) when given."""
     from scipy import stats
@@ -73,16 +81,32 @@ def t_interval(values: Sequence[float], *, level: float = 0.95,
     if support is None:
         return Interval(mean, mean - half, mean + half, n, sd, level)
     lo, hi = support
-    return Interval(mean, max(mean - half, lo), min(mean + half, hi), n, sd, level,
-                    f"t-interval over seeds, clipped to [{lo:g}, {hi:g}]")
+    return Interval(
+        mean,
+        max(mean - half, lo),
+        min(mean + half, hi),
+        n,
+        sd,
+        level,
+        f"t-interval over seeds, clipped to [{lo:g}, {hi:g}]",
+    )
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], *, level: float = 0.95,
-                      support: tuple[float, float] | None = None) -> Interval:
+def paired_difference(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    level: float = 0.95,
+    support: tuple[float, float] | None = None,
+) -> Interval:
     """Interval of the mean of ``a[i] - b[i]`` over pairs where both are finite (same seed ``i``),
     intersected with ``support`` when given (``(-1, 1)`` for a difference of two rates)."""
     if len(a) != len(b):
         raise ValueError(f"paired values of different lengths: {len(a)} and {len(b)}")
-    d = [x - y for x, y in zip(a, b) if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    d = [
+        x - y
+        for x, y in zip(a, b)
+        if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)
+    ]
     iv = t_interval(d, level=level, support=support)
     return Interval(iv.mean, iv.low, iv.high, iv.n, iv.sd, level, "paired " + iv.method)

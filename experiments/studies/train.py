@@ -23,8 +23,21 @@ from torch.nn import functional as F
 
 from certify.errors import MdcertError
 
-__all__ = ["OptimizerSpec", "parse_optimizer", "make_optimizer", "Task", "TextTask", "ImageTask", "Curves",
-           "train_model", "evaluate", "predict_proba", "set_determinism", "resolve_device", "iterate_batches"]
+__all__ = [
+    "OptimizerSpec",
+    "parse_optimizer",
+    "make_optimizer",
+    "Task",
+    "TextTask",
+    "ImageTask",
+    "Curves",
+    "train_model",
+    "evaluate",
+    "predict_proba",
+    "set_determinism",
+    "resolve_device",
+    "iterate_batches",
+]
 
 
 @dataclass(frozen=True)
@@ -58,7 +71,9 @@ def parse_optimizer(text: str) -> OptimizerSpec:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and 1 < value <= 100):
-        raise MdcertError(f"unknown optimizer {text!r}; use adam, gd or an exponent 1 < p <= 100 such as 1.1")
+        raise MdcertError(
+            f"unknown optimizer {text!r}; use adam, gd or an exponent 1 < p <= 100 such as 1.1"
+        )
     return OptimizerSpec("md", t.rstrip("0").rstrip(".") if "." in t else t)
 
 
@@ -82,7 +97,9 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise MdcertError("--device cuda: no CUDA device is available here; use --device cpu or auto")
+        raise MdcertError(
+            "--device cuda: no CUDA device is available here; use --device cpu or auto"
+        )
     if name not in ("cpu", "cuda"):
         raise MdcertError(f"--device {name!r}: use auto, cpu or cuda")
     return torch.device(name)
@@ -134,21 +151,38 @@ class Curves:
     message: str = ""
 
     def as_dict(self) -> dict:
-        return {"train_loss": self.train_loss, "val_acc": self.val_acc, "epoch_seconds": self.epoch_seconds,
-                "diverged": self.diverged, "message": self.message}
+        return {
+            "train_loss": self.train_loss,
+            "val_acc": self.val_acc,
+            "epoch_seconds": self.epoch_seconds,
+            "diverged": self.diverged,
+            "message": self.message,
+        }
 
 
 def iterate_batches(n: int, batch: int, gen: torch.Generator | None):
     """Index batches of ``range(n)``: shuffled by ``gen`` (None: in order); the last may be short."""
     order = torch.randperm(n, generator=gen) if gen is not None else torch.arange(n)
     for s in range(0, n, batch):
-        yield order[s:s + batch]
+        yield order[s : s + batch]
 
 
-def train_model(model: nn.Module, task: Task, train_idx: np.ndarray, *, spec: OptimizerSpec, lr: float,
-                epochs: int, batch: int, seed: int, device: torch.device, val: tuple[Task, np.ndarray] | None = None,
-                grad_mask: dict[str, torch.Tensor] | None = None, max_steps: int | None = None,
-                on_step: Callable[[], None] | None = None) -> Curves:
+def train_model(
+    model: nn.Module,
+    task: Task,
+    train_idx: np.ndarray,
+    *,
+    spec: OptimizerSpec,
+    lr: float,
+    epochs: int,
+    batch: int,
+    seed: int,
+    device: torch.device,
+    val: tuple[Task, np.ndarray] | None = None,
+    grad_mask: dict[str, torch.Tensor] | None = None,
+    max_steps: int | None = None,
+    on_step: Callable[[], None] | None = None,
+) -> Curves:
     """Train ``model`` in place; returns its `Curves`.
 
     Args:
@@ -163,7 +197,7 @@ def train_model(model: nn.Module, task: Task, train_idx: np.ndarray, *, spec: Op
     named = dict(model.named_parameters())
     masks = {named[k]: m.to(device) for k, m in (grad_mask or {}).items()}
     gen = torch.Generator().manual_seed(int(seed) + 1)
-    torch.manual_seed(int(seed) + 2)           # dropout
+    torch.manual_seed(int(seed) + 2)  # dropout
     idx_all = torch.as_tensor(np.asarray(train_idx, dtype=np.int64))
     steps = 0
     for _ in range(epochs):
@@ -193,14 +227,18 @@ def train_model(model: nn.Module, task: Task, train_idx: np.ndarray, *, spec: Op
         curves.epoch_seconds.append(time.perf_counter() - t0)
         curves.train_loss.append(total / max(count, 1))
         if val is not None:
-            curves.val_acc.append(evaluate(model, val[0], val[1], device=device) if not curves.diverged else math.nan)
+            curves.val_acc.append(
+                evaluate(model, val[0], val[1], device=device) if not curves.diverged else math.nan
+            )
         if curves.diverged or (max_steps is not None and steps >= max_steps):
             break
     return curves
 
 
 @torch.no_grad()
-def predict_proba(model: nn.Module, task: Task, idx: np.ndarray, *, device: torch.device, batch: int = 256) -> np.ndarray:
+def predict_proba(
+    model: nn.Module, task: Task, idx: np.ndarray, *, device: torch.device, batch: int = 256
+) -> np.ndarray:
     """Class probabilities (len(idx), classes) in eval mode (no dropout), float64."""
     model.to(device).eval()
     out = []

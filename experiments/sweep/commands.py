@@ -19,7 +19,11 @@ __all__ = ["CERTIFY", "CHECK", "SYNTH", "PATHS", "alpha_text"]
 
 def alpha_text(value: object) -> object:
     """A list of token indices becomes the command's ``"0,3,1"``."""
-    if isinstance(value, list) and value and all(isinstance(a, int) and not isinstance(a, bool) for a in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(a, int) and not isinstance(a, bool) for a in value)
+    ):
         return ",".join(str(a) for a in value)
     return value
 
@@ -47,39 +51,125 @@ def written(record: Path, code: int) -> str:
 
 # ----------------------------------------------------------------------------------------- kinds
 #: what a certify job imports on its first run (loaded by the worker's start-up, not charged to the job)
-_CERTIFY_STACK = ("numpy", "scipy.linalg", "scipy.optimize", "flint", "certify.problem", "certify.svm",
-                  "certify.certificate", "certify.export", "certify.check.verified", "certify.workingset",
-                  "certify.warmstart", "certify.classify", "certify.info", "certify.loaders", "threadpoolctl",
-                  "experiments.runtime.progress", "certify.io.atomic", "experiments.runtime.outputs")
+_CERTIFY_STACK = (
+    "numpy",
+    "scipy.linalg",
+    "scipy.optimize",
+    "flint",
+    "certify.problem",
+    "certify.svm",
+    "certify.certificate",
+    "certify.export",
+    "certify.check.verified",
+    "certify.workingset",
+    "certify.warmstart",
+    "certify.classify",
+    "certify.info",
+    "certify.loaders",
+    "threadpoolctl",
+    "experiments.runtime.progress",
+    "certify.io.atomic",
+    "experiments.runtime.outputs",
+)
 
 CERTIFY = JobKind(
-    name="certify", command="certify", grid=("problem", "p", "svm", "alpha", "digits", "time_limit"),
-    files=("problem",), decimals=("p",), convert={"alpha": alpha_text},
-    output_flag="-o", output_name="cert.json", ok_codes=frozenset({0, 2, 3}),
-    verdict=certify_verdict, verdicts=("optimal", "infeasible", "no_verified_result"), preload=_CERTIFY_STACK)
+    name="certify",
+    command="certify",
+    grid=("problem", "p", "svm", "alpha", "digits", "time_limit"),
+    files=("problem",),
+    decimals=("p",),
+    convert={"alpha": alpha_text},
+    output_flag="-o",
+    output_name="cert.json",
+    ok_codes=frozenset({0, 2, 3}),
+    verdict=certify_verdict,
+    verdicts=("optimal", "infeasible", "no_verified_result"),
+    preload=_CERTIFY_STACK,
+)
 
 CHECK = JobKind(
-    name="check", command="check",
-    grid=("problem", "p", "theorem", "alpha", "init", "lr", "steps", "mu", "R", "loss", "segment", "digits"),
-    files=("problem", "init"), decimals=("p", "lr", "mu", "R"), required=("problem", "p"),
+    name="check",
+    command="check",
+    grid=(
+        "problem",
+        "p",
+        "theorem",
+        "alpha",
+        "init",
+        "lr",
+        "steps",
+        "mu",
+        "R",
+        "loss",
+        "segment",
+        "digits",
+    ),
+    files=("problem", "init"),
+    decimals=("p", "lr", "mu", "R"),
+    required=("problem", "p"),
     convert={"alpha": alpha_text},
-    output_flag="--json", output_name="report.json", ok_codes=frozenset({0}),
-    verdict=check_verdict, verdicts=("holds", "fails", "undecided"),
-    preload=_CERTIFY_STACK + ("theorems.catalogue", "theorems.loss_parse", "certify.check", "experiments.runtime.terminal",
-                              "experiments.paths.trajectory",
-                              "sympy", "sympy.combinatorics", "sympy.tensor.tensor", "sympy.sets.setexpr",
-                              "sympy.assumptions.wrapper"))  # sympy loads these on its first use
+    output_flag="--json",
+    output_name="report.json",
+    ok_codes=frozenset({0}),
+    verdict=check_verdict,
+    verdicts=("holds", "fails", "undecided"),
+    preload=_CERTIFY_STACK
+    + (
+        "theorems.catalogue",
+        "theorems.loss_parse",
+        "certify.check",
+        "experiments.runtime.terminal",
+        "experiments.paths.trajectory",
+        "sympy",
+        "sympy.combinatorics",
+        "sympy.tensor.tensor",
+        "sympy.sets.setexpr",
+        "sympy.assumptions.wrapper",
+    ),
+)  # sympy loads these on its first use
 
 SYNTH = JobKind(
-    name="synth", command="synth", grid=("n", "T", "d", "seed"),
-    output_flag="-o", output_name="problem.npz", ok_codes=frozenset({0}), verdict=written,
-    preload=("numpy", "certify.problem"))
+    name="synth",
+    command="synth",
+    grid=("n", "T", "d", "seed"),
+    output_flag="-o",
+    output_name="problem.npz",
+    ok_codes=frozenset({0}),
+    verdict=written,
+    preload=("numpy", "certify.problem"),
+)
 
 PATHS = JobKind(
-    name="paths", command="paths",
-    grid=("problem", "p", "steps", "lr", "trials", "inits", "seed", "normalize", "cross", "train_decoder",
-          "decoder_lr", "records", "tail", "digits", "workers", "no_certify", "device", "dtype", "n", "T", "d"),
-    dests={"problem": "problems"},          # one problem file a job (the command takes several)
+    name="paths",
+    command="paths",
+    grid=(
+        "problem",
+        "p",
+        "steps",
+        "lr",
+        "trials",
+        "inits",
+        "seed",
+        "normalize",
+        "cross",
+        "train_decoder",
+        "decoder_lr",
+        "records",
+        "tail",
+        "digits",
+        "workers",
+        "no_certify",
+        "device",
+        "dtype",
+        "n",
+        "T",
+        "d",
+    ),
+    dests={"problem": "problems"},  # one problem file a job (the command takes several)
     files=("problem",),
-    output_flag="-o", output_name="run", ok_codes=frozenset({0}), verdict=written,
-    preload=("numpy", "torch") + _CERTIFY_STACK)
+    output_flag="-o",
+    output_name="run",
+    ok_codes=frozenset({0}),
+    verdict=written,
+    preload=("numpy", "torch") + _CERTIFY_STACK,
+)

@@ -56,7 +56,7 @@ def file_sha256(path: str | os.PathLike) -> str:
     """sha256 of a file's bytes, read in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(2 ** 20), b""):
+        for chunk in iter(lambda: fh.read(2**20), b""):
             h.update(chunk)
     return h.hexdigest()
 
@@ -76,14 +76,26 @@ class FileDigests:
 
 def job_key(kind: str, values: dict, files: dict[str, str], version: str) -> str:
     """The content key of a job: ``files`` maps each file parameter to its sha256."""
-    params = {name: ({"sha256": files[name]} if name in files else value) for name, value in values.items()}
-    text = json.dumps({"kind": kind, "params": params, "version": version}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=True)
+    params = {
+        name: ({"sha256": files[name]} if name in files else value)
+        for name, value in values.items()
+    }
+    text = json.dumps(
+        {"kind": kind, "params": params, "version": version},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def iter_jobs(spec: SweepSpec, store: str | Path, *, digests: FileDigests | None = None,
-              version: str | None = None) -> Iterator[Job]:
+def iter_jobs(
+    spec: SweepSpec,
+    store: str | Path,
+    *,
+    digests: FileDigests | None = None,
+    version: str | None = None,
+) -> Iterator[Job]:
     """Lazily, the jobs of every grid point (keys may repeat when two inputs hold the same bytes)."""
     digests = digests or FileDigests()
     version = version or mdcert_version()
@@ -91,7 +103,12 @@ def iter_jobs(spec: SweepSpec, store: str | Path, *, digests: FileDigests | None
     store = str(Path(store).resolve())
     for values, labels in spec.points():
         files = {name: digests(values[name]) for name in file_axes}
-        yield Job(key=job_key(spec.kind, values, files, version), kind=spec.kind,
-                  values=tuple(values.items()), labels=tuple(labels.items()),
-                  inputs=tuple((values[name], files[name]) for name in file_axes),
-                  version=version, store=store)
+        yield Job(
+            key=job_key(spec.kind, values, files, version),
+            kind=spec.kind,
+            values=tuple(values.items()),
+            labels=tuple(labels.items()),
+            inputs=tuple((values[name], files[name]) for name in file_axes),
+            version=version,
+            store=store,
+        )

@@ -24,19 +24,29 @@ from typing import Callable, Iterator, Mapping
 from certify.errors import MdcertError
 from certify.lazy import lazy_registry
 
-__all__ = ["ParamType", "Param", "JobKind", "KINDS", "get_kind", "kind_names",
-           "command_parser", "grid_params"]
+__all__ = [
+    "ParamType",
+    "Param",
+    "JobKind",
+    "KINDS",
+    "get_kind",
+    "kind_names",
+    "command_parser",
+    "grid_params",
+]
 
 
 class ParamType(Enum):
     """How a grid value is read from the SPEC and passed on the command line."""
 
-    TEXT = "text"        #: a string (a TOML integer is accepted and written in decimal)
-    DECIMAL = "decimal"  #: an exact decimal string; TOML numbers are read through their shortest repr
-    INT = "int"          #: an integer (a ``{start, stop, step}`` table expands to a range)
-    FLOAT = "float"      #: a finite number
-    BOOL = "bool"        #: a flag: true passes it, false leaves it out
-    FILE = "file"        #: an input file, relative to the SPEC; hashed into the job's key
+    TEXT = "text"  #: a string (a TOML integer is accepted and written in decimal)
+    DECIMAL = (
+        "decimal"  #: an exact decimal string; TOML numbers are read through their shortest repr
+    )
+    INT = "int"  #: an integer (a ``{start, stop, step}`` table expands to a range)
+    FLOAT = "float"  #: a finite number
+    BOOL = "bool"  #: a flag: true passes it, false leaves it out
+    FILE = "file"  #: an input file, relative to the SPEC; hashed into the job's key
 
 
 @dataclass(frozen=True)
@@ -122,8 +132,11 @@ class JobKind:
         """What a worker imports before its first job: ``preload`` and the command's module."""
         from experiments.commands import COMMAND_MODULES
 
-        return self.preload + ("experiments.commands", "experiments.commands.outcome",
-                               COMMAND_MODULES[self.command])
+        return self.preload + (
+            "experiments.commands",
+            "experiments.commands.outcome",
+            COMMAND_MODULES[self.command],
+        )
 
     def argv(self, values: Mapping[str, object], record: str | Path) -> list[str]:
         """The command line of one job, writing its output inside the directory ``record``.
@@ -143,7 +156,7 @@ class JobKind:
                 if value:
                     argv.append(p.flag)
             else:
-                argv.append(f"{p.flag}={value}")   # attached: a value like -1 stays a value
+                argv.append(f"{p.flag}={value}")  # attached: a value like -1 stays a value
         argv.extend(self.extra_argv)
         argv += [self.output_flag, str(Path(record) / self.output_name)]
         return argv
@@ -162,7 +175,7 @@ def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
     """Every action of ``parser`` and of its sub-parsers (a command with sub-commands: study)."""
     for action in parser._actions:  # noqa: SLF001 - argparse has no public list of its actions
         yield action
-        if isinstance(action.choices, dict):           # sub-commands: name -> parser
+        if isinstance(action.choices, dict):  # sub-commands: name -> parser
             for sub in dict.fromkeys(action.choices.values()):
                 if isinstance(sub, argparse.ArgumentParser):
                     yield from _actions(sub)
@@ -202,15 +215,25 @@ def grid_params(kind: JobKind) -> tuple[Param, ...]:
     for name in kind.grid:
         action = by_dest.get(kind.dests.get(name, name))
         if action is None:
-            raise MdcertError(f"sweep kind {kind.name!r}: mdcert {kind.command} has no option for grid.{name}")
+            raise MdcertError(
+                f"sweep kind {kind.name!r}: mdcert {kind.command} has no option for grid.{name}"
+            )
         choices = tuple(str(c) for c in action.choices) if action.choices else ()
         if action.option_strings:
             required = bool(action.required)
-        else:                                # argparse marks a bare '*' positional required, yet it may be empty
+        else:  # argparse marks a bare '*' positional required, yet it may be empty
             required = action.nargs not in ("?", "*")
         required = required or name in kind.required
-        params.append(Param(name, _type(kind, name, action), _flag(action), required=required, choices=choices,
-                            convert=kind.convert.get(name)))
+        params.append(
+            Param(
+                name,
+                _type(kind, name, action),
+                _flag(action),
+                required=required,
+                choices=choices,
+                convert=kind.convert.get(name),
+            )
+        )
     return tuple(params)
 
 

@@ -42,8 +42,9 @@ class LocalEngine:
 
     name = "local"
 
-    def __init__(self, *, workers: int, retries: int, preload: tuple[str, ...] = (),
-                 depth: int = 2) -> None:
+    def __init__(
+        self, *, workers: int, retries: int, preload: tuple[str, ...] = (), depth: int = 2
+    ) -> None:
         self.workers, self.retries, self.depth = workers, retries, depth
         self.preload = tuple(preload)
         self.pool = None
@@ -60,8 +61,10 @@ class LocalEngine:
             self.pool.wait_ready()
         except WorkerStartError as exc:
             self.close(kill=True)
-            raise RuntimeError(f"a sweep worker failed to start ({exc.description}); run the job's "
-                               f"command alone to see why") from None
+            raise RuntimeError(
+                f"a sweep worker failed to start ({exc.description}); run the job's "
+                f"command alone to see why"
+            ) from None
         self.startup_s = time.perf_counter() - t0
         return self.startup_s
 
@@ -127,22 +130,27 @@ class LocalEngine:
 
         try:
             line = future.result()
-        except (WorkerDied, SystemExit) as exc:      # SystemExit: the worker was told to stop
+        except (WorkerDied, SystemExit) as exc:  # SystemExit: the worker was told to stop
             code = exc.exitcode if isinstance(exc, WorkerDied) else exc.code
             attempts = deaths.get(job.key, 0) + 1
             if attempts <= self.retries:
                 deaths[job.key] = attempts
                 return None
             deaths.pop(job.key, None)
-            return failed_record(job, f"worker process {describe_exit(code)} on all {attempts} "
-                                      f"attempts; the job may need more memory or time than a "
-                                      f"worker has", attempts=attempts)
-        except BrokenProcessPool:                     # the pool itself failed: the engine stops
+            return failed_record(
+                job,
+                f"worker process {describe_exit(code)} on all {attempts} "
+                f"attempts; the job may need more memory or time than a "
+                f"worker has",
+                attempts=attempts,
+            )
+        except BrokenProcessPool:  # the pool itself failed: the engine stops
             raise
         except Exception as exc:  # the store itself failed in the worker (disk full, permissions)
             attempts = deaths.pop(job.key, 0) + 1
-            return failed_record(job, f"worker error: {type(exc).__name__}: {exc}",
-                                 attempts=attempts)
+            return failed_record(
+                job, f"worker error: {type(exc).__name__}: {exc}", attempts=attempts
+            )
         deaths.pop(job.key, None)
         return line
 

@@ -64,9 +64,15 @@ def probe_address(address: str, *, timeout_s: float = PROBE_S) -> None:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             return
     except (OSError, ValueError) as exc:
-        why = "timed out" if isinstance(exc, TimeoutError) else (getattr(exc, "strerror", None) or _one_line(exc))
-        raise MdcertError(f"cannot reach the Ray cluster at {address!r} ({why}); start it with "
-                          f"'ray start --head' or check --address") from None
+        why = (
+            "timed out"
+            if isinstance(exc, TimeoutError)
+            else (getattr(exc, "strerror", None) or _one_line(exc))
+        )
+        raise MdcertError(
+            f"cannot reach the Ray cluster at {address!r} ({why}); start it with "
+            f"'ray start --head' or check --address"
+        ) from None
 
 
 def _python_handlers() -> dict:
@@ -107,12 +113,21 @@ class _NativeStderr:
         self.python = None
         try:
             uses_fd2 = sys.stderr.fileno() == 2
-        except (AttributeError, OSError, ValueError):   # replaced (a test's capture): nothing to keep
+        except (
+            AttributeError,
+            OSError,
+            ValueError,
+        ):  # replaced (a test's capture): nothing to keep
             uses_fd2 = False
         if uses_fd2:
             self.python = sys.stderr
-            sys.stderr = open(os.dup(self.saved), "w", buffering=1, encoding=self.python.encoding,  # noqa: SIM115
-                              errors="backslashreplace")
+            sys.stderr = open(
+                os.dup(self.saved),
+                "w",
+                buffering=1,
+                encoding=self.python.encoding,  # noqa: SIM115
+                errors="backslashreplace",
+            )
 
     def restore(self) -> None:
         sys.stderr.flush()
@@ -139,10 +154,22 @@ class RayEngine:
 
     name = "ray"
 
-    def __init__(self, *, workers: int, retries: int, address: str | None = None,
-                 preload: tuple[str, ...] = (), on_lost: Callable[[str], None] | None = None,
-                 native_log: str | os.PathLike | None = None) -> None:
-        self.workers, self.retries, self.address, self.preload = workers, retries, address, tuple(preload)
+    def __init__(
+        self,
+        *,
+        workers: int,
+        retries: int,
+        address: str | None = None,
+        preload: tuple[str, ...] = (),
+        on_lost: Callable[[str], None] | None = None,
+        native_log: str | os.PathLike | None = None,
+    ) -> None:
+        self.workers, self.retries, self.address, self.preload = (
+            workers,
+            retries,
+            address,
+            tuple(preload),
+        )
         self.on_lost, self.native_log = on_lost, native_log
         self._native: _NativeStderr | None = None
         self._closing = threading.Event()
@@ -158,7 +185,9 @@ class RayEngine:
         try:
             import ray
         except ImportError:
-            raise MdcertError("--engine ray needs Ray: pip install 'mdcert[ray]' (or use --engine local)") from None
+            raise MdcertError(
+                "--engine ray needs Ray: pip install 'mdcert[ray]' (or use --engine local)"
+            ) from None
         from experiments.sweep.worker import THREAD_VARS, execute, warm
 
         t0 = time.perf_counter()
@@ -171,27 +200,37 @@ class RayEngine:
             else:
                 from experiments.sweep.ray_local import LocalRay
 
-                env = {name: "1" for name in THREAD_VARS}   # one BLAS thread per worker
-                env["PYTHONPATH"] = CODE_ROOT               # workers import this very mdcert
+                env = {name: "1" for name in THREAD_VARS}  # one BLAS thread per worker
+                env["PYTHONPATH"] = CODE_ROOT  # workers import this very mdcert
                 self.local = LocalRay(cpus=self.workers, env=env)
                 address = self.local.start()
                 self.local.driver_env()
                 if self.on_lost is not None and self.local.raylet is not None:
-                    threading.Thread(target=self._watch, args=(self.local.raylet,), name="mdcert-raylet-watch",
-                                     daemon=True).start()
+                    threading.Thread(
+                        target=self._watch,
+                        args=(self.local.raylet,),
+                        name="mdcert-raylet-watch",
+                        daemon=True,
+                    ).start()
             handlers = _python_handlers()
             if self.native_log is not None:
                 self._native = _NativeStderr(self.native_log)
             try:
                 ray.init(address=address, **quiet)
             except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-                raise MdcertError(f"cannot connect to the Ray cluster at {address!r} ({_one_line(exc)}); "
-                                  f"start it with 'ray start --head' or check --address") from None
+                raise MdcertError(
+                    f"cannot connect to the Ray cluster at {address!r} ({_one_line(exc)}); "
+                    f"start it with 'ray start --head' or check --address"
+                ) from None
             finally:
                 _restore(handlers)
         self.capacity = max(1, int(ray.cluster_resources().get("CPU", self.workers)))
-        self._remote = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=False)(execute)
-        warming = ray.remote(num_cpus=1, max_retries=self.retries)(warm)   # start and load the workers
+        self._remote = ray.remote(num_cpus=1, max_retries=self.retries, retry_exceptions=False)(
+            execute
+        )
+        warming = ray.remote(num_cpus=1, max_retries=self.retries)(
+            warm
+        )  # start and load the workers
         ray.get([warming.remote(self.preload) for _ in range(self.capacity)])
         self.startup_s = time.perf_counter() - t0
         return self.startup_s
@@ -220,7 +259,9 @@ class RayEngine:
         if self._closing.is_set() or local is None or self.on_lost is None:
             return
         local.stop()
-        self.on_lost(f"Ray's raylet (pid {pid}) died; stopping the sweep (finished records are kept; rerun to resume)")
+        self.on_lost(
+            f"Ray's raylet (pid {pid}) died; stopping the sweep (finished records are kept; rerun to resume)"
+        )
 
     def failure(self) -> str | None:
         """None while the instance or cluster runs; else one line saying what stopped."""
@@ -271,10 +312,15 @@ class RayEngine:
                 except ray.exceptions.RayError as exc:
                     down = self.failure()
                     if down is not None:
-                        raise EngineStopped(f"{down}; stopping the sweep (finished records are kept; rerun "
-                                            f"to resume)") from None
-                    line = failed_record(job, f"Ray task failed after {self.retries} retries: {_one_line(exc)}",
-                                         attempts=self.retries + 1)
+                        raise EngineStopped(
+                            f"{down}; stopping the sweep (finished records are kept; rerun "
+                            f"to resume)"
+                        ) from None
+                    line = failed_record(
+                        job,
+                        f"Ray task failed after {self.retries} retries: {_one_line(exc)}",
+                        attempts=self.retries + 1,
+                    )
                 del inflight[ref]
                 yield line
 
@@ -285,7 +331,9 @@ class RayEngine:
         self._closing.set()
         try:
             import ray
-        except Exception:  # not installed, or its import was interrupted half-way: no driver to stop
+        except (
+            Exception
+        ):  # not installed, or its import was interrupted half-way: no driver to stop
             ray = None
         try:
             if ray is not None and kill and self.local is None and ray.is_initialized():
@@ -295,12 +343,14 @@ class RayEngine:
                     except Exception:  # already finished or the cluster is gone: nothing to cancel
                         pass
             self._inflight.clear()
-            if self.owned and ray is not None:   # also after an interrupted ray.init (a half-made driver
-                                                 # crashes at exit)
+            if (
+                self.owned and ray is not None
+            ):  # also after an interrupted ray.init (a half-made driver
+                # crashes at exit)
                 if self.local is not None and self.local.failure() is not None:
-                    _shutdown_within(SHUTDOWN_S)    # its GCS is gone: Ray would wait a minute for it
+                    _shutdown_within(SHUTDOWN_S)  # its GCS is gone: Ray would wait a minute for it
                 else:
-                    ray.shutdown()    # (Ray allows repeated calls)
+                    ray.shutdown()  # (Ray allows repeated calls)
                 self.owned = False
         finally:
             if self.local is not None:

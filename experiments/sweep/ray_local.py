@@ -48,8 +48,8 @@ def _stat(pid: int) -> tuple[str, str, int] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    name = text[text.index("(") + 1: text.rindex(")")]
-    rest = text[text.rindex(")") + 2:].split()
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    rest = text[text.rindex(")") + 2 :].split()
     return name, rest[0], int(rest[3])
 
 
@@ -110,7 +110,7 @@ def supervise(parent: int, argv: list[str]) -> None:
             kill_session(sid, spare=os.getpid())
         elif child is not None:
             child.kill()
-        if os.getppid() != parent:          # the driver is gone: nobody else will remove the directory
+        if os.getppid() != parent:  # the driver is gone: nobody else will remove the directory
             for arg in argv:
                 if arg.startswith("--temp-dir="):
                     shutil.rmtree(arg.partition("=")[2], ignore_errors=True)
@@ -142,35 +142,73 @@ class LocalRay:
 
     def start(self) -> str:
         """Start the head and wait until Ray says it runs; the GCS address ``127.0.0.1:PORT``."""
-        base = tempfile.gettempdir()           # Ray's sockets live below: a UNIX socket path has <= 107 bytes
-        self.tmp = tempfile.mkdtemp(prefix="mdcert-ray-", dir=base if len(base) <= 32 or not os.path.isdir("/tmp")
-                                    else "/tmp")
+        base = (
+            tempfile.gettempdir()
+        )  # Ray's sockets live below: a UNIX socket path has <= 107 bytes
+        self.tmp = tempfile.mkdtemp(
+            prefix="mdcert-ray-",
+            dir=base if len(base) <= 32 or not os.path.isdir("/tmp") else "/tmp",
+        )
         port = _free_port()
-        argv = [sys.executable, "-c", "from ray.scripts.scripts import main; main()", "start", "--head",
-                "--block", f"--port={port}", f"--num-cpus={self.cpus}", "--num-gpus=0",
-                "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--disable-usage-stats",
-                f"--dashboard-agent-listen-port={_free_port()}", f"--temp-dir={self.tmp}"]
-        if importlib.util.find_spec("grpc") is not None:   # ray[client] present: its server, off 10001
+        argv = [
+            sys.executable,
+            "-c",
+            "from ray.scripts.scripts import main; main()",
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            f"--num-cpus={self.cpus}",
+            "--num-gpus=0",
+            "--node-ip-address=127.0.0.1",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--temp-dir={self.tmp}",
+        ]
+        if (
+            importlib.util.find_spec("grpc") is not None
+        ):  # ray[client] present: its server, off 10001
             argv.append(f"--ray-client-server-port={_free_port()}")
-        env = {**os.environ, **self.env, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": _TOKEN,
-               "RAY_USAGE_STATS_ENABLED": "0"}
+        env = {
+            **os.environ,
+            **self.env,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": _TOKEN,
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
         code = "import sys; from experiments.sweep.ray_local import supervise; supervise(int(sys.argv[1]), sys.argv[2:])"
         log_path = Path(self.tmp) / "ray-start.log"
         with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), *argv], env=env,
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code, str(os.getpid()), *argv],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + self.timeout_s
         while _READY not in log_path.read_text(errors="replace"):
             if self.proc.poll() is not None:
-                lines = [ln.strip() for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
-                raise MdcertError(f"the local Ray instance did not start ({lines[-1][:300] if lines else 'no output'}); "
-                                  f"try --engine local")
+                lines = [
+                    ln.strip()
+                    for ln in log_path.read_text(errors="replace").splitlines()
+                    if ln.strip()
+                ]
+                raise MdcertError(
+                    f"the local Ray instance did not start ({lines[-1][:300] if lines else 'no output'}); "
+                    f"try --engine local"
+                )
             if time.monotonic() > deadline:
-                raise MdcertError(f"the local Ray instance did not start within {self.timeout_s:.0f} s; "
-                                  f"try --engine local")
+                raise MdcertError(
+                    f"the local Ray instance did not start within {self.timeout_s:.0f} s; "
+                    f"try --engine local"
+                )
             time.sleep(0.1)
-        self.raylet = next((p for p, n in session_pids(self.proc.pid).items() if n == "raylet"), None)
+        self.raylet = next(
+            (p for p, n in session_pids(self.proc.pid).items() if n == "raylet"), None
+        )
         self.address = f"127.0.0.1:{port}"
         return self.address
 
@@ -233,5 +271,8 @@ def _refresh_ray_config() -> None:
         from ray._raylet import Config
 
         Config.initialize("")
-    except (ImportError, AttributeError):  # another Ray version: it reads the environment at connect
+    except (
+        ImportError,
+        AttributeError,
+    ):  # another Ray version: it reads the environment at connect
         pass

@@ -55,8 +55,16 @@ class SweepResult:
     workers: int
 
 
-def make_engine(name: str, *, workers: int, retries: int, address: str | None, preload: tuple[str, ...] = (),
-                on_lost=None, native_log=None):
+def make_engine(
+    name: str,
+    *,
+    workers: int,
+    retries: int,
+    address: str | None,
+    preload: tuple[str, ...] = (),
+    on_lost=None,
+    native_log=None,
+):
     """The engine called ``name`` (``local`` or ``ray``; ``on_lost``: see `RayEngine`)."""
     if name == "local":
         from experiments.sweep.local import LocalEngine
@@ -64,8 +72,14 @@ def make_engine(name: str, *, workers: int, retries: int, address: str | None, p
         return LocalEngine(workers=workers, retries=retries, preload=preload)
     from experiments.sweep.ray_engine import RayEngine
 
-    return RayEngine(workers=workers, retries=retries, address=address, preload=preload, on_lost=on_lost,
-                     native_log=native_log)
+    return RayEngine(
+        workers=workers,
+        retries=retries,
+        address=address,
+        preload=preload,
+        on_lost=on_lost,
+        native_log=native_log,
+    )
 
 
 def _progress(total: int, enabled: bool | None):
@@ -74,9 +88,17 @@ def _progress(total: int, enabled: bool | None):
     return progress(total, desc="sweep", unit="job", enabled=enabled if total else False)
 
 
-def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", workers: int = 2, retries: int = 2,
-              address: str | None = None, progress: bool | None = None,
-              on_engine_lost: Callable[[str], None] | None = None) -> SweepResult:
+def run_sweep(
+    spec: SweepSpec,
+    out: str | Path,
+    *,
+    engine: str = "local",
+    workers: int = 2,
+    retries: int = 2,
+    address: str | None = None,
+    progress: bool | None = None,
+    on_engine_lost: Callable[[str], None] | None = None,
+) -> SweepResult:
     """Run every unfinished job of ``spec`` into the sweep directory ``out``.
 
     Args:
@@ -107,13 +129,26 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
     eng = None
     points = 0
     with store.locked():
-        write_text_atomic(store.root / META, json.dumps({
-            "format": 1, "kind": spec.kind, "spec": str(spec.path), "spec_sha256": spec.sha256,
-            "spec_text": spec.text, "mdcert_version": version,
-            "updated": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        write_text_atomic(
+            store.root / META,
+            json.dumps(
+                {
+                    "format": 1,
+                    "kind": spec.kind,
+                    "spec": str(spec.path),
+                    "spec_sha256": spec.sha256,
+                    "spec_text": spec.text,
+                    "mdcert_version": version,
+                    "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                },
+                indent=1,
+            ),
+        )
         try:
             store.clean_tmp()
-            indexed = {ln["key"] for ln in store.iter_index() if ln.get("status") == JobStatus.DONE.value}
+            indexed = {
+                ln["key"] for ln in store.iter_index() if ln.get("status") == JobStatus.DONE.value
+            }
             for job in iter_jobs(spec, store.root, digests=digests, version=version):
                 points += 1
                 if job.key in seen:
@@ -124,18 +159,27 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                     pending.add(job.key)
                     continue
                 counts["skipped"] += 1
-                if job.key not in indexed:           # finished by a driver that stopped before indexing it
+                if job.key not in indexed:  # finished by a driver that stopped before indexing it
                     store.append_index(index_line(record))
             del indexed
             if pending:
                 lost = None
                 if on_engine_lost is not None:
+
                     def lost(reason: str) -> None:
                         store.clean_tmp()
                         recorded = counts["skipped"] + counts["done"] + counts["failed"]
                         on_engine_lost(f"{reason}; {recorded} of {len(seen)} job(s) recorded")
-                eng = make_engine(engine, workers=workers, retries=retries, address=address,
-                                  preload=spec.job_kind().worker_preload(), on_lost=lost, native_log=store.root / RAY_LOG)
+
+                eng = make_engine(
+                    engine,
+                    workers=workers,
+                    retries=retries,
+                    address=address,
+                    preload=spec.job_kind().worker_preload(),
+                    on_lost=lost,
+                    native_log=store.root / RAY_LOG,
+                )
                 startup = eng.start()
                 bar = _progress(len(pending), progress)
                 t_run = time.perf_counter()
@@ -154,14 +198,14 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
                     run_s = time.perf_counter() - t_run
                 eng.close()
                 eng = None
-                store.clean_tmp()                    # attempts whose worker died
+                store.clean_tmp()  # attempts whose worker died
         except KeyboardInterrupt:
             interrupted = True
             if eng is not None:
                 eng.close(kill=True)
                 eng = None
             store.clean_tmp()
-        except BaseException:                        # the engine stopped (EngineStopped) or a bug: no half-records
+        except BaseException:  # the engine stopped (EngineStopped) or a bug: no half-records
             if eng is not None:
                 eng.close(kill=True)
                 eng = None
@@ -173,14 +217,28 @@ def run_sweep(spec: SweepSpec, out: str | Path, *, engine: str = "local", worker
         if not interrupted:
             from experiments.sweep.summary import write_summary
 
-            write_summary(store, spec, seen, elapsed_s=time.perf_counter() - t_start, startup_s=startup)
-    return SweepResult(points=points if not interrupted else spec.size, distinct=len(seen), skipped=counts["skipped"],
-                       done=counts["done"], failed=counts["failed"], pending=len(pending), interrupted=interrupted,
-                       startup_s=startup, run_s=run_s, job_s=job_s, engine=engine, workers=workers)
+            write_summary(
+                store, spec, seen, elapsed_s=time.perf_counter() - t_start, startup_s=startup
+            )
+    return SweepResult(
+        points=points if not interrupted else spec.size,
+        distinct=len(seen),
+        skipped=counts["skipped"],
+        done=counts["done"],
+        failed=counts["failed"],
+        pending=len(pending),
+        interrupted=interrupted,
+        startup_s=startup,
+        run_s=run_s,
+        job_s=job_s,
+        engine=engine,
+        workers=workers,
+    )
 
 
-def _unfinished(spec: SweepSpec, store: Store, pending: set[str], digests: FileDigests,
-                version: str) -> Iterator[Job]:
+def _unfinished(
+    spec: SweepSpec, store: Store, pending: set[str], digests: FileDigests, version: str
+) -> Iterator[Job]:
     """The pending jobs, regenerated lazily from the SPEC, each key once."""
     submitted: set[str] = set()
     for job in iter_jobs(spec, store.root, digests=digests, version=version):

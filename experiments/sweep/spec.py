@@ -32,11 +32,11 @@ from experiments.sweep.kinds import JobKind, Param, ParamType, get_kind, kind_na
 __all__ = ["Axis", "SweepSpec", "load_spec", "MAX_JOBS", "MAX_AXIS", "MAX_SPEC_BYTES"]
 
 #: largest grid accepted (the product of the axes' lengths)
-MAX_JOBS = 10 ** 7
+MAX_JOBS = 10**7
 #: most values of one axis (a range longer than this is refused)
-MAX_AXIS = 10 ** 6
+MAX_AXIS = 10**6
 #: largest SPEC file read
-MAX_SPEC_BYTES = 16 * 2 ** 20
+MAX_SPEC_BYTES = 16 * 2**20
 TOP_KEYS = ("kind", "grid", "description")
 
 
@@ -73,8 +73,10 @@ class SweepSpec:
         """Lazily, every grid point as (command values, labels), in the SPEC's axis order."""
         names = [a.name for a in self.axes]
         for combo in itertools.product(*(range(len(a.values)) for a in self.axes)):
-            yield ({n: a.values[i] for n, a, i in zip(names, self.axes, combo)},
-                   {n: a.labels[i] for n, a, i in zip(names, self.axes, combo)})
+            yield (
+                {n: a.values[i] for n, a, i in zip(names, self.axes, combo)},
+                {n: a.labels[i] for n, a, i in zip(names, self.axes, combo)},
+            )
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -91,8 +93,10 @@ def load_spec(path: str | Path) -> SweepSpec:
     if suffix not in (".toml", ".yaml", ".yml"):
         raise MdcertError(f"SPEC {str(path)!r}: use a .toml or .yaml file")
     if spec_path.stat().st_size > MAX_SPEC_BYTES:
-        raise MdcertError(f"SPEC {str(path)!r} is larger than {MAX_SPEC_BYTES // 2 ** 20} MB; use glob "
-                          f"patterns and ranges instead of listing every value")
+        raise MdcertError(
+            f"SPEC {str(path)!r} is larger than {MAX_SPEC_BYTES // 2**20} MB; use glob "
+            f"patterns and ranges instead of listing every value"
+        )
     raw = spec_path.read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -118,8 +122,10 @@ def _parse(text: str, suffix: str, name: str) -> object:
     try:
         import yaml
     except ImportError:
-        raise MdcertError(f"SPEC {name}: reading YAML needs PyYAML (pip install 'mdcert[ray]', or pip install "
-                          f"pyyaml); or write the SPEC as .toml") from None
+        raise MdcertError(
+            f"SPEC {name}: reading YAML needs PyYAML (pip install 'mdcert[ray]', or pip install "
+            f"pyyaml); or write the SPEC as .toml"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -138,25 +144,31 @@ def _validate(data: object, spec_path: Path, text: str, sha: str) -> SweepSpec:
         if key not in TOP_KEYS:
             raise MdcertError(f"unknown key {key!r}; a SPEC has the keys {', '.join(TOP_KEYS)}")
     if "kind" not in data:
-        raise MdcertError(f"missing kind; add kind = \"certify\" (one of {', '.join(kind_names())})")
+        raise MdcertError(f'missing kind; add kind = "certify" (one of {", ".join(kind_names())})')
     kind = get_kind(data["kind"])
     description = data.get("description", "")
     if not isinstance(description, str):
         raise MdcertError("description must be a string")
     grid = data.get("grid")
     if not isinstance(grid, dict) or not grid:
-        raise MdcertError("empty grid; add a [grid] table with at least one list of values, e.g. p = [\"2\"]")
+        raise MdcertError(
+            'empty grid; add a [grid] table with at least one list of values, e.g. p = ["2"]'
+        )
     allowed = [p.name for p in kind.params]
     for key in grid:
         if kind.param(key) is None:
-            raise MdcertError(f"unknown key grid.{key} for kind {kind.name!r}; the grid takes {', '.join(allowed)}")
+            raise MdcertError(
+                f"unknown key grid.{key} for kind {kind.name!r}; the grid takes {', '.join(allowed)}"
+            )
     for p in kind.params:
         if p.required and p.name not in grid:
             raise MdcertError(f"grid.{p.name} is required for kind {kind.name!r}")
     axes = tuple(_axis(kind.param(key), grid[key], spec_path.parent) for key in grid)
     spec = SweepSpec(spec_path, kind.name, axes, description, sha, text)
     if spec.size > MAX_JOBS:
-        raise MdcertError(f"the grid has {spec.size} jobs; at most {MAX_JOBS} (split it into several SPECs)")
+        raise MdcertError(
+            f"the grid has {spec.size} jobs; at most {MAX_JOBS} (split it into several SPECs)"
+        )
     _validate_points(spec, kind)
     return spec
 
@@ -179,7 +191,9 @@ def _validate_points(spec: SweepSpec, kind: JobKind) -> None:
             except (MdcertError, ValueError) as exc:
                 point = ", ".join(f"{k}={v}" for k, v in labels.items())
                 line = " ".join(str(exc).split())
-                raise MdcertError(f"grid point ({point}): mdcert {kind.command} refuses it: {line}") from None
+                raise MdcertError(
+                    f"grid point ({point}): mdcert {kind.command} refuses it: {line}"
+                ) from None
 
 
 def _axis(param: Param, raw: object, base: Path) -> Axis:
@@ -187,7 +201,9 @@ def _axis(param: Param, raw: object, base: Path) -> Axis:
     if param.type is ParamType.INT and isinstance(raw, dict):
         raw = _int_range(raw, key)
     if not isinstance(raw, list):
-        raise MdcertError(f"{key} must be a list of values, like {param.name} = [...]; got {type(raw).__name__}")
+        raise MdcertError(
+            f"{key} must be a list of values, like {param.name} = [...]; got {type(raw).__name__}"
+        )
     if not raw:
         raise MdcertError(f"empty grid: {key} is an empty list; give at least one value")
     if param.type is ParamType.FILE:
@@ -206,7 +222,9 @@ def _axis(param: Param, raw: object, base: Path) -> Axis:
 def _int_range(table: dict, key: str) -> list:
     extra = set(table) - {"start", "stop", "step"}
     if extra or "stop" not in table:
-        raise MdcertError(f"{key}: a range is {{ start = 0, stop = 100, step = 1 }} (stop required, excluded)")
+        raise MdcertError(
+            f"{key}: a range is {{ start = 0, stop = 100, step = 1 }} (stop required, excluded)"
+        )
     bounds = [table.get("start", 0), table["stop"], table.get("step", 1)]
     if not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) or bounds[2] == 0:
         raise MdcertError(f"{key}: range start, stop and step must be integers (step not 0)")
@@ -252,9 +270,14 @@ def _value(param: Param, item: object, key: str) -> object:
 
 
 def _expect(param: Param) -> str:
-    return {ParamType.BOOL: "true or false", ParamType.INT: "an integer", ParamType.FLOAT: "a finite number",
-            ParamType.DECIMAL: "a decimal number (a string like \"1.75\", or a number)",
-            ParamType.TEXT: "a string", ParamType.FILE: "a file path"}[param.type]
+    return {
+        ParamType.BOOL: "true or false",
+        ParamType.INT: "an integer",
+        ParamType.FLOAT: "a finite number",
+        ParamType.DECIMAL: 'a decimal number (a string like "1.75", or a number)',
+        ParamType.TEXT: "a string",
+        ParamType.FILE: "a file path",
+    }[param.type]
 
 
 def _files(item: object, key: str, base: Path) -> list[Path]:
@@ -264,12 +287,16 @@ def _files(item: object, key: str, base: Path) -> list[Path]:
     if glob.has_magic(item):
         found = sorted(Path(m) for m in glob.glob(pattern) if Path(m).is_file())
         if not found:
-            raise MdcertError(f"{key}: the pattern {item!r} matches no file (relative to the SPEC's folder {str(base)!r})")
+            raise MdcertError(
+                f"{key}: the pattern {item!r} matches no file (relative to the SPEC's folder {str(base)!r})"
+            )
         return [f.resolve() for f in found]
     path = Path(pattern)
     if not path.is_file():
         what = "is a directory, not a file" if path.is_dir() else "not found"
-        raise MdcertError(f"{key}: {item!r} {what} (paths are relative to the SPEC's folder {str(base)!r})")
+        raise MdcertError(
+            f"{key}: {item!r} {what} (paths are relative to the SPEC's folder {str(base)!r})"
+        )
     return [path.resolve()]
 
 

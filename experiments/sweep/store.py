@@ -41,8 +41,19 @@ FIGURE = "verdicts.png"
 RECORDS = "records"
 LOCK = ".lock"
 #: record fields copied into the index line
-INDEX_FIELDS = ("key", "status", "verdict", "exit_code", "error", "seconds", "cpu_seconds", "attempt", "labels", "host",
-                "finished_at")
+INDEX_FIELDS = (
+    "key",
+    "status",
+    "verdict",
+    "exit_code",
+    "error",
+    "seconds",
+    "cpu_seconds",
+    "attempt",
+    "labels",
+    "host",
+    "finished_at",
+)
 
 
 class JobStatus(Enum):
@@ -96,7 +107,11 @@ class Store:
         """The record of ``key`` if it is done and verified: its key matches and every output it
         lists is on disk with the recorded size and sha256; else None (the job runs again)."""
         record = self.read_record(key)
-        if record is None or record.get("key") != key or record.get("status") != JobStatus.DONE.value:
+        if (
+            record is None
+            or record.get("key") != key
+            or record.get("status") != JobStatus.DONE.value
+        ):
             return None
         folder = self.record_dir(key)
         outputs = record.get("outputs")
@@ -161,7 +176,7 @@ class Store:
                     fh.seek(-1, os.SEEK_END)
                     if fh.read(1) != b"\n":
                         text = "\n" + text
-            except OSError:                          # absent or empty
+            except OSError:  # absent or empty
                 pass
             self._index_ended = True
         with open(path, "a") as fh:
@@ -191,8 +206,10 @@ class Store:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                raise MdcertError(f"another mdcert sweep is writing {str(self.root)!r}; wait for it to "
-                                  f"finish or give another -o") from None
+                raise MdcertError(
+                    f"another mdcert sweep is writing {str(self.root)!r}; wait for it to "
+                    f"finish or give another -o"
+                ) from None
             yield
         finally:
             fh.close()
@@ -201,13 +218,23 @@ class Store:
         """Refuse a directory that is not a sweep directory, or one holding an input of the sweep."""
         root = self.root
         if root.exists() and not root.is_dir():
-            raise MdcertError(f"{option} {str(root)!r} exists and is not a directory; give a sweep directory")
-        if root.is_dir() and any(p.name != LOCK for p in root.iterdir()) and not (root / META).is_file():
-            raise MdcertError(f"{option} {str(root)!r} is a non-empty directory that is not a sweep's; "
-                              f"give a new or an earlier sweep's directory")
+            raise MdcertError(
+                f"{option} {str(root)!r} exists and is not a directory; give a sweep directory"
+            )
+        if (
+            root.is_dir()
+            and any(p.name != LOCK for p in root.iterdir())
+            and not (root / META).is_file()
+        ):
+            raise MdcertError(
+                f"{option} {str(root)!r} is a non-empty directory that is not a sweep's; "
+                f"give a new or an earlier sweep's directory"
+            )
         resolved = root.resolve()
         for path in inputs:
             p = Path(path).resolve()
             if p == resolved or resolved in p.parents:
-                raise MdcertError(f"{option} {str(root)!r} holds the input {str(path)!r}; give a sweep "
-                                  f"directory that contains none of the inputs")
+                raise MdcertError(
+                    f"{option} {str(root)!r} holds the input {str(path)!r}; give a sweep "
+                    f"directory that contains none of the inputs"
+                )

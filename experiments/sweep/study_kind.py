@@ -37,10 +37,31 @@ def study_verdict(record: Path, code: int) -> str:
 
 
 STUDY = JobKind(
-    name="study", command="study",
-    grid=("study", "optimizers", "lr", "seed", "seeds", "size", "epochs", "width", "train_limit", "test_limit",
-          "finetune_steps", "quick", "device"),
-    dests={"study": "kind", "seed": "seed_start"}, decimals=("lr",), required=("study",),
-    output_flag="-o", output_name="study", ok_codes=frozenset({0}), verdict=study_verdict,
+    name="study",
+    command="study",
+    grid=(
+        "study",
+        "optimizers",
+        "lr",
+        "seed",
+        "seeds",
+        "size",
+        "epochs",
+        "width",
+        "train_limit",
+        "test_limit",
+        "finetune_steps",
+        "quick",
+        "device",
+    ),
+    dests={"study": "kind", "seed": "seed_start"},
+    decimals=("lr",),
+    required=("study",),
+    output_flag="-o",
+    output_name="study",
+    ok_codes=frozenset({0}),
+    verdict=study_verdict,
     verdicts=("beat", "no difference shown", "worse", "no interval (fewer than 2 seeds)", "done"),
-    extra_argv=("--progress", "off"), preload=("numpy", "torch", "experiments.studies.protocol"))
+    extra_argv=("--progress", "off"),
+    preload=("numpy", "torch", "experiments.studies.protocol"),
+)

@@ -25,14 +25,27 @@ from pathlib import Path
 from experiments.sweep.jobs import Job, file_sha256
 from experiments.sweep.store import RECORD, JobStatus, Store, index_line
 
-__all__ = ["execute", "failed_record", "quiet_threads", "warm", "run_job", "run_config", "LINE_WIDTH"]
+__all__ = [
+    "execute",
+    "failed_record",
+    "quiet_threads",
+    "warm",
+    "run_job",
+    "run_config",
+    "LINE_WIDTH",
+]
 
 #: width of the terminal summary a job keeps in its record's stdout.txt (`Result.lines`)
 LINE_WIDTH = 100
 
 #: BLAS / OpenMP pools limited to one thread per worker (the workers are the parallelism)
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-               "NUMEXPR_NUM_THREADS")
+THREAD_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 
 
 def quiet_threads() -> None:
@@ -112,7 +125,7 @@ def run_job(kind, argv: list[str], folder: Path) -> int:
     """Run one job's ``argv`` (its kind's command first) in this process with its output captured in
     ``folder`` (stdout.txt, stderr.txt); the exit code."""
     old_argv = sys.argv
-    sys.argv = ["mdcert", *argv]               # as a user's command line (a run records its argv)
+    sys.argv = ["mdcert", *argv]  # as a user's command line (a run records its argv)
     try:
         with _captured(folder):
             return run_config(kind.command, argv[1:], folder / kind.output_name)
@@ -124,14 +137,26 @@ def _outputs(folder: Path) -> dict:
     out = {}
     for path in sorted(folder.rglob("*")):
         if path.is_file() and path.name != RECORD:
-            out[str(path.relative_to(folder))] = {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
+            out[str(path.relative_to(folder))] = {
+                "bytes": path.stat().st_size,
+                "sha256": file_sha256(path),
+            }
     return out
 
 
 def _base(job: Job, attempt: int) -> dict:
-    return {"format": 1, "key": job.key, "kind": job.kind, "labels": dict(job.labels), "values": dict(job.values),
-            "inputs": [{"path": p, "sha256": s} for p, s in job.inputs], "mdcert_version": job.version,
-            "attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
+    return {
+        "format": 1,
+        "key": job.key,
+        "kind": job.kind,
+        "labels": dict(job.labels),
+        "values": dict(job.values),
+        "inputs": [{"path": p, "sha256": s} for p, s in job.inputs],
+        "mdcert_version": job.version,
+        "attempt": attempt,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
 
 
 def _write_record(tmp: Path, record: dict) -> None:
@@ -179,7 +204,7 @@ def _execute(job: Job) -> dict:
 
     store = Store(job.store)
     existing = store.finished(job.key)
-    if existing is not None:                   # an earlier attempt finished before its worker died
+    if existing is not None:  # an earlier attempt finished before its worker died
         return index_line(existing)
     attempt = 1 + store.stale_attempts(job.key)
     tmp = store.new_tmp(job.key)
@@ -197,7 +222,9 @@ def _execute(job: Job) -> dict:
         error = f"worker runs mdcert {mdcert_version()}, the driver {job.version}; install one version everywhere"
     kind = get_kind(job.kind)
     argv = kind.argv(dict(job.values), tmp)
-    record["argv"] = argv[:-1] + [kind.output_name]   # the command as run inside the record directory
+    record["argv"] = argv[:-1] + [
+        kind.output_name
+    ]  # the command as run inside the record directory
     code = None
     verdict = None
     if error is None:
@@ -210,13 +237,21 @@ def _execute(job: Job) -> dict:
             try:
                 verdict = kind.verdict(tmp, code)
             except Exception as exc:  # an answer code without a readable output is a failure
-                error = f"exit code {code} but the output cannot be read: {type(exc).__name__}: {exc}"
+                error = (
+                    f"exit code {code} but the output cannot be read: {type(exc).__name__}: {exc}"
+                )
         else:
             error = _error_line(tmp / "stderr.txt", code)
-    record.update(status=(JobStatus.FAILED if error else JobStatus.DONE).value, verdict=verdict, exit_code=code,
-                  error=error, seconds=round(time.perf_counter() - t0, 6),
-                  cpu_seconds=round(time.process_time() - c0, 6), finished_at=_now(),
-                  outputs=_outputs(tmp))
+    record.update(
+        status=(JobStatus.FAILED if error else JobStatus.DONE).value,
+        verdict=verdict,
+        exit_code=code,
+        error=error,
+        seconds=round(time.perf_counter() - t0, 6),
+        cpu_seconds=round(time.process_time() - c0, 6),
+        finished_at=_now(),
+        outputs=_outputs(tmp),
+    )
     _write_record(tmp, record)
     winner = store.commit(tmp, job.key)
     return index_line(winner if winner is not None else record)
@@ -233,8 +268,18 @@ def failed_record(job: Job, error: str, *, attempts: int) -> dict:
         return index_line(existing)
     tmp = store.new_tmp(job.key)
     record = _base(job, attempts)
-    record.update(pid=None, status=JobStatus.FAILED.value, verdict=None, exit_code=None, error=error,
-                  seconds=None, cpu_seconds=None, started_at=None, finished_at=_now(), outputs={})
+    record.update(
+        pid=None,
+        status=JobStatus.FAILED.value,
+        verdict=None,
+        exit_code=None,
+        error=error,
+        seconds=None,
+        cpu_seconds=None,
+        started_at=None,
+        finished_at=_now(),
+        outputs={},
+    )
     _write_record(tmp, record)
     winner = store.commit(tmp, job.key)
     return index_line(winner if winner is not None else record)

@@ -66,13 +66,17 @@ def describe(update: Callable) -> str:
 
 def _guess(update: Callable) -> Kind:
     if isinstance(update, torch.optim.Optimizer):
-        raise KitUsageError(f"got an optimizer instance ({type(update).__name__}); pass its class or a factory "
-                            f"make(params, lr, p) -> Optimizer, with kind='optimizer'")
+        raise KitUsageError(
+            f"got an optimizer instance ({type(update).__name__}); pass its class or a factory "
+            f"make(params, lr, p) -> Optimizer, with kind='optimizer'"
+        )
     if isinstance(update, type):
         if issubclass(update, torch.optim.Optimizer):
             return Kind.OPTIMIZER
-        raise KitUsageError(f"{describe(update)} is a class but not a torch.optim.Optimizer; pass a step function "
-                            f"or an optimizer factory, and kind='step' or kind='optimizer'")
+        raise KitUsageError(
+            f"{describe(update)} is a class but not a torch.optim.Optimizer; pass a step function "
+            f"or an optimizer factory, and kind='step' or kind='optimizer'"
+        )
     try:
         params = list(inspect.signature(update).parameters.values())
     except (TypeError, ValueError):
@@ -86,8 +90,10 @@ def _guess(update: Callable) -> Kind:
             return Kind.STEP
         if not varargs and len(pos) == 3:
             return Kind.OPTIMIZER
-    raise KitUsageError(f"cannot tell whether {describe(update)} is a step function (W, G, lr, p) -> W_new or an "
-                        f"optimizer factory (params, lr, p) -> Optimizer; pass kind='step' or kind='optimizer'")
+    raise KitUsageError(
+        f"cannot tell whether {describe(update)} is a step function (W, G, lr, p) -> W_new or an "
+        f"optimizer factory (params, lr, p) -> Optimizer; pass kind='step' or kind='optimizer'"
+    )
 
 
 @dataclass(frozen=True)
@@ -111,17 +117,23 @@ class Adapter:
 
     def how(self) -> str:
         """One line: what the update was taken to be."""
-        what = "a step function (W, G, lr, p) -> W_new" if self.kind is Kind.STEP else \
-            "an optimizer (params, lr, p) -> Optimizer"
-        return f"{self.name} as {what}" + ((" (guessed from its signature; pass kind= to override)")
-                                           if self.guessed else "")
+        what = (
+            "a step function (W, G, lr, p) -> W_new"
+            if self.kind is Kind.STEP
+            else "an optimizer (params, lr, p) -> Optimizer"
+        )
+        return f"{self.name} as {what}" + (
+            (" (guessed from its signature; pass kind= to override)") if self.guessed else ""
+        )
 
     def _wrong(self, detail: str) -> KitUsageError:
         names = {Kind.STEP: "a step function", Kind.OPTIMIZER: "an optimizer factory"}
         other = Kind.OPTIMIZER if self.kind is Kind.STEP else Kind.STEP
         origin = "guessed from its signature" if self.guessed else f"kind={self.kind.value!r}"
-        return KitUsageError(f"{self.name} was called as {names[self.kind]} ({origin}) and {detail}; "
-                             f"if it is {names[other]}, pass kind={other.value!r}")
+        return KitUsageError(
+            f"{self.name} was called as {names[self.kind]} ({origin}) and {detail}; "
+            f"if it is {names[other]}, pass kind={other.value!r}"
+        )
 
     def optimizer(self, groups: list[dict], lr: float, p: Fraction) -> torch.optim.Optimizer:
         """Build the optimizer on ``groups`` (each with "params", "lr" and exact "p")."""
@@ -146,8 +158,10 @@ class Adapter:
             opt.step()
         except Exception:
             if not torch.equal(param.detach(), before):
-                raise AssertionError("the optimizer raised but left the parameter half-written "
-                                     "(it must be unchanged when step() raises)") from None
+                raise AssertionError(
+                    "the optimizer raised but left the parameter half-written "
+                    "(it must be unchanged when step() raises)"
+                ) from None
             raise
         return param.detach().clone()
 

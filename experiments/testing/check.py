@@ -57,13 +57,30 @@ def _devices(devices: Sequence[str]) -> list[torch.device]:
     return out
 
 
-def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = "float",
-            properties: Sequence[str] = PROPERTIES, regimes: Sequence[str] = REGIMES,
-            dtypes: Sequence[torch.dtype] = (torch.float64, torch.float32), devices: Sequence[str] = ("cpu",),
-            normalize: str | None = None, norm: Any = "dual", max_examples: int = 25, rtol: float | None = None,
-            gd_bitwise: bool = False, mirror_map: Callable | None = None,
-            inverse_mirror_map: Callable | None = None, shrink: bool = True, eps: float = 1e-8,
-            band: str = "safe", ulps: int = 0, samples: int = 4096, seed: int = 0) -> KitReport:
+def run_kit(
+    update: Callable,
+    *,
+    kind: str = "auto",
+    p: Any = None,
+    p_as: str = "float",
+    properties: Sequence[str] = PROPERTIES,
+    regimes: Sequence[str] = REGIMES,
+    dtypes: Sequence[torch.dtype] = (torch.float64, torch.float32),
+    devices: Sequence[str] = ("cpu",),
+    normalize: str | None = None,
+    norm: Any = "dual",
+    max_examples: int = 25,
+    rtol: float | None = None,
+    gd_bitwise: bool = False,
+    mirror_map: Callable | None = None,
+    inverse_mirror_map: Callable | None = None,
+    shrink: bool = True,
+    eps: float = 1e-8,
+    band: str = "safe",
+    ulps: int = 0,
+    samples: int = 4096,
+    seed: int = 0,
+) -> KitReport:
     """Run the docs/theory.md section 2 properties against ``update`` and report per p regime.
 
     Args:
@@ -96,15 +113,28 @@ def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = 
     """
     unknown = set(properties) - set(PROPERTIES) - set(SIGN_PROPERTIES)
     if unknown:
-        raise KitUsageError(f"unknown properties {sorted(unknown)}; "
-                            f"choose from {PROPERTIES + SIGN_PROPERTIES}")
+        raise KitUsageError(
+            f"unknown properties {sorted(unknown)}; choose from {PROPERTIES + SIGN_PROPERTIES}"
+        )
     if set(properties) & set(SIGN_PROPERTIES):
         if set(properties) - set(SIGN_PROPERTIES):
-            raise KitUsageError("smoothed_sign tests a different update (W, G, lr, eps) -> W_new; "
-                                "run it on its own: properties=('smoothed_sign',)")
-        return _run_sign(update, kind=kind, dtypes=dtypes, devices=devices,
-                         max_examples=max_examples, shrink=shrink, eps=eps, band=band, ulps=ulps,
-                         samples=samples, seed=seed)
+            raise KitUsageError(
+                "smoothed_sign tests a different update (W, G, lr, eps) -> W_new; "
+                "run it on its own: properties=('smoothed_sign',)"
+            )
+        return _run_sign(
+            update,
+            kind=kind,
+            dtypes=dtypes,
+            devices=devices,
+            max_examples=max_examples,
+            shrink=shrink,
+            eps=eps,
+            band=band,
+            ulps=ulps,
+            samples=samples,
+            seed=seed,
+        )
     if normalize not in (None, "global", "per_tensor"):
         raise KitUsageError(f"normalize must be None, 'global' or 'per_tensor', got {normalize!r}")
     if norm != "dual" and not (isinstance(norm, (int, float)) and norm >= 1):
@@ -132,43 +162,102 @@ def run_kit(update: Callable, *, kind: str = "auto", p: Any = None, p_as: str = 
                 for dt in dtypes:
                     name = str(dt).replace("torch.", "")
                     if skip:
-                        results.append(CellResult(prop, regime, name, dev.type, Outcome.SKIPPED, skip))
+                        results.append(
+                            CellResult(prop, regime, name, dev.type, Outcome.SKIPPED, skip)
+                        )
                         continue
-                    ctx = Context(adapter, dt, dev, Expectation(normalize, norm, rtol or DEFAULT_RTOL[dt]),
-                                  gd_bitwise, mirror_map, inverse_mirror_map)
-                    test = cfg(builders[prop](ctx, fixed if fixed is not None else exponents(regime=regime)))
+                    ctx = Context(
+                        adapter,
+                        dt,
+                        dev,
+                        Expectation(normalize, norm, rtol or DEFAULT_RTOL[dt]),
+                        gd_bitwise,
+                        mirror_map,
+                        inverse_mirror_map,
+                    )
+                    test = cfg(
+                        builders[prop](
+                            ctx, fixed if fixed is not None else exponents(regime=regime)
+                        )
+                    )
                     try:
                         with warnings.catch_warnings():  # the kit's zero gradients are deliberate
-                            warnings.filterwarnings("ignore", "LpMirrorDescent: the gradient of .* is exactly zero",
-                                                    RuntimeWarning)
+                            warnings.filterwarnings(
+                                "ignore",
+                                "LpMirrorDescent: the gradient of .* is exactly zero",
+                                RuntimeWarning,
+                            )
                             test()
                     except AssertionError as exc:
-                        results.append(CellResult(prop, regime, name, dev.type, Outcome.FAILED,
-                                                  str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                        results.append(
+                            CellResult(
+                                prop,
+                                regime,
+                                name,
+                                dev.type,
+                                Outcome.FAILED,
+                                str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+                            )
+                        )
                         continue
                     except Unsatisfiable:
-                        results.append(CellResult(prop, regime, name, dev.type, Outcome.SKIPPED,
-                                                  "no valid example in this regime"))
+                        results.append(
+                            CellResult(
+                                prop,
+                                regime,
+                                name,
+                                dev.type,
+                                Outcome.SKIPPED,
+                                "no valid example in this regime",
+                            )
+                        )
                         continue
-                    results.append(CellResult(prop, regime, name, dev.type, Outcome.PASSED, "", max_examples))
-    opts = [f"p={p_text(p)}" if p is not None else f"regimes {', '.join(regimes)}",
-            "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes), "devices " + ", ".join(devices),
-            f"normalize={normalize!r}" + (f" by {'||G||_q' if norm == 'dual' else f'||G||_{norm}'}" if normalize else ""),
-            f"p passed as {p_as}", f"{max_examples} examples per cell"]
+                    results.append(
+                        CellResult(prop, regime, name, dev.type, Outcome.PASSED, "", max_examples)
+                    )
+    opts = [
+        f"p={p_text(p)}" if p is not None else f"regimes {', '.join(regimes)}",
+        "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes),
+        "devices " + ", ".join(devices),
+        f"normalize={normalize!r}"
+        + (f" by {'||G||_q' if norm == 'dual' else f'||G||_{norm}'}" if normalize else ""),
+        f"p passed as {p_as}",
+        f"{max_examples} examples per cell",
+    ]
     return KitReport(adapter.how(), "; ".join(opts), tuple(results))
 
 
 def _settings(max_examples: int, shrink: bool):
     # no "explain" phase: it re-runs the failing case hundreds of times and adds little here
     phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
-    return settings(max_examples=max_examples, deadline=None, database=None,
-                    report_multiple_bugs=False, phases=phases + ((Phase.shrink,) if shrink else ()),
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                           HealthCheck.data_too_large])
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        phases=phases + ((Phase.shrink,) if shrink else ()),
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+        ],
+    )
 
 
-def _run_sign(update: Callable, *, kind: str, dtypes, devices, max_examples: int, shrink: bool,
-              eps: float, band: str, ulps: int, samples: int, seed: int) -> KitReport:
+def _run_sign(
+    update: Callable,
+    *,
+    kind: str,
+    dtypes,
+    devices,
+    max_examples: int,
+    shrink: bool,
+    eps: float,
+    band: str,
+    ulps: int,
+    samples: int,
+    seed: int,
+) -> KitReport:
     """Run smoothed_sign per (band part, dtype, device) cell (docs/theory.md section 8.7)."""
     if band not in ("safe", "full"):
         raise KitUsageError(f"band must be 'safe' or 'full', got {band!r}")
@@ -183,26 +272,41 @@ def _run_sign(update: Callable, *, kind: str, dtypes, devices, max_examples: int
     devs = _devices(devices)
     cfg = settings(_settings(max_examples, shrink), derandomize=True)  # the same examples each run
     results = []
-    for part in BANDS[:1 if band == "safe" else 2]:
+    for part in BANDS[: 1 if band == "safe" else 2]:
         for dev in devs:
             for dt in dtypes:
                 name = str(dt).replace("torch.", "")
-                examples, sampled = make_smoothed_sign(caller, dt, dev, eps=eps, part=part,
-                                                       ulps=ulps, samples=samples, seed=seed)
+                examples, sampled = make_smoothed_sign(
+                    caller, dt, dev, eps=eps, part=part, ulps=ulps, samples=samples, seed=seed
+                )
                 try:
                     cfg(examples)()
                     sampled()
                 except AssertionError as exc:
                     msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    results.append(CellResult("smoothed_sign", part, name, dev.type,
-                                              Outcome.FAILED, msg))
+                    results.append(
+                        CellResult("smoothed_sign", part, name, dev.type, Outcome.FAILED, msg)
+                    )
                     continue
-                results.append(CellResult("smoothed_sign", part, name, dev.type, Outcome.PASSED,
-                                          "", max_examples + samples))
-    opts = [f"band={band!r}", f"eps={eps}", "bit for bit" if ulps == 0 else f"within {ulps} ulps",
-            "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes),
-            "devices " + ", ".join(devices),
-            f"{max_examples} examples + {samples} sampled gradients per cell (seed {seed})"]
+                results.append(
+                    CellResult(
+                        "smoothed_sign",
+                        part,
+                        name,
+                        dev.type,
+                        Outcome.PASSED,
+                        "",
+                        max_examples + samples,
+                    )
+                )
+    opts = [
+        f"band={band!r}",
+        f"eps={eps}",
+        "bit for bit" if ulps == 0 else f"within {ulps} ulps",
+        "dtypes " + ", ".join(str(d).replace("torch.", "") for d in dtypes),
+        "devices " + ", ".join(devices),
+        f"{max_examples} examples + {samples} sampled gradients per cell (seed {seed})",
+    ]
     return KitReport(caller.how(), "; ".join(opts), tuple(results))
 
 

@@ -15,8 +15,16 @@ import torch
 from certify import lp as ref
 from experiments.testing.strategies import p_text
 
-__all__ = ["Expectation", "to_np", "norm_exponent", "grad_scales", "expected_duals", "dual_mismatch",
-           "diagnose_scales", "fmt"]
+__all__ = [
+    "Expectation",
+    "to_np",
+    "norm_exponent",
+    "grad_scales",
+    "expected_duals",
+    "dual_mismatch",
+    "diagnose_scales",
+    "fmt",
+]
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,9 @@ def to_np(t: torch.Tensor) -> np.ndarray:
 def fmt(a: np.ndarray, n: int = 3) -> str:
     """The first n entries of an array, short."""
     flat = np.asarray(a, dtype=np.float64).ravel()[:n]
-    return "[" + ", ".join(f"{x:.6g}" for x in flat) + ("]" if np.asarray(a).size <= n else ", ...]")
+    return (
+        "[" + ", ".join(f"{x:.6g}" for x in flat) + ("]" if np.asarray(a).size <= n else ", ...]")
+    )
 
 
 def norm_exponent(p: Fraction, norm: Any) -> float:
@@ -67,8 +77,9 @@ def grad_scales(Gs: Sequence[np.ndarray], p: Fraction, exp: Expectation) -> list
     return [c if c > 0 else 1.0 for c in per]
 
 
-def expected_duals(Ws: Sequence[np.ndarray], Gs: Sequence[np.ndarray], lr: float, p: Fraction,
-                   exp: Expectation) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def expected_duals(
+    Ws: Sequence[np.ndarray], Gs: Sequence[np.ndarray], lr: float, p: Fraction, exp: Expectation
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """``(expected grad psi(W+), scale)`` per tensor: ``grad psi(W) - lr G/c`` and ``|grad psi(W)| + lr|G/c|``."""
     out, scales = [], []
     for W, G, c in zip(Ws, Gs, grad_scales(Gs, p, exp)):
@@ -79,8 +90,16 @@ def expected_duals(Ws: Sequence[np.ndarray], Gs: Sequence[np.ndarray], lr: float
     return out, scales
 
 
-def dual_mismatch(W: np.ndarray, new: np.ndarray, expected: np.ndarray, scale: np.ndarray, p: Fraction,
-                  rtol: float, *, tiny: float = float(np.finfo(np.float64).tiny)) -> np.ndarray:
+def dual_mismatch(
+    W: np.ndarray,
+    new: np.ndarray,
+    expected: np.ndarray,
+    scale: np.ndarray,
+    p: Fraction,
+    rtol: float,
+    *,
+    tiny: float = float(np.finfo(np.float64).tiny),
+) -> np.ndarray:
     """Boolean mask of the entries where ``grad psi(new)`` is not within ``rtol * scale`` of ``expected``.
 
     Where the exact W+ underflows (``|W+|`` below ``tiny``, the smallest normal number of the dtype the
@@ -93,8 +112,16 @@ def dual_mismatch(W: np.ndarray, new: np.ndarray, expected: np.ndarray, scale: n
     return ~ok
 
 
-def diagnose_scales(Ws: Sequence[np.ndarray], news: Sequence[np.ndarray], Gs: Sequence[np.ndarray], lr: float,
-                    p: Fraction, *, rtol: float = 1e-9, eps: float = float(np.finfo(np.float64).eps)) -> str:
+def diagnose_scales(
+    Ws: Sequence[np.ndarray],
+    news: Sequence[np.ndarray],
+    Gs: Sequence[np.ndarray],
+    lr: float,
+    p: Fraction,
+    *,
+    rtol: float = 1e-9,
+    eps: float = float(np.finfo(np.float64).eps),
+) -> str:
     """What the user's step divided each gradient by, read from the observed dual steps, against the
     candidates (raw, per-tensor / global ``||G||_q`` and ``||G||_2``, an added epsilon). Tensors whose
     observed dual step is not resolved in the update's precision ``eps`` are left out."""
@@ -111,7 +138,7 @@ def _diagnose(Ws, news, Gs, lr, p, rtol, eps) -> str:
         if ng == 0:
             continue
         r = 8 * eps * (np.linalg.norm(mW) + nd) / nd if nd > 0 else np.inf
-        if r > 1e-3:                      # the step is lost in the rounding of W or W+: nothing to read
+        if r > 1e-3:  # the step is lost in the rounding of W or W+: nothing to read
             continue
         cos = float(np.sum(dQ * G) / (nd * ng))
         if cos < 1 - max(1e-6, 10 * r):
@@ -136,10 +163,14 @@ def _diagnose(Ws, news, Gs, lr, p, rtol, eps) -> str:
         return f"{text}: matches {' = '.join(matches)}"
     for name in sorted((k for k in cand if k != "no normalization"), key=dev.get):
         e = cs - cand[name]
-        seen = np.abs(e) > thr * cand[name]          # tensors where an added constant is visible
+        seen = np.abs(e) > thr * cand[name]  # tensors where an added constant is visible
         # a positive constant, the same on every tensor where it shows, invisible on unit-size gradients
-        if seen.any() and np.all(e[seen] > 0) and np.ptp(e[seen]) <= 0.1 * np.median(e[seen]) \
-                and np.median(e[seen]) <= 1e-6 * max(1.0, float(cand[name].max())):
+        if (
+            seen.any()
+            and np.all(e[seen] > 0)
+            and np.ptp(e[seen]) <= 0.1 * np.median(e[seen])
+            and np.median(e[seen]) <= 1e-6 * max(1.0, float(cand[name].max()))
+        ):
             return f"{text}: {name} plus {float(np.median(e[seen])):.3g} (an epsilon added to the norm)"
     best = min(dev, key=dev.get)
     return f"{text}: closest {best} (relative deviation {dev[best]:.3g})"

@@ -17,7 +17,7 @@ class Outcome(str, Enum):
 
     PASSED = "passed"
     FAILED = "FAILED"
-    SKIPPED = "skipped"          #: not applicable (e.g. closure for a step function); the reason is given
+    SKIPPED = "skipped"  #: not applicable (e.g. closure for a step function); the reason is given
 
 
 @dataclass(frozen=True)
@@ -76,9 +76,12 @@ class KitReport:
         """The report as text: a line per property and regime (dtypes and devices folded in); a failing
         cell shows its counterexample (cut to ``width`` characters when given)."""
         ran = [r for r in self.results if r.outcome is not Outcome.SKIPPED]
-        lines = [f"property-test kit: {self.target}", f"  {self.settings}",
-                 f"  {len(ran) - len(self.failures())} of {len(ran)} checks pass"
-                 + (f"; FAILING: {', '.join(self.failed_properties())}" if not self.ok else "")]
+        lines = [
+            f"property-test kit: {self.target}",
+            f"  {self.settings}",
+            f"  {len(ran) - len(self.failures())} of {len(ran)} checks pass"
+            + (f"; FAILING: {', '.join(self.failed_properties())}" if not self.ok else ""),
+        ]
         for prop in dict.fromkeys(r.prop for r in self.results):
             for regime, cells in self.by_regime(prop).items():
                 bad = [c for c in cells if c.outcome is Outcome.FAILED]
@@ -89,12 +92,18 @@ class KitReport:
                 if skipped and len(skipped) == len(cells):
                     lines.append(f"  {prop:<18} {label:<14} skipped: {skipped[0].message}")
                     continue
-                where = ", ".join(f"{c.dtype}/{c.device}" for c in cells if c.outcome is not Outcome.SKIPPED)
+                where = ", ".join(
+                    f"{c.dtype}/{c.device}" for c in cells if c.outcome is not Outcome.SKIPPED
+                )
                 if not bad:
                     lines.append(f"  {prop:<18} {label:<14} passed ({where})")
                     continue
                 for c in bad:
-                    msg = c.message if width is None or len(c.message) <= width else c.message[:width - 3] + "..."
+                    msg = (
+                        c.message
+                        if width is None or len(c.message) <= width
+                        else c.message[: width - 3] + "..."
+                    )
                     lines.append(f"  {prop:<18} {label:<14} FAILED ({c.dtype}/{c.device}): {msg}")
         return "\n".join(lines)
 

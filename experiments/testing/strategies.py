@@ -22,22 +22,47 @@ import torch
 try:
     import hypothesis  # noqa: F401
 except ImportError as exc:  # pragma: no cover - hypothesis ships with the test extra
-    raise ImportError("experiments.testing needs hypothesis; install it with: pip install 'mdcert[test]'") from exc
+    raise ImportError(
+        "experiments.testing needs hypothesis; install it with: pip install 'mdcert[test]'"
+    ) from exc
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from certify import lp as ref
 from certify.problem import AttentionProblem
 
-__all__ = ["REGIMES", "REGIME_LABELS", "regime_of", "exponents", "safe_bound", "bounded_tensors",
-           "attention_problems", "p_text", "safe_lower"]
+__all__ = [
+    "REGIMES",
+    "REGIME_LABELS",
+    "regime_of",
+    "exponents",
+    "safe_bound",
+    "bounded_tensors",
+    "attention_problems",
+    "p_text",
+    "safe_lower",
+]
 
 #: regime name -> (pinned values tried first, lower bound, upper bound, bounds inclusive?) in hundredths
 REGIMES = ("near_one", "below_two", "two", "above_two")
-REGIME_LABELS = {"near_one": "1 < p <= 1.1", "below_two": "1.1 < p < 2", "two": "p = 2", "above_two": "p > 2"}
-_PINNED = {"near_one": ("1.01", "1.1", "1.05", "1.02"), "below_two": ("1.5", "1.75", "1.25", "1.9"),
-           "two": ("2",), "above_two": ("3", "4", "2.5", "8")}
-_RANGE = {"near_one": (101, 110), "below_two": (111, 199), "two": (200, 200), "above_two": (201, 800)}
+REGIME_LABELS = {
+    "near_one": "1 < p <= 1.1",
+    "below_two": "1.1 < p < 2",
+    "two": "p = 2",
+    "above_two": "p > 2",
+}
+_PINNED = {
+    "near_one": ("1.01", "1.1", "1.05", "1.02"),
+    "below_two": ("1.5", "1.75", "1.25", "1.9"),
+    "two": ("2",),
+    "above_two": ("3", "4", "2.5", "8"),
+}
+_RANGE = {
+    "near_one": (101, 110),
+    "below_two": (111, 199),
+    "two": (200, 200),
+    "above_two": (201, 800),
+}
 
 
 def regime_of(p: Any) -> str:
@@ -66,8 +91,12 @@ def p_text(p: Any) -> str:
     return f"{exact.numerator}/{exact.denominator}"
 
 
-def exponents(*, regime: str | None = None, min_value: Fraction | str = Fraction(101, 100),
-              max_value: Fraction | str = Fraction(8)) -> st.SearchStrategy[Fraction]:
+def exponents(
+    *,
+    regime: str | None = None,
+    min_value: Fraction | str = Fraction(101, 100),
+    max_value: Fraction | str = Fraction(8),
+) -> st.SearchStrategy[Fraction]:
     """Exact rational exponents with at most two decimals (so ``float(p)`` reads back as the same p).
 
     Args:
@@ -80,14 +109,17 @@ def exponents(*, regime: str | None = None, min_value: Fraction | str = Fraction
             raise ValueError(f"unknown regime {regime!r}; choose one of {REGIMES}")
         lo, hi = _RANGE[regime]
         pinned = [Fraction(x) for x in _PINNED[regime]]
-        return st.one_of(st.sampled_from(pinned), st.integers(lo, hi).map(lambda n: Fraction(n, 100)))
+        return st.one_of(
+            st.sampled_from(pinned), st.integers(lo, hi).map(lambda n: Fraction(n, 100))
+        )
     lo_f, hi_f = Fraction(min_value), Fraction(max_value)
     if not 1 < lo_f <= hi_f:
         raise ValueError(f"need 1 < min_value <= max_value, got {lo_f}, {hi_f}")
     pinned = [Fraction(x) for r in REGIMES for x in _PINNED[r] if lo_f <= Fraction(x) <= hi_f]
     lo, hi = math.ceil(lo_f * 100), math.floor(hi_f * 100)
     parts = ([st.sampled_from(pinned)] if pinned else []) + (
-        [st.integers(lo, hi).map(lambda n: Fraction(n, 100))] if lo <= hi else [])
+        [st.integers(lo, hi).map(lambda n: Fraction(n, 100))] if lo <= hi else []
+    )
     if not parts:
         raise ValueError(f"no exponent with two decimals lies in [{lo_f}, {hi_f}]")
     return st.one_of(*parts)
@@ -111,8 +143,15 @@ def safe_lower(p: Any | None, dtype: torch.dtype) -> float:
     return 4 * float(torch.finfo(dtype).tiny) ** (1 / a) if a > 1 else 0.0
 
 
-def bounded_tensors(shape=None, *, p: Any = None, dtype: torch.dtype = torch.float64, max_abs: float = 4.0,
-                    min_abs: float = 0.0, allow_zero: bool = True) -> st.SearchStrategy[torch.Tensor]:
+def bounded_tensors(
+    shape=None,
+    *,
+    p: Any = None,
+    dtype: torch.dtype = torch.float64,
+    max_abs: float = 4.0,
+    min_abs: float = 0.0,
+    allow_zero: bool = True,
+) -> st.SearchStrategy[torch.Tensor]:
     """Float tensors whose entries are bounded so the mirror maps of ``p`` stay finite in ``dtype``.
 
     Args:
@@ -125,26 +164,40 @@ def bounded_tensors(shape=None, *, p: Any = None, dtype: torch.dtype = torch.flo
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"bounded_tensors supports float32 and float64, got {dtype}")
     bound = min(max_abs, safe_bound(p, dtype))
-    lower = max(min_abs, 2.0 ** -60, safe_lower(p, dtype))
+    lower = max(min_abs, 2.0**-60, safe_lower(p, dtype))
     width = 64
     if dtype == torch.float32:
         width = 32
         b32, l32 = np.float32(bound), np.float32(lower)
         bound = float(np.nextafter(b32, np.float32(0)) if float(b32) > bound else b32)
         lower = float(np.nextafter(l32, np.float32(np.inf)) if float(l32) < lower else l32)
-    mags = st.floats(min_value=lower, max_value=bound, allow_nan=False, allow_infinity=False,
-                     allow_subnormal=False, width=width)
+    mags = st.floats(
+        min_value=lower,
+        max_value=bound,
+        allow_nan=False,
+        allow_infinity=False,
+        allow_subnormal=False,
+        width=width,
+    )
     signed = st.tuples(st.booleans(), mags).map(lambda t: -t[1] if t[0] else t[1])
     elements = st.one_of(st.just(0.0), signed) if allow_zero else signed
-    shapes = hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=5) if shape is None else st.just(tuple(shape))
+    shapes = (
+        hnp.array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=5)
+        if shape is None
+        else st.just(tuple(shape))
+    )
     return shapes.flatmap(lambda s: hnp.arrays(np.float64, s, elements=elements)).map(
-        lambda a: torch.from_numpy(a).to(dtype))
+        lambda a: torch.from_numpy(a).to(dtype)
+    )
 
 
-def attention_problems(*, n=st.integers(1, 4), T=st.integers(2, 5), d=st.integers(1, 4),
-                       max_abs: float = 4.0) -> st.SearchStrategy[AttentionProblem]:
+def attention_problems(
+    *, n=st.integers(1, 4), T=st.integers(2, 5), d=st.integers(1, 4), max_abs: float = 4.0
+) -> st.SearchStrategy[AttentionProblem]:
     """Small valid `AttentionProblem` instances (bounded finite float64 data, labels in {-1, +1})."""
-    elem = st.floats(-max_abs, max_abs, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    elem = st.floats(
+        -max_abs, max_abs, allow_nan=False, allow_infinity=False, allow_subnormal=False
+    )
 
     @st.composite
     def build(draw):

@@ -10,13 +10,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_studies_gpu_script_runs_on_cpu_at_tiny_size(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "DEVICE": "cpu", "SIZES": "3", "SEEDS": "2", "EPOCHS": "1",
-           "EXTRA": "--quick --optimizers 2,adam --width 3 --max-len 64 --train-limit 60 --test-limit 20 --finetune-steps 1"}
-    r = subprocess.run(["bash", str(ROOT / "benchmarks" / "studies_gpu.sh"), str(tmp_path / "out")], env=env,
-                       capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "DEVICE": "cpu",
+        "SIZES": "3",
+        "SEEDS": "2",
+        "EPOCHS": "1",
+        "EXTRA": "--quick --optimizers 2,adam --width 3 --max-len 64 --train-limit 60 --test-limit 20 --finetune-steps 1",
+    }
+    r = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "studies_gpu.sh"), str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "study exited" not in r.stdout, r.stdout[-2000:]
     table = (tmp_path / "out" / "epoch_times.md").read_text()
     assert "| 3 | 3 | adam |" in table and "| 3 | 3 | p2 |" in table
     summary = (tmp_path / "out" / "summary.json").read_text()
-    assert '"dropout": 0.2' in summary and '"max_len": 64' in summary       # --paper-width, narrowed by EXTRA
+    assert (
+        '"dropout": 0.2' in summary and '"max_len": 64' in summary
+    )  # --paper-width, narrowed by EXTRA

@@ -26,7 +26,9 @@ def _mp(x: Fraction):
 def test_single_constraint_opt_is_inverse_dual_norm(p):
     X = np.zeros((1, 2, 2))
     X[0, 0] = [1.0, 0.5]
-    pr = AttentionProblem(X, np.array([1.0]), np.array([[2.0, -1.0]]), np.array([1.0, 0.0]), alpha=[0])
+    pr = AttentionProblem(
+        X, np.array([1.0]), np.array([[2.0, -1.0]]), np.array([1.0, 0.0]), alpha=[0]
+    )
     c = certify_svm(pr, p, digits=40)
     pp = Fraction(p)
     with mpmath.workdps(120):
@@ -44,7 +46,9 @@ def test_axis_aligned_decoder_exact_answer(p):
     X = np.zeros((2, 2, 3))
     X[0, 0] = [2.0, 0.0, 0.0]
     X[1, 0] = [0.0, -4.0, 0.0]
-    pr = AttentionProblem(X, np.array([1.0, -1.0]), np.ones((2, 3)), np.array([1.0, 1.0, 0.0]), alpha=[0, 0])
+    pr = AttentionProblem(
+        X, np.array([1.0, -1.0]), np.ones((2, 3)), np.array([1.0, 1.0, 0.0]), alpha=[0, 0]
+    )
     c = certify_svm(pr, p, svm="decoder", digits=50)
     pp = Fraction(p)
     with mpmath.workdps(100):
@@ -65,7 +69,9 @@ def test_p2_exact_path_agrees_with_ball_path():
     ref = refine(ops, Fraction(2), ws.lam, bits=200)
     ex = exact_kkt_p2(ops, ref.support, bits=200)
     w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=200)
-    ball = ball_bounds(ops, Fraction(2), w, ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp), bits=200)
+    ball = ball_bounds(
+        ops, Fraction(2), w, ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp), bits=200
+    )
     assert ex is not None and ex.exact_kkt and ball is not None
     # enclosures intersect and the exact one is inside the ball one up to its width
     assert ball.opt_lower <= ex.opt_upper and ex.opt_lower <= ball.opt_upper
@@ -95,9 +101,11 @@ _REF = certify_svm(synthetic_problem(n=2, T=3, d=3, seed=5), "1.5", digits=30)
 
 
 @settings(max_examples=25, deadline=None)
-@given(noise=st.lists(st.integers(-2**40, 2**40), min_size=9, max_size=9),
-       lam=st.lists(st.integers(0, 2**30), min_size=4, max_size=4).filter(any),
-       p=st.sampled_from(["1.5"]))
+@given(
+    noise=st.lists(st.integers(-(2**40), 2**40), min_size=9, max_size=9),
+    lam=st.lists(st.integers(0, 2**30), min_size=4, max_size=4).filter(any),
+    p=st.sampled_from(["1.5"]),
+)
 @example(noise=[0] * 9, lam=[1, 0, 0, 0], p="1.5")
 def test_lb_le_ub_for_any_feasible_point_and_multiplier(noise, lam, p):
     """Weak duality, rigorously: any feasible w and any lam >= 0 give LB <= OPT <= UB."""

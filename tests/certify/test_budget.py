@@ -11,4 +11,3 @@ def test_structured_estimate_is_linear_in_rows():
     assert b < 11 * a  # 10x the rows: at most ~10x the memory (the working sets do not grow)
     dense = solve_bytes(N=62_000, d=64, m=4096, n=2000, T=32, structured=False)
     assert dense > 20 * a  # the dense path holds N x N matrices (the structured one at most m x m)
-

@@ -13,7 +13,14 @@ from certify.certificate import Certificate, CertStatus, ExactVector, SupportCla
 from certify.errors import MdcertError
 from certify.svm import certify_svm
 
-CERTIFIED = ("p", "opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper")
+CERTIFIED = (
+    "p",
+    "opt_lower",
+    "opt_upper",
+    "distance_upper",
+    "direction_error_upper",
+    "bregman_upper",
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,17 +75,41 @@ def test_exact_vector_values():
     assert ExactVector.from_json(v.to_json()) == v
 
 
-@pytest.mark.parametrize("data, match", [
-    ({"status": "maybe"}, "unknown certificate status"),
-    ({"status": "optimal", "svm": "mlp"}, "'svm' must be"),
-    ({"status": "optimal", "svm": "attention", "p": 1.75}, "'p' must be"),
-    ({"status": "optimal", "svm": "attention", "p": "1/2"}, "'p' must be"),
-    ({"status": "optimal", "svm": "attention", "p": "7/4", "alpha": "0,1"}, "'alpha' must be"),
-    ({"status": "optimal", "svm": "attention", "p": "7/4", "alpha": [0], "opt_lower": 1.5}, "exact 'num/den'"),
-    ({"status": "optimal", "svm": "attention", "p": "7/4", "alpha": [0], "w": {"ints": [1.5]}}, "no floats"),
-    ({"status": "optimal", "svm": "attention", "p": "7/4", "alpha": [0], "lam": {"ints": [1], "den": 0}}, "positive"),
-    ([1, 2], "JSON object"),
-])
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        ({"status": "maybe"}, "unknown certificate status"),
+        ({"status": "optimal", "svm": "mlp"}, "'svm' must be"),
+        ({"status": "optimal", "svm": "attention", "p": 1.75}, "'p' must be"),
+        ({"status": "optimal", "svm": "attention", "p": "1/2"}, "'p' must be"),
+        ({"status": "optimal", "svm": "attention", "p": "7/4", "alpha": "0,1"}, "'alpha' must be"),
+        (
+            {"status": "optimal", "svm": "attention", "p": "7/4", "alpha": [0], "opt_lower": 1.5},
+            "exact 'num/den'",
+        ),
+        (
+            {
+                "status": "optimal",
+                "svm": "attention",
+                "p": "7/4",
+                "alpha": [0],
+                "w": {"ints": [1.5]},
+            },
+            "no floats",
+        ),
+        (
+            {
+                "status": "optimal",
+                "svm": "attention",
+                "p": "7/4",
+                "alpha": [0],
+                "lam": {"ints": [1], "den": 0},
+            },
+            "positive",
+        ),
+        ([1, 2], "JSON object"),
+    ],
+)
 def test_from_json_rejects_bad_input(data, match):
     with pytest.raises(MdcertError, match=match):
         Certificate.from_json(data)
@@ -95,14 +126,24 @@ def test_status_enum_and_support_counts():
 
 
 # ---------------------------------------------------------------- adversarial review (round 2)
-@pytest.mark.parametrize("patch, match", [
-    ({"w": {"ints": [1], "exp": 10**9, "den": 1}}, "out of range"),
-    ({"support": {"tight": [[0.5, 1]], "inactive": [], "undecided": []}}, "integer index"),
-    ({"support": {"tight": [[True, 1]], "inactive": [], "undecided": []}}, "integer index"),
-])
+@pytest.mark.parametrize(
+    "patch, match",
+    [
+        ({"w": {"ints": [1], "exp": 10**9, "den": 1}}, "out of range"),
+        ({"support": {"tight": [[0.5, 1]], "inactive": [], "undecided": []}}, "integer index"),
+        ({"support": {"tight": [[True, 1]], "inactive": [], "undecided": []}}, "integer index"),
+    ],
+)
 def test_hostile_fields_rejected(patch, match):
     """Findings: a float index was truncated to a different row; a huge exponent hung the checker."""
-    data = {"status": "optimal", "svm": "attention", "p": "3/2", "alpha": [0], "data_hash": "h", **patch}
+    data = {
+        "status": "optimal",
+        "svm": "attention",
+        "p": "3/2",
+        "alpha": [0],
+        "data_hash": "h",
+        **patch,
+    }
     with pytest.raises(MdcertError, match=match):
         Certificate.from_json(data)
 
@@ -140,16 +181,33 @@ def _deep(levels: int = 100_000) -> list:
     return top
 
 
-@pytest.mark.parametrize("field", ["status", "svm", "p", "alpha", "data_hash", "d", "digits", "support", "w"])
+@pytest.mark.parametrize(
+    "field", ["status", "svm", "p", "alpha", "data_hash", "d", "digits", "support", "w"]
+)
 def test_from_json_refuses_deep_or_huge_python_values(field):
     """Values built in Python (not from JSON text, whose depth is bounded): deeply nested or huge
     values are one-line MdcertErrors, never a RecursionError from a repr or a 4300-digit str error."""
     from certify import MdcertError
 
-    base = {"status": "optimal", "svm": "attention", "p": "2", "alpha": [0], "data_hash": "sha256:x", "d": 1}
-    for value in (_deep(), 10**6000) if field != "w" else (_deep(),):  # a huge w is the checker's size_limits
+    base = {
+        "status": "optimal",
+        "svm": "attention",
+        "p": "2",
+        "alpha": [0],
+        "data_hash": "sha256:x",
+        "d": 1,
+    }
+    for value in (
+        (_deep(), 10**6000) if field != "w" else (_deep(),)
+    ):  # a huge w is the checker's size_limits
         data = dict(base)
-        data[field] = {"tight": [value]} if field == "support" else {"ints": [value]} if field == "w" else value
+        data[field] = (
+            {"tight": [value]}
+            if field == "support"
+            else {"ints": [value]}
+            if field == "w"
+            else value
+        )
         with pytest.raises(MdcertError) as info:
             Certificate.from_json(data)
         assert "\n" not in str(info.value) and len(str(info.value)) < 300

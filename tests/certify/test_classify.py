@@ -23,8 +23,12 @@ def _exact_inverse_diagonal(G: list[list[int]]) -> list[Fraction]:
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 12), bits=st.integers(1, 200), seed=st.integers(0, 2**32 - 1),
-       flint_only=st.booleans())
+@given(
+    n=st.integers(1, 12),
+    bits=st.integers(1, 200),
+    seed=st.integers(0, 2**32 - 1),
+    flint_only=st.booleans(),
+)
 @example(n=2, bits=3, seed=0, flint_only=False)  # small integers: nothing is shifted out (k = 0)
 @example(n=12, bits=200, seed=1, flint_only=False)  # 400-bit Gram entries
 @example(n=12, bits=200, seed=1, flint_only=True)
@@ -32,7 +36,10 @@ def test_inverse_diagonal_bounds_are_valid_and_tight(n, bits, seed, flint_only):
     """Sound always; within 10% on the split dgemm path (theta < 1/64), within 1e-6 on the
     python-flint path (52-bit inverse, ``MDCERT_EXACT_PRODUCTS=flint``)."""
     rng = np.random.default_rng(seed)
-    B = [[int(x) << max(0, bits - 30) for x in rng.integers(-2**30, 2**30, size=n + 2)] for _ in range(n)]
+    B = [
+        [int(x) << max(0, bits - 30) for x in rng.integers(-(2**30), 2**30, size=n + 2)]
+        for _ in range(n)
+    ]
     G = [[sum(a * b for a, b in zip(B[i], B[j])) for j in range(n)] for i in range(n)]
     with pytest.MonkeyPatch.context() as mp:
         if flint_only:
@@ -48,8 +55,13 @@ def test_kron_gram_factors_give_the_bounds_of_the_formed_gram():
     """``inverse_diagonal_upper(G, H)`` for the Gram matrix ``G o H`` of Kronecker rows: sound and as
     tight as for the formed product (the shift may differ by the one bit the factors' sizes add)."""
     rng = np.random.default_rng(2)
-    L, Z = (np.array([[int(x) << 40 for x in row] for row in rng.integers(-2**20, 2**20, size=(9, 3))], dtype=object)
-            for _ in range(2))
+    L, Z = (
+        np.array(
+            [[int(x) << 40 for x in row] for row in rng.integers(-(2**20), 2**20, size=(9, 3))],
+            dtype=object,
+        )
+        for _ in range(2)
+    )
     G, H = L @ L.T, Z @ Z.T
     rows = np.array([np.outer(a, b).ravel() for a, b in zip(L, Z)], dtype=object)
     M = rows @ rows.T
@@ -76,7 +88,7 @@ def test_row_norm_bounds_and_inactive_mask_are_sound():
         assert exact2 <= (B[r] * Fraction(2) ** e) ** 2 <= 4 * exact2  # within a factor 2
     # a point w with A w = Aw 2**e_aw: rows with slack above ||a||_2 dist are proven, others not
     rng = np.random.default_rng(0)
-    w = [int(k) for k in rng.integers(-2**40, 2**40, size=cs.m)]
+    w = [int(k) for k in rng.integers(-(2**40), 2**40, size=cs.m)]
     Aw = ops.matvec(w)
     e_aw = -10 - max(abs(k).bit_length() for k in Aw)  # scale so that 1 = 2**-e_aw is representable
     lam = [0] * cs.N

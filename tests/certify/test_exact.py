@@ -12,14 +12,31 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from certify.errors import MdcertError
-from certify.exact import (conjugate, decimal_digits, dyadic, format_exact, format_fraction, format_g, format_sci, parse_fraction,
-                           parse_nonnegative, parse_p)
+from certify.exact import (
+    conjugate,
+    decimal_digits,
+    dyadic,
+    format_exact,
+    format_fraction,
+    format_g,
+    format_sci,
+    parse_fraction,
+    parse_nonnegative,
+    parse_p,
+)
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("1.1", Fraction(11, 10)), (1.1, Fraction(11, 10)), ("7/4", Fraction(7, 4)), (3, Fraction(3)),
-     (Fraction(3, 2), Fraction(3, 2)), (" 1.75 ", Fraction(7, 4)), ("1.0001", Fraction(10001, 10000))],
+    [
+        ("1.1", Fraction(11, 10)),
+        (1.1, Fraction(11, 10)),
+        ("7/4", Fraction(7, 4)),
+        (3, Fraction(3)),
+        (Fraction(3, 2), Fraction(3, 2)),
+        (" 1.75 ", Fraction(7, 4)),
+        ("1.0001", Fraction(10001, 10000)),
+    ],
 )
 def test_parse_p_is_exact(value, expected) -> None:
     assert parse_p(value) == expected
@@ -27,9 +44,20 @@ def test_parse_p_is_exact(value, expected) -> None:
 
 @pytest.mark.parametrize(
     ("value", "pattern"),
-    [("1", r"p > 1"), (1, r"p > 1"), ("0.5", r"p > 1"), (-2, r"p > 1"), ("inf", r"finite"),
-     (float("inf"), r"finite"), (float("nan"), r"finite"), ("nan", r"finite"), ("abc", r"invalid p"),
-     (None, r"invalid p"), (True, r"invalid p"), ("1/0", r"invalid p")],
+    [
+        ("1", r"p > 1"),
+        (1, r"p > 1"),
+        ("0.5", r"p > 1"),
+        (-2, r"p > 1"),
+        ("inf", r"finite"),
+        (float("inf"), r"finite"),
+        (float("nan"), r"finite"),
+        ("nan", r"finite"),
+        ("abc", r"invalid p"),
+        (None, r"invalid p"),
+        (True, r"invalid p"),
+        ("1/0", r"invalid p"),
+    ],
 )
 def test_parse_p_rejects_bad_values(value, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern):
@@ -91,20 +119,38 @@ def test_decimal_digits_is_exact(num, k) -> None:
     assert x <= Fraction(10) ** -n and x > Fraction(10) ** -(n + 1)
 
 
-@pytest.mark.parametrize(("x", "text"), [(Fraction(1, 10**1000), "1.00e-1000"), (Fraction(5, 10**324), "5.00e-324"),
-                                          (Fraction(10**400 * 3), "3.00e+400"), (Fraction(0), "0"),
-                                          (Fraction(-2, 3), "-6.67e-01"), (Fraction(3, 10**5), "3.00e-05"),
-                                          (Fraction(428, 100), "4.28e+00")])
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [
+        (Fraction(1, 10**1000), "1.00e-1000"),
+        (Fraction(5, 10**324), "5.00e-324"),
+        (Fraction(10**400 * 3), "3.00e+400"),
+        (Fraction(0), "0"),
+        (Fraction(-2, 3), "-6.67e-01"),
+        (Fraction(3, 10**5), "3.00e-05"),
+        (Fraction(428, 100), "4.28e+00"),
+    ],
+)
 def test_format_sci_has_no_float_range(x, text) -> None:
     assert format_sci(x) == text
 
 
-@pytest.mark.parametrize(("p", "text"), [
-    (Fraction(3), "3"), (Fraction(2), "2"), (Fraction(7, 4), "1.75"), (Fraction(11, 10), "1.1"),
-    (Fraction(4, 3), "4/3"), (Fraction(10) ** 400, "1e400"), (Fraction(10 ** 20), "1e20"),
-    (Fraction(123456789, 1000), "123456.789"), (Fraction(1, 10 ** 12), "1e-12"),
-    (1 + Fraction(1, 2 ** 60), "1152921504606846977/1152921504606846976"),
-    (Fraction(10 ** 60 + 1), "~1.00000000000e+60")])
+@pytest.mark.parametrize(
+    ("p", "text"),
+    [
+        (Fraction(3), "3"),
+        (Fraction(2), "2"),
+        (Fraction(7, 4), "1.75"),
+        (Fraction(11, 10), "1.1"),
+        (Fraction(4, 3), "4/3"),
+        (Fraction(10) ** 400, "1e400"),
+        (Fraction(10**20), "1e20"),
+        (Fraction(123456789, 1000), "123456.789"),
+        (Fraction(1, 10**12), "1e-12"),
+        (1 + Fraction(1, 2**60), "1152921504606846977/1152921504606846976"),
+        (Fraction(10**60 + 1), "~1.00000000000e+60"),
+    ],
+)
 def test_format_p_is_what_a_user_reads(p, text) -> None:
     """Whole p prints as ``3`` (never ``3/1``), terminating decimals as decimals, others as num/den."""
     assert format_exact(p) == text
@@ -113,16 +159,21 @@ def test_format_p_is_what_a_user_reads(p, text) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(num=st.integers(1, 10 ** 25), den=st.integers(1, 10 ** 12))
+@given(num=st.integers(1, 10**25), den=st.integers(1, 10**12))
 @example(num=7, den=4)
 @example(num=3, den=1)
 def test_format_p_round_trips_exactly(num, den) -> None:
     text = format_exact(Fraction(num, den))
-    assert not text.endswith("/1") and (text.startswith("~") or Fraction(text) == Fraction(num, den))
+    assert not text.endswith("/1") and (
+        text.startswith("~") or Fraction(text) == Fraction(num, den)
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(x=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300), digits=st.sampled_from([3, 6, 12]))
+@given(
+    x=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+    digits=st.sampled_from([3, 6, 12]),
+)
 @example(x=1e-05, digits=6)
 @example(x=123456.0, digits=6)
 @example(x=1234567.0, digits=6)
@@ -131,8 +182,16 @@ def test_format_g_is_printf_g_without_floats(x, digits) -> None:
     assert format_g(Fraction(x), digits) == f"{x + 0.0:.{digits}g}"  # + 0.0: Fraction(-0.0) is 0
 
 
-@pytest.mark.parametrize(("x", "text"), [(Fraction(1, 10 ** 400), "1e-400"), (Fraction(10 ** 400, 3), "3.33333e+399"),
-                                          (Fraction(1, 3), "0.333333"), (Fraction(3, 10 ** 5), "3e-05"), (Fraction(0), "0")])
+@pytest.mark.parametrize(
+    ("x", "text"),
+    [
+        (Fraction(1, 10**400), "1e-400"),
+        (Fraction(10**400, 3), "3.33333e+399"),
+        (Fraction(1, 3), "0.333333"),
+        (Fraction(3, 10**5), "3e-05"),
+        (Fraction(0), "0"),
+    ],
+)
 def test_format_g_beyond_the_float_range(x, text) -> None:
     assert format_g(x) == text
 
@@ -150,5 +209,9 @@ def test_ldexp_array_of_integers_beyond_the_float_range() -> None:
     assert np.array_equal(d.to_float(), X)
     from certify import AttentionProblem
 
-    rows = AttentionProblem(X, np.ones(2), np.ones((2, 2)), np.array([1.0, 0.0])).decoder_constraints([0, 0]).rows()
+    rows = (
+        AttentionProblem(X, np.ones(2), np.ones((2, 2)), np.array([1.0, 0.0]))
+        .decoder_constraints([0, 0])
+        .rows()
+    )
     assert np.array_equal(rows, [[1.0, 0.5], [-1.0, -0.5]])

@@ -10,8 +10,15 @@ import mpmath
 import numpy as np
 import pytest
 
-from certify import (AttentionProblem, CertifiedSolution, CertStatus, ExactVector, certified_solution, certify_svm,
-                     synthetic_problem)
+from certify import (
+    AttentionProblem,
+    CertifiedSolution,
+    CertStatus,
+    ExactVector,
+    certified_solution,
+    certify_svm,
+    synthetic_problem,
+)
 from certify.errors import MdcertError
 
 
@@ -29,8 +36,14 @@ def _lp_distance(a: np.ndarray, exact: list[Fraction], p: Fraction) -> mpmath.mp
     """``||a - exact||_p`` at 200 digits (a float array against exact rationals)."""
     with mpmath.workdps(200):
         pf = mpmath.mpf(p.numerator) / p.denominator
-        s = sum(abs(mpmath.mpf(Fraction(float(x)).numerator) / Fraction(float(x)).denominator
-                    - mpmath.mpf(e.numerator) / e.denominator) ** pf for x, e in zip(a.ravel(), exact))
+        s = sum(
+            abs(
+                mpmath.mpf(Fraction(float(x)).numerator) / Fraction(float(x)).denominator
+                - mpmath.mpf(e.numerator) / e.denominator
+            )
+            ** pf
+            for x, e in zip(a.ravel(), exact)
+        )
         return s ** (1 / pf)
 
 
@@ -49,7 +62,9 @@ def test_attention_point_is_row_major_and_feasible(problem, cert) -> None:
     left, right = cs.left.to_float(), cs.right.to_float()
     margins = np.einsum("rj,jk,rk->r", left, W, right)  # a^T vec(W) = left^T W right
     assert margins.min() > 1 - 1e-12
-    assert np.einsum("rj,jk,rk->r", left, W.T, right).min() < 0.9  # the transpose is not the solution
+    assert (
+        np.einsum("rj,jk,rk->r", left, W.T, right).min() < 0.9
+    )  # the transpose is not the solution
 
 
 def test_rounding_terms_are_rigorous(problem, cert) -> None:
@@ -61,28 +76,39 @@ def test_rounding_terms_are_rigorous(problem, cert) -> None:
         pf = mpmath.mpf(7) / 4
         norm = sum(abs(mpmath.mpf(x.numerator) / x.denominator) ** pf for x in w) ** (1 / pf)
         u = [mpmath.mpf(x.numerator) / x.denominator / norm for x in w]
-        err = sum(abs(mpmath.mpf(Fraction(float(a)).numerator) / Fraction(float(a)).denominator - b) ** pf
-                  for a, b in zip(sol.direction.ravel(), u)) ** (1 / pf)
+        err = sum(
+            abs(mpmath.mpf(Fraction(float(a)).numerator) / Fraction(float(a)).denominator - b) ** pf
+            for a, b in zip(sol.direction.ravel(), u)
+        ) ** (1 / pf)
     assert err <= _mp(sol.direction_error_upper - cert.direction_error_upper)
-    assert 0 < sol.rounding < Fraction(1, 10**14) and sol.direction_error_upper < Fraction(1, 10**14)
+    assert 0 < sol.rounding < Fraction(1, 10**14) and sol.direction_error_upper < Fraction(
+        1, 10**14
+    )
 
 
 def test_distance_to_a_sharper_certificate(problem, cert) -> None:
     """||point - w_ref|| <= ||point - W_mm|| + ||W_mm - w_ref||: both bounds rigorous, so this must hold."""
     sol = certified_solution(cert)
     ref = certify_svm(problem, "1.75", alpha="opt", digits=90)
-    assert _lp_distance(sol.point, ref.w.fractions(), cert.p) <= _mp(sol.distance_upper + ref.distance_upper)
+    assert _lp_distance(sol.point, ref.w.fractions(), cert.p) <= _mp(
+        sol.distance_upper + ref.distance_upper
+    )
 
 
 def test_decoder_vector_and_exact_kkt(problem) -> None:
     dec = certify_svm(problem, "3", svm="decoder", alpha="opt", digits=30)
     sol = certified_solution(dec.to_json(), problem=problem)  # a JSON dict works too
     assert sol.point.shape == (4,) and sol.direction.shape == (4,)
-    assert np.all(problem.decoder_constraints(list(dec.alpha)).left.to_float() @ sol.point > 1 - 1e-12)
+    assert np.all(
+        problem.decoder_constraints(list(dec.alpha)).left.to_float() @ sol.point > 1 - 1e-12
+    )
     p2 = certify_svm(problem, "2", alpha="opt", digits=30)
     sol2 = certified_solution(p2)
     assert p2.exact_kkt and sol2.exact_kkt and sol2.distance_upper == sol2.rounding
-    assert "row-major" in sol2.describe() and json.loads(json.dumps(sol2.to_json()))["shape"] == [4, 4]
+    assert "row-major" in sol2.describe() and json.loads(json.dumps(sol2.to_json()))["shape"] == [
+        4,
+        4,
+    ]
 
 
 def _infeasible():
@@ -92,13 +118,25 @@ def _infeasible():
     return certify_svm(pr, "1.5", svm="decoder")
 
 
-@pytest.mark.parametrize("make, pattern", [
-    (lambda c, pr: _infeasible(), "status is infeasible"),
-    (lambda c, pr: replace(c, status=CertStatus.NO_VERIFIED_RESULT), "status is no_verified_result"),
-    (lambda c, pr: replace(c, w=ExactVector(c.w.ints[:-1], c.w.exp, c.w.den)), "has 15 entries, but d = 4 needs 16"),
-    (lambda c, pr: replace(c, w=ExactVector(c.w.ints, c.w.exp + 4000, c.w.den)), "beyond the float64 range"),
-    (lambda c, pr: replace(c, w=ExactVector((0,) * 16, 0, 1)), "zero|direction"),
-])
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (lambda c, pr: _infeasible(), "status is infeasible"),
+        (
+            lambda c, pr: replace(c, status=CertStatus.NO_VERIFIED_RESULT),
+            "status is no_verified_result",
+        ),
+        (
+            lambda c, pr: replace(c, w=ExactVector(c.w.ints[:-1], c.w.exp, c.w.den)),
+            "has 15 entries, but d = 4 needs 16",
+        ),
+        (
+            lambda c, pr: replace(c, w=ExactVector(c.w.ints, c.w.exp + 4000, c.w.den)),
+            "beyond the float64 range",
+        ),
+        (lambda c, pr: replace(c, w=ExactVector((0,) * 16, 0, 1)), "zero|direction"),
+    ],
+)
 def test_refuses_what_holds_no_exportable_solution(problem, cert, make, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern):
         certified_solution(make(cert, problem))

@@ -13,14 +13,18 @@ from certify.errors import MdcertError
 
 
 def _verify_gordan(problem, svm, res):
-    Z, _ = constraint_system(problem, svm, None if problem.alpha is not None else "opt").exact_rows()
+    Z, _ = constraint_system(
+        problem, svm, None if problem.alpha is not None else "opt"
+    ).exact_rows()
     g = res.gordan_exact.fractions()
     assert all(x >= 0 for x in g) and sum(g) == 1
     assert all(v == 0 for v in Z.T.dot(np.array(g, dtype=object)))
 
 
 def _verify_point(problem, svm, res):
-    Z, _ = constraint_system(problem, svm, None if problem.alpha is not None else "opt").exact_rows()
+    Z, _ = constraint_system(
+        problem, svm, None if problem.alpha is not None else "opt"
+    ).exact_rows()
     w = np.array(res.point_exact.fractions(), dtype=object)
     assert min(Z.dot(w)) > 0
 
@@ -36,7 +40,9 @@ def test_synthetic_attention_is_feasible():
 def test_decoder_opposite_examples_infeasible():
     # y_1 x_1 = -(y_2 x_2): rows a and -a, so lam = (1/2, 1/2) is a Gordan certificate
     X = np.array([[[1.0, 0.5], [0.0, 0.0]], [[-1.0, -0.5], [0.0, 0.0]]])
-    pr = AttentionProblem(X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0])
+    pr = AttentionProblem(
+        X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0]
+    )
     res = feasibility(pr, svm="decoder")
     assert res.feasible is False
     assert res.gordan_exact.fractions() == [Fraction(1, 2), Fraction(1, 2)]
@@ -75,7 +81,10 @@ def test_float_rounded_combination_is_not_misreported():
     X = np.zeros((3, 2, 3))
     X[0, 0], X[1, 0], X[2, 0] = a1, a2, -(a1 + a2)
     pr = AttentionProblem(X, np.ones(3), np.ones((3, 3)), np.ones(3), alpha=[0, 0, 0])
-    exact_sum = [Fraction(float(x)) + Fraction(float(y)) + Fraction(float(z)) for x, y, z in zip(a1, a2, -(a1 + a2))]
+    exact_sum = [
+        Fraction(float(x)) + Fraction(float(y)) + Fraction(float(z))
+        for x, y, z in zip(a1, a2, -(a1 + a2))
+    ]
     res = feasibility(pr, svm="decoder")
     assert any(s != 0 for s in exact_sum)  # the exact rows are independent: feasible
     assert res.feasible is True  # proven by an exact rational solve (full row rank), not by floats
@@ -87,7 +96,9 @@ def test_bad_svm_name():
         feasibility(synthetic_problem(), svm="mlp")
 
 
-@pytest.mark.skipif(__import__("shutil").which("esolver") is None, reason="qsopt-ex (esolver) not installed")
+@pytest.mark.skipif(
+    __import__("shutil").which("esolver") is None, reason="qsopt-ex (esolver) not installed"
+)
 def test_exact_lp_escalation_with_esolver():
     from certify.feasible import _esolver_gordan
     from certify.ops import ExactOps
@@ -98,7 +109,10 @@ def test_exact_lp_escalation_with_esolver():
     g = _esolver_gordan(ExactOps(pr.decoder_constraints()))
     assert g is not None and g.fractions() == [Fraction(2, 7), Fraction(1, 7), Fraction(4, 7)]
     # a feasible system has no Gordan vector: nothing is claimed
-    assert _esolver_gordan(ExactOps(synthetic_problem(n=2, T=3, d=3).decoder_constraints("opt"))) is None
+    assert (
+        _esolver_gordan(ExactOps(synthetic_problem(n=2, T=3, d=3).decoder_constraints("opt")))
+        is None
+    )
 
 
 def test_esolver_missing_degrades_to_not_proven(monkeypatch):
@@ -107,7 +121,9 @@ def test_esolver_missing_degrades_to_not_proven(monkeypatch):
     monkeypatch.setattr(feas.shutil, "which", lambda name: None)
     monkeypatch.setattr(feas, "_gordan_from_support", lambda *a, **k: None)
     X = np.array([[[1.0, 0.5], [0.0, 0.0]], [[-1.0, -0.5], [0.0, 0.0]]])
-    pr = AttentionProblem(X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0])
+    pr = AttentionProblem(
+        X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0]
+    )
     res = feasibility(pr, svm="decoder")
     assert res.feasible is None and "not proven" in res.method
 
@@ -120,8 +136,13 @@ def test_extreme_scales_give_a_proven_verdict(sx, sz, svm):
     underflowed to zero rows and 1e150 overflowed (ValueError / OverflowError tracebacks). Rows are
     now scaled per row by powers of two; the verdict is still proven exactly on the given data."""
     rng = np.random.default_rng(1)
-    pr = AttentionProblem(rng.standard_normal((2, 3, 2)) * sx, np.ones(2), rng.standard_normal((2, 2)) * sz,
-                          np.ones(2), alpha=[0, 0])
+    pr = AttentionProblem(
+        rng.standard_normal((2, 3, 2)) * sx,
+        np.ones(2),
+        rng.standard_normal((2, 2)) * sz,
+        np.ones(2),
+        alpha=[0, 0],
+    )
     res = feasibility(pr, svm=svm)
     assert res.feasible is True
     Z, _ = constraint_system(pr, svm, [0, 0]).exact_rows()

@@ -6,22 +6,31 @@ import numpy as np
 import pytest
 
 from certify.errors import MdcertError
-from certify.fields import MAX_PROVENANCE_CHARS, check_lengths, check_provenance, numeric_array, provenance_text
+from certify.fields import (
+    MAX_PROVENANCE_CHARS,
+    check_lengths,
+    check_provenance,
+    numeric_array,
+    provenance_text,
+)
 
 X = np.zeros((3, 4, 2))
-X[:, :2] = 1.0          # every example has 2 nonzero tokens, then zeros
+X[:, :2] = 1.0  # every example has 2 nonzero tokens, then zeros
 
 
-@pytest.mark.parametrize(("lengths", "pattern"), [
-    ([1, 2, 2], r"lengths\[0\] = 1 leaves fewer than 2 tokens"),
-    ([2, 5, 2], r"lengths\[1\] = 5 leaves more than T tokens"),
-    ([2, 2.5, 2], r"lengths\[1\] = 2.5 is not an integer"),
-    ([2, 2], r"lengths must have shape \(3,\)"),
-    ([[2, 2, 2]], r"lengths must have shape \(3,\)"),
-    ([True, True, True], r"lengths must be 3 integers.*booleans"),
-    ("abc", r"lengths must be 3 integers"),
-    ([2, float("nan"), 2], r"lengths\[1\] = nan is not an integer"),
-])
+@pytest.mark.parametrize(
+    ("lengths", "pattern"),
+    [
+        ([1, 2, 2], r"lengths\[0\] = 1 leaves fewer than 2 tokens"),
+        ([2, 5, 2], r"lengths\[1\] = 5 leaves more than T tokens"),
+        ([2, 2.5, 2], r"lengths\[1\] = 2.5 is not an integer"),
+        ([2, 2], r"lengths must have shape \(3,\)"),
+        ([[2, 2, 2]], r"lengths must have shape \(3,\)"),
+        ([True, True, True], r"lengths must be 3 integers.*booleans"),
+        ("abc", r"lengths must be 3 integers"),
+        ([2, float("nan"), 2], r"lengths\[1\] = nan is not an integer"),
+    ],
+)
 def test_bad_lengths_are_refused_in_one_line(lengths, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern) as exc:
         check_lengths(lengths, X)
@@ -31,7 +40,10 @@ def test_bad_lengths_are_refused_in_one_line(lengths, pattern) -> None:
 def test_nonzero_padding_means_lengths_disagree_with_the_arrays() -> None:
     Xb = X.copy()
     Xb[2, 3, 1] = 1e-300
-    with pytest.raises(MdcertError, match=r"token 3 of example 2 is padding \(lengths\[2\] = 2\) but X\[2, 3\] is nonzero"):
+    with pytest.raises(
+        MdcertError,
+        match=r"token 3 of example 2 is padding \(lengths\[2\] = 2\) but X\[2, 3\] is nonzero",
+    ):
         check_lengths([2, 2, 2], Xb)
     assert check_lengths([2, 2, 4], Xb).tolist() == [2, 2, 4]
 
@@ -52,13 +64,16 @@ def test_provenance_is_a_json_copy() -> None:
     assert provenance_text({"b": 1, "a": 2}) == '{"a":2,"b":1}'
 
 
-@pytest.mark.parametrize(("value", "pattern"), [
-    ([1, 2], r"provenance must be a JSON object \(a dict\), got list"),
-    ("text", r"provenance must be a JSON object"),
-    ({"s": {1, 2}}, r"provenance must be JSON-serializable"),
-    ({"x": float("nan")}, r"provenance must be JSON-serializable"),
-    ({"big": "x" * MAX_PROVENANCE_CHARS}, r"at most 1048576"),
-])
+@pytest.mark.parametrize(
+    ("value", "pattern"),
+    [
+        ([1, 2], r"provenance must be a JSON object \(a dict\), got list"),
+        ("text", r"provenance must be a JSON object"),
+        ({"s": {1, 2}}, r"provenance must be JSON-serializable"),
+        ({"x": float("nan")}, r"provenance must be JSON-serializable"),
+        ({"big": "x" * MAX_PROVENANCE_CHARS}, r"at most 1048576"),
+    ],
+)
 def test_bad_provenance_is_refused(value, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern):
         check_provenance(value)

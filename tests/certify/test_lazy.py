@@ -24,9 +24,11 @@ def test_loads_on_first_access_and_caches():
 
 def test_packages_stay_lazy():
     """Importing certify and experiments loads neither a solver nor torch; a name loads on use."""
-    code = ("import sys, certify, experiments; assert 'torch' not in sys.modules; "
-            "assert 'certify.svm' not in sys.modules; certify.parse_p; assert 'certify.exact' in sys.modules; "
-            "assert 'parse_p' in dir(certify) and 'LpMirrorDescent' in dir(experiments)")
+    code = (
+        "import sys, certify, experiments; assert 'torch' not in sys.modules; "
+        "assert 'certify.svm' not in sys.modules; certify.parse_p; assert 'certify.exact' in sys.modules; "
+        "assert 'parse_p' in dir(certify) and 'LpMirrorDescent' in dir(experiments)"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -38,7 +40,9 @@ def test_registry_loads_checks_and_caches():
         get("third")
     with pytest.raises(MdcertError, match=r"^unknown number 3; use one of half$"):
         get(3)
-    entries["wrong"] = "tests.certify.test_lazy:HALF"  # the registry is read at each call; .name must match
+    entries["wrong"] = (
+        "tests.certify.test_lazy:HALF"  # the registry is read at each call; .name must match
+    )
     with pytest.raises(TypeError, match="is not the Named 'wrong'"):
         get("wrong")
     entries["frac"] = "fractions:Fraction"  # not an instance of the registry's class

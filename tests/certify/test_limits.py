@@ -12,8 +12,15 @@ from hypothesis import example, given, settings, strategies as st
 
 from certify import Certificate, MdcertError, check_certificate, synthetic_problem
 from certify.exact import decimal_str
-from certify.limits import (MAX_DIGITS, MAX_JSON_DEPTH, json_depth, max_certificate_bytes, parse_json, size_budget,
-                            size_violation)
+from certify.limits import (
+    MAX_DIGITS,
+    MAX_JSON_DEPTH,
+    json_depth,
+    max_certificate_bytes,
+    parse_json,
+    size_budget,
+    size_violation,
+)
 from certify.svm import certify_svm
 
 PROBLEM = synthetic_problem()
@@ -24,20 +31,23 @@ def cert():
     return certify_svm(PROBLEM, "1.75", digits=30).to_json()
 
 
-@pytest.mark.parametrize("text, pattern", [
-    ("[" * 200_000 + "]" * 200_000, "nests arrays/objects 200000 deep"),
-    ('{"a": ' * 100_000, "deep"),
-    ('{"a": 1, "a": 2}', "duplicate key 'a'"),
-    ('{"a": NaN}', "literal NaN"),
-    ('{"a": Infinity}', "literal Infinity"),
-    ('{"a": -Infinity}', "literal -Infinity"),
-    ('{"a": 1e400}', "out of the float64 range"),
-    ('{"a": ' + "7" * 5000 + "}", "integer literal of 5000 digits"),
-    (b'{"a": "\xff"}', "not UTF-8"),
-    ("", "not valid JSON"),
-    ('{"a": [1, 2}', "not valid JSON"),
-    ("\ufeff{}", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        ("[" * 200_000 + "]" * 200_000, "nests arrays/objects 200000 deep"),
+        ('{"a": ' * 100_000, "deep"),
+        ('{"a": 1, "a": 2}', "duplicate key 'a'"),
+        ('{"a": NaN}', "literal NaN"),
+        ('{"a": Infinity}', "literal Infinity"),
+        ('{"a": -Infinity}', "literal -Infinity"),
+        ('{"a": 1e400}', "out of the float64 range"),
+        ('{"a": ' + "7" * 5000 + "}", "integer literal of 5000 digits"),
+        (b'{"a": "\xff"}', "not UTF-8"),
+        ("", "not valid JSON"),
+        ('{"a": [1, 2}', "not valid JSON"),
+        ("\ufeff{}", "not valid JSON"),
+    ],
+)
 def test_bad_json_is_one_line(text, pattern):
     with pytest.raises(MdcertError, match=pattern) as info:
         parse_json(text)
@@ -65,7 +75,11 @@ def test_size_cap_is_checked_before_parsing():
 def test_certificate_load_and_from_text_round_trip(cert, tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps(cert))
-    assert Certificate.load(path) == Certificate.from_json(cert) == Certificate.from_text(json.dumps(cert))
+    assert (
+        Certificate.load(path)
+        == Certificate.from_json(cert)
+        == Certificate.from_text(json.dumps(cert))
+    )
     with pytest.raises(MdcertError, match="larger than"):
         Certificate.load(path, max_bytes=100)
 
@@ -77,23 +91,44 @@ def _budget(p="7/4"):
     return size_budget(p=Fraction(p), rows_L=rows.L, rows_R=rows.R, rows_exp=rows.exp, m=rows.m)
 
 
-@pytest.mark.parametrize("edit, pattern", [
-    (lambda d: d["lam"]["ints"].__setitem__(0, decimal_str(10 ** 10 ** 6)), "lam has an integer of 3321929 bits"),
-    (lambda d: d["w"].__setitem__("exp", 10 ** 7), "w.exp = 10000000 is beyond the exponent limit"),
-    (lambda d: d["w"].__setitem__("den", decimal_str(3 ** 400_000)), "w.den has an integer"),
-    (lambda d: d.__setitem__("opt_upper", "1" + "0" * 200_000 + "/1"), "opt_upper has a numerator"),
-    (lambda d: d.__setitem__("p", "7" + "1" * 100 + "/4"), "p has a numerator"),
-])
+@pytest.mark.parametrize(
+    "edit, pattern",
+    [
+        (
+            lambda d: d["lam"]["ints"].__setitem__(0, decimal_str(10**10**6)),
+            "lam has an integer of 3321929 bits",
+        ),
+        (
+            lambda d: d["w"].__setitem__("exp", 10**7),
+            "w.exp = 10000000 is beyond the exponent limit",
+        ),
+        (lambda d: d["w"].__setitem__("den", decimal_str(3**400_000)), "w.den has an integer"),
+        (
+            lambda d: d.__setitem__("opt_upper", "1" + "0" * 200_000 + "/1"),
+            "opt_upper has a numerator",
+        ),
+        (lambda d: d.__setitem__("p", "7" + "1" * 100 + "/4"), "p has a numerator"),
+    ],
+)
 def test_oversized_certificates_are_refused_fast(cert, edit, pattern):
     d = copy.deepcopy(cert)
     edit(d)
     t = time.perf_counter()
     res = check_certificate(PROBLEM, d)
     assert time.perf_counter() - t < 5.0  # was > 60 s for a 10^6-digit multiplier
-    assert not res.ok and res.first_failure.startswith("size_limits") and pattern in res.first_failure
+    assert (
+        not res.ok and res.first_failure.startswith("size_limits") and pattern in res.first_failure
+    )
 
 
-@pytest.mark.parametrize("p", ["1.1", pytest.param("1.75", marks=pytest.mark.slow), pytest.param("3", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "p",
+    [
+        "1.1",
+        pytest.param("1.75", marks=pytest.mark.slow),
+        pytest.param("3", marks=pytest.mark.slow),
+    ],
+)
 def test_most_digits_certify_accepts_are_within_the_limits(p):
     """The limits never refuse what `certify_svm` produces at its largest --digits (issue 11 item 11)."""
     c = certify_svm(PROBLEM, p, digits=MAX_DIGITS)
@@ -135,4 +170,13 @@ def test_limits_import_no_solver():
     tree = ast.parse((Path(__file__).resolve().parents[2] / "certify" / "limits.py").read_text())
     mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert mods <= {"__future__", "json", "math", "re", "fractions", "typing", "numpy", "certify.errors"}, mods
+    assert mods <= {
+        "__future__",
+        "json",
+        "math",
+        "re",
+        "fractions",
+        "typing",
+        "numpy",
+        "certify.errors",
+    }, mods

@@ -16,7 +16,9 @@ from certify.errors import MdcertError
 
 PS = ["1.1", "1.5", "7/4", "2", "3", "4", Fraction(21, 20), 2.5]
 # zero or |x| in [1e-30, 8]: the maps of every tested p stay in the normal float64 range
-finite = st.just(0.0) | st.tuples(st.floats(1e-30, 8), st.booleans()).map(lambda t: -t[0] if t[1] else t[0])
+finite = st.just(0.0) | st.tuples(st.floats(1e-30, 8), st.booleans()).map(
+    lambda t: -t[0] if t[1] else t[0]
+)
 vectors = hnp.arrays(np.float64, st.integers(1, 6), elements=finite)
 ps = st.sampled_from(PS) | st.fractions(Fraction(11, 10), Fraction(8), max_denominator=20)
 
@@ -38,7 +40,9 @@ def test_norm_psi_against_naive(p):
     batched = lp.lp_norm(W, p, axis=(-2, -1))
     assert batched.shape == (3,)
     np.testing.assert_allclose(batched, [lp.lp_norm(W[i], p) for i in range(3)], rtol=1e-14)
-    np.testing.assert_allclose(lp.psi(W, p, axis=(1, 2)), [lp.psi(W[i], p) for i in range(3)], rtol=1e-14)
+    np.testing.assert_allclose(
+        lp.psi(W, p, axis=(1, 2)), [lp.psi(W[i], p) for i in range(3)], rtol=1e-14
+    )
 
 
 def test_p2_is_frobenius_and_entrywise_not_spectral():
@@ -56,7 +60,9 @@ def test_exact_exponents():
     assert lp.dual_exponent("1.1") == Fraction(11)
     assert lp.dual_exponent("7/4") == Fraction(7, 3)
     e = lp.exponents_of("1.1")
-    assert e.exact == Fraction(11, 10) and e.pm1 == 0.1 and e.inv_pm1 == 10.0  # not 1.1 - 1 in binary
+    assert (
+        e.exact == Fraction(11, 10) and e.pm1 == 0.1 and e.inv_pm1 == 10.0
+    )  # not 1.1 - 1 in binary
     assert lp.exponents_of(e) is e
 
 
@@ -67,7 +73,9 @@ def test_round_trip(W, p):
     back = lp.inverse_mirror_map(lp.mirror_map(W, p), p)
     np.testing.assert_allclose(back, W, rtol=1e-12, atol=1e-300)
     Q = lp.mirror_map(W, p)
-    np.testing.assert_allclose(lp.mirror_map(lp.inverse_mirror_map(Q, p), p), Q, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(
+        lp.mirror_map(lp.inverse_mirror_map(Q, p), p), Q, rtol=1e-12, atol=1e-300
+    )
 
 
 def test_mirror_map_is_gradient_of_psi():
@@ -75,7 +83,12 @@ def test_mirror_map_is_gradient_of_psi():
     W = rng.normal(size=7)
     for p in PS:
         h = 1e-6
-        num = np.array([(lp.psi(W + h * np.eye(7)[j], p) - lp.psi(W - h * np.eye(7)[j], p)) / (2 * h) for j in range(7)])
+        num = np.array(
+            [
+                (lp.psi(W + h * np.eye(7)[j], p) - lp.psi(W - h * np.eye(7)[j], p)) / (2 * h)
+                for j in range(7)
+            ]
+        )
         np.testing.assert_allclose(lp.mirror_map(W, p), num, rtol=1e-7)
 
 
@@ -97,7 +110,9 @@ def test_bregman_homogeneity(A, B, p, c):
     n = min(A.size, B.size)
     A, B = A[:n], B[:n]
     e = float(Fraction(p))
-    np.testing.assert_allclose(lp.bregman(c * A, c * B, p), c**e * lp.bregman(A, B, p), rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(
+        lp.bregman(c * A, c * B, p), c**e * lp.bregman(A, B, p), rtol=1e-9, atol=1e-300
+    )
 
 
 @settings(deadline=None)
@@ -125,9 +140,12 @@ def test_bregman_accurate_near_equality(p, rel):
     a, b = np.array([1.3, -0.7, 2.0]), np.array([1.3, -0.7, 2.0]) * (1 + rel)
     mpmath.mp.dps = 50
     pe = mpmath.mpf(Fraction(p).numerator) / Fraction(p).denominator
-    exact = sum(abs(mpmath.mpf(x)) ** pe / pe - abs(mpmath.mpf(y)) ** pe / pe
-                - mpmath.sign(y) * abs(mpmath.mpf(y)) ** (pe - 1) * (mpmath.mpf(x) - mpmath.mpf(y))
-                for x, y in zip(a, b))
+    exact = sum(
+        abs(mpmath.mpf(x)) ** pe / pe
+        - abs(mpmath.mpf(y)) ** pe / pe
+        - mpmath.sign(y) * abs(mpmath.mpf(y)) ** (pe - 1) * (mpmath.mpf(x) - mpmath.mpf(y))
+        for x, y in zip(a, b)
+    )
     assert lp.bregman(a, b, p) == pytest.approx(float(exact), rel=1e-8)
 
 
@@ -140,18 +158,25 @@ def test_normalize():
     np.testing.assert_allclose(out[0], out[1], rtol=1e-15)
 
 
-@pytest.mark.parametrize("call, exc, pattern", [
-    (lambda: lp.lp_norm([1.0], 1), MdcertError, r"invalid p: 1\b.*p > 1"),
-    (lambda: lp.psi([1.0], "0.5"), MdcertError, r"invalid p: '0.5'"),
-    (lambda: lp.mirror_map([1.0], "inf"), MdcertError, r"p = inf is not supported"),
-    (lambda: lp.mirror_map([1.0], "abc"), MdcertError, r"invalid p: 'abc'"),
-    (lambda: lp.mirror_map([np.nan], 3), MdcertError, r"W contains NaN or Inf"),
-    (lambda: lp.bregman([1.0], [np.inf], 3), MdcertError, r"B contains NaN or Inf"),
-    (lambda: lp.lp_normalize(np.zeros(3), 3), MdcertError, r"zero matrix"),
-    (lambda: lp.mirror_map([1e300], 3), FloatingPointError, r"mirror_map overflowed"),
-    (lambda: lp.inverse_mirror_map([1e300], "1.5"), FloatingPointError, r"inverse_mirror_map overflowed"),
-    (lambda: lp.psi([1e200], 2), FloatingPointError, r"psi overflowed"),
-])
+@pytest.mark.parametrize(
+    "call, exc, pattern",
+    [
+        (lambda: lp.lp_norm([1.0], 1), MdcertError, r"invalid p: 1\b.*p > 1"),
+        (lambda: lp.psi([1.0], "0.5"), MdcertError, r"invalid p: '0.5'"),
+        (lambda: lp.mirror_map([1.0], "inf"), MdcertError, r"p = inf is not supported"),
+        (lambda: lp.mirror_map([1.0], "abc"), MdcertError, r"invalid p: 'abc'"),
+        (lambda: lp.mirror_map([np.nan], 3), MdcertError, r"W contains NaN or Inf"),
+        (lambda: lp.bregman([1.0], [np.inf], 3), MdcertError, r"B contains NaN or Inf"),
+        (lambda: lp.lp_normalize(np.zeros(3), 3), MdcertError, r"zero matrix"),
+        (lambda: lp.mirror_map([1e300], 3), FloatingPointError, r"mirror_map overflowed"),
+        (
+            lambda: lp.inverse_mirror_map([1e300], "1.5"),
+            FloatingPointError,
+            r"inverse_mirror_map overflowed",
+        ),
+        (lambda: lp.psi([1e200], 2), FloatingPointError, r"psi overflowed"),
+    ],
+)
 def test_bad_inputs(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()

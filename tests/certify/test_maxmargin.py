@@ -24,7 +24,7 @@ A = np.array([3.0, 4.0])
 
 def _encloses(cert, power: int, value: Fraction) -> bool:
     """``OPT**power = value`` lies in the certified enclosure (exact rationals)."""
-    return cert.opt_lower ** power <= value <= cert.opt_upper ** power
+    return cert.opt_lower**power <= value <= cert.opt_upper**power
 
 
 @pytest.mark.parametrize(("p", "q"), [("2", 2), ("1.5", 3), ("4/3", 4)])
@@ -35,7 +35,11 @@ def test_one_active_constraint_opt_is_one_over_the_dual_norm(p, q) -> None:
     assert cert.status is CertStatus.OPTIMAL
     norm_q = sum(Fraction(int(abs(a))) ** q for a in A)  # ||a||_q^q; OPT^q = 1 / ||a||_q^q
     assert _encloses(cert, q, 1 / norm_q)
-    assert cert.support.tight == ((0,),) and cert.support.inactive == ((1,),) and not cert.support.undecided
+    assert (
+        cert.support.tight == ((0,),)
+        and cert.support.inactive == ((1,),)
+        and not cert.support.undecided
+    )
     assert check_certificate(prob, cert).ok
 
 
@@ -83,7 +87,9 @@ def test_checker_rejects_tampered_certificates(planted) -> None:
     bad["w"]["ints"] = [k * 99 // 100 for k in bad["w"]["ints"]]  # w scaled by 0.99: infeasible
     _rejects(prob, bad, "w_feasible")
     bad = copy.deepcopy(data)
-    bad["support"]["inactive"].append(bad["support"]["tight"].pop())  # a tight example claimed inactive
+    bad["support"]["inactive"].append(
+        bad["support"]["tight"].pop()
+    )  # a tight example claimed inactive
     _rejects(prob, bad, "support")  # support_inactive, or support with the exact p = 2 KKT
     bad = copy.deepcopy(data)
     bad["svm"] = "decoder"
@@ -147,7 +153,9 @@ def test_multiclass_digits_subset() -> None:
     assert res.ok, res.first_failure
     W = certified_solution(cert, problem=prob).point
     assert W.shape == (10, 64)
-    assert np.all(np.argmax(prob.X @ W.T, axis=1) == prob.y)  # the certified point separates the data
+    assert np.all(
+        np.argmax(prob.X @ W.T, axis=1) == prob.y
+    )  # the certified point separates the data
 
 
 def test_binary_equals_the_decoder_svm() -> None:
@@ -180,4 +188,10 @@ def test_checker_row_module_imports_no_solver() -> None:
         mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         assert not {m for m in mods if m and m.split(".")[0] in {"scipy", "cvxpy", "torch"}}
-        assert not mods & {"certify.svm", "certify.ops", "certify.refine", "certify.bounds", "certify.feasible"}
+        assert not mods & {
+            "certify.svm",
+            "certify.ops",
+            "certify.refine",
+            "certify.bounds",
+            "certify.feasible",
+        }

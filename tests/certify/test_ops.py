@@ -16,7 +16,7 @@ def test_products_match_dense_exact_rows(svm):
     ops = ExactOps(cs)
     Z, e = cs.exact_rows()
     rng = np.random.default_rng(0)
-    w = [int(k) for k in rng.integers(-2**60, 2**60, size=cs.m)]
+    w = [int(k) for k in rng.integers(-(2**60), 2**60, size=cs.m)]
     w[0] = 3 << 200  # big integers too
     lam = [int(k) for k in rng.integers(0, 2**62, size=cs.N)]
     assert ops.exp == e
@@ -24,7 +24,9 @@ def test_products_match_dense_exact_rows(svm):
     assert ops.rmatvec(lam) == [int(x) for x in Z.T.dot(np.array(lam, dtype=object))]
     G = ops.gram()
     dense = Z.dot(Z.T)
-    assert [[int(G[i, j]) for j in range(cs.N)] for i in range(cs.N)] == [[int(x) for x in r] for r in dense]
+    assert [[int(G[i, j]) for j in range(cs.N)] for i in range(cs.N)] == [
+        [int(x) for x in r] for r in dense
+    ]
     sub = ops.subset([2, 0])
     assert sub.matvec(w) == [ops.matvec(w)[2], ops.matvec(w)[0]]
     assert np.allclose(sub.float_rows(), cs.rows()[[2, 0]], rtol=1e-15, atol=0)

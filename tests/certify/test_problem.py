@@ -33,7 +33,10 @@ GOOD = dict(X=np.zeros((2, 3, 4)), y=np.array([1.0, -1.0]), z=np.ones((2, 4)), v
         (dict(z=np.ones((2, 3))), r"z must have shape \(2, 4\)"),
         (dict(v=np.ones(5)), r"v must have shape \(4,\)"),
         (dict(X=np.full((2, 3, 4), np.nan)), r"X contains NaN or Inf"),
-        (dict(z=np.array([[1.0, np.inf, 0, 0], [0, 0, 0, 0]])), r"z contains NaN or Inf \(first at index \(0, 1\)\)"),
+        (
+            dict(z=np.array([[1.0, np.inf, 0, 0], [0, 0, 0, 0]])),
+            r"z contains NaN or Inf \(first at index \(0, 1\)\)",
+        ),
         (dict(v="abc"), r"v must be a numeric array"),
         (dict(alpha=[0, 3]), r"alpha\[1\] = 3 is not a token index"),
         (dict(alpha=[0]), r"one token index per example"),
@@ -125,12 +128,16 @@ def test_attention_constraints_match_definition() -> None:
         assert t != alpha[i]
         for j in range(3):
             for k in range(3):
-                exact = (Fraction(prob.X[i, alpha[i], j]) - Fraction(prob.X[i, t, j])) * Fraction(prob.z[i, k])
+                exact = (Fraction(prob.X[i, alpha[i], j]) - Fraction(prob.X[i, t, j])) * Fraction(
+                    prob.z[i, k]
+                )
                 assert Fraction(int(ints[r, 3 * j + k])) * Fraction(2) ** exp == exact
                 assert A[r, 3 * j + k] == float(exact)
     W = np.random.default_rng(0).standard_normal((3, 3))
     i, t = cons.index[4]
-    np.testing.assert_allclose(A[4] @ W.ravel(), (prob.X[i, alpha[i]] - prob.X[i, t]) @ W @ prob.z[i])
+    np.testing.assert_allclose(
+        A[4] @ W.ravel(), (prob.X[i, alpha[i]] - prob.X[i, t]) @ W @ prob.z[i]
+    )
 
 
 def test_decoder_constraints_match_definition() -> None:
@@ -162,15 +169,24 @@ def _variable(seed: int = 4) -> AttentionProblem:
     return AttentionProblem(X, base.y, base.z, base.v, lengths=lengths)
 
 
-@pytest.mark.parametrize(("change", "pattern"), [
-    (dict(lengths=[1, 3]), r"lengths\[0\] = 1 leaves fewer than 2 tokens"),
-    (dict(lengths=[3, 4]), r"lengths\[1\] = 4 leaves more than T tokens"),
-    (dict(lengths=[2]), r"lengths must have shape \(2,\)"),
-    (dict(lengths=[2, 2.5]), r"lengths\[1\] = 2.5 is not an integer"),
-    (dict(X=np.ones((2, 3, 4)), lengths=[2, 3]), r"lengths disagree with X: token 2 of example 0 is padding"),
-    (dict(lengths=[2, 3], alpha=[2, 0]), r"alpha\[0\] = 2 is a padding token \(example 0 has lengths\[0\] = 2"),
-    (dict(provenance=["a"]), r"provenance must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("change", "pattern"),
+    [
+        (dict(lengths=[1, 3]), r"lengths\[0\] = 1 leaves fewer than 2 tokens"),
+        (dict(lengths=[3, 4]), r"lengths\[1\] = 4 leaves more than T tokens"),
+        (dict(lengths=[2]), r"lengths must have shape \(2,\)"),
+        (dict(lengths=[2, 2.5]), r"lengths\[1\] = 2.5 is not an integer"),
+        (
+            dict(X=np.ones((2, 3, 4)), lengths=[2, 3]),
+            r"lengths disagree with X: token 2 of example 0 is padding",
+        ),
+        (
+            dict(lengths=[2, 3], alpha=[2, 0]),
+            r"alpha\[0\] = 2 is a padding token \(example 0 has lengths\[0\] = 2",
+        ),
+        (dict(provenance=["a"]), r"provenance must be a JSON object"),
+    ],
+)
 def test_bad_lengths_and_provenance_are_rejected(change, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern) as exc:
         AttentionProblem(**{**GOOD, **change})
@@ -179,7 +195,9 @@ def test_bad_lengths_and_provenance_are_rejected(change, pattern) -> None:
 
 def test_full_length_is_bitwise_the_problem_without_lengths() -> None:
     prob = synthetic_problem(n=3, T=4, d=3, seed=2)
-    full = AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=[4, 4, 4], provenance={"note": "x"})
+    full = AttentionProblem(
+        prob.X, prob.y, prob.z, prob.v, lengths=[4, 4, 4], provenance={"note": "x"}
+    )
     assert full.lengths is None and full.data_hash() == prob.data_hash()
     assert full.valid_lengths.tolist() == [4, 4, 4] and full.token_mask.all()
     assert full.to_dict().keys() == {"X", "y", "z", "v", "provenance"}
@@ -189,20 +207,31 @@ def test_full_length_is_bitwise_the_problem_without_lengths() -> None:
 
 def test_lengths_enter_the_hash_and_provenance_does_not() -> None:
     prob = _variable()
-    other = AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=prob.lengths, provenance={"seed": 1})
+    other = AttentionProblem(
+        prob.X, prob.y, prob.z, prob.v, lengths=prob.lengths, provenance={"seed": 1}
+    )
     assert other.data_hash() == prob.data_hash()
     longer = prob.lengths.copy()
-    longer[np.argmin(longer)] += 1     # one more (zero) token is another problem
-    assert AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=longer).data_hash() != prob.data_hash()
+    longer[np.argmin(longer)] += 1  # one more (zero) token is another problem
+    assert (
+        AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=longer).data_hash()
+        != prob.data_hash()
+    )
     assert repr(prob).endswith(f"lengths={list(prob.lengths)})")
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".json"])
 def test_lengths_and_provenance_round_trip(tmp_path, suffix) -> None:
-    prov = {"source": {"file": "corpus.csv.bz2", "sha256": "ab" * 32}, "projection_seed": 7,
-            "selection": [3, 1, 4], "note": "é"}
+    prov = {
+        "source": {"file": "corpus.csv.bz2", "sha256": "ab" * 32},
+        "projection_seed": 7,
+        "selection": [3, 1, 4],
+        "note": "é",
+    }
     base = _variable()
-    prob = AttentionProblem(base.X, base.y, base.z, base.v, lengths=base.lengths, provenance=prov, alpha=[0, 1, 2, 0, 1])
+    prob = AttentionProblem(
+        base.X, base.y, base.z, base.v, lengths=base.lengths, provenance=prov, alpha=[0, 1, 2, 0, 1]
+    )
     back = AttentionProblem.load(prob.save(tmp_path / f"p{suffix}"))
     for name in ("X", "y", "z", "v", "alpha", "lengths"):
         np.testing.assert_array_equal(getattr(back, name), getattr(prob, name))
@@ -230,11 +259,13 @@ def test_padding_takes_part_in_no_row_and_no_score() -> None:
     cons = prob.attention_constraints([0] * prob.n)
     assert cons.index == tuple((i, t) for i in range(prob.n) for t in range(1, int(L[i])))
     # padding scores 0; make every valid score negative: the argmax must still be a valid token
-    neg = AttentionProblem(-np.abs(prob.X), np.ones(prob.n), prob.z, np.abs(prob.v) + 0.1, lengths=prob.lengths)
+    neg = AttentionProblem(
+        -np.abs(prob.X), np.ones(prob.n), prob.z, np.abs(prob.v) + 0.1, lengths=prob.lengths
+    )
     gamma = neg.token_scores()
     assert np.all(gamma[neg.token_mask] < 0) and np.all(gamma[~neg.token_mask] == 0)
     for i, a in enumerate(neg.optimal_indices().indices):
-        assert a < L[i] and gamma[i, a] == gamma[i, :L[i]].max()
+        assert a < L[i] and gamma[i, a] == gamma[i, : L[i]].max()
     assert prob.token_mask.sum() == L.sum()
 
 
@@ -246,7 +277,10 @@ def test_padded_twin_has_the_same_rows_and_tokens() -> None:
     a, b = prob.attention_constraints("opt"), twin.attention_constraints("opt")
     assert a.index == b.index and np.array_equal(a.exact_rows()[0], b.exact_rows()[0])
     assert a.exact_rows()[1] == b.exact_rows()[1]
-    assert twin.padded(8).data_hash() == twin.data_hash() and twin.padded(9).padded(9).lengths.tolist() == [5] * 4
+    assert (
+        twin.padded(8).data_hash() == twin.data_hash()
+        and twin.padded(9).padded(9).lengths.tolist() == [5] * 4
+    )
     assert twin.with_alpha([0, 1, 2, 3]).lengths.tolist() == [5] * 4
     with pytest.raises(MdcertError, match="cannot pad to T = 4"):
         prob.padded(4)
@@ -254,8 +288,12 @@ def test_padded_twin_has_the_same_rows_and_tokens() -> None:
 
 def test_describe_shows_lengths_and_provenance() -> None:
     prob = _variable()
-    assert prob.describe().startswith(f"n=5 T=6 d=3, lengths {prob.lengths.min()}..{prob.lengths.max()} ")
+    assert prob.describe().startswith(
+        f"n=5 T=6 d=3, lengths {prob.lengths.min()}..{prob.lengths.max()} "
+    )
     assert synthetic_problem(n=2, T=3, d=2, seed=0).describe() == "n=2 T=3 d=2"
     many = {f"k{i}": i for i in range(8)} | {"source": {"file": "c.csv", "sha256": "ab"}}
-    text = AttentionProblem(prob.X, prob.y, prob.z, prob.v, lengths=prob.lengths, provenance=many).describe()
+    text = AttentionProblem(
+        prob.X, prob.y, prob.z, prob.v, lengths=prob.lengths, provenance=many
+    ).describe()
     assert "provenance: k0=0" in text and text.endswith(", ...") and "\n" not in text

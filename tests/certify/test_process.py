@@ -31,15 +31,21 @@ print(child.stdout.readline().decode().strip(), flush=True)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux-only")
 def test_parent_death_signal_is_available():
     code = "from certify.process import set_parent_death_signal as s; print(s())"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert out.stdout.strip() == "True"
     assert set_parent_death_signal is not None
 
 
 def test_worker_exits_when_its_parent_does():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-c", MIDDLE, CHILD], capture_output=True, text=True, env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", MIDDLE, CHILD], capture_output=True, text=True, env=env, timeout=60
+    )
     pid = int(out.stdout.strip())
     deadline = time.monotonic() + 5
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
@@ -56,6 +62,9 @@ def test_worker_exits_when_its_parent_does():
 def test_worker_started_after_its_parent_died_exits():
     code = "from certify.process import die_with_parent; die_with_parent(1); import time; time.sleep(30)"
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                         timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        timeout=30,
+    )
     assert out.returncode == 1 and time.monotonic() - t0 < 20

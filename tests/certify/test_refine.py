@@ -19,7 +19,10 @@ def test_phi_fixed_matches_mpmath():
     U = [12345678901234567890123, -987654321, 0, 1]
     W, e = phi_fixed(U, -40, q, 200)
     with mpmath.workdps(80):
-        exact = [mpmath.sign(k) * abs(mpmath.mpf(k) * mpmath.mpf(2) ** -40) ** (mpmath.mpf(4) / 3) for k in U]
+        exact = [
+            mpmath.sign(k) * abs(mpmath.mpf(k) * mpmath.mpf(2) ** -40) ** (mpmath.mpf(4) / 3)
+            for k in U
+        ]
         top = max(abs(x) for x in exact)
         for x, wk in zip(exact, W):  # fixed point: accuracy relative to the largest entry
             assert abs(mpmath.mpf(wk) * mpmath.mpf(2) ** e - x) <= mpmath.mpf(2) ** (-195) * top
@@ -40,7 +43,7 @@ def test_refine_reaches_requested_bits(p):
     ws = warm_start(cs.rows(), float(p))
     ref = refine(ops, p, ws.lam, bits=300)
     assert ref.converged
-    assert ref.residual < 2.0 ** -280
+    assert ref.residual < 2.0**-280
     assert all(k >= 0 for k in ref.lam_ints) and all(ref.lam_ints[i] > 0 for i in ref.support)
     # reduced system holds at the returned point: A_S w = 1 to ~300 bits
     Aw = ops.matvec(ref.w_ints)

@@ -25,4 +25,4 @@ def test_derived_builds_once_per_key():
 def test_float_rows_round_the_exact_rows():
     cs = PROB.decoder_constraints(alpha=[0])
     ints, exp = cs.exact_rows()
-    assert np.array_equal(cs.rows(), np.array([[float(v) * 2.0 ** exp for v in row] for row in ints]))
+    assert np.array_equal(cs.rows(), np.array([[float(v) * 2.0**exp for v in row] for row in ints]))

@@ -58,7 +58,11 @@ def test_p_is_exact_and_solution_is_feasible():
 
 
 def test_precision_scales_with_digits():
-    assert target_bits(Fraction(3), 60) > target_bits(Fraction(3, 2), 60) > target_bits(Fraction(3, 2), 30)
+    assert (
+        target_bits(Fraction(3), 60)
+        > target_bits(Fraction(3, 2), 60)
+        > target_bits(Fraction(3, 2), 30)
+    )
     lo = certify_svm(PROBLEM, "1.75", digits=20)
     hi = certify_svm(PROBLEM, "1.75", digits=100)
     assert hi.relative_width() <= Fraction(1, 10**100) < lo.relative_width()
@@ -96,20 +100,30 @@ def test_coinciding_constraints_never_wrong(p):
     c = certify_svm(pr, p, alpha=a, digits=40)
     assert c.status is CertStatus.OPTIMAL and check_certificate(pr, c).ok
     sup = c.support
-    for part in (sup.tight, sup.inactive):  # identical rows are classified alike (or left undecided)
-        assert ((0, ts[0]) in part) == ((0, ts[1]) in part) or (0, ts[0]) in sup.undecided or (0, ts[1]) in sup.undecided
+    for part in (
+        sup.tight,
+        sup.inactive,
+    ):  # identical rows are classified alike (or left undecided)
+        assert (
+            ((0, ts[0]) in part) == ((0, ts[1]) in part)
+            or (0, ts[0]) in sup.undecided
+            or (0, ts[1]) in sup.undecided
+        )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"p": "1"}, "p > 1"),
-    ({"p": "inf"}, "finite"),
-    ({"p": "abc"}, "invalid p"),
-    ({"p": "2", "svm": "mlp"}, "unknown svm"),
-    ({"p": "2", "digits": 0}, "invalid digits"),
-    ({"p": "2", "digits": 2.5}, "invalid digits"),
-    ({"p": "2", "alpha": "0,1"}, "one token index per example"),
-    ({"p": "2", "alpha": [9] * 6}, "not a token index"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"p": "1"}, "p > 1"),
+        ({"p": "inf"}, "finite"),
+        ({"p": "abc"}, "invalid p"),
+        ({"p": "2", "svm": "mlp"}, "unknown svm"),
+        ({"p": "2", "digits": 0}, "invalid digits"),
+        ({"p": "2", "digits": 2.5}, "invalid digits"),
+        ({"p": "2", "alpha": "0,1"}, "one token index per example"),
+        ({"p": "2", "alpha": [9] * 6}, "not a token index"),
+    ],
+)
 def test_bad_input(kwargs, match):
     with pytest.raises(MdcertError, match=match):
         certify_svm(PROBLEM, **kwargs)
@@ -143,8 +157,10 @@ def test_float_rounded_combination_never_wrong(scale):
     X[0, 0], X[1, 0], X[2, 0] = a1, a2, -(a1 + a2)
     pr = AttentionProblem(X, np.ones(3), np.ones((3, 3)), np.ones(3), alpha=[0, 0, 0])
     c = certify_svm(pr, "1.5", svm="decoder", digits=20)
-    exact_dependent = all(Fraction(float(x)) + Fraction(float(y)) + Fraction(float(z)) == 0
-                          for x, y, z in zip(a1, a2, -(a1 + a2)))
+    exact_dependent = all(
+        Fraction(float(x)) + Fraction(float(y)) + Fraction(float(z)) == 0
+        for x, y, z in zip(a1, a2, -(a1 + a2))
+    )
     if exact_dependent:
         assert c.status is not CertStatus.OPTIMAL
     else:
@@ -171,8 +187,17 @@ def test_weakly_active_and_dependent_rows(p):
 
 
 # ---------------------------------------------------------------- adversarial review (round 2)
-@pytest.mark.parametrize("sx, sz, p", [(1e-150, 1e-150, "1.01"), (1e150, 1e150, "20"), (1e150, 1e-150, "2"),
-                                       (1e-300, 1.0, "1.5"), (1e20, 1e20, "3"), (1e-40, 1e-40, "20")])
+@pytest.mark.parametrize(
+    "sx, sz, p",
+    [
+        (1e-150, 1e-150, "1.01"),
+        (1e150, 1e150, "20"),
+        (1e150, 1e-150, "2"),
+        (1e-300, 1.0, "1.5"),
+        (1e20, 1e20, "3"),
+        (1e-40, 1e-40, "20"),
+    ],
+)
 @pytest.mark.parametrize("svm", ["attention", "decoder"])
 def test_extreme_scales_certified_or_honest_never_a_crash(sx, sz, svm, p):
     """Findings: 1e-150 / 1e150 data crashed (linprog ValueError on inf rows, OverflowError in the
@@ -180,8 +205,13 @@ def test_extreme_scales_certified_or_honest_never_a_crash(sx, sz, svm, p):
     p. Now an exact power-of-two rescaling is solved and mapped back; the certificate names the
     original data and the checker accepts it."""
     rng = np.random.default_rng(1)
-    pr = AttentionProblem(rng.standard_normal((2, 3, 2)) * sx, np.ones(2), rng.standard_normal((2, 2)) * sz,
-                          np.ones(2), alpha=[0, 0])
+    pr = AttentionProblem(
+        rng.standard_normal((2, 3, 2)) * sx,
+        np.ones(2),
+        rng.standard_normal((2, 2)) * sz,
+        np.ones(2),
+        alpha=[0, 0],
+    )
     c = certify_svm(pr, p, svm=svm, digits=20)
     res = check_certificate(pr, c)
     assert res.ok, res.first_failure
@@ -190,10 +220,22 @@ def test_extreme_scales_certified_or_honest_never_a_crash(sx, sz, svm, p):
 
 
 def test_subnormal_and_max_float_tokens_never_crash():
-    cases = [AttentionProblem(np.array([[[5e-324, 0.0], [0.0, 0.0], [0.0, 5e-324]]]), np.ones(1),
-                              np.array([[1.0, 1.0]]), np.ones(2), alpha=[0]),
-             AttentionProblem(np.array([[[1.7e308, 0.0], [-1.7e308, 0.0]]]), np.ones(1),
-                              np.array([[1.7e308, 1.0]]), np.ones(2), alpha=[0])]
+    cases = [
+        AttentionProblem(
+            np.array([[[5e-324, 0.0], [0.0, 0.0], [0.0, 5e-324]]]),
+            np.ones(1),
+            np.array([[1.0, 1.0]]),
+            np.ones(2),
+            alpha=[0],
+        ),
+        AttentionProblem(
+            np.array([[[1.7e308, 0.0], [-1.7e308, 0.0]]]),
+            np.ones(1),
+            np.array([[1.7e308, 1.0]]),
+            np.ones(2),
+            alpha=[0],
+        ),
+    ]
     for pr in cases:
         for svm in ("attention", "decoder"):
             c = certify_svm(pr, "1.5", svm=svm, digits=20)
@@ -233,17 +275,25 @@ def _variable_problem(seed: int) -> AttentionProblem:
 @pytest.mark.parametrize("svm", ["attention", "decoder"])
 def test_padded_twin_certifies_bit_for_bit_the_same(p, svm):
     for prob in (PROBLEM, _variable_problem(3)):
-        twin = prob.padded(prob.T + 3)          # more zero padding appended: the same problem
+        twin = prob.padded(prob.T + 3)  # more zero padding appended: the same problem
         a, b = certify_svm(prob, p, svm=svm, digits=30), certify_svm(twin, p, svm=svm, digits=30)
         assert a.status is CertStatus.OPTIMAL and b.data_hash == twin.data_hash() != a.data_hash
-        assert _without_run_facts(a) == _without_run_facts(b)   # same OPT enclosure, support, w and lam bits
+        assert _without_run_facts(a) == _without_run_facts(
+            b
+        )  # same OPT enclosure, support, w and lam bits
         assert check_certificate(twin, b).ok and check_certificate(prob, a).ok
-        assert not check_certificate(twin, a).ok             # the data hash names the padded file
+        assert not check_certificate(twin, a).ok  # the data hash names the padded file
 
 
 def test_full_length_lengths_change_no_certificate_bit():
-    same = AttentionProblem(PROBLEM.X, PROBLEM.y, PROBLEM.z, PROBLEM.v, lengths=[PROBLEM.T] * PROBLEM.n,
-                            provenance={"source": "synthetic_problem()"})
+    same = AttentionProblem(
+        PROBLEM.X,
+        PROBLEM.y,
+        PROBLEM.z,
+        PROBLEM.v,
+        lengths=[PROBLEM.T] * PROBLEM.n,
+        provenance={"source": "synthetic_problem()"},
+    )
     a, b = certify_svm(PROBLEM, "1.75", digits=30), certify_svm(same, "1.75", digits=30)
     assert a.data_hash == b.data_hash and _without_run_facts(a) == _without_run_facts(b)
 
@@ -251,9 +301,15 @@ def test_full_length_lengths_change_no_certificate_bit():
 def test_variable_lengths_certify_only_valid_rows():
     prob = _variable_problem(3)
     c = certify_svm(prob, "2", digits=30)
-    rows = [tuple(r) for part in (c.support.tight, c.support.inactive, c.support.undecided) for r in part]
+    rows = [
+        tuple(r)
+        for part in (c.support.tight, c.support.inactive, c.support.undecided)
+        for r in part
+    ]
     L = prob.valid_lengths
-    assert sorted(rows) == [(i, t) for i in range(prob.n) for t in range(int(L[i])) if t != c.alpha[i]]
+    assert sorted(rows) == [
+        (i, t) for i in range(prob.n) for t in range(int(L[i])) if t != c.alpha[i]
+    ]
     with pytest.raises(MdcertError, match="is a padding token"):
         certify_svm(prob, "2", alpha=[int(L[0])] + [0] * (prob.n - 1))
 
@@ -264,14 +320,22 @@ def _claims(c) -> tuple:
 
 
 @pytest.mark.parametrize("p", ["1.1", "2", "3"])
-@pytest.mark.parametrize("make", [lambda: PROBLEM, lambda: planted_problem(n=40, T=8, d=6, seed=5),
-                                  lambda: _variable_problem(4)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PROBLEM,
+        lambda: planted_problem(n=40, T=8, d=6, seed=5),
+        lambda: _variable_problem(4),
+    ],
+)
 def test_working_set_path_makes_the_dense_paths_claims(make, p):
     prob = make()
     dense = certify_svm(prob, p, digits=30, path="dense")
     ws = certify_svm(prob, p, digits=30, path="working-set")
     assert dense.status is CertStatus.OPTIMAL and _claims(ws) == _claims(dense)
-    assert max(ws.opt_lower, dense.opt_lower) <= min(ws.opt_upper, dense.opt_upper)  # both enclose OPT
+    assert max(ws.opt_lower, dense.opt_lower) <= min(
+        ws.opt_upper, dense.opt_upper
+    )  # both enclose OPT
     assert ws.relative_width() <= Fraction(1, 10**30)
     assert "working-set" in ws.info["warm_start"] and check_certificate(prob, ws).ok
 
@@ -303,7 +367,9 @@ def test_memory_budget_gives_no_verified_result_not_memory_error(monkeypatch):
 
     monkeypatch.setattr(svm_mod, "solve", oom)
     c = certify_svm(PROBLEM, "2")
-    assert c.status is CertStatus.NO_VERIFIED_RESULT and c.info["reason"].startswith("ran out of memory")
+    assert c.status is CertStatus.NO_VERIFIED_RESULT and c.info["reason"].startswith(
+        "ran out of memory"
+    )
     for bad in (0, -5, 1.5, True, "4G"):
         with pytest.raises(MdcertError, match="memory_budget"):
             certify_svm(PROBLEM, "2", memory_budget=bad)

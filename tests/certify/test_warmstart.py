@@ -52,8 +52,12 @@ def test_newton_direction_matches_the_dense_solve_and_falls_back_to_lu():
     wt, rhs = rng.random(20) + 0.1, rng.standard_normal(int(F.sum()))
     H = 0.5 * (A[F] * wt) @ A[F].T  # (q-1) A_F diag(wt) A_F^T, q = 1.5
     H += 1e-15 * np.trace(H) / H.shape[0] * np.eye(H.shape[0])
-    assert np.allclose(newton_direction(A, F, wt, 1.5, rhs, None), np.linalg.solve(H, rhs), rtol=1e-8)
-    S = np.diag(np.r_[1.0, -2.0, 3.0])  # symmetric, not positive definite: Cholesky fails, LU solves
+    assert np.allclose(
+        newton_direction(A, F, wt, 1.5, rhs, None), np.linalg.solve(H, rhs), rtol=1e-8
+    )
+    S = np.diag(
+        np.r_[1.0, -2.0, 3.0]
+    )  # symmetric, not positive definite: Cholesky fails, LU solves
 
     def indefinite(D, mask):
         return S.copy()

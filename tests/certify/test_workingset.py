@@ -34,7 +34,9 @@ def test_few_rows_enter_the_working_set():
 
 
 def test_infeasible_system_is_reported_not_solved():
-    cs = synthetic_problem(n=40, T=8, d=4, seed=0).attention_constraints("opt")  # 280 rows, 16 variables
+    cs = synthetic_problem(n=40, T=8, d=4, seed=0).attention_constraints(
+        "opt"
+    )  # 280 rows, 16 variables
     ws, _ = working_set_start(row_factors(cs), 2.0)
     assert not ws.kkt_residual < 1e-6
 

@@ -17,7 +17,9 @@ def _mpf(x) -> mpmath.mpf:
     return mpmath.mpf(x.numerator) / x.denominator
 
 
-def mp_md_path(problem, W0: np.ndarray, *, p, lr, steps: int, dps: int = 40, normalize: bool = True) -> np.ndarray:
+def mp_md_path(
+    problem, W0: np.ndarray, *, p, lr, steps: int, dps: int = 40, normalize: bool = True
+) -> np.ndarray:
     """``W(steps)`` of mirror descent from ``W0`` in mpmath, rounded to float64 at the end.
 
     The softmax output is a plain sum of ``a_t h_t`` and the gradient is formed from ``h_t - f`` (the
@@ -38,8 +40,15 @@ def mp_md_path(problem, W0: np.ndarray, *, p, lr, steps: int, dps: int = 40, nor
     W = [[_mpf(float(W0[j, k])) for k in range(d)] for j in range(d)]
     for _ in range(steps):
         with mpmath.workdps(dps):
-            S = [[mpmath.fsum(x[j] * mpmath.fsum(W[j][k] * z[i][k] for k in range(d)) for j in range(d))
-                  for x in X[i]] for i in range(n)]
+            S = [
+                [
+                    mpmath.fsum(
+                        x[j] * mpmath.fsum(W[j][k] * z[i][k] for k in range(d)) for j in range(d)
+                    )
+                    for x in X[i]
+                ]
+                for i in range(n)
+            ]
             gap = max(float(sorted(s)[-1] - sorted(s)[-2]) for s in S)
         with mpmath.workdps(dps + math.ceil(gap / math.log(10)) + 10):
             G = [[mpmath.mpf(0)] * d for _ in range(d)]
@@ -52,7 +61,10 @@ def mp_md_path(problem, W0: np.ndarray, *, p, lr, steps: int, dps: int = 40, nor
                 a = [ei / Z for ei in e]
                 f = mpmath.fsum(ai * hi for ai, hi in zip(a, h[i]))
                 g = -y[i] / (1 + mpmath.exp(y[i] * f)) / n
-                xa = [mpmath.fsum(a[t] * (h[i][t] - f) * X[i][t][j] for t in range(L[i])) for j in range(d)]
+                xa = [
+                    mpmath.fsum(a[t] * (h[i][t] - f) * X[i][t][j] for t in range(L[i]))
+                    for j in range(d)
+                ]
                 for j in range(d):
                     for k in range(d):
                         G[j][k] += g * xa[j] * z[i][k]

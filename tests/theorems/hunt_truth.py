@@ -20,8 +20,17 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["exact", "attention_rows", "decoder_rows", "svm2", "scores", "region_truth", "step_truth",
-           "curvature", "F"]
+__all__ = [
+    "exact",
+    "attention_rows",
+    "decoder_rows",
+    "svm2",
+    "scores",
+    "region_truth",
+    "step_truth",
+    "curvature",
+    "F",
+]
 
 F = Fraction
 
@@ -51,7 +60,9 @@ def attention_rows(pr, alpha) -> tuple[list, list]:
 def decoder_rows(pr, alpha) -> list:
     """Rows ``y_i x_{i alpha_i}`` of the decoder SVM."""
     X = exact(pr.X)
-    return [[(1 if pr.y[i] > 0 else -1) * X[i, alpha[i], k] for k in range(pr.d)] for i in range(pr.n)]
+    return [
+        [(1 if pr.y[i] > 0 else -1) * X[i, alpha[i], k] for k in range(pr.d)] for i in range(pr.n)
+    ]
 
 
 def _solve(M: list, b: list) -> list | None:
@@ -150,7 +161,10 @@ def _terms(iv, pr, W, loss):
     Wq = exact(W)
     out = []
     for i in range(pr.n):
-        s = [sum(X[i, t, j] * Wq[j, k] * z[i, k] for j in range(pr.d) for k in range(pr.d)) for t in range(pr.T)]
+        s = [
+            sum(X[i, t, j] * Wq[j, k] * z[i, k] for j in range(pr.d) for k in range(pr.d))
+            for t in range(pr.T)
+        ]
         h = [sum(X[i, t, k] * v[k] for k in range(pr.d)) for t in range(pr.T)]
         smax = max(s)
         e = [iv.exp(_q(iv, st - smax)) for st in s]
@@ -178,7 +192,14 @@ def step_truth(pr, W0, W1, eta: Fraction, p: Fraction, loss: str):
     L1 = sum((a[5] for a in t1), iv.mpf(0)) / n
     lin = iv.mpf(0)
     for (s, h, sig, f, yi, l0, l1, l2), (s1, *_rest) in zip(t0, t1):
-        lin += l1 * yi * sum((a * (_q(iv, hh) - f) * _q(iv, b - c) for a, hh, b, c in zip(sig, h, s1, s)), iv.mpf(0))
+        lin += (
+            l1
+            * yi
+            * sum(
+                (a * (_q(iv, hh) - f) * _q(iv, b - c) for a, hh, b, c in zip(sig, h, s1, s)),
+                iv.mpf(0),
+            )
+        )
     DL = L1 - L0 - lin / n
     pm1 = _q(iv, p - 1)
     grad = []
@@ -187,7 +208,11 @@ def step_truth(pr, W0, W1, eta: Fraction, p: Fraction, loss: str):
         mag = _q(iv, abs(x)) ** pm1 if x else iv.mpf(0)
         grad.append(mag if x >= 0 else -mag)
     dW = [F(float(b)) - F(float(a)) for a, b in zip(np.asarray(W0).ravel(), np.asarray(W1).ravel())]
-    Dpsi = _psi(iv, W1, p) - _psi(iv, W0, p) - sum((g * _q(iv, d) for g, d in zip(grad, dW)), iv.mpf(0))
+    Dpsi = (
+        _psi(iv, W1, p)
+        - _psi(iv, W0, p)
+        - sum((g * _q(iv, d) for g, d in zip(grad, dW)), iv.mpf(0))
+    )
     return _q(iv, eta) * DL - Dpsi
 
 
@@ -205,14 +230,22 @@ def curvature(pr, W0, W1, eta: Fraction, p: Fraction, loss: str, tau: Fraction):
             continue
         if x == 0 and pm2 < 0:
             return None
-        psi2 += (_q(iv, abs(x)) ** _q(iv, pm2) if x else iv.mpf(0 if pm2 > 0 else 1)) * _q(iv, dx * dx)
+        psi2 += (_q(iv, abs(x)) ** _q(iv, pm2) if x else iv.mpf(0 if pm2 > 0 else 1)) * _q(
+            iv, dx * dx
+        )
     psi2 *= _q(iv, p - 1)
     d = pr.d
     X, z, v = exact(pr.X), exact(pr.z), exact(pr.v)
     L2 = iv.mpf(0)
     for i in range(pr.n):
-        s = [sum(X[i, t, j] * Wt[j * d + k] * z[i, k] for j in range(d) for k in range(d)) for t in range(pr.T)]
-        ds = [sum(X[i, t, j] * dW[j * d + k] * z[i, k] for j in range(d) for k in range(d)) for t in range(pr.T)]
+        s = [
+            sum(X[i, t, j] * Wt[j * d + k] * z[i, k] for j in range(d) for k in range(d))
+            for t in range(pr.T)
+        ]
+        ds = [
+            sum(X[i, t, j] * dW[j * d + k] * z[i, k] for j in range(d) for k in range(d))
+            for t in range(pr.T)
+        ]
         h = [sum(X[i, t, k] * v[k] for k in range(d)) for t in range(pr.T)]
         smax = max(s)
         e = [iv.exp(_q(iv, st - smax)) for st in s]
@@ -221,7 +254,10 @@ def curvature(pr, W0, W1, eta: Fraction, p: Fraction, loss: str, tau: Fraction):
         f = sum((a * _q(iv, hh) for a, hh in zip(sig, h)), iv.mpf(0))
         Ed = sum((a * _q(iv, dd) for a, dd in zip(sig, ds)), iv.mpf(0))
         C = sum((a * (_q(iv, hh) - f) * _q(iv, dd) for a, hh, dd in zip(sig, h, ds)), iv.mpf(0))
-        M = sum((a * (_q(iv, hh) - f) * (_q(iv, dd) - Ed) ** 2 for a, hh, dd in zip(sig, h, ds)), iv.mpf(0))
+        M = sum(
+            (a * (_q(iv, hh) - f) * (_q(iv, dd) - Ed) ** 2 for a, hh, dd in zip(sig, h, ds)),
+            iv.mpf(0),
+        )
         yi = 1 if pr.y[i] > 0 else -1
         _, l1, l2 = _loss(iv, yi * f, loss)
         L2 += l2 * C * C + l1 * yi * M

@@ -15,7 +15,9 @@ from theorems.verdict import Verdict
 
 H, F, U = Verdict.HOLDS, Verdict.FAILS, Verdict.UNDECIDED
 LOCAL_NOT_GLOBAL = AttentionProblem([[[0, 0], [-1, -1], [-10, 5]]], [1], [[1, 0]], [0, 1])
-DECODER_INFEASIBLE = AttentionProblem([[[1, 0], [0, 1]], [[1, 0], [0, 2]]], [1, -1], [[1, 0], [0, 1]], [1, 0])
+DECODER_INFEASIBLE = AttentionProblem(
+    [[[1, 0], [0, 1]], [[1, 0], [0, 2]]], [1, -1], [[1, 0], [0, 1]], [1, 0]
+)
 
 
 def test_catalogue_lists_the_papers_theorems():
@@ -35,14 +37,23 @@ def test_catalogue_lists_the_papers_theorems():
 def test_theorem10_local_alpha_without_path_is_undecided():
     rep = check_theorem("10", LOCAL_NOT_GLOBAL, p="1.75", alpha=[0])
     v = {h.name: h.verdict for h in rep.hypotheses}
-    assert v == {"loss_admissible": H, "svm_feasible": H, "tokens_locally_optimal": H, "init_in_region": U,
-                 "step_size_convex_along_path": U}
+    assert v == {
+        "loss_admissible": H,
+        "svm_feasible": H,
+        "tokens_locally_optimal": H,
+        "init_in_region": U,
+        "step_size_convex_along_path": U,
+    }
     assert rep.verdict is U
     assert "--init" in rep.hypothesis("init_in_region").message
     js = json.loads(json.dumps(rep.to_json()))
     assert js["theorem"] == "10" and js["verdict"] == "undecided"
     assert js["quantities"]["alpha"] == [0] and js["quantities"]["p"] == "7/4"
-    assert js["quantities"]["attention_svm"]["support_counts"] == {"tight": 1, "inactive": 1, "undecided": 0}
+    assert js["quantities"]["attention_svm"]["support_counts"] == {
+        "tight": 1,
+        "inactive": 1,
+        "undecided": 0,
+    }
 
 
 def test_theorem6_uses_globally_optimal_tokens():
@@ -67,8 +78,9 @@ def test_theorem31_needs_a_feasible_decoder_svm():
 def test_theorem8_with_path_and_region():
     W0 = np.array([[0.5, 0.2], [0.1, -0.3]])
     traj = np.stack([W0, W0 * 1.001, W0 * 1.002])
-    rep = check_theorem("8", LOCAL_NOT_GLOBAL, p="2", alpha=[0], W0=None, mu="10", R="0", eta="0.1",
-                        trajectory=traj)
+    rep = check_theorem(
+        "8", LOCAL_NOT_GLOBAL, p="2", alpha=[0], W0=None, mu="10", R="0", eta="0.1", trajectory=traj
+    )
     assert rep.hypothesis("init_in_region").verdict is H  # W0 taken from trajectory[0]
     assert rep.hypothesis("step_size_convex_along_path").verdict in (H, F)
     assert rep.quantities["steps"] == 2

@@ -47,9 +47,14 @@ def test_internal_solver_failure_is_no_verified_result(monkeypatch):
 def test_predicates_share_one_interface():
     import theorems
 
-    preds = [theorems.loss_admissible("logistic"), theorems.svm_feasible([0]), theorems.decoder_svm_feasible([0]),
-             theorems.joint_svms_feasible([0]), theorems.tokens_globally_optimal([0]),
-             theorems.tokens_locally_optimal([0], "2")]
+    preds = [
+        theorems.loss_admissible("logistic"),
+        theorems.svm_feasible([0]),
+        theorems.decoder_svm_feasible([0]),
+        theorems.joint_svms_feasible([0]),
+        theorems.tokens_globally_optimal([0]),
+        theorems.tokens_locally_optimal([0], "2"),
+    ]
     names = set()
     for pred in preds:
         assert isinstance(pred, Predicate)

@@ -39,7 +39,7 @@ def test_softmax_balls_gives_padding_exactly_zero_weight() -> None:
     full = synthetic_problem(n=2, T=3, d=2, seed=1)
     assert padding_mask(full) is None
     E = np.frompyfunc(lambda x: x.exp(), 1, 1)(exact_logits(full, _trajectory(2, steps=1)))
-    ref = E / E.sum(axis=2)[:, :, None]         # the formula before masks: bit for bit
+    ref = E / E.sum(axis=2)[:, :, None]  # the formula before masks: bit for bit
     got = softmax_balls(exact_logits(full, _trajectory(2, steps=1)), None)
     assert all(a.mid() == b.mid() and a.rad() == b.rad() for a, b in zip(ref.ravel(), got.ravel()))
     assert isinstance(got.ravel()[0], arb)
@@ -55,7 +55,9 @@ def test_padded_twin_gives_the_same_verdicts_and_enclosures(theorem, p) -> None:
     traj = _trajectory(3)
     for prob in (_variable(), synthetic_problem(n=4, T=4, d=3, seed=7)):
         twin = prob.padded(prob.T + 3)
-        kw = dict(p=p, alpha="opt", eta="0.1", trajectory=traj, W0=traj[0], mu="0.5", R="1", segment=True)
+        kw = dict(
+            p=p, alpha="opt", eta="0.1", trajectory=traj, W0=traj[0], mu="0.5", R="1", segment=True
+        )
         a, b = check_theorem(theorem, prob, **kw), check_theorem(theorem, twin, **kw)
         assert a.verdict is b.verdict
         assert _reports(a) == _reports(b)
@@ -70,12 +72,11 @@ def test_masks_matter_for_the_step_and_segment_checks() -> None:
     traj = _trajectory(3)
     twin = prob.padded(8)
     for loss in ("logistic", "exponential"):
-        a = check_steps(prob, traj, eta=Fraction(1, 10), p=Fraction(2),
-                        loss=loss, prefilter=False)
-        b = check_steps(twin, traj, eta=Fraction(1, 10), p=Fraction(2),
-                        loss=loss, prefilter=False)
-        c = check_steps(as_tokens, traj, eta=Fraction(1, 10),
-                        p=Fraction(2), loss=loss, prefilter=False)
+        a = check_steps(prob, traj, eta=Fraction(1, 10), p=Fraction(2), loss=loss, prefilter=False)
+        b = check_steps(twin, traj, eta=Fraction(1, 10), p=Fraction(2), loss=loss, prefilter=False)
+        c = check_steps(
+            as_tokens, traj, eta=Fraction(1, 10), p=Fraction(2), loss=loss, prefilter=False
+        )
         assert a.ratio_lo == b.ratio_lo and a.ratio_hi == b.ratio_hi
         assert a.ratio_lo != c.ratio_lo
     sa = segment_convexity(prob, traj, Fraction(100), Fraction(2))

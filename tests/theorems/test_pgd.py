@@ -24,7 +24,11 @@ def test_separable_holds_on_planted_data() -> None:
 
 def test_conflicting_points_fail_exactly() -> None:
     X = np.array([[1.0, 2.0], [1.0, 2.0], [0.5, -1.0]])
-    rep = separable(certify_max_margin(ClassificationProblem(X=X, y=np.array([1.0, -1.0, 1.0])), "1.5", digits=20))
+    rep = separable(
+        certify_max_margin(
+            ClassificationProblem(X=X, y=np.array([1.0, -1.0, 1.0])), "1.5", digits=20
+        )
+    )
     assert rep.verdict is Verdict.FAILS and "Gordan" in rep.message
 
 
@@ -38,12 +42,15 @@ def test_other_losses_are_refused() -> None:
         loss_exponential_tail("hinge")
 
 
-@pytest.mark.parametrize("values,verdict", [
-    ([0.5, 0.1], Verdict.UNDECIDED),          # samples never prove it
-    ([0.5, -1e-12], Verdict.UNDECIDED),       # within rounding
-    ([0.5, -0.3], Verdict.FAILS),             # a clear violation refutes it
-    ([], Verdict.UNDECIDED),
-    ([float("inf"), float("nan")], Verdict.UNDECIDED),
-])
+@pytest.mark.parametrize(
+    "values,verdict",
+    [
+        ([0.5, 0.1], Verdict.UNDECIDED),  # samples never prove it
+        ([0.5, -1e-12], Verdict.UNDECIDED),  # within rounding
+        ([0.5, -0.3], Verdict.FAILS),  # a clear violation refutes it
+        ([], Verdict.UNDECIDED),
+        ([float("inf"), float("nan")], Verdict.UNDECIDED),
+    ],
+)
 def test_step_size_measured(values, verdict) -> None:
     assert step_size_measured(values).verdict is verdict

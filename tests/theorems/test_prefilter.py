@@ -35,7 +35,9 @@ def test_prefilter_is_sound_and_consistent(small, p):
         assert (fast.status == full.status).all()
         for k in np.flatnonzero(by_pre)[:3]:
             DL, Dpsi = mp_bregmans(small, Ws[k + 1], Ws[k], p)
-            assert eta * Fraction(str(DL)) <= fast.ratio_hi[k] * Fraction(str(Dpsi)) + Fraction(1, 10**40)
+            assert eta * Fraction(str(DL)) <= fast.ratio_hi[k] * Fraction(str(Dpsi)) + Fraction(
+                1, 10**40
+            )
     assert (check_steps(small, Ws, Fraction(1, 10), Fraction(p)).precision == -1).any()
 
 
@@ -53,6 +55,9 @@ def test_prefilter_bounds_bracket_the_true_divergences(small, p):
         lows = _psi_lower(rows, Ws, Fraction(p))
         for k in range(5):
             DL, Dpsi = mp_bregmans(small, Ws[k + 1], Ws[k], p)
-            ub = sum((ci * arb((int(x), 2 * int(e[k]))) for ci, x in zip(c, dsq[k])), arb(0)) / small.n
+            ub = (
+                sum((ci * arb((int(x), 2 * int(e[k]))) for ci, x in zip(c, dsq[k])), arb(0))
+                / small.n
+            )
             assert float(DL) <= float(ub.upper()) * (1 + 1e-12)
             assert float(lows[k].lower()) <= float(Dpsi) * (1 + 1e-12)

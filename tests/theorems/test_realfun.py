@@ -5,23 +5,62 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from theorems.realfun import breakpoints, jump, jump_candidates, real_continuous, smooth_fragment, witness
+from theorems.realfun import (
+    breakpoints,
+    jump,
+    jump_candidates,
+    real_continuous,
+    smooth_fragment,
+    witness,
+)
 
 u = sp.Symbol("u", real=True)
 S = lambda t: sp.sympify(t, locals={"u": u})  # noqa: E731
 
 
-@pytest.mark.parametrize("text", ["log(1 + exp(-u))", "exp(-u)", "-u**3", "sqrt(u**2 + 1)", "Abs(u - 1)",
-                                  "Max(0, 1 - u)", "atan(u) + erf(u)", "1/(1 + u**2)", "2**u", "Abs(u)**(2/3)",
-                                  "Piecewise((-u, u < 0), (-u - u**2, True))", "E - u"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "log(1 + exp(-u))",
+        "exp(-u)",
+        "-u**3",
+        "sqrt(u**2 + 1)",
+        "Abs(u - 1)",
+        "Max(0, 1 - u)",
+        "atan(u) + erf(u)",
+        "1/(1 + u**2)",
+        "2**u",
+        "Abs(u)**(2/3)",
+        "Piecewise((-u, u < 0), (-u - u**2, True))",
+        "E - u",
+    ],
+)
 def test_proved_real_continuous(text):
     assert real_continuous(S(text), u)
 
 
-@pytest.mark.parametrize("text", ["sqrt(u)", "u**(1/3)", "log(u)", "1/u", "tan(u)", "asin(u)", "acosh(u)",
-                                  "Abs(sqrt(u - 1))", "floor(u)", "frac(u)", "sign(u)", "Heaviside(u)",
-                                  "Piecewise((-u, u < 0), (1 - u, True))", "u**u", "exp(-u) + I",
-                                  "Piecewise((-u, u < 0), (-2*u, u > 0))", "Piecewise((-u, u < 1), (-u, u > 2))"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sqrt(u)",
+        "u**(1/3)",
+        "log(u)",
+        "1/u",
+        "tan(u)",
+        "asin(u)",
+        "acosh(u)",
+        "Abs(sqrt(u - 1))",
+        "floor(u)",
+        "frac(u)",
+        "sign(u)",
+        "Heaviside(u)",
+        "Piecewise((-u, u < 0), (1 - u, True))",
+        "u**u",
+        "exp(-u) + I",
+        "Piecewise((-u, u < 0), (-2*u, u > 0))",
+        "Piecewise((-u, u < 1), (-u, u > 2))",
+    ],
+)
 def test_not_proved(text):
     assert not real_continuous(S(text), u)
 

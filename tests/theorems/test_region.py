@@ -42,7 +42,9 @@ def test_enclosures_contain_float_values(ctx, W0, p):
     approx = bregman(u, B, p)
     assert float(d_ev.lo) - 1e-9 <= approx <= float(d_ev.hi) + 1e-9
     assert d_ev.hi - d_ev.lo <= 2 * cert.direction_error_upper + Fraction(1, 10**30)
-    assert float(n_ev.lo) <= lp_norm(W0, p) * (1 + 1e-12) and lp_norm(W0, p) * (1 - 1e-12) <= float(n_ev.hi)
+    assert float(n_ev.lo) <= lp_norm(W0, p) * (1 + 1e-12) and lp_norm(W0, p) * (1 - 1e-12) <= float(
+        n_ev.hi
+    )
 
 
 def test_p2_matches_independent_mpmath(ctx, W0):
@@ -51,17 +53,28 @@ def test_p2_matches_independent_mpmath(ctx, W0):
     w = [mpmath.mpf(f.numerator) / f.denominator for f in cert.solution_exact()]
     b = [mpmath.mpf(float(x)) for x in W0.ravel()]
     nw, nb = mpmath.sqrt(mpmath.fsum(x * x for x in w)), mpmath.sqrt(mpmath.fsum(x * x for x in b))
-    D = mpmath.fsum((x / nw - y / nb) ** 2 for x, y in zip(w, b)) / 2   # D_psi for p = 2
+    D = mpmath.fsum((x / nw - y / nb) ** 2 for x, y in zip(w, b)) / 2  # D_psi for p = 2
     delta = cert.direction_error_upper
-    lo, hi = Fraction(str(D)) - delta - Fraction(1, 10**60), Fraction(str(D)) + delta + Fraction(1, 10**60)
+    lo, hi = (
+        Fraction(str(D)) - delta - Fraction(1, 10**60),
+        Fraction(str(D)) + delta + Fraction(1, 10**60),
+    )
     assert lo <= d_ev.lo and d_ev.hi <= hi  # no wider than the certified direction error allows
     assert d_ev.lo - Fraction(1, 10**60) <= Fraction(str(D)) <= d_ev.hi + Fraction(1, 10**60)
-    assert n_ev.lo <= Fraction(str(nb)) + Fraction(1, 10**60) and Fraction(str(nb)) - Fraction(1, 10**60) <= n_ev.hi
+    assert (
+        n_ev.lo <= Fraction(str(nb)) + Fraction(1, 10**60)
+        and Fraction(str(nb)) - Fraction(1, 10**60) <= n_ev.hi
+    )
 
 
 def test_holds_fails_undecided(ctx, W0):
     d_ev, n_ev, cert = _enc(ctx, W0, "1.5")
-    assert init_in_region(W0, mu=d_ev.hi + Fraction(1, 100), R=n_ev.lo / 2, p="1.5", alpha="opt").check(ctx).verdict is H
+    assert (
+        init_in_region(W0, mu=d_ev.hi + Fraction(1, 100), R=n_ev.lo / 2, p="1.5", alpha="opt")
+        .check(ctx)
+        .verdict
+        is H
+    )
     rep = init_in_region(W0, mu=d_ev.lo / 2, R="0", p="1.5", alpha="opt").check(ctx)
     assert rep.verdict is F and "start closer" in rep.message
     rep = init_in_region(W0, mu="100", R=n_ev.hi * 2, p="1.5", alpha="opt").check(ctx)
@@ -78,7 +91,9 @@ def test_init_on_the_max_margin_direction_is_at_distance_zero(ctx):
     W = cert.solution_float() * 5.0
     rep = init_in_region(W, mu="1e-12", R="1", p="3", alpha="opt").check(ctx)
     assert rep.verdict is H
-    assert rep.message.startswith("W(0) is in the region for the given mu = 1e-12, R = 1:")   # inputs, named
+    assert rep.message.startswith(
+        "W(0) is in the region for the given mu = 1e-12, R = 1:"
+    )  # inputs, named
     assert rep.evidence[0].lo == 0
 
 
@@ -91,7 +106,9 @@ def test_scale_invariance_and_data_quantities(ctx, W0):
     rep = init_in_region(W0, mu="1", R="0", p="1.75", alpha="opt").check(ctx)
     names = [e.quantity for e in rep.evidence]
     assert "OPT = ||W_mm||_p" in names and "max_it ||x_it||_2 ||z_i||_2" in names
-    assert any(n.startswith("score gap") for n in names) and any(n.startswith("margin gap") for n in names)
+    assert any(n.startswith("score gap") for n in names) and any(
+        n.startswith("margin gap") for n in names
+    )
     for e in rep.evidence[2:]:
         assert not e.deciding and e.method.rigorous
         assert e.lo is not None and e.hi is not None and e.lo <= e.hi
@@ -99,12 +116,15 @@ def test_scale_invariance_and_data_quantities(ctx, W0):
     assert gap.lo > 0  # non-support logits are strictly above the support margin
 
 
-@pytest.mark.parametrize("W,mu,R,match", [
-    (np.ones((3, 4)), "1", "1", r"shape \(4, 4\)"),
-    (np.full((4, 4), np.inf), "1", "1", "NaN or Inf"),
-    (np.ones((4, 4)), "-1", "1", "must be >= 0"),
-    (np.ones((4, 4)), "1", "x", "invalid R"),
-])
+@pytest.mark.parametrize(
+    "W,mu,R,match",
+    [
+        (np.ones((3, 4)), "1", "1", r"shape \(4, 4\)"),
+        (np.full((4, 4), np.inf), "1", "1", "NaN or Inf"),
+        (np.ones((4, 4)), "-1", "1", "must be >= 0"),
+        (np.ones((4, 4)), "1", "x", "invalid R"),
+    ],
+)
 def test_bad_inputs(ctx, W, mu, R, match):
     with pytest.raises(MdcertError, match=match):
         init_in_region(W, mu=mu, R=R, p="2", alpha="opt").check(ctx)

@@ -42,14 +42,29 @@ def _path(prob, W0, p, lr, K):
 def _g_mp(prob, A, B, p, eta, tau):
     """g(tau) = psi(W_tau) - eta L(W_tau) in mpmath (independent of the ball code)."""
     P = mpmath.mpf(Fraction(p).numerator) / Fraction(p).denominator
-    W = [[mpmath.mpf(float(B[j, k])) + tau * (mpmath.mpf(float(A[j, k])) - mpmath.mpf(float(B[j, k])))
-          for k in range(prob.d)] for j in range(prob.d)]
+    W = [
+        [
+            mpmath.mpf(float(B[j, k]))
+            + tau * (mpmath.mpf(float(A[j, k])) - mpmath.mpf(float(B[j, k])))
+            for k in range(prob.d)
+        ]
+        for j in range(prob.d)
+    ]
     L = mpmath.mpf(0)
     for i in range(prob.n):
-        s = [mpmath.fsum(float(x[j]) * W[j][k] * float(prob.z[i][k]) for j in range(prob.d) for k in range(prob.d))
-             for x in prob.X[i]]
+        s = [
+            mpmath.fsum(
+                float(x[j]) * W[j][k] * float(prob.z[i][k])
+                for j in range(prob.d)
+                for k in range(prob.d)
+            )
+            for x in prob.X[i]
+        ]
         e = [mpmath.exp(si) for si in s]
-        h = [mpmath.fsum(mpmath.mpf(float(a)) * float(b) for a, b in zip(x, prob.v)) for x in prob.X[i]]
+        h = [
+            mpmath.fsum(mpmath.mpf(float(a)) * float(b) for a, b in zip(x, prob.v))
+            for x in prob.X[i]
+        ]
         f = mpmath.fsum(ei * hi for ei, hi in zip(e, h)) / mpmath.fsum(e)
         L += mpmath.log(1 + mpmath.exp(-int(prob.y[i]) * f))
     psi = mpmath.fsum(abs(w) ** P for row in W for w in row) / P
@@ -71,11 +86,33 @@ def test_second_derivative_matches_mpmath(small, p):
         Y = np.where(small.y > 0, 1, -1).astype(object)
         tau = np.empty(1, dtype=object)
         tau[0] = arb_fraction(Fraction(1, 3))
-        g = _g2(S[:1], S[1:] - S[:1], Wb[:1], Wb[1:] - Wb[:1], H, Y, tau, Fraction(p), arb_fraction(eta),
-                "logistic", lower=False)[0]
+        g = _g2(
+            S[:1],
+            S[1:] - S[:1],
+            Wb[:1],
+            Wb[1:] - Wb[:1],
+            H,
+            Y,
+            tau,
+            Fraction(p),
+            arb_fraction(eta),
+            "logistic",
+            lower=False,
+        )[0]
         assert abs(g - arb(mpmath.nstr(ref, 45))) < arb(10) ** -30
-        lo = _g2(S[:1], S[1:] - S[:1], Wb[:1], Wb[1:] - Wb[:1], H, Y, tau, Fraction(p), arb_fraction(eta),
-                 "logistic", lower=True)[0]
+        lo = _g2(
+            S[:1],
+            S[1:] - S[:1],
+            Wb[:1],
+            Wb[1:] - Wb[:1],
+            H,
+            Y,
+            tau,
+            Fraction(p),
+            arb_fraction(eta),
+            "logistic",
+            lower=True,
+        )[0]
         assert lo.upper() <= g.upper() + arb(10) ** -30  # the proof path uses a lower bound
 
 

@@ -77,7 +77,11 @@ def mp_bregmans(prob, A, B, p):
     DL = LA - LB - mpmath.fsum(GB[j][k] * (Am[j][k] - Bm[j][k]) for j in range(d) for k in range(d))
     psi = lambda W: mpmath.fsum(abs(w) ** P for row in W for w in row) / P  # noqa: E731
     gpsi = lambda w: mpmath.sign(w) * abs(w) ** (P - 1)  # noqa: E731
-    Dpsi = psi(Am) - psi(Bm) - mpmath.fsum(gpsi(Bm[j][k]) * (Am[j][k] - Bm[j][k]) for j in range(d) for k in range(d))
+    Dpsi = (
+        psi(Am)
+        - psi(Bm)
+        - mpmath.fsum(gpsi(Bm[j][k]) * (Am[j][k] - Bm[j][k]) for j in range(d) for k in range(d))
+    )
     return DL, Dpsi
 
 
@@ -87,7 +91,10 @@ def small():
 
 
 def test_exact_logits_match_float(small):
-    Ws = np.random.default_rng(0).standard_normal((3, 3, 3)) * np.array([1, 1e-200, 1e5])[:, None, None]
+    Ws = (
+        np.random.default_rng(0).standard_normal((3, 3, 3))
+        * np.array([1, 1e-200, 1e5])[:, None, None]
+    )
     S = exact_logits(small, Ws)
     ref = np.einsum("ntd,kde,ne->knt", small.X, Ws, small.z)
     got = np.vectorize(lambda b: float(b.mid()))(S)
@@ -112,7 +119,7 @@ def test_holds_and_agrees_with_independent_mpmath(small, p):
 
 
 def test_large_eta_fails_on_steps_where_L_curves_up(small):
-    W0 = np.random.default_rng(2).standard_normal((3, 3)) * 0.1   # here D_L > 0 on every step
+    W0 = np.random.default_rng(2).standard_normal((3, 3)) * 0.1  # here D_L > 0 on every step
     Ws = md_path(small, W0, "2", 0.5, 6)
     rep = step_size_convex_along_path("100000", Ws, p="2").check(small)
     assert rep.verdict is F
@@ -132,7 +139,9 @@ def test_repeated_iterate_passes_exactly(small):
 def test_undecided_when_precision_cannot_separate(small):
     W0 = np.random.default_rng(4).standard_normal((3, 3)) * 0.3
     Ws = md_path(small, W0, "2", 0.1, 3)
-    rep = step_size_convex_along_path("0.1", Ws, p="2", precisions=(3,), prefilter=False).check(small)
+    rep = step_size_convex_along_path("0.1", Ws, p="2", precisions=(3,), prefilter=False).check(
+        small
+    )
     assert rep.verdict is U and "too close to separate" in rep.message
     ev = rep.evidence[0]
     assert ev.lo == 0 and ev.hi == 3
@@ -144,14 +153,17 @@ def test_non_rigorous_loss_is_undecided(small):
     assert rep.verdict is U and rep.evidence[0].method is Method.SAMPLED
 
 
-@pytest.mark.parametrize("traj,eta,match", [
-    (np.zeros((1, 3, 3)), "0.1", "K >= 1"),
-    (np.zeros((2, 3, 2)), "0.1", r"shape \(K\+1, 3, 3\)"),
-    (np.full((2, 3, 3), np.nan), "0.1", "NaN or Inf"),
-    (np.zeros((2, 3, 3)), "0", "must be > 0"),
-    (np.zeros((2, 3, 3)), "-1", "must be >= 0"),
-    ("abc", "0.1", "numeric array"),
-])
+@pytest.mark.parametrize(
+    "traj,eta,match",
+    [
+        (np.zeros((1, 3, 3)), "0.1", "K >= 1"),
+        (np.zeros((2, 3, 2)), "0.1", r"shape \(K\+1, 3, 3\)"),
+        (np.full((2, 3, 3), np.nan), "0.1", "NaN or Inf"),
+        (np.zeros((2, 3, 3)), "0", "must be > 0"),
+        (np.zeros((2, 3, 3)), "-1", "must be >= 0"),
+        ("abc", "0.1", "numeric array"),
+    ],
+)
 def test_bad_inputs(small, traj, eta, match):
     with pytest.raises(MdcertError, match=match):
         step_size_convex_along_path(eta, traj, p="2").check(small)
@@ -201,17 +213,20 @@ def test_normalized_path_checked_with_its_own_step_sizes(small):
     big = list(etas)
     k = 4
     DL, Dpsi = mp_bregmans(small, Ws[k + 1], Ws[k], "1.75")
-    big[k] = Fraction(str(2 * Dpsi / DL)) if DL > 0 else big[k]     # twice the largest passing size
+    big[k] = Fraction(str(2 * Dpsi / DL)) if DL > 0 else big[k]  # twice the largest passing size
     if DL > 0:
         bad = step_size_convex_along_path("0.1", Ws, p="1.75", step_etas=big).check(small)
         assert bad.verdict is F and bad.evidence[0].data["first_refuted"] == [k]
 
 
-@pytest.mark.parametrize("etas,options,match", [
-    ([Fraction(1, 10)] * 3, {}, "3 step sizes for a trajectory of 2 steps"),
-    ([Fraction(1, 10), Fraction(0)], {}, "must all be > 0"),
-    ([Fraction(1, 10)] * 2, {"segment": True}, "--segment.* is for constant steps"),
-])
+@pytest.mark.parametrize(
+    "etas,options,match",
+    [
+        ([Fraction(1, 10)] * 3, {}, "3 step sizes for a trajectory of 2 steps"),
+        ([Fraction(1, 10), Fraction(0)], {}, "must all be > 0"),
+        ([Fraction(1, 10)] * 2, {"segment": True}, "--segment.* is for constant steps"),
+    ],
+)
 def test_bad_per_step_sizes(small, etas, options, match):
     Ws = md_path(small, np.eye(3), "2", 0.1, 2)
     with pytest.raises(MdcertError, match=match):

@@ -18,8 +18,10 @@ def test_exports_resolve_inside_this_repository():
 
 
 def test_imports_neither_torch_nor_matplotlib_nor_experiments():
-    code = ("import sys, theorems, theorems.catalogue, theorems.stepsize, theorems.region, theorems.loss; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib', 'experiments')]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, theorems, theorems.catalogue, theorems.stepsize, theorems.region, theorems.loss; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'matplotlib', 'experiments')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr

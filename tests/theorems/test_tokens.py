@@ -12,8 +12,16 @@ import pytest
 from certify.errors import MdcertError
 from certify.problem import AttentionProblem
 from theorems.context import CheckContext
-from theorems.tokens import (decoder_svm_feasible, exact_vector, joint_svms_feasible, svm_feasible,
-                             tokens_globally_optimal, tokens_locally_optimal, verify_gordan, verify_point)
+from theorems.tokens import (
+    decoder_svm_feasible,
+    exact_vector,
+    joint_svms_feasible,
+    svm_feasible,
+    tokens_globally_optimal,
+    tokens_locally_optimal,
+    verify_gordan,
+    verify_point,
+)
 from theorems.verdict import Method, Verdict
 
 H, F, U = Verdict.HOLDS, Verdict.FAILS, Verdict.UNDECIDED
@@ -22,13 +30,19 @@ H, F, U = Verdict.HOLDS, Verdict.FAILS, Verdict.UNDECIDED
 # but an inactive constraint -> locally optimal, not globally optimal
 LOCAL_NOT_GLOBAL = AttentionProblem([[[0, 0], [-1, -1], [-10, 5]]], [1], [[1, 0]], [0, 1])
 # x_alpha - x_3 = (1, 0, 5) is active at W_mm = (1, 1, 0) with multiplier 0 (weakly active); token 3 outscores alpha
-WEAKLY_ACTIVE = AttentionProblem([[[0, 0, 0], [-1, 0, 0], [0, -1, 0], [-1, 0, -5]]], [1], [[1, 0, 0]], [1, 1, -1])
+WEAKLY_ACTIVE = AttentionProblem(
+    [[[0, 0, 0], [-1, 0, 0], [0, -1, 0], [-1, 0, -5]]], [1], [[1, 0, 0]], [1, 1, -1]
+)
 # tokens 2 and 3 are duplicates: two identical rows, multipliers not unique
 DUPLICATE_LOW = AttentionProblem([[[0, 0], [-1, 0], [0, -1], [0, -1]]], [1], [[1, 0]], [1, 1])
 DUPLICATE_HIGH = AttentionProblem([[[0, 0], [-1, 0], [0, -1], [0, -1]]], [1], [[1, 0]], [1, -1])
 TIE = AttentionProblem([[[0, 1], [1, 1]]], [1], [[1, 0]], [0, 1])
-INFEASIBLE = AttentionProblem([[[0, 0], [1, 0], [-1, 0]]], [1], [[1, 0]], [0, 1])  # alpha=0 between 1 and 2
-DECODER_INFEASIBLE = AttentionProblem([[[1, 0], [0, 1]], [[1, 0], [0, 2]]], [1, -1], [[1, 0], [0, 1]], [1, 0])
+INFEASIBLE = AttentionProblem(
+    [[[0, 0], [1, 0], [-1, 0]]], [1], [[1, 0]], [0, 1]
+)  # alpha=0 between 1 and 2
+DECODER_INFEASIBLE = AttentionProblem(
+    [[[1, 0], [0, 1]], [[1, 0], [0, 2]]], [1, -1], [[1, 0], [0, 1]], [1, 0]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +59,9 @@ def test_locally_but_not_globally_optimal(p):
     rep = tokens_locally_optimal([0], p).check(ctx)
     assert rep.verdict is H, rep.message
     ev = rep.evidence[0]
-    assert ev.method is Method.INTERVAL and ev.lo == ev.hi == 1  # gap to the only support token: 0 - (-1)
+    assert (
+        ev.method is Method.INTERVAL and ev.lo == ev.hi == 1
+    )  # gap to the only support token: 0 - (-1)
     assert ev.data["tight"] == [[0, 1]] and ev.data["undecided"] == []
     glob = tokens_globally_optimal([0]).check(ctx)
     assert glob.verdict is F and "token 2 scores higher" in glob.message
@@ -91,8 +107,13 @@ def test_infeasible_alpha_fails_with_gordan_certificate():
     # recheck the certificate independently: sum_r g_r a_r = 0
     system = INFEASIBLE.attention_constraints([0])
     rows, exp = system.exact_rows()
-    combo = [sum(weights.get(",".join(map(str, system.index[r])), 0) * int(rows[r, j]) for r in range(system.N))
-             for j in range(system.m)]
+    combo = [
+        sum(
+            weights.get(",".join(map(str, system.index[r])), 0) * int(rows[r, j])
+            for r in range(system.N)
+        )
+        for j in range(system.m)
+    ]
     assert all(c == 0 for c in combo)
     loc = tokens_locally_optimal([0], "2").check(ctx)
     assert loc.verdict is F and "infeasible" in loc.message
@@ -122,7 +143,11 @@ def test_solver_claims_are_rechecked_exactly(monkeypatch):
     assert rep.verdict is U and rep.evidence[0].method is Method.SOLVER
     monkeypatch.setattr(ctx, "feasibility", lambda **kw: _Fake(gordan=[Fraction(1), Fraction(1)]))
     assert svm_feasible([0]).check(ctx).verdict is U
-    monkeypatch.setattr(ctx, "feasibility", lambda **kw: _Fake(point=[Fraction(1), Fraction(0), Fraction(0), Fraction(0)]))
+    monkeypatch.setattr(
+        ctx,
+        "feasibility",
+        lambda **kw: _Fake(point=[Fraction(1), Fraction(0), Fraction(0), Fraction(0)]),
+    )
     assert svm_feasible([0]).check(ctx).verdict is H  # (1,1).w1 = 1 > 0 and (10,-5).w1 = 10 > 0
     # joint: attention proved, decoder not proved -> the pair is not HOLDS
     calls = iter([_Fake(point=[Fraction(1), Fraction(0), Fraction(0), Fraction(0)]), _Fake()])
@@ -188,9 +213,17 @@ def test_p2_verdicts_agree_with_exact_rational_computation(seed):
     # n T = 8 rows in m = 4 unknowns: the seeds cover infeasible, locally optimal and not locally optimal alpha
     rng = np.random.default_rng(seed)
     n, T, d = 4, 3, 2
-    prob = AttentionProblem(rng.uniform(-1, 1, (n, T, d)), rng.choice([-1.0, 1.0], n), rng.uniform(-1, 1, (n, d)),
-                            rng.uniform(-1, 1, d))
-    alpha = [int(a) for a in rng.integers(0, T, n)] if seed % 3 else list(prob.optimal_indices().indices)
+    prob = AttentionProblem(
+        rng.uniform(-1, 1, (n, T, d)),
+        rng.choice([-1.0, 1.0], n),
+        rng.uniform(-1, 1, (n, d)),
+        rng.uniform(-1, 1, d),
+    )
+    alpha = (
+        [int(a) for a in rng.integers(0, T, n)]
+        if seed % 3
+        else list(prob.optimal_indices().indices)
+    )
     feasible, support = exact_p2(prob, alpha)
     gamma = prob.token_scores()
     ctx = CheckContext(prob)
@@ -199,7 +232,9 @@ def test_p2_verdicts_agree_with_exact_rational_computation(seed):
     want_local = feasible and all(gamma[i, alpha[i]] > gamma[i, t] for i, t in support)
     rep_l = tokens_locally_optimal(alpha, 2).check(ctx)
     assert rep_l.verdict is (H if want_local else F), (alpha, support, rep_l.message)
-    want_global = all(gamma[i, alpha[i]] > gamma[i, t] for i in range(n) for t in range(T) if t != alpha[i])
+    want_global = all(
+        gamma[i, alpha[i]] > gamma[i, t] for i in range(n) for t in range(T) if t != alpha[i]
+    )
     assert tokens_globally_optimal(alpha).check(ctx).verdict is (H if want_global else F)
 
 

@@ -23,20 +23,35 @@ from certify import AttentionProblem
 from certify.errors import MdcertError
 from tests.theorems import hunt_truth as truth
 from tests.theorems.loss_trees import LEGIT, PINNED_TRAPS, holds_is_wrong, random_loss
-from theorems import (decoder_svm_feasible, init_in_region, joint_svms_feasible, loss_admissible,
-                      step_size_convex_along_path, svm_feasible, tokens_globally_optimal, tokens_locally_optimal)
+from theorems import (
+    decoder_svm_feasible,
+    init_in_region,
+    joint_svms_feasible,
+    loss_admissible,
+    step_size_convex_along_path,
+    svm_feasible,
+    tokens_globally_optimal,
+    tokens_locally_optimal,
+)
 from theorems.segment import segment_convexity
 from theorems.verdict import Verdict
 
 TALLY: collections.Counter = collections.Counter()
-SCALES = [1.0, 0.5, 3.0, 2.0 ** -500, 2.0 ** 500, 2.0 ** -1000]
+SCALES = [1.0, 0.5, 3.0, 2.0**-500, 2.0**500, 2.0**-1000]
 
 
 def _settings(default: int, slow: int):
     """The default run is derandomized (the same cases every time: it runs in everyone's landing suite);
     the slow run explores new ones."""
-    return [settings(max_examples=default, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True),
-            settings(max_examples=slow, deadline=None, suppress_health_check=list(HealthCheck))]
+    return [
+        settings(
+            max_examples=default,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+        ),
+        settings(max_examples=slow, deadline=None, suppress_health_check=list(HealthCheck)),
+    ]
 
 
 @st.composite
@@ -44,9 +59,15 @@ def degenerate_problems(draw):
     """Tiny problems built on a small integer grid, then made degenerate on purpose."""
     n, T, d = draw(st.integers(1, 3)), draw(st.integers(2, 3)), draw(st.integers(1, 2))
     small = st.integers(-2, 2)
-    X = np.array(draw(st.lists(small, min_size=n * T * d, max_size=n * T * d)), dtype=np.float64).reshape(n, T, d)
+    X = np.array(
+        draw(st.lists(small, min_size=n * T * d, max_size=n * T * d)), dtype=np.float64
+    ).reshape(n, T, d)
     for _ in range(draw(st.integers(0, 3))):
-        i, t, s = draw(st.integers(0, n - 1)), draw(st.integers(0, T - 1)), draw(st.integers(0, T - 1))
+        i, t, s = (
+            draw(st.integers(0, n - 1)),
+            draw(st.integers(0, T - 1)),
+            draw(st.integers(0, T - 1)),
+        )
         kind = draw(st.sampled_from(["duplicate", "ulp", "scale", "negate"]))
         if kind == "duplicate":
             X[i, t] = X[i, s]
@@ -59,7 +80,9 @@ def degenerate_problems(draw):
         else:
             X[i, t] = -X[i, s]
     y = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=n, max_size=n)))
-    z = np.array(draw(st.lists(small, min_size=n * d, max_size=n * d)), dtype=np.float64).reshape(n, d)
+    z = np.array(draw(st.lists(small, min_size=n * d, max_size=n * d)), dtype=np.float64).reshape(
+        n, d
+    )
     v = np.array(draw(st.lists(small, min_size=d, max_size=d)), dtype=np.float64)
     X = X * draw(st.sampled_from(SCALES))
     z = z * draw(st.sampled_from(SCALES[:4]))
@@ -89,11 +112,19 @@ def _token_predicates(pr: AttentionProblem, alpha: list[int]) -> None:
     w_dec = truth.svm2(truth.decoder_rows(pr, alpha))
     _agree("svm_feasible", svm_feasible(alpha).check(pr).verdict, w_att is not None)
     _agree("decoder_svm_feasible", decoder_svm_feasible(alpha).check(pr).verdict, w_dec is not None)
-    _agree("joint_svms_feasible", joint_svms_feasible(alpha).check(pr).verdict, None not in (w_att, w_dec))
+    _agree(
+        "joint_svms_feasible",
+        joint_svms_feasible(alpha).check(pr).verdict,
+        None not in (w_att, w_dec),
+    )
     gamma = truth.scores(pr)
-    unique = all(gamma[i, alpha[i]] > gamma[i, t] for i in range(pr.n) for t in range(pr.T) if t != alpha[i])
+    unique = all(
+        gamma[i, alpha[i]] > gamma[i, t] for i in range(pr.n) for t in range(pr.T) if t != alpha[i]
+    )
     _agree("tokens_globally_optimal", tokens_globally_optimal(alpha).check(pr).verdict, unique)
-    local = w_att is not None and all(gamma[i, alpha[i]] > gamma[i, t] for i, t in _support(rows, labels, w_att))
+    local = w_att is not None and all(
+        gamma[i, alpha[i]] > gamma[i, t] for i, t in _support(rows, labels, w_att)
+    )
     _agree("tokens_locally_optimal", tokens_locally_optimal(alpha, 2).check(pr).verdict, local)
 
 
@@ -106,14 +137,15 @@ def region_cases(draw):
     d = pr.d
     top = max(abs(x) for x in w)
     assume(top > 0)
-    W = np.array([float(x / top) for x in w]).reshape(d, d)   # the direction of W_mm, rounded
+    W = np.array([float(x / top) for x in w]).reshape(d, d)  # the direction of W_mm, rounded
     assume(np.any(W != 0))
     kind = draw(st.sampled_from(["exact", "scaled", "noise", "ulp", "negated"]))
     if kind == "scaled":
-        W = W * draw(st.sampled_from([2.0, 0.5, 2.0 ** 40]))
+        W = W * draw(st.sampled_from([2.0, 0.5, 2.0**40]))
     elif kind == "noise":
         W = W + draw(st.sampled_from([1e-3, 1e-9, 1.0])) * np.array(
-            draw(st.lists(st.integers(-3, 3), min_size=d * d, max_size=d * d)), dtype=float).reshape(d, d)
+            draw(st.lists(st.integers(-3, 3), min_size=d * d, max_size=d * d)), dtype=float
+        ).reshape(d, d)
     elif kind == "ulp":
         W = np.nextafter(W, np.inf)
     elif kind == "negated":
@@ -125,14 +157,21 @@ def region_cases(draw):
     mpmath.mp.prec = 300
     b = [mpmath.mpf(x) for x in W.ravel()]
     ww = [mpmath.mpf(x.numerator) / x.denominator for x in w]
-    D = 1 - mpmath.fsum(x * y for x, y in zip(b, ww)) / (mpmath.sqrt(mpmath.fsum(x * x for x in b))
-                                                         * mpmath.sqrt(mpmath.fsum(x * x for x in ww)))
-    mu = Fraction(str(mpmath.nstr(D, 40))) * (1 + Fraction(draw(st.sampled_from([-1, 1])), 10 ** draw(st.sampled_from([3, 20, 35]))))
+    D = 1 - mpmath.fsum(x * y for x, y in zip(b, ww)) / (
+        mpmath.sqrt(mpmath.fsum(x * x for x in b)) * mpmath.sqrt(mpmath.fsum(x * x for x in ww))
+    )
+    mu = Fraction(str(mpmath.nstr(D, 40))) * (
+        1 + Fraction(draw(st.sampled_from([-1, 1])), 10 ** draw(st.sampled_from([3, 20, 35])))
+    )
     mu = max(mu, Fraction(0))
     if draw(st.booleans()):
-        mu = draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(2), Fraction(10 ** -30)]))
+        mu = draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(2), Fraction(10**-30)]))
     nb = float(np.sqrt(np.sum(W * W)))
-    R = draw(st.sampled_from([Fraction(0), Fraction(nb), Fraction(nb) * (1 + Fraction(1, 10 ** 12)), Fraction(1)]))
+    R = draw(
+        st.sampled_from(
+            [Fraction(0), Fraction(nb), Fraction(nb) * (1 + Fraction(1, 10**12)), Fraction(1)]
+        )
+    )
     return pr, alpha, W, mu, R, w
 
 
@@ -145,7 +184,7 @@ def _region(case) -> None:
 @st.composite
 def step_cases(draw):
     pr, _ = draw(degenerate_problems())
-    assume(max(abs(pr.X).max(), abs(pr.z).max()) < 2.0 ** 8 and abs(pr.X).max() > 2.0 ** -8)
+    assume(max(abs(pr.X).max(), abs(pr.z).max()) < 2.0**8 and abs(pr.X).max() > 2.0**-8)
     d = pr.d
     ints = st.lists(st.integers(-4, 4), min_size=d * d, max_size=d * d)
     W0 = np.array(draw(ints), dtype=float).reshape(d, d) * draw(st.sampled_from([0.25, 1.0, 3.0]))
@@ -157,10 +196,16 @@ def step_cases(draw):
     elif kind == "cross_zero":
         W1 = -W0 + np.array(draw(ints), dtype=float).reshape(d, d) * 0.125
     elif kind == "tiny":
-        W1 = W0 + np.array(draw(ints), dtype=float).reshape(d, d) * 2.0 ** -30
+        W1 = W0 + np.array(draw(ints), dtype=float).reshape(d, d) * 2.0**-30
     else:
-        W1 = W0 + np.array(draw(ints), dtype=float).reshape(d, d) * draw(st.sampled_from([0.5, 0.125]))
-    p = draw(st.sampled_from([Fraction(2), Fraction(3, 2), Fraction(3), Fraction(7, 4), Fraction(11, 10)]))
+        W1 = W0 + np.array(draw(ints), dtype=float).reshape(d, d) * draw(
+            st.sampled_from([0.5, 0.125])
+        )
+    p = draw(
+        st.sampled_from(
+            [Fraction(2), Fraction(3, 2), Fraction(3), Fraction(7, 4), Fraction(11, 10)]
+        )
+    )
     assume(p >= 2 or np.all(W0 != 0))  # p < 2: the potential's curvature is unbounded at 0
     loss = draw(st.sampled_from(["logistic", "exponential", "linear"]))
     return pr, W0, W1, p, loss, draw(st.sampled_from([-1, 1])), draw(st.sampled_from([6, 30, 60]))
@@ -169,14 +214,14 @@ def step_cases(draw):
 def _step(case) -> None:
     pr, W0, W1, p, loss, sign, digits = case
     probe = Fraction(1)
-    g = truth.step_truth(pr, W0, W1, probe, p, loss)        # eta D_L - D_psi at eta = 1
+    g = truth.step_truth(pr, W0, W1, probe, p, loss)  # eta D_L - D_psi at eta = 1
     dpsi = -truth.step_truth(pr, W0, W1, Fraction(0), p, loss)
     DL = g + dpsi
     import mpmath
 
     if DL.a > 0 and dpsi.a > 0:  # eta* = D_psi / D_L; probe just below or above it
         ratio = mpmath.mpf((dpsi / DL).mid)
-        eta = Fraction(str(mpmath.nstr(ratio, 50))) * (1 + Fraction(sign, 10 ** digits))
+        eta = Fraction(str(mpmath.nstr(ratio, 50))) * (1 + Fraction(sign, 10**digits))
     else:
         eta = Fraction(1, 10) if sign < 0 else Fraction(10)
     gap = truth.step_truth(pr, W0, W1, eta, p, loss)
@@ -195,8 +240,13 @@ def _step(case) -> None:
     curv = [truth.curvature(pr, W0, W1, eta, p, loss, tau) for tau in taus]
     refuted = any(c is not None and c.b < 0 for c in curv)
     status = segment_convexity(pr, traj, eta, p, loss=loss).status
-    TALLY[("segment_convexity", {1: "holds", -1: "fails", 0: "undecided"}[int(status[0])],
-           "refuted on the grid" if refuted else "not refuted on the grid")] += 1
+    TALLY[
+        (
+            "segment_convexity",
+            {1: "holds", -1: "fails", 0: "undecided"}[int(status[0])],
+            "refuted on the grid" if refuted else "not refuted on the grid",
+        )
+    ] += 1
     if refuted:
         assert status[0] != 1, "segment convexity: wrong HOLDS (g'' < 0 at a grid point)"
 
@@ -204,18 +254,46 @@ def _step(case) -> None:
 # ---------------------------------------------------------------------- the properties
 PINNED_PROBLEMS = [
     # two identical tokens: the attention SVM of either is infeasible (a zero row)
-    (AttentionProblem(np.array([[[1.0, 0.0], [1.0, 0.0]]]), np.array([1.0]), np.array([[1.0, 1.0]]),
-                      np.array([1.0, 0.0])), [0]),
+    (
+        AttentionProblem(
+            np.array([[[1.0, 0.0], [1.0, 0.0]]]),
+            np.array([1.0]),
+            np.array([[1.0, 1.0]]),
+            np.array([1.0, 0.0]),
+        ),
+        [0],
+    ),
     # tokens one ulp apart: feasible with a tiny margin, an exact score tie in v's direction
-    (AttentionProblem(np.array([[[1.0, 0.0], [np.nextafter(1.0, 2.0), 0.0]]]), np.array([1.0]),
-                      np.array([[1.0, 0.0]]), np.array([0.0, 1.0])), [0]),
+    (
+        AttentionProblem(
+            np.array([[[1.0, 0.0], [np.nextafter(1.0, 2.0), 0.0]]]),
+            np.array([1.0]),
+            np.array([[1.0, 0.0]]),
+            np.array([0.0, 1.0]),
+        ),
+        [0],
+    ),
     # a weakly active row: tight at the optimum with a zero multiplier
-    (AttentionProblem(np.array([[[1.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]]), np.array([1.0, 1.0]),
-                      np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([1.0, 1.0])), [0, 0]),
+    (
+        AttentionProblem(
+            np.array([[[1.0, 0.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 0.0]]]),
+            np.array([1.0, 1.0]),
+            np.array([[1.0, 0.0], [1.0, 0.0]]),
+            np.array([1.0, 1.0]),
+        ),
+        [0, 0],
+    ),
     # found by the slow hunt: tokens 1, 5e-324 and -2 make a Gordan basis with integers beyond 2**1024
     # (certify/feasible.py converted it to float: OverflowError)
-    (AttentionProblem(np.array([[[1.0], [0.0]], [[5e-324], [0.0]], [[-2.0], [0.0]]]), -np.ones(3), np.zeros((3, 1)),
-                      np.zeros(1)), [0, 0, 0]),
+    (
+        AttentionProblem(
+            np.array([[[1.0], [0.0]], [[5e-324], [0.0]], [[-2.0], [0.0]]]),
+            -np.ones(3),
+            np.zeros((3, 1)),
+            np.zeros(1),
+        ),
+        [0, 0, 0],
+    ),
 ]
 
 
@@ -238,7 +316,9 @@ def test_the_oracle_catches_a_wrong_holds(monkeypatch) -> None:
         _token_predicates(*PINNED_PROBLEMS[0])
 
 
-@pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)]
+)
 def test_token_predicates_never_contradict_the_exact_truth(config) -> None:
     @_settings(100, 3000)[config]
     @given(degenerate_problems())
@@ -248,7 +328,9 @@ def test_token_predicates_never_contradict_the_exact_truth(config) -> None:
     run()
 
 
-@pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)]
+)
 def test_init_in_region_never_contradicts_the_exact_truth(config) -> None:
     @_settings(60, 1500)[config]
     @given(region_cases())
@@ -258,7 +340,9 @@ def test_init_in_region_never_contradicts_the_exact_truth(config) -> None:
     run()
 
 
-@pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)]
+)
 def test_step_size_and_segments_never_contradict_the_interval_truth(config) -> None:
     @_settings(40, 800)[config]
     @given(step_cases())
@@ -276,31 +360,39 @@ def _r(draw, boundary):
 @st.composite
 def loss_cases(draw):
     """(expression, truth) from families whose admissibility is known in closed form."""
-    family = draw(st.sampled_from(["lin_sin", "exp_lin", "cubic", "sqrt", "kink", "jump", "logistic_lin"]))
+    family = draw(
+        st.sampled_from(["lin_sin", "exp_lin", "cubic", "sqrt", "kink", "jump", "logistic_lin"])
+    )
     a, b = _r(draw, [0, 1, -1, 2]), _r(draw, [0, 1, -1, 2])
     A, B = f"({a})", f"({b})"
-    if family == "lin_sin":        # l' = -a + b cos u < 0 at every u iff |b| < a (docs/theory.md section 5.1)
+    if (
+        family == "lin_sin"
+    ):  # l' = -a + b cos u < 0 at every u iff |b| < a (docs/theory.md section 5.1)
         return f"-{A}*u + {B}*sin(u)", abs(b) < a
-    if family == "exp_lin":        # l = a exp(-u) + b u: l' = -a e^-u + b < 0 for all u iff a >= 0, b <= 0, not both 0
+    if (
+        family == "exp_lin"
+    ):  # l = a exp(-u) + b u: l' = -a e^-u + b < 0 for all u iff a >= 0, b <= 0, not both 0
         return f"{A}*exp(-u) + {B}*u", a >= 0 and b <= 0 and (a, b) != (0, 0)
-    if family == "cubic":          # l' = -3a u^2 + b < 0 at every u iff a >= 0 and b < 0
+    if family == "cubic":  # l' = -3a u^2 + b < 0 at every u iff a >= 0 and b < 0
         return f"-{A}*u**3 + {B}*u", a >= 0 and b < 0
-    if family == "sqrt":           # sqrt(u^2 + a) - b u: real, smooth iff a > 0; decreasing iff b >= 1
+    if family == "sqrt":  # sqrt(u^2 + a) - b u: real, smooth iff a > 0; decreasing iff b >= 1
         return f"sqrt(u**2 + {A}) - {B}*u", a > 0 and b >= 1
-    if family == "kink":           # -u + b |u - a|: a kink unless b = 0
+    if family == "kink":  # -u + b |u - a|: a kink unless b = 0
         return f"-u + {B}*Abs(u - {A})", b == 0
-    if family == "jump":           # -u + b frac(u): jumps at the integers unless b = 0
+    if family == "jump":  # -u + b frac(u): jumps at the integers unless b = 0
         return f"-u + {B}*frac(u + {A})", b == 0
-    return f"log(1 + exp(-u)) + {B}*u", b <= 0   # l' = -sigmoid(-u) + b, sup -> b: iff b <= 0
+    return f"log(1 + exp(-u)) + {B}*u", b <= 0  # l' = -sigmoid(-u) + b, sup -> b: iff b <= 0
 
 
-@pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)]
+)
 def test_loss_admissible_never_contradicts_the_closed_form(config) -> None:
     @_settings(40, 600)[config]
     @given(loss_cases())
-    @example(("-u + sin(u)", False))          # l' = cos u - 1 vanishes at 0: l' < 0 is required
+    @example(("-u + sin(u)", False))  # l' = cos u - 1 vanishes at 0: l' < 0 is required
     @example(("-u + 2*sin(u)", False))
-    @example(("sqrt(u**2) - 2*u", False))     # |u| - 2u: a kink
+    @example(("sqrt(u**2) - 2*u", False))  # |u| - 2u: a kink
     @example(("exp(-u) - 0*u", True))
     def run(case):
         text, holds = case
@@ -323,13 +415,15 @@ def trap_trees(draw):
 
 def _no_wrong_holds(text: str) -> None:
     try:
-        rep = loss_admissible(text, time_limit=20).check()   # generous: the shared test machine is loaded
+        rep = loss_admissible(
+            text, time_limit=20
+        ).check()  # generous: the shared test machine is loaded
     except MdcertError:
         TALLY[("loss_trees", "refused")] += 1
         return
     TALLY[("loss_trees", rep.verdict.value)] += 1
     if rep.verdict is Verdict.HOLDS:
-        why = holds_is_wrong(text)           # independent: mpmath on the text as written, no sympy
+        why = holds_is_wrong(text)  # independent: mpmath on the text as written, no sympy
         assert why is None, f"wrong HOLDS for {text!r}: {why} ({rep.message})"
 
 
@@ -339,10 +433,13 @@ def _pinned(test):
     return test
 
 
-@pytest.mark.parametrize("config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "config", [pytest.param(0, id="default"), pytest.param(1, id="slow", marks=pytest.mark.slow)]
+)
 def test_generated_loss_trees_never_hold_wrongly(config) -> None:
     """Issue 20: sympy's parse-time simplification hid undefined points; every HOLDS on a generated tree
     must survive the mpmath oracle (benchmarks/loss_hunt.py runs 10^4 of them)."""
+
     @_settings(12, 400)[config]
     @given(trap_trees())
     @_pinned

@@ -25,5 +25,13 @@ from experiments.commands.check.text import format_table
 from experiments.commands.check.training import run_path, train_path
 from experiments.commands.check.work import Result, run
 
-__all__ = ["FROM_TRAINING", "Config", "Result", "add_arguments", "format_table", "run",
-           "run_path", "train_path"]
+__all__ = [
+    "FROM_TRAINING",
+    "Config",
+    "Result",
+    "add_arguments",
+    "format_table",
+    "run",
+    "run_path",
+    "train_path",
+]

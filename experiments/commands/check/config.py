@@ -28,47 +28,83 @@ DEFAULT_STEPS = 2000
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert check`` (the CLI and `experiments.commands.parse` build on it)."""
-    parser.add_argument("problem", nargs="?", default=None,
-                        help="problem file (.npz or .json, e.g. from 'mdcert synth'); not with "
-                             "--run")
-    parser.add_argument("--p", default=None,
-                        help="exponent of the l_p potential, exact decimal or num/den (e.g. 1.75); "
-                             "required unless --run gives it")
-    parser.add_argument("--theorem", default="10",
-                        help="theorem number: 6, 8, 10, 11 or 31 (default 10)")
-    parser.add_argument("--alpha", default=None,
-                        help=f"token indices: 'opt', '{FROM_TRAINING}' (argmax of the final "
-                             f"attention of the --init/--lr path) or comma-separated indices like "
-                             f"0,3,1 (default: the problem's alpha, else opt)")
-    parser.add_argument("--init", default=None, metavar="W0.npy",
-                        help="initial W (d x d float64 .npy)")
-    parser.add_argument("--lr", default=None,
-                        help="step size eta of the mirror-descent path (exact decimal, e.g. 0.1)")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="mirror-descent steps to run and check (default 2000)")
-    parser.add_argument("--normalize", action="store_true",
-                        help="normalized steps G/||G||_q, the rule of 'mdcert paths --normalize' "
-                             "(default: constant steps); the step-size hypothesis then uses each "
-                             "step's lr/||G||_q")
-    parser.add_argument("--run", default=None, metavar="DIR",
-                        help="a 'mdcert paths' run directory: check trajectory --trajectory K of "
-                             "it (its problem, W(0), p, lr, steps and step rule)")
-    parser.add_argument("--trajectory", type=int, default=None, metavar="K",
-                        help="index of the trajectory in the --run directory (0-based, as in its "
-                             "arrays.npz)")
-    parser.add_argument("--mu", default=None,
-                        help="Bregman radius of the initialization region (input)")
-    parser.add_argument("--R", default=None,
-                        help="minimal ||W(0)||_p of the initialization region (input)")
-    parser.add_argument("--loss", default="logistic",
-                        help="loss name or expression in u (default logistic)")
-    parser.add_argument("--segment", action="store_true",
-                        help="also prove convexity of psi - eta L on every whole segment (interval "
-                             "bisection)")
-    parser.add_argument("--digits", type=int, default=30,
-                        help="digits of the certified SVM solves (default 30)")
-    parser.add_argument("--json", default=None, metavar="report.json",
-                        help="also write the report as JSON")
+    parser.add_argument(
+        "problem",
+        nargs="?",
+        default=None,
+        help="problem file (.npz or .json, e.g. from 'mdcert synth'); not with --run",
+    )
+    parser.add_argument(
+        "--p",
+        default=None,
+        help="exponent of the l_p potential, exact decimal or num/den (e.g. 1.75); "
+        "required unless --run gives it",
+    )
+    parser.add_argument(
+        "--theorem", default="10", help="theorem number: 6, 8, 10, 11 or 31 (default 10)"
+    )
+    parser.add_argument(
+        "--alpha",
+        default=None,
+        help=f"token indices: 'opt', '{FROM_TRAINING}' (argmax of the final "
+        f"attention of the --init/--lr path) or comma-separated indices like "
+        f"0,3,1 (default: the problem's alpha, else opt)",
+    )
+    parser.add_argument(
+        "--init", default=None, metavar="W0.npy", help="initial W (d x d float64 .npy)"
+    )
+    parser.add_argument(
+        "--lr",
+        default=None,
+        help="step size eta of the mirror-descent path (exact decimal, e.g. 0.1)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="mirror-descent steps to run and check (default 2000)",
+    )
+    parser.add_argument(
+        "--normalize",
+        action="store_true",
+        help="normalized steps G/||G||_q, the rule of 'mdcert paths --normalize' "
+        "(default: constant steps); the step-size hypothesis then uses each "
+        "step's lr/||G||_q",
+    )
+    parser.add_argument(
+        "--run",
+        default=None,
+        metavar="DIR",
+        help="a 'mdcert paths' run directory: check trajectory --trajectory K of "
+        "it (its problem, W(0), p, lr, steps and step rule)",
+    )
+    parser.add_argument(
+        "--trajectory",
+        type=int,
+        default=None,
+        metavar="K",
+        help="index of the trajectory in the --run directory (0-based, as in its arrays.npz)",
+    )
+    parser.add_argument(
+        "--mu", default=None, help="Bregman radius of the initialization region (input)"
+    )
+    parser.add_argument(
+        "--R", default=None, help="minimal ||W(0)||_p of the initialization region (input)"
+    )
+    parser.add_argument(
+        "--loss", default="logistic", help="loss name or expression in u (default logistic)"
+    )
+    parser.add_argument(
+        "--segment",
+        action="store_true",
+        help="also prove convexity of psi - eta L on every whole segment (interval bisection)",
+    )
+    parser.add_argument(
+        "--digits", type=int, default=30, help="digits of the certified SVM solves (default 30)"
+    )
+    parser.add_argument(
+        "--json", default=None, metavar="report.json", help="also write the report as JSON"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,8 +183,10 @@ def _known(options: Mapping[str, Any]) -> dict[str, Any]:
     names = set(_defaults())
     unknown = sorted(k for k in options if k not in names and k != "command")
     if unknown:
-        raise ValueError(f"mdcert check has no option {', '.join(unknown)}; its options are "
-                         f"{', '.join(sorted(names))}")
+        raise ValueError(
+            f"mdcert check has no option {', '.join(unknown)}; its options are "
+            f"{', '.join(sorted(names))}"
+        )
     return {k: v for k, v in options.items() if k != "command"}
 
 
@@ -187,26 +225,44 @@ def _from_run(o: dict[str, Any]) -> None:
 
     if o["run"] is None:
         if o["trajectory"] is not None:
-            raise MdcertError("--trajectory K needs --run DIR, the 'mdcert paths' run it belongs "
-                              "to")
+            raise MdcertError(
+                "--trajectory K needs --run DIR, the 'mdcert paths' run it belongs to"
+            )
         return
     if o["trajectory"] is None:
-        raise MdcertError("--run DIR needs --trajectory K: the index of the trajectory to check "
-                          "(0-based)")
-    given = [name for name, value in (("a problem file", o["problem"]), ("--p", o["p"]),
-                                      ("--init", o["init"]), ("--lr", o["lr"]),
-                                      ("--steps", o["steps"])) if value is not None]
+        raise MdcertError(
+            "--run DIR needs --trajectory K: the index of the trajectory to check (0-based)"
+        )
+    given = [
+        name
+        for name, value in (
+            ("a problem file", o["problem"]),
+            ("--p", o["p"]),
+            ("--init", o["init"]),
+            ("--lr", o["lr"]),
+            ("--steps", o["steps"]),
+        )
+        if value is not None
+    ]
     if o["normalize"]:
         given.append("--normalize")
     if given:
-        raise MdcertError(f"--run takes the problem, --p, --init, --lr, --steps and the step rule "
-                          f"from the run; drop {', '.join(given)}")
+        raise MdcertError(
+            f"--run takes the problem, --p, --init, --lr, --steps and the step rule "
+            f"from the run; drop {', '.join(given)}"
+        )
     traj = load_trajectory(o["run"], o["trajectory"])
     if traj.steps < 1:
-        raise MdcertError(f"trajectory {traj.index} of the run took no step (status "
-                          f"{traj.status}); choose another")
-    o.update(p=f"{traj.p.numerator}/{traj.p.denominator}", lr=traj.lr, steps=traj.steps,
-             normalize=traj.normalize)
+        raise MdcertError(
+            f"trajectory {traj.index} of the run took no step (status "
+            f"{traj.status}); choose another"
+        )
+    o.update(
+        p=f"{traj.p.numerator}/{traj.p.denominator}",
+        lr=traj.lr,
+        steps=traj.steps,
+        normalize=traj.normalize,
+    )
 
 
 def _validate(o: dict[str, Any]) -> Config:
@@ -227,8 +283,9 @@ def _validate(o: dict[str, Any]) -> Config:
     theorem = get_theorem(o["theorem"])
     _from_run(o)  # --run DIR --trajectory K: fills --p, --lr, --steps and the step rule
     if o["problem"] is None and o["run"] is None:
-        raise MdcertError("give a problem file (or --run DIR --trajectory K of a 'mdcert paths' "
-                          "run)")
+        raise MdcertError(
+            "give a problem file (or --run DIR --trajectory K of a 'mdcert paths' run)"
+        )
     if o["p"] is None:
         raise MdcertError("give --p, the exponent of the l_p potential (e.g. --p 1.75)")
     if o["steps"] is None:
@@ -236,32 +293,44 @@ def _validate(o: dict[str, Any]) -> Config:
     if o["json"] is not None:
         check_output_file(o["json"], option="--json")
         run_files = {}
-        if o["run"] is not None and Path(o["run"]).is_dir():    # the run's own files are inputs too
-            run_files = {f"the --run directory's {f.name}": f for f in sorted(Path(o["run"]).iterdir())
-                         if f.is_file()}
-        check_distinct({"--json": o["json"]}, {"the problem file": o["problem"],
-                                               "the --init file": o["init"],
-                                               "the --run directory": o["run"], **run_files})
+        if o["run"] is not None and Path(o["run"]).is_dir():  # the run's own files are inputs too
+            run_files = {
+                f"the --run directory's {f.name}": f
+                for f in sorted(Path(o["run"]).iterdir())
+                if f.is_file()
+            }
+        check_distinct(
+            {"--json": o["json"]},
+            {
+                "the problem file": o["problem"],
+                "the --init file": o["init"],
+                "the --run directory": o["run"],
+                **run_files,
+            },
+        )
     p = parse_p(o["p"], name="--p")
     parse_loss(o["loss"])  # refused before any work (the symbolic check runs with the others)
-    if not 1 <= o["steps"] <= 10 ** 9:
-        raise MdcertError(f"invalid --steps {o['steps']}; give a positive number of steps (at most "
-                          f"1e9)")
+    if not 1 <= o["steps"] <= 10**9:
+        raise MdcertError(
+            f"invalid --steps {o['steps']}; give a positive number of steps (at most 1e9)"
+        )
     if not 1 <= o["digits"] <= 2000:
         raise MdcertError(f"invalid --digits {o['digits']}; give an integer between 1 and 2000")
     if o["run"] is None and (o["init"] is None) != (o["lr"] is None):
         raise MdcertError("give --init and --lr together to run a mirror-descent path (or neither)")
     if o["normalize"] and o["lr"] is None:
-        raise MdcertError("--normalize is the step rule of a training path: give --init W0.npy and "
-                          "--lr too")
+        raise MdcertError(
+            "--normalize is the step rule of a training path: give --init W0.npy and --lr too"
+        )
     if o["lr"] is not None:
         from experiments.paths.config import check_float_p
 
         check_float_p(p, str(o["p"]))
     from_training = o["alpha"] is not None and o["alpha"].strip().lower() == FROM_TRAINING
     if from_training and o["lr"] is None:
-        raise MdcertError(f"--alpha {FROM_TRAINING} needs a training path: give --init W0.npy and "
-                          f"--lr")
+        raise MdcertError(
+            f"--alpha {FROM_TRAINING} needs a training path: give --init W0.npy and --lr"
+        )
     mu = None if o["mu"] is None else parse_nonnegative(o["mu"], "--mu")
     R = None if o["R"] is None else parse_nonnegative(o["R"], "--R")
     eta = None
@@ -269,14 +338,33 @@ def _validate(o: dict[str, Any]) -> Config:
         eta = parse_nonnegative(o["lr"], "--lr")
         if eta <= 0:
             raise MdcertError(f"invalid --lr {o['lr']!r}; the step size must be > 0")
-        if not Fraction(1, 10 ** 300) <= eta <= 10 ** 300:
-            raise MdcertError(f"invalid --lr {o['lr']!r}; the step size must be a float64 in "
-                              f"(1e-300, 1e300)")
+        if not Fraction(1, 10**300) <= eta <= 10**300:
+            raise MdcertError(
+                f"invalid --lr {o['lr']!r}; the step size must be a float64 in (1e-300, 1e300)"
+            )
         if o["loss"].strip().lower() not in TRAINING_LOSSES:
-            raise MdcertError(f"training supports the losses logistic, exponential, linear; got "
-                              f"{o['loss']!r}")
-    return Config(problem=o["problem"], theorem=theorem.number, p=o["p"], p_exact=p,
-                  alpha=o["alpha"], init=o["init"], lr=o["lr"], eta=eta, steps=o["steps"],
-                  normalize=o["normalize"], run=o["run"], trajectory=o["trajectory"], mu=o["mu"],
-                  mu_exact=mu, R=o["R"], R_exact=R, loss=o["loss"], segment=o["segment"],
-                  digits=o["digits"], json=o["json"])
+            raise MdcertError(
+                f"training supports the losses logistic, exponential, linear; got {o['loss']!r}"
+            )
+    return Config(
+        problem=o["problem"],
+        theorem=theorem.number,
+        p=o["p"],
+        p_exact=p,
+        alpha=o["alpha"],
+        init=o["init"],
+        lr=o["lr"],
+        eta=eta,
+        steps=o["steps"],
+        normalize=o["normalize"],
+        run=o["run"],
+        trajectory=o["trajectory"],
+        mu=o["mu"],
+        mu_exact=mu,
+        R=o["R"],
+        R_exact=R,
+        loss=o["loss"],
+        segment=o["segment"],
+        digits=o["digits"],
+        json=o["json"],
+    )

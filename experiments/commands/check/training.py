@@ -22,8 +22,17 @@ def run_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic", p
     return train_path(problem, W0, lr=lr, p=p, steps=steps, loss=loss, progress=progress)[0]
 
 
-def train_path(problem, W0, *, lr: float, p, steps: int, loss: str = "logistic",
-               normalize: bool = False, progress=None):
+def train_path(
+    problem,
+    W0,
+    *,
+    lr: float,
+    p,
+    steps: int,
+    loss: str = "logistic",
+    normalize: bool = False,
+    progress=None,
+):
     """Mirror descent on W with the problem's fixed decoder, constant or normalized steps
     (docs/theory.md section 2.3). Returns ``(iterates (steps+1, d, d) float64, step sizes)``: the
     step sizes are None for constant steps, else the effective size of each step,

@@ -46,22 +46,40 @@ class Result:
         if self.problem.lengths is not None or self.problem.provenance:
             out += problem_lines(self.problem, width)
         out += table_lines(self.report, width=width)
-        tail = summary_lines(self.report, from_training=self.config.from_training,
-                             steps=self.config.steps, notes=self.notes.lines,
-                             seconds=self.seconds["total"])
+        tail = summary_lines(
+            self.report,
+            from_training=self.config.from_training,
+            steps=self.config.steps,
+            notes=self.notes.lines,
+            seconds=self.seconds["total"],
+        )
         return out + wrap_lines(tail, width)
 
     def to_json(self) -> dict:
         """The JSON report: the theorem report, the inputs, the path notes and the wall times."""
         c = self.config
         payload = self.report.to_json()
-        payload["inputs"] = {"problem": c.problem, "p": c.p, "alpha": c.alpha, "init": c.init,
-                             "lr": c.lr, "steps": c.steps if c.lr else None, "mu": c.mu, "R": c.R,
-                             "loss": c.loss, "digits": c.digits, "segment": c.segment,
-                             "step_rule": c.step_rule, "run": c.run, "trajectory": c.trajectory}
+        payload["inputs"] = {
+            "problem": c.problem,
+            "p": c.p,
+            "alpha": c.alpha,
+            "init": c.init,
+            "lr": c.lr,
+            "steps": c.steps if c.lr else None,
+            "mu": c.mu,
+            "R": c.R,
+            "loss": c.loss,
+            "digits": c.digits,
+            "segment": c.segment,
+            "step_rule": c.step_rule,
+            "run": c.run,
+            "trajectory": c.trajectory,
+        }
         payload["path_notes"] = self.notes.record
-        payload["quantities"]["seconds"] = {**payload["quantities"].get("seconds", {}),
-                                            **self.seconds}
+        payload["quantities"]["seconds"] = {
+            **payload["quantities"].get("seconds", {}),
+            **self.seconds,
+        }
         return payload
 
     def write(self, out) -> None:
@@ -89,8 +107,11 @@ def path_notes(config: Config, report, trajectory, problem, run_traj) -> PathNot
     out: dict = {}
     if trajectory is None:
         return PathNotes(tuple(lines), out)
-    rule = ("normalized steps G/||G||_q (eta_k = lr/||G(W_k)||_q)" if config.normalize
-            else "constant steps (eta_k = lr)")
+    rule = (
+        "normalized steps G/||G||_q (eta_k = lr/||G(W_k)||_q)"
+        if config.normalize
+        else "constant steps (eta_k = lr)"
+    )
     lines.append(f"path: {config.steps} steps of {rule}, lr {config.lr}")
     out["step_rule"] = config.step_rule
     alpha_last = _final_tokens(problem, trajectory[-1])
@@ -100,18 +121,28 @@ def path_notes(config: Config, report, trajectory, problem, run_traj) -> PathNot
         cmp = compare_endings(run_traj, trajectory[-1], alpha_last)
         out["run"] = {"dir": run_traj.run_dir, "trajectory": run_traj.index, **cmp}
         rel = cmp["relative_distance_W_final"]
-        lines.append(f"trajectory {run_traj.index} of {run_traj.run_dir}: the re-run "
-                     + ("ends at the run's final tokens" if cmp["same_final_tokens"] else
-                        "does NOT end at the run's final tokens")
-                     + ("" if rel is None else f", ||W_K - W_run||_F / ||W_run||_F = {rel:.1e}")
-                     + ("" if run_traj.dtype == "float64" else
-                        f" (the run was {run_traj.dtype}, the re-run float64)"))
+        lines.append(
+            f"trajectory {run_traj.index} of {run_traj.run_dir}: the re-run "
+            + (
+                "ends at the run's final tokens"
+                if cmp["same_final_tokens"]
+                else "does NOT end at the run's final tokens"
+            )
+            + ("" if rel is None else f", ||W_K - W_run||_F / ||W_run||_F = {rel:.1e}")
+            + (
+                ""
+                if run_traj.dtype == "float64"
+                else f" (the run was {run_traj.dtype}, the re-run float64)"
+            )
+        )
     local = next((h for h in report.hypotheses if h.name == "tokens_locally_optimal"), None)
     if config.from_training and local is not None and local.verdict.value == "fails":
-        lines.append(f"training ended at a non-locally-optimal selection: the tokens the final "
-                     f"attention selects after {config.steps} steps are not locally optimal, so "
-                     f"Theorem {report.theorem}'s conclusion says nothing about this path's limit "
-                     f"(train longer, or from another W(0))")
+        lines.append(
+            f"training ended at a non-locally-optimal selection: the tokens the final "
+            f"attention selects after {config.steps} steps are not locally optimal, so "
+            f"Theorem {report.theorem}'s conclusion says nothing about this path's limit "
+            f"(train longer, or from another W(0))"
+        )
         out["training_ended_non_locally_optimal"] = True
     return PathNotes(tuple(lines), out)
 
@@ -144,35 +175,58 @@ def run(config: Config) -> Result:
         from experiments.runtime.resources import check_memory
 
         # the float64 path, then its exact integer logits and ball evaluations (Python objects)
-        check_memory((config.steps + 1) * (problem.d ** 2 + problem.n * problem.T) * 300,
-                     what=f"a checked path of {config.steps} steps (d={problem.d}, n={problem.n}, "
-                          f"T={problem.T})",
-                     fix="reduce --steps")
+        check_memory(
+            (config.steps + 1) * (problem.d**2 + problem.n * problem.T) * 300,
+            what=f"a checked path of {config.steps} steps (d={problem.d}, n={problem.n}, "
+            f"T={problem.T})",
+            fix="reduce --steps",
+        )
         W0 = run_traj.W0 if run_traj is not None else load_init(config.init, problem.d)
         if not np.any(W0):
-            raise MdcertError("--init is the zero matrix; its direction is undefined - give a "
-                              "nonzero W0")
+            raise MdcertError(
+                "--init is the zero matrix; its direction is undefined - give a nonzero W0"
+            )
         t1 = time.perf_counter()
         with progress(config.steps, desc="check: training path", unit="step") as bar:
-            trajectory, step_etas = train_path(problem, W0, lr=float(config.eta), p=config.p_exact,
-                                               steps=config.steps, loss=config.loss.strip().lower(),
-                                               normalize=config.normalize, progress=bar.set)
+            trajectory, step_etas = train_path(
+                problem,
+                W0,
+                lr=float(config.eta),
+                p=config.p_exact,
+                steps=config.steps,
+                loss=config.loss.strip().lower(),
+                normalize=config.normalize,
+                progress=bar.set,
+            )
             if step_etas is not None:
-                step_etas = [Fraction(x) for x in step_etas]    # exact: the float64 each step used
+                step_etas = [Fraction(x) for x in step_etas]  # exact: the float64 each step used
         seconds["training_path"] = round(time.perf_counter() - t1, 3)
         if config.from_training:
             alpha = [int(a) for a in _final_tokens(problem, trajectory[-1])]
     ctx = CheckContext(problem, digits=config.digits)
-    with progress(len(theorem.hypotheses), desc="check: hypotheses", unit="checked",
-                  eta=False) as bar:
+    with progress(
+        len(theorem.hypotheses), desc="check: hypotheses", unit="checked", eta=False
+    ) as bar:
+
         def told(done: int, total: int, name: str) -> None:
             bar.set(done)
             bar.stage(name, force=True)
 
-        report = check_theorem(theorem.number, ctx, p=config.p_exact, alpha=alpha, loss=config.loss,
-                               W0=W0, mu=config.mu_exact, R=config.R_exact, eta=config.eta,
-                               trajectory=trajectory, segment=config.segment, progress=told,
-                               step_etas=step_etas)
+        report = check_theorem(
+            theorem.number,
+            ctx,
+            p=config.p_exact,
+            alpha=alpha,
+            loss=config.loss,
+            W0=W0,
+            mu=config.mu_exact,
+            R=config.R_exact,
+            eta=config.eta,
+            trajectory=trajectory,
+            segment=config.segment,
+            progress=told,
+            step_etas=step_etas,
+        )
     notes = path_notes(config, report, trajectory, problem, run_traj)
     seconds["total"] = round(time.perf_counter() - t0, 3)
     return Result(config=config, report=report, problem=problem, notes=notes, seconds=seconds)

@@ -14,62 +14,133 @@ __all__ = ["DEFAULTS", "add_arguments", "Config"]
 
 #: the value of each option that a mapping given to `Config.from_options` may leave out
 DEFAULTS: dict[str, Any] = {
-    "problems": [], "init": None, "init_std": None, "trials": None, "p": "1.75,2,3",
-    "steps": "1500,2000,20000", "lr": "0.1", "normalize": False, "inits": None, "seed": 0,
-    "device": "auto", "dtype": "float64", "cross": False, "train_decoder": False, "decoder_lr": None,
-    "records": 64, "spacing": "auto", "tail": 0.01, "average": "geometric", "digits": 30,
-    "workers": None, "no_certify": False, "n": None, "T": None, "d": None, "progress": "auto",
+    "problems": [],
+    "init": None,
+    "init_std": None,
+    "trials": None,
+    "p": "1.75,2,3",
+    "steps": "1500,2000,20000",
+    "lr": "0.1",
+    "normalize": False,
+    "inits": None,
+    "seed": 0,
+    "device": "auto",
+    "dtype": "float64",
+    "cross": False,
+    "train_decoder": False,
+    "decoder_lr": None,
+    "records": 64,
+    "spacing": "auto",
+    "tail": 0.01,
+    "average": "geometric",
+    "digits": 30,
+    "workers": None,
+    "no_certify": False,
+    "n": None,
+    "T": None,
+    "d": None,
+    "progress": "auto",
     "overwrite": False,
 }
-_CHOICES = {"dtype": ("float64", "float32"), "spacing": ("auto", "log", "linear"),
-            "average": ("geometric", "arithmetic"), "progress": ("auto", "on", "off")}
+_CHOICES = {
+    "dtype": ("float64", "float32"),
+    "spacing": ("auto", "log", "linear"),
+    "average": ("geometric", "arithmetic"),
+    "progress": ("auto", "on", "off"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert paths`` (the one schema: the CLI and the sweep build their parser here)."""
     D = DEFAULTS
     add = parser.add_argument
-    add("problems", nargs="*", metavar="PROBLEM",
+    add(
+        "problems",
+        nargs="*",
+        metavar="PROBLEM",
         help="problem files (.npz/.json, equal n and d; shorter T padded) to run instead of the "
-             "synthetic trials; each gets its own certified SVM directions")
-    add("--init", default=None, metavar="W0.npy",
-        help="initializations: a .npy of shape (d, d) or (K, d, d), used for every dataset")
-    add("--init-std", type=float, default=None, dest="init_std",
-        help="random initializations with N(0, S^2) entries (default S = 1)")
+        "synthetic trials; each gets its own certified SVM directions",
+    )
+    add(
+        "--init",
+        default=None,
+        metavar="W0.npy",
+        help="initializations: a .npy of shape (d, d) or (K, d, d), used for every dataset",
+    )
+    add(
+        "--init-std",
+        type=float,
+        default=None,
+        dest="init_std",
+        help="random initializations with N(0, S^2) entries (default S = 1)",
+    )
     add("--trials", type=int, default=None, help="synthetic datasets (trials), default 100")
     add("--p", default=D["p"], help="comma-separated exponents p > 1 (default 1.75,2,3)")
-    add("--steps", default=D["steps"],
-        help="steps per p: one value, or one per p (default 1500,2000,20000)")
-    add("--lr", default=D["lr"], help="comma-separated step sizes, each run with every p (default 0.1)")
+    add(
+        "--steps",
+        default=D["steps"],
+        help="steps per p: one value, or one per p (default 1500,2000,20000)",
+    )
+    add(
+        "--lr",
+        default=D["lr"],
+        help="comma-separated step sizes, each run with every p (default 0.1)",
+    )
     add("--normalize", action="store_true", help="normalized steps G/||G||_q (the paper's setting)")
     add("--inits", type=int, default=None, help="random initializations per dataset (default 1)")
     add("--seed", type=int, default=D["seed"], help="seed of data and initializations (default 0)")
     add("--device", default=D["device"], help="auto | cpu | cuda (default auto)")
     add("--dtype", default=D["dtype"], choices=list(_CHOICES["dtype"]), help="default float64")
     add("--cross", action="store_true", help="also the cross grid: SVM of exponent q vs path of p")
-    add("--train-decoder", action="store_true", help="train v jointly (default: fixed unit decoder)")
+    add(
+        "--train-decoder", action="store_true", help="train v jointly (default: fixed unit decoder)"
+    )
     add("--decoder-lr", type=float, default=None, help="decoder step size (default: --lr)")
     add("--records", type=int, default=D["records"], help="records per trajectory (default 64)")
-    add("--spacing", choices=list(_CHOICES["spacing"]), default=D["spacing"],
+    add(
+        "--spacing",
+        choices=list(_CHOICES["spacing"]),
+        default=D["spacing"],
         help="record steps: log-spaced, evenly spaced, or auto (default: log-spaced when the run "
-             "is longer than 10x --records, else evenly spaced)")
-    add("--tail", type=float, default=D["tail"],
+        "is longer than 10x --records, else evenly spaced)",
+    )
+    add(
+        "--tail",
+        type=float,
+        default=D["tail"],
         help="rate and norm fits use steps k >= TAIL * max k (default 0.01: the last two decades; "
-             "the last third of that window, in log k, is held out to choose the law)")
-    add("--average", choices=list(_CHOICES["average"]), default=D["average"],
+        "the last third of that window, in log k, is held out to choose the law)",
+    )
+    add(
+        "--average",
+        choices=list(_CHOICES["average"]),
+        default=D["average"],
         help="curve the rate laws are fitted to: geometric mean of D over trajectories (default, the "
-             "typical trajectory) or arithmetic mean (what the paper plots; the slowest trajectory "
-             "dominates it)")
-    add("--digits", type=int, default=D["digits"],
-        help="initial digits of the SVM certificates (default 30)")
-    add("--workers", type=int, default=None,
-        help="certification processes (default: 2 when 2+ CPUs; 0 = in-process)")
+        "typical trajectory) or arithmetic mean (what the paper plots; the slowest trajectory "
+        "dominates it)",
+    )
+    add(
+        "--digits",
+        type=int,
+        default=D["digits"],
+        help="initial digits of the SVM certificates (default 30)",
+    )
+    add(
+        "--workers",
+        type=int,
+        default=None,
+        help="certification processes (default: 2 when 2+ CPUs; 0 = in-process)",
+    )
     add("--no-certify", action="store_true", help="skip SVM certificates and Bregman curves")
     add("--n", type=int, default=None, help="examples per synthetic dataset (default 6)")
     add("--T", type=int, default=None, help="tokens per example, synthetic (default 8)")
     add("--d", type=int, default=None, help="dimension, synthetic (default 10)")
-    add("--progress", choices=list(_CHOICES["progress"]), default=D["progress"],
-        help="progress bar on stderr (auto: only on a terminal)")
+    add(
+        "--progress",
+        choices=list(_CHOICES["progress"]),
+        default=D["progress"],
+        help="progress bar on stderr (auto: only on a terminal)",
+    )
     add("--overwrite", action="store_true", help="replace an existing run directory")
     add("-o", "--out", required=True, help="run directory to write")
 
@@ -148,23 +219,63 @@ class Config:
             if o[name] not in allowed:
                 raise MdcertError(f"--{name} must be one of {', '.join(allowed)}, got {o[name]!r}")
         problems = tuple(str(x) for x in o["problems"] or ())
-        check_outside(o["out"], {f"the problem file {x!r}": x for x in problems}
-                      | {"the --init file": o["init"]}, option="-o")
-        sizes = check_input_options(problems=problems, init=o["init"], init_std=o["init_std"],
-                                    inits=o["inits"], trials=o["trials"], n=o["n"], T=o["T"], d=o["d"])
-        cfg = parse_config(p=o["p"], steps=o["steps"], lr=o["lr"], **sizes, records=o["records"],
-                           tail=o["tail"], digits=o["digits"], decoder_lr=o["decoder_lr"],
-                           seed=o["seed"], device=o["device"], workers=o["workers"])
-        if cfg["device"].startswith("cuda"):              # a CUDA device where CUDA is missing
+        check_outside(
+            o["out"],
+            {f"the problem file {x!r}": x for x in problems} | {"the --init file": o["init"]},
+            option="-o",
+        )
+        sizes = check_input_options(
+            problems=problems,
+            init=o["init"],
+            init_std=o["init_std"],
+            inits=o["inits"],
+            trials=o["trials"],
+            n=o["n"],
+            T=o["T"],
+            d=o["d"],
+        )
+        cfg = parse_config(
+            p=o["p"],
+            steps=o["steps"],
+            lr=o["lr"],
+            **sizes,
+            records=o["records"],
+            tail=o["tail"],
+            digits=o["digits"],
+            decoder_lr=o["decoder_lr"],
+            seed=o["seed"],
+            device=o["device"],
+            workers=o["workers"],
+        )
+        if cfg["device"].startswith("cuda"):  # a CUDA device where CUDA is missing
             from experiments.paths.engine import resolve_device
 
             resolve_device(cfg["device"])
-        return cls(problems=problems, init=o["init"], init_std=o["init_std"], **sizes,
-                   p=tuple(cfg["p"]), p_text=tuple(cfg["p_text"]), steps=tuple(cfg["steps"]),
-                   lr=tuple(cfg["lr"]), normalize=bool(o["normalize"]),
-                   train_decoder=bool(o["train_decoder"]), decoder_lr=o["decoder_lr"],
-                   cross=bool(o["cross"]), certify=not o["no_certify"], seed=o["seed"],
-                   device=cfg["device"], dtype=o["dtype"], records=o["records"],
-                   spacing=o["spacing"], tail=o["tail"], average=o["average"], digits=o["digits"],
-                   workers=cfg["workers"], progress=o["progress"], out=str(o["out"]),
-                   overwrite=bool(o["overwrite"]), argv=tuple(o.get("argv") or ()))
+        return cls(
+            problems=problems,
+            init=o["init"],
+            init_std=o["init_std"],
+            **sizes,
+            p=tuple(cfg["p"]),
+            p_text=tuple(cfg["p_text"]),
+            steps=tuple(cfg["steps"]),
+            lr=tuple(cfg["lr"]),
+            normalize=bool(o["normalize"]),
+            train_decoder=bool(o["train_decoder"]),
+            decoder_lr=o["decoder_lr"],
+            cross=bool(o["cross"]),
+            certify=not o["no_certify"],
+            seed=o["seed"],
+            device=cfg["device"],
+            dtype=o["dtype"],
+            records=o["records"],
+            spacing=o["spacing"],
+            tail=o["tail"],
+            average=o["average"],
+            digits=o["digits"],
+            workers=cfg["workers"],
+            progress=o["progress"],
+            out=str(o["out"]),
+            overwrite=bool(o["overwrite"]),
+            argv=tuple(o.get("argv") or ()),
+        )

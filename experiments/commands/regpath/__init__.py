@@ -16,9 +16,25 @@ package imports neither numpy nor torch (the CLI builds its parser from `add_arg
 from __future__ import annotations
 
 from experiments.commands.regpath.compute import run
-from experiments.commands.regpath.options import (JOINT_EXAMPLE, KIND, MAX_MD_STEPS, MAX_STARTS,
-                                                  Config, add_arguments)
+from experiments.commands.regpath.options import (
+    JOINT_EXAMPLE,
+    KIND,
+    MAX_MD_STEPS,
+    MAX_STARTS,
+    Config,
+    add_arguments,
+)
 from experiments.commands.regpath.summary import DEFINITIONS, Result, token_notes
 
-__all__ = ["DEFINITIONS", "JOINT_EXAMPLE", "KIND", "MAX_MD_STEPS", "MAX_STARTS", "Config", "Result",
-           "add_arguments", "run", "token_notes"]
+__all__ = [
+    "DEFINITIONS",
+    "JOINT_EXAMPLE",
+    "KIND",
+    "MAX_MD_STEPS",
+    "MAX_STARTS",
+    "Config",
+    "Result",
+    "add_arguments",
+    "run",
+    "token_notes",
+]

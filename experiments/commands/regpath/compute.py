@@ -42,8 +42,9 @@ def run(config: Config) -> Result:
     problem = _load(c.problem)
     if problem.lengths is not None or problem.provenance:
         print("\n".join(problem_lines(problem, terminal_width())))
-    alpha = resolve_alpha(problem, c.alpha if c.alpha is not None
-                          else ("opt" if problem.alpha is None else None))
+    alpha = resolve_alpha(
+        problem, c.alpha if c.alpha is not None else ("opt" if problem.alpha is None else None)
+    )
     reference = reference_direction(problem, p, alpha=alpha, digits=c.digits)
     bar = progress(len(radii), desc="regpath: radii", unit="R")
 
@@ -52,13 +53,23 @@ def run(config: Config) -> Result:
         if hasattr(res, "r"):
             extra = f" r={res.r:<9.4g} D_v={res.bregman_v_to_svm:.3e}"
             loss = f"log L={res.log_loss:.6g}"
-        bar.write(f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} {loss} "
-                  f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} "
-                  f"winner={res.winner}")
+        bar.write(
+            f"R={res.R:<10.4g}{extra} D_W={res.bregman_to_svm:.3e} {loss} "
+            f"stationarity={res.stationarity:.1e} tokens={list(res.selected)} "
+            f"winner={res.winner}"
+        )
         bar.update()
 
-    starts = dict(starts=c.starts, seed=c.seed, alpha=alpha, reference=reference,
-                  svm_start=c.svm_start, dual_start=c.dual_start, loss=c.loss, progress=show)
+    starts = dict(
+        starts=c.starts,
+        seed=c.seed,
+        alpha=alpha,
+        reference=reference,
+        svm_start=c.svm_start,
+        dual_start=c.dual_start,
+        loss=c.loss,
+        progress=show,
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         arrays: dict[str, np.ndarray] = {"radii": radii}
@@ -68,10 +79,12 @@ def run(config: Config) -> Result:
             from experiments.regpath.radius_function import parse_radius_function
 
             r_fun = parse_radius_function(c.r_of_R)
-            v_reference = reference_direction(problem, p, alpha=alpha, svm="decoder",
-                                              digits=c.digits)
-            path = joint_regularization_path(problem, p, radii=radii, r_of_R=r_fun,
-                                             v_reference=v_reference, **starts)
+            v_reference = reference_direction(
+                problem, p, alpha=alpha, svm="decoder", digits=c.digits
+            )
+            path = joint_regularization_path(
+                problem, p, radii=radii, r_of_R=r_fun, v_reference=v_reference, **starts
+            )
             bar.close()
             body = path.to_json()
             arrays["W"] = np.stack([r.W for r in path.results])
@@ -80,9 +93,17 @@ def run(config: Config) -> Result:
             if c.md_steps:
                 md_bar = progress(c.md_steps, desc="regpath: joint mirror descent", unit="step")
                 with md_bar:
-                    md = joint_md_path(problem, p, steps=c.md_steps, lr=c.md_lr, alpha=alpha,
-                                       reference=reference, v_reference=v_reference, loss=c.loss,
-                                       progress=md_bar.set)
+                    md = joint_md_path(
+                        problem,
+                        p,
+                        steps=c.md_steps,
+                        lr=c.md_lr,
+                        alpha=alpha,
+                        reference=reference,
+                        v_reference=v_reference,
+                        loss=c.loss,
+                        progress=md_bar.set,
+                    )
                 body["joint_md"] = md.to_json()
         else:
             from experiments.regpath.fixed import regularization_path
@@ -95,17 +116,40 @@ def run(config: Config) -> Result:
         if not issubclass(w.category, RuntimeWarning):
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     lengths = {"lengths": [int(k) for k in problem.lengths]} if problem.lengths is not None else {}
-    summary = {"kind": KIND, "format": "mdcert-regpath/1", "joint": c.joint, "r_of_R": c.r_of_R,
-               "problem": {"source": c.problem, "n": problem.n, "T": problem.T, "d": problem.d,
-                           "data_hash": problem.data_hash(), **lengths,
-                           **({"provenance": problem.provenance} if problem.provenance else {})},
-               "command": {"p": c.p_text, "radii": c.radii_text, "starts": c.starts, "seed": c.seed,
-                           "alpha": c.alpha, "loss": c.loss, "digits": c.digits},
-               **body}
+    summary = {
+        "kind": KIND,
+        "format": "mdcert-regpath/1",
+        "joint": c.joint,
+        "r_of_R": c.r_of_R,
+        "problem": {
+            "source": c.problem,
+            "n": problem.n,
+            "T": problem.T,
+            "d": problem.d,
+            "data_hash": problem.data_hash(),
+            **lengths,
+            **({"provenance": problem.provenance} if problem.provenance else {}),
+        },
+        "command": {
+            "p": c.p_text,
+            "radii": c.radii_text,
+            "starts": c.starts,
+            "seed": c.seed,
+            "alpha": c.alpha,
+            "loss": c.loss,
+            "digits": c.digits,
+        },
+        **body,
+    }
     summary["p"] = format_fraction(p)
     summary["definitions"] = dict(DEFINITIONS)
-    limits = sorted({f"{w.category.__name__}: {w.message}" for w in caught
-                     if issubclass(w.category, RuntimeWarning)})
+    limits = sorted(
+        {
+            f"{w.category.__name__}: {w.message}"
+            for w in caught
+            if issubclass(w.category, RuntimeWarning)
+        }
+    )
     if limits:
         summary["float_limits"] = limits
     summary["token_notes"] = token_notes(summary)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ['DEFAULT', 'Modality', 'QUICK', 'RealDataConfig']
+__all__ = ["DEFAULT", "Modality", "QUICK", "RealDataConfig"]
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Modality:
     T: int
     sizes: tuple[int, ...]
     paths_n: int
-    limit: int | None = None       #: text: only the first LIMIT labelled snippets (the quick run)
+    limit: int | None = None  #: text: only the first LIMIT labelled snippets (the quick run)
 
 
 @dataclass(frozen=True)
@@ -61,12 +61,23 @@ class RealDataConfig:
     embed: str = "static"
 
 
-DEFAULT = RealDataConfig(modalities=(
-    Modality("text", d=12, T=16, sizes=(6, 12, 24, 36, 48, 56, 64, 72, 80, 96), paths_n=16),
-    Modality("digits", d=10, T=16, sizes=(4, 8, 16, 24, 32, 40, 48, 56, 64, 96), paths_n=16)))
+DEFAULT = RealDataConfig(
+    modalities=(
+        Modality("text", d=12, T=16, sizes=(6, 12, 24, 36, 48, 56, 64, 72, 80, 96), paths_n=16),
+        Modality("digits", d=10, T=16, sizes=(4, 8, 16, 24, 32, 40, 48, 56, 64, 96), paths_n=16),
+    )
+)
 
 
 QUICK = RealDataConfig(
-    modalities=(Modality("text", d=6, T=8, sizes=(4, 8, 16, 32), paths_n=6, limit=1500),
-                Modality("digits", d=6, T=8, sizes=(4, 8, 16, 32), paths_n=6)),
-    preset="quick", subsets=2, train_steps=300, path_steps=(300, 400, 500, 1200), inits=3, records=24)
+    modalities=(
+        Modality("text", d=6, T=8, sizes=(4, 8, 16, 32), paths_n=6, limit=1500),
+        Modality("digits", d=6, T=8, sizes=(4, 8, 16, 32), paths_n=6),
+    ),
+    preset="quick",
+    subsets=2,
+    train_steps=300,
+    path_steps=(300, 400, 500, 1200),
+    inits=3,
+    records=24,
+)

@@ -32,8 +32,20 @@ import numpy as np
 from experiments.runtime.store import RunStore, content_key
 from experiments.studies.realdata.subsets import Subset, draw_subsets, train_alpha
 
-__all__ = ["JobPool", "Subset", "problem_job", "job_problem", "verdict_job", "draw_subsets", "train_alpha",
-           "run_frontier", "frontier_fractions", "cert_key", "VERDICTS", "LOCALITY"]
+__all__ = [
+    "JobPool",
+    "Subset",
+    "problem_job",
+    "job_problem",
+    "verdict_job",
+    "draw_subsets",
+    "train_alpha",
+    "run_frontier",
+    "frontier_fractions",
+    "cert_key",
+    "VERDICTS",
+    "LOCALITY",
+]
 
 VERDICTS = ("feasible", "infeasible", "undecided")
 LOCALITY = ("holds", "fails", "undecided")
@@ -76,7 +88,14 @@ class JobPool:
 
 def problem_job(problem, **fields: Any) -> dict:
     """A picklable job: the problem's arrays (no provenance: workers need the data only) and ``fields``."""
-    return {"X": problem.X, "y": problem.y, "z": problem.z, "v": problem.v, "lengths": problem.lengths, **fields}
+    return {
+        "X": problem.X,
+        "y": problem.y,
+        "z": problem.z,
+        "v": problem.v,
+        "lengths": problem.lengths,
+        **fields,
+    }
 
 
 def job_problem(job: dict):
@@ -111,7 +130,10 @@ def _certify(problem, p, alpha, digits, time_limit, locality):
 
     ctx = CheckContext(problem, digits=digits, time_limit=time_limit)
     report = TokensLocallyOptimal(alpha=alpha, p=p).check(ctx)
-    return ctx.certificate(p, alpha=alpha), {"verdict": report.verdict.value, "message": report.message}
+    return ctx.certificate(p, alpha=alpha), {
+        "verdict": report.verdict.value,
+        "message": report.message,
+    }
 
 
 def verdict_job(job: dict) -> dict:
@@ -129,7 +151,9 @@ def verdict_job(job: dict) -> dict:
 
     problem = job_problem(job)
     alpha, p = [int(a) for a in job["alpha"]], job["p"]
-    locality = bool(job.get("locality"))          # its verdict needs the solve itself: no stored certificate
+    locality = bool(
+        job.get("locality")
+    )  # its verdict needs the solve itself: no stored certificate
     store = None if locality else _cert_store(job.get("cache"))
     key = None if store is None else cert_key(problem, alpha, p, job["digits"])
     path = None if store is None else store.path(key)
@@ -148,13 +172,28 @@ def verdict_job(job: dict) -> dict:
         limit = job.get("wall_limit")
         args = (problem, p, alpha, job["digits"], job.get("time_limit"), locality)
         try:
-            cert, local = _certify(*args) if limit is None else call_with_time_limit(_certify, args, seconds=limit)
+            cert, local = (
+                _certify(*args)
+                if limit is None
+                else call_with_time_limit(_certify, args, seconds=limit)
+            )
         except (TimeLimitExceeded, ArithmeticError, RuntimeError, ValueError, MemoryError) as exc:
-            why = (f"no certificate within the wall-clock limit of {limit:g} s" if isinstance(exc, TimeLimitExceeded)
-                   else f"the solver failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
-            return {"verdict": "undecided", "reason": why, "status": None, "checked": False, "cached": False,
-                    "certify_seconds": time.perf_counter() - t0, "check_seconds": None,
-                    "locally_optimal": "undecided" if locality else None, "locality_message": why if locality else None}
+            why = (
+                f"no certificate within the wall-clock limit of {limit:g} s"
+                if isinstance(exc, TimeLimitExceeded)
+                else f"the solver failed ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            )
+            return {
+                "verdict": "undecided",
+                "reason": why,
+                "status": None,
+                "checked": False,
+                "cached": False,
+                "certify_seconds": time.perf_counter() - t0,
+                "check_seconds": None,
+                "locally_optimal": "undecided" if locality else None,
+                "locality_message": why if locality else None,
+            }
         solve_s = time.perf_counter() - t0
         if store is not None:
             store.write_text(key, json.dumps(cert.to_json()))
@@ -162,21 +201,42 @@ def verdict_job(job: dict) -> dict:
         check = check_certificate(problem, cert, p=p, svm="attention", alpha=alpha)
     check_s = time.perf_counter() - t0
     if not check.ok:
-        verdict, reason = "undecided", f"the checker rejected the certificate: {check.first_failure}"
+        verdict, reason = (
+            "undecided",
+            f"the checker rejected the certificate: {check.first_failure}",
+        )
     elif cert.status is CertStatus.OPTIMAL:
         verdict, reason = "feasible", "optimal certificate accepted by the checker"
     elif cert.status is CertStatus.INFEASIBLE:
         verdict, reason = "infeasible", "Gordan certificate accepted by the checker"
     else:
-        verdict, reason = "undecided", str(cert.info.get("reason") or cert.info.get("error") or "no verified result")
-    return {"verdict": verdict, "reason": reason, "status": cert.status.value, "checked": bool(check.ok),
-            "cached": cached, "certify_seconds": solve_s, "check_seconds": check_s,
-            "locally_optimal": None if local is None else local["verdict"],
-            "locality_message": None if local is None else local["message"], "torch_loaded": "torch" in sys.modules}
+        verdict, reason = (
+            "undecided",
+            str(cert.info.get("reason") or cert.info.get("error") or "no verified result"),
+        )
+    return {
+        "verdict": verdict,
+        "reason": reason,
+        "status": cert.status.value,
+        "checked": bool(check.ok),
+        "cached": cached,
+        "certify_seconds": solve_s,
+        "check_seconds": check_s,
+        "locally_optimal": None if local is None else local["verdict"],
+        "locality_message": None if local is None else local["message"],
+        "torch_loaded": "torch" in sys.modules,
+    }
 
 
-def run_frontier(subsets_by_n: dict[int, list[Subset]], pool: JobPool, *, train: dict, cert: dict,
-                 cache: str | None, progress: Callable[[str], None]) -> list[dict]:
+def run_frontier(
+    subsets_by_n: dict[int, list[Subset]],
+    pool: JobPool,
+    *,
+    train: dict,
+    cert: dict,
+    cache: str | None,
+    progress: Callable[[str], None],
+) -> list[dict]:
     """Certify opt and trained tokens on every subset; one record per subset (see the module docstring).
 
     Args:
@@ -193,14 +253,23 @@ def run_frontier(subsets_by_n: dict[int, list[Subset]], pool: JobPool, *, train:
     def submit(s: Subset, alpha, *, locality: bool = False) -> tuple:
         key = (s.problem.data_hash(), tuple(int(a) for a in alpha), locality)
         if key not in futures:
-            opts = {**solve, "digits": cert.get("locality_digits", solve["digits"])} if locality else solve
-            futures[key] = pool.submit(verdict_job, problem_job(s.problem, alpha=list(key[1]), cache=cache,
-                                                                locality=locality, **opts))
+            opts = (
+                {**solve, "digits": cert.get("locality_digits", solve["digits"])}
+                if locality
+                else solve
+            )
+            futures[key] = pool.submit(
+                verdict_job,
+                problem_job(s.problem, alpha=list(key[1]), cache=cache, locality=locality, **opts),
+            )
         return key
 
     records: list[dict] = []
     opt_keys: dict[tuple, tuple | None] = {}
-    for n, subsets in subsets_by_n.items():          # the globally optimal tokens need no training: start them now
+    for (
+        n,
+        subsets,
+    ) in subsets_by_n.items():  # the globally optimal tokens need no training: start them now
         for s in subsets:
             opt = s.problem.optimal_indices()
             opt_keys[(n, s.seed)] = None if opt.ties else submit(s, opt.indices)
@@ -210,25 +279,44 @@ def run_frontier(subsets_by_n: dict[int, list[Subset]], pool: JobPool, *, train:
         for b, s in enumerate(subsets):
             opt = s.problem.optimal_indices()
             a = alphas[b]
-            records.append({
-                "n": n, "seed": s.seed, "rows": s.rows, "nominal_ratio": n * (s.problem.T - 1) / s.problem.d ** 2,
-                "ratio": s.rows / s.problem.d ** 2, "data_hash": s.problem.data_hash(), "ids": list(s.ids),
-                "lengths_mean": float(np.mean(s.problem.valid_lengths)),
-                "opt_ties": [list(t) for t in opt.ties],
-                "trained_alpha": [int(x) for x in a],
-                "trained_equals_opt": None if opt.ties else bool(np.array_equal(a, opt.indices)),
-                "trained_differs_in": None if opt.ties else int(np.sum(a != np.asarray(opt.indices))),
-                "train": {k: (v[b] if isinstance(v, list) else v) for k, v in rec.items()},
-                "_keys": {"opt": opt_keys[(n, s.seed)], "trained": submit(s, a, locality=True)}})
+            records.append(
+                {
+                    "n": n,
+                    "seed": s.seed,
+                    "rows": s.rows,
+                    "nominal_ratio": n * (s.problem.T - 1) / s.problem.d**2,
+                    "ratio": s.rows / s.problem.d**2,
+                    "data_hash": s.problem.data_hash(),
+                    "ids": list(s.ids),
+                    "lengths_mean": float(np.mean(s.problem.valid_lengths)),
+                    "opt_ties": [list(t) for t in opt.ties],
+                    "trained_alpha": [int(x) for x in a],
+                    "trained_equals_opt": None
+                    if opt.ties
+                    else bool(np.array_equal(a, opt.indices)),
+                    "trained_differs_in": None
+                    if opt.ties
+                    else int(np.sum(a != np.asarray(opt.indices))),
+                    "train": {k: (v[b] if isinstance(v, list) else v) for k, v in rec.items()},
+                    "_keys": {"opt": opt_keys[(n, s.seed)], "trained": submit(s, a, locality=True)},
+                }
+            )
     for r in records:
         keys = r.pop("_keys")
         for kind in ("opt", "trained"):
             if keys[kind] is None:
-                r[kind] = {"verdict": "undecided", "reason": "exact tie in the token scores: no globally optimal "
-                           "tokens", "status": None, "checked": False, "cached": False}
+                r[kind] = {
+                    "verdict": "undecided",
+                    "reason": "exact tie in the token scores: no globally optimal tokens",
+                    "status": None,
+                    "checked": False,
+                    "cached": False,
+                }
             else:
                 r[kind] = dict(futures[keys[kind]].result())
-        progress(f"n = {r['n']} seed {r['seed']}: opt {r['opt']['verdict']}, trained {r['trained']['verdict']}")
+        progress(
+            f"n = {r['n']} seed {r['seed']}: opt {r['opt']['verdict']}, trained {r['trained']['verdict']}"
+        )
     return records
 
 
@@ -238,13 +326,23 @@ def frontier_fractions(records: list[dict]) -> list[dict]:
     out = []
     for n in sorted({r["n"] for r in records}):
         rows = [r for r in records if r["n"] == n]
-        entry = {"n": n, "subsets": len(rows), "nominal_ratio": rows[0]["nominal_ratio"],
-                 "ratio_mean": float(np.mean([r["ratio"] for r in rows])),
-                 "trained_equals_opt": sum(bool(r["trained_equals_opt"]) for r in rows)}
+        entry = {
+            "n": n,
+            "subsets": len(rows),
+            "nominal_ratio": rows[0]["nominal_ratio"],
+            "ratio_mean": float(np.mean([r["ratio"] for r in rows])),
+            "trained_equals_opt": sum(bool(r["trained_equals_opt"]) for r in rows),
+        }
         for kind in ("opt", "trained"):
             counts = {v: sum(r[kind]["verdict"] == v for r in rows) for v in VERDICTS}
-            entry[kind] = {"counts": counts, "fractions": {v: c / len(rows) for v, c in counts.items()}}
+            entry[kind] = {
+                "counts": counts,
+                "fractions": {v: c / len(rows) for v, c in counts.items()},
+            }
         local = {v: sum(r["trained"].get("locally_optimal") == v for r in rows) for v in LOCALITY}
-        entry["trained_locally_optimal"] = {"counts": local, "fractions": {v: c / len(rows) for v, c in local.items()}}
+        entry["trained_locally_optimal"] = {
+            "counts": local,
+            "fractions": {v: c / len(rows) for v, c in local.items()},
+        }
         out.append(entry)
     return out

@@ -57,20 +57,35 @@ def reference_job(job: dict) -> dict:
         report = TokensLocallyOptimal(alpha=alpha, p=p).check(ctx)
         cert = ctx.certificate(p, alpha=alpha)
         err = cert.direction_error_upper
-        if cert.status is not CertStatus.OPTIMAL or (err is not None and err < DIRECTION_TOL) or digits >= 480:
+        if (
+            cert.status is not CertStatus.OPTIMAL
+            or (err is not None and err < DIRECTION_TOL)
+            or digits >= 480
+        ):
             break
         digits *= 2
-    ok = cert.status is CertStatus.OPTIMAL and ctx.checked(cert, p=parse_p(p), svm="attention",
-                                                           alpha=tuple(alpha)) is True
+    ok = (
+        cert.status is CertStatus.OPTIMAL
+        and ctx.checked(cert, p=parse_p(p), svm="attention", alpha=tuple(alpha)) is True
+    )
     usable = ok and err is not None and err < DIRECTION_TOL
     sup = cert.support
-    return {"alpha": alpha, "p": p, "verdict": report.verdict.value, "message": report.message,
-            "status": cert.status.value, "checked": bool(ok), "digits": digits,
-            "direction_error_upper": None if err is None else float(err),
-            "direction": cert.direction_float().tolist() if usable else None,
-            "opt_lower": None if cert.opt_lower is None else float(cert.opt_lower),
-            "support": None if sup is None else {k: len(getattr(sup, k)) for k in ("tight", "inactive", "undecided")},
-            "seconds": time.perf_counter() - t0}
+    return {
+        "alpha": alpha,
+        "p": p,
+        "verdict": report.verdict.value,
+        "message": report.message,
+        "status": cert.status.value,
+        "checked": bool(ok),
+        "digits": digits,
+        "direction_error_upper": None if err is None else float(err),
+        "direction": cert.direction_float().tolist() if usable else None,
+        "opt_lower": None if cert.opt_lower is None else float(cert.opt_lower),
+        "support": None
+        if sup is None
+        else {k: len(getattr(sup, k)) for k in ("tight", "inactive", "undecided")},
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def weight_stats(W: np.ndarray, *, threshold: float) -> dict:
@@ -83,12 +98,17 @@ def weight_stats(W: np.ndarray, *, threshold: float) -> dict:
     l1 = np.maximum(a.sum(axis=1), np.finfo(float).tiny)
     cum = np.cumsum(-np.sort(-a, axis=1), axis=1) / l1[:, None]
     m = W.shape[1]
-    return {"entries": int(m),
-            "count_raw": [int(c) for c in (a >= threshold).sum(axis=1)],
-            "count_unit": [int(c) for c in (unit >= threshold).sum(axis=1)],
-            "top_mass": {f"{f:g}": [float(x) for x in cum[:, max(1, int(round(f * m))) - 1]] for f in TOP_FRACTIONS},
-            "profile_mean": [float(x) for x in srt.mean(axis=0)],
-            "max_abs": [float(x) for x in a.max(axis=1)]}
+    return {
+        "entries": int(m),
+        "count_raw": [int(c) for c in (a >= threshold).sum(axis=1)],
+        "count_unit": [int(c) for c in (unit >= threshold).sum(axis=1)],
+        "top_mass": {
+            f"{f:g}": [float(x) for x in cum[:, max(1, int(round(f * m))) - 1]]
+            for f in TOP_FRACTIONS
+        },
+        "profile_mean": [float(x) for x in srt.mean(axis=0)],
+        "max_abs": [float(x) for x in a.max(axis=1)],
+    }
 
 
 def _stats(x) -> dict:
@@ -107,9 +127,22 @@ def _fit(fn, *args, **kw) -> dict:
         return {"error": str(exc)}
 
 
-def run_paths_study(problem, pool: JobPool, *, ps: tuple[str, ...], steps: tuple[int, ...], lr: float, inits: int,
-                    init_std: float, seed: int, records: int, digits: int, threshold: float,
-                    progress: Callable[[str], None], device="cpu") -> dict:
+def run_paths_study(
+    problem,
+    pool: JobPool,
+    *,
+    ps: tuple[str, ...],
+    steps: tuple[int, ...],
+    lr: float,
+    inits: int,
+    init_std: float,
+    seed: int,
+    records: int,
+    digits: int,
+    threshold: float,
+    progress: Callable[[str], None],
+    device="cpu",
+) -> dict:
     """Train, certify the references, measure; returns the JSON-ready per-p results (module docstring)."""
     from experiments.paths.engine import directional_bregman, run_paths
 
@@ -117,8 +150,18 @@ def run_paths_study(problem, pool: JobPool, *, ps: tuple[str, ...], steps: tuple
     W0 = np.random.default_rng(seed).standard_normal((K, d, d)) * init_std
     P = [p for p in ps for _ in range(K)]
     S = [s for s in steps for _ in range(K)]
-    res = run_paths([problem], data_index=[0] * len(P), p=P, lr=[lr] * len(P), steps=S, W0=np.tile(W0, (len(ps), 1, 1)),
-                    normalize=True, records=records, progress=False, device=device)
+    res = run_paths(
+        [problem],
+        data_index=[0] * len(P),
+        p=P,
+        lr=[lr] * len(P),
+        steps=S,
+        W0=np.tile(W0, (len(ps), 1, 1)),
+        normalize=True,
+        records=records,
+        progress=False,
+        device=device,
+    )
     progress(f"paths: {len(P)} trajectories trained in {res.elapsed_s:.1f} s")
     opt = problem.optimal_indices()
     alpha = res.final_alpha()
@@ -127,7 +170,9 @@ def run_paths_study(problem, pool: JobPool, *, ps: tuple[str, ...], steps: tuple
     def submit(a, p) -> tuple:
         key = (tuple(int(x) for x in a), p)
         if key not in futures:
-            futures[key] = pool.submit(reference_job, problem_job(problem, alpha=list(key[0]), p=p, digits=digits))
+            futures[key] = pool.submit(
+                reference_job, problem_job(problem, alpha=list(key[0]), p=p, digits=digits)
+            )
         return key
 
     opt_keys = {p: None if opt.ties else submit(opt.indices, p) for p in ps}
@@ -143,11 +188,30 @@ def run_paths_study(problem, pool: JobPool, *, ps: tuple[str, ...], steps: tuple
 
     D = directional_bregman(res.W, res.record_steps, directions(keys), P)
     D_opt = directional_bregman(res.W, res.record_steps, directions([opt_keys[p] for p in P]), P)
-    out = {p: _per_p(res, refs, keys, opt_keys[p], opt, D, D_opt, sel=np.arange(j * K, (j + 1) * K), p=p,
-                     steps=int(steps[j]), lr=lr, threshold=threshold, directions=directions)
-           for j, p in enumerate(ps)}
-    return {"training_seconds": float(res.elapsed_s), "per_p": out,
-            "optimal_alpha": None if opt.ties else list(opt.indices), "certificates": len(futures)}
+    out = {
+        p: _per_p(
+            res,
+            refs,
+            keys,
+            opt_keys[p],
+            opt,
+            D,
+            D_opt,
+            sel=np.arange(j * K, (j + 1) * K),
+            p=p,
+            steps=int(steps[j]),
+            lr=lr,
+            threshold=threshold,
+            directions=directions,
+        )
+        for j, p in enumerate(ps)
+    }
+    return {
+        "training_seconds": float(res.elapsed_s),
+        "per_p": out,
+        "optimal_alpha": None if opt.ties else list(opt.indices),
+        "certificates": len(futures),
+    }
 
 
 def _curve(D: np.ndarray) -> list | None:
@@ -160,8 +224,22 @@ def _curve(D: np.ndarray) -> list | None:
     return [float(x) if np.isfinite(x) else None for x in m]
 
 
-def _per_p(res, refs: dict, keys: list, opt_key, opt, D, D_opt, *, sel, p: str, steps: int, lr: float,
-           threshold: float, directions) -> dict:
+def _per_p(
+    res,
+    refs: dict,
+    keys: list,
+    opt_key,
+    opt,
+    D,
+    D_opt,
+    *,
+    sel,
+    p: str,
+    steps: int,
+    lr: float,
+    threshold: float,
+    directions,
+) -> dict:
     """The JSON-ready results of one p (module docstring)."""
     from experiments.paths.growth import fit_norm_growth
     from experiments.paths.rates import bregman_floor, fit_rates
@@ -176,32 +254,70 @@ def _per_p(res, refs: dict, keys: list, opt_key, opt, D, D_opt, *, sel, p: str, 
     distinct: dict[tuple, int] = {}
     for b in sel:
         distinct[keys[b]] = distinct.get(keys[b], 0) + 1
-    fields = ("verdict", "message", "status", "checked", "digits", "direction_error_upper", "support", "seconds")
-    choices = [{"alpha": list(k[0]), "trajectories": c,
-                "equals_opt": None if opt.ties else list(k[0]) == list(opt.indices),
-                "differs_from_opt_in": None if opt.ties else int(np.sum(np.asarray(k[0]) != np.asarray(opt.indices))),
-                **{f: refs[k][f] for f in fields}}
-               for k, c in sorted(distinct.items(), key=lambda kv: -kv[1])]
-    mm = directions([max(distinct, key=distinct.get)])   # W_mm of the most common trained tokens
+    fields = (
+        "verdict",
+        "message",
+        "status",
+        "checked",
+        "digits",
+        "direction_error_upper",
+        "support",
+        "seconds",
+    )
+    choices = [
+        {
+            "alpha": list(k[0]),
+            "trajectories": c,
+            "equals_opt": None if opt.ties else list(k[0]) == list(opt.indices),
+            "differs_from_opt_in": None
+            if opt.ties
+            else int(np.sum(np.asarray(k[0]) != np.asarray(opt.indices))),
+            **{f: refs[k][f] for f in fields},
+        }
+        for k, c in sorted(distinct.items(), key=lambda kv: -kv[1])
+    ]
+    mm = directions([max(distinct, key=distinct.get)])  # W_mm of the most common trained tokens
     finals = [float(D[b, i]) for b, i in zip(sel, last)]
     return {
-        "p": p, "steps": steps, "lr": lr, "trajectories": int(sel.size),
+        "p": p,
+        "steps": steps,
+        "lr": lr,
+        "trajectories": int(sel.size),
         "status": {s: int(np.sum(res.status[sel] == s)) for s in sorted(set(res.status[sel]))},
         "saturated_step": [int(x) for x in res.saturated_step[sel]],
         "alphas": choices,
-        "locally_optimal": {v: sum(c["trajectories"] for c in choices if c["verdict"] == v)
-                            for v in ("holds", "fails", "undecided")},
-        "opt": None if opt_key is None else {f: refs[opt_key][f] for f in fields[:6] + ("support",)},
+        "locally_optimal": {
+            v: sum(c["trajectories"] for c in choices if c["verdict"] == v)
+            for v in ("holds", "fails", "undecided")
+        },
+        "opt": None
+        if opt_key is None
+        else {f: refs[opt_key][f] for f in fields[:6] + ("support",)},
         "record_steps": [int(x) for x in k_row[valid]],
-        "bregman": {"final": finals, "final_stats": _stats(finals), "mean_curve": _curve(D[sel][:, valid]),
-                    "floor": floor, "direction_error_upper_max": worst,
-                    "rate_fit": _fit(fit_rates, k_row[valid], D[sel][:, valid], floor=floor)},
-        "bregman_opt": {"final_stats": _stats([D_opt[b, i] for b, i in zip(sel, last)]),
-                        "mean_curve": _curve(D_opt[sel][:, valid])},
-        "norm": {"final": [float(res.norm_p[b, i]) for b, i in zip(sel, last)],
-                 "mean_curve": [float(x) for x in np.mean(res.norm_p[sel][:, valid], axis=0)],
-                 "fit": _fit(fit_norm_growth, k_row[valid], res.norm_p[sel][:, valid], normalized=True,
-                             p=float(p), lr=lr)},
+        "bregman": {
+            "final": finals,
+            "final_stats": _stats(finals),
+            "mean_curve": _curve(D[sel][:, valid]),
+            "floor": floor,
+            "direction_error_upper_max": worst,
+            "rate_fit": _fit(fit_rates, k_row[valid], D[sel][:, valid], floor=floor),
+        },
+        "bregman_opt": {
+            "final_stats": _stats([D_opt[b, i] for b, i in zip(sel, last)]),
+            "mean_curve": _curve(D_opt[sel][:, valid]),
+        },
+        "norm": {
+            "final": [float(res.norm_p[b, i]) for b, i in zip(sel, last)],
+            "mean_curve": [float(x) for x in np.mean(res.norm_p[sel][:, valid], axis=0)],
+            "fit": _fit(
+                fit_norm_growth,
+                k_row[valid],
+                res.norm_p[sel][:, valid],
+                normalized=True,
+                p=float(p),
+                lr=lr,
+            ),
+        },
         "loss_final": _stats([res.loss[b, i] for b, i in zip(sel, last)]),
         "weights": weight_stats(res.W_final[sel], threshold=threshold),
         "weights_W_mm": weight_stats(mm, threshold=threshold) if np.all(np.isfinite(mm)) else None,

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ['Subset', 'draw_subsets', 'train_alpha']
+__all__ = ["Subset", "draw_subsets", "train_alpha"]
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,9 @@ class Subset:
         return int(np.sum(self.problem.valid_lengths - 1))
 
 
-def draw_subsets(source, projected, *, n: int, seeds: int, d: int | None, T: int,
-                 build: Callable[..., Any]) -> list[Subset]:
+def draw_subsets(
+    source, projected, *, n: int, seeds: int, d: int | None, T: int, build: Callable[..., Any]
+) -> list[Subset]:
     """``seeds`` subsets of size ``n`` (seeds 0..seeds-1) through the loaders' `select` and ``build``
     (the modality's provenance bundler, `experiments.data.provenance.data_problem` with its texts)."""
     from experiments.data.assemble import select
@@ -36,11 +37,17 @@ def draw_subsets(source, projected, *, n: int, seeds: int, d: int | None, T: int
     for seed in range(seeds):
         built = select(projected, n=n, seed=seed)
         data = build(source, built, n=n, T=T, d=d, seed=seed)
-        out.append(Subset(n, seed, data.problem(), tuple(int(i) for i in data.provenance["selection"]["ids"])))
+        out.append(
+            Subset(
+                n, seed, data.problem(), tuple(int(i) for i in data.provenance["selection"]["ids"])
+            )
+        )
     return out
 
 
-def train_alpha(problems: list, *, p: str, lr: float, steps: int, device: Any = "cpu") -> tuple[np.ndarray, dict]:
+def train_alpha(
+    problems: list, *, p: str, lr: float, steps: int, device: Any = "cpu"
+) -> tuple[np.ndarray, dict]:
     """Tokens attended to after ``steps`` normalized mirror-descent steps from ``W(0) = 0`` (one batch).
 
     Returns:
@@ -51,12 +58,30 @@ def train_alpha(problems: list, *, p: str, lr: float, steps: int, device: Any = 
 
     d = problems[0].d
     B = len(problems)
-    res = run_paths(problems, data_index=list(range(B)), p=[p] * B, lr=[lr] * B, steps=[steps] * B,
-                    W0=np.zeros((B, d, d)), normalize=True, records=8, progress=False, device=device)
+    res = run_paths(
+        problems,
+        data_index=list(range(B)),
+        p=[p] * B,
+        lr=[lr] * B,
+        steps=[steps] * B,
+        W0=np.zeros((B, d, d)),
+        normalize=True,
+        records=8,
+        progress=False,
+        device=device,
+    )
     last = [int(np.flatnonzero(res.record_steps[b] >= 0)[-1]) for b in range(B)]
-    record = {"p": p, "lr": lr, "steps": steps, "init": "W(0) = 0", "normalize": True, "device": res.device,
-              "seconds": float(res.elapsed_s), "status": [str(s) for s in res.status],
-              "loss_final": [float(res.loss[b, last[b]]) for b in range(B)],
-              "top_attention_min": [float(np.min(res.top_attention[b, last[b]])) for b in range(B)],
-              "saturated_step": [int(s) for s in res.saturated_step]}
+    record = {
+        "p": p,
+        "lr": lr,
+        "steps": steps,
+        "init": "W(0) = 0",
+        "normalize": True,
+        "device": res.device,
+        "seconds": float(res.elapsed_s),
+        "status": [str(s) for s in res.status],
+        "loss_final": [float(res.loss[b, last[b]]) for b in range(B)],
+        "top_attention_min": [float(np.min(res.top_attention[b, last[b]])) for b in range(B)],
+        "saturated_step": [int(s) for s in res.saturated_step],
+    }
     return res.final_alpha(), record

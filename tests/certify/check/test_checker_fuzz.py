@@ -23,7 +23,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from certify import AttentionProblem, Certificate, CertStatus, MdcertError, check_certificate, synthetic_problem
+from certify import (
+    AttentionProblem,
+    Certificate,
+    CertStatus,
+    MdcertError,
+    check_certificate,
+    synthetic_problem,
+)
 from certify.exact import format_fraction, parse_fraction
 from certify.svm import certify_svm
 
@@ -33,27 +40,59 @@ P_VALUES = ("1.1", "1.5", "1.75", "2", "3")
 
 def _problems() -> dict[str, AttentionProblem]:
     rng = np.random.default_rng(5)
-    small = AttentionProblem(rng.standard_normal((3, 3, 3)), np.array([1.0, -1.0, 1.0]),
-                             rng.standard_normal((3, 3)), rng.standard_normal(3))
+    small = AttentionProblem(
+        rng.standard_normal((3, 3, 3)),
+        np.array([1.0, -1.0, 1.0]),
+        rng.standard_normal((3, 3)),
+        rng.standard_normal(3),
+    )
     X = np.array([[[1.0, 0.5], [0.0, 0.0]], [[-1.0, -0.5], [0.0, 0.0]]])  # decoder SVM infeasible
-    infeasible = AttentionProblem(X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0])
+    infeasible = AttentionProblem(
+        X, np.array([1.0, 1.0]), np.ones((2, 2)), np.array([1.0, 0.0]), alpha=[0, 0]
+    )
     Xd = rng.standard_normal((2, 3, 2))
-    Xd[0, 2] = Xd[0, 0]  # duplicated token: the attention SVM for alpha_0 = 0 is infeasible (zero row)
-    dup = AttentionProblem(Xd, np.array([1.0, -1.0]), rng.standard_normal((2, 2)), rng.standard_normal(2),
-                           alpha=[0, 1])
+    Xd[0, 2] = Xd[
+        0, 0
+    ]  # duplicated token: the attention SVM for alpha_0 = 0 is infeasible (zero row)
+    dup = AttentionProblem(
+        Xd, np.array([1.0, -1.0]), rng.standard_normal((2, 2)), rng.standard_normal(2), alpha=[0, 1]
+    )
     Xp = rng.standard_normal((3, 4, 2))
     Xp[0, 2:] = 0.0
-    Xp[2, 3:] = 0.0  # variable-length sequences: padding takes part in no row (docs/theory.md section 1.3)
-    padded = AttentionProblem(Xp, np.array([1.0, 1.0, -1.0]), rng.standard_normal((3, 2)), rng.standard_normal(2),
-                              alpha=[0, 1, 2], lengths=[2, 4, 3])
-    return {"synth": synthetic_problem(n=4, T=5, d=4, seed=3), "small": small, "infeasible": infeasible, "dup": dup,
-            "padded": padded}
+    Xp[2, 3:] = (
+        0.0  # variable-length sequences: padding takes part in no row (docs/theory.md section 1.3)
+    )
+    padded = AttentionProblem(
+        Xp,
+        np.array([1.0, 1.0, -1.0]),
+        rng.standard_normal((3, 2)),
+        rng.standard_normal(2),
+        alpha=[0, 1, 2],
+        lengths=[2, 4, 3],
+    )
+    return {
+        "synth": synthetic_problem(n=4, T=5, d=4, seed=3),
+        "small": small,
+        "infeasible": infeasible,
+        "dup": dup,
+        "padded": padded,
+    }
 
 
 PROBLEMS = _problems()
-CASES = [(name, svm, p) for name in ("synth", "small") for svm in ("attention", "decoder") for p in P_VALUES] + \
-    [("infeasible", "decoder", "1.5"), ("infeasible", "decoder", "2"), ("dup", "attention", "1.75"),
-     ("padded", "attention", "1.5"), ("padded", "attention", "3"), ("padded", "decoder", "2")]
+CASES = [
+    (name, svm, p)
+    for name in ("synth", "small")
+    for svm in ("attention", "decoder")
+    for p in P_VALUES
+] + [
+    ("infeasible", "decoder", "1.5"),
+    ("infeasible", "decoder", "2"),
+    ("dup", "attention", "1.75"),
+    ("padded", "attention", "1.5"),
+    ("padded", "attention", "3"),
+    ("padded", "decoder", "2"),
+]
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,7 +108,9 @@ def base_certificate(case: int) -> str:
 def reference(data_key: bytes, svm: str, p: Fraction, alpha: tuple[int, ...]) -> Certificate:
     """A fresh high-digit certification of the data (the oracle's ground truth)."""
     problem = _unkey(data_key)
-    return certify_svm(problem, f"{p.numerator}/{p.denominator}", svm=svm, alpha=list(alpha), digits=REF_DIGITS)
+    return certify_svm(
+        problem, f"{p.numerator}/{p.denominator}", svm=svm, alpha=list(alpha), digits=REF_DIGITS
+    )
 
 
 def _key(problem: AttentionProblem) -> bytes:
@@ -94,45 +135,80 @@ def _norm(v, p):
 def _bregman(x, y, p):
     """D_psi(x, y) for psi = (1/p)||.||_p^p."""
     phi = [mpmath.sign(t) * abs(t) ** (p - 1) for t in y]
-    return mpmath.fsum(abs(a) ** p / p - abs(b) ** p / p - g * (a - b) for a, b, g in zip(x, y, phi))
+    return mpmath.fsum(
+        abs(a) ** p / p - abs(b) ** p / p - g * (a - b) for a, b, g in zip(x, y, phi)
+    )
 
 
 def false_claims(problem: AttentionProblem, cert: Certificate) -> list[str]:
     """Claims of an accepted certificate that a fresh certification of its data refutes ([] if none)."""
-    own = {CertStatus.OPTIMAL: ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper",
-                                "bregman_upper", "support", "w", "lam", "exact_kkt"),
-           CertStatus.INFEASIBLE: ("gordan", "gordan_basis")}  # docs/formats.md: fields of one status only
-    stray = [k for s, keys in own.items() if s is not cert.status for k in keys if getattr(cert, k) not in (None, False)]
+    own = {
+        CertStatus.OPTIMAL: (
+            "opt_lower",
+            "opt_upper",
+            "distance_upper",
+            "direction_error_upper",
+            "bregman_upper",
+            "support",
+            "w",
+            "lam",
+            "exact_kkt",
+        ),
+        CertStatus.INFEASIBLE: ("gordan", "gordan_basis"),
+    }  # docs/formats.md: fields of one status only
+    stray = [
+        k
+        for s, keys in own.items()
+        if s is not cert.status
+        for k in keys
+        if getattr(cert, k) not in (None, False)
+    ]
     if stray:
         return [f"status {cert.status.value} carries {stray}"]
     ref = reference(_key(problem), cert.svm, cert.p, tuple(cert.alpha))
     if cert.status is CertStatus.NO_VERIFIED_RESULT:
         return []
     if cert.status is CertStatus.INFEASIBLE:
-        return [] if ref.status is CertStatus.INFEASIBLE else [f"infeasible, but the fresh solve is {ref.status.value}"]
+        return (
+            []
+            if ref.status is CertStatus.INFEASIBLE
+            else [f"infeasible, but the fresh solve is {ref.status.value}"]
+        )
     if ref.status is CertStatus.INFEASIBLE:
         return ["optimal on infeasible data"]
     assert ref.status is CertStatus.OPTIMAL, "the reference solve must decide"
     bad = []
     if cert.opt_upper < ref.opt_lower or cert.opt_lower > ref.opt_upper:
-        bad.append(f"OPT enclosure [{float(cert.opt_lower)}, {float(cert.opt_upper)}] excludes the true OPT")
+        bad.append(
+            f"OPT enclosure [{float(cert.opt_lower)}, {float(cert.opt_upper)}] excludes the true OPT"
+        )
     elif cert.opt_lower > ref.opt_lower or cert.opt_upper < ref.opt_upper:
         bad.append("OPT enclosure narrower than a 150-digit solve can confirm")
     with mpmath.workdps(REF_DIGITS + 30):
         p = _mp(cert.p)
         w, ws = [_mp(x) for x in cert.solution_exact()], [_mp(x) for x in ref.solution_exact()]
-        if _norm([a - b for a, b in zip(w, ws)], p) - _mp(ref.distance_upper) > _mp(cert.distance_upper) * (1 + 1e-40):
+        if _norm([a - b for a, b in zip(w, ws)], p) - _mp(ref.distance_upper) > _mp(
+            cert.distance_upper
+        ) * (1 + 1e-40):
             bad.append("distance_upper below ||w - w*||_p")
         x, y = [a / _norm(w, p) for a in w], [b / _norm(ws, p) for b in ws]
-        if _norm([a - b for a, b in zip(x, y)], p) - _mp(ref.direction_error_upper) > \
-                _mp(cert.direction_error_upper) * (1 + 1e-40):
+        if _norm([a - b for a, b in zip(x, y)], p) - _mp(ref.direction_error_upper) > _mp(
+            cert.direction_error_upper
+        ) * (1 + 1e-40):
             bad.append("direction_error_upper below the direction error")
         # y is within delta of y* = w*/||w*||_p: D moves by at most about delta in its first argument and
         # by D(y, y*) + ||phi(y) - phi(y*)||_q ||x - y||_p in its second ((p-1)-Hoelder phi for p <= 2)
         delta = _mp(ref.direction_error_upper)
         h = delta ** (p - 1) if p <= 2 else 2 * (p - 1) * delta
-        slack = 10 * (2 * delta + p * delta ** min(p, 2) + h * (_norm([a - b for a, b in zip(x, y)], p) + delta))
-        if max(_bregman(x, y, p), _bregman(y, x, p)) > _mp(cert.bregman_upper) * (1 + 1e-40) + slack:
+        slack = 10 * (
+            2 * delta
+            + p * delta ** min(p, 2)
+            + h * (_norm([a - b for a, b in zip(x, y)], p) + delta)
+        )
+        if (
+            max(_bregman(x, y, p), _bregman(y, x, p))
+            > _mp(cert.bregman_upper) * (1 + 1e-40) + slack
+        ):
             bad.append("bregman_upper below the Bregman divergence of the directions")
     if cert.support is not None:
         tight, inactive = set(ref.support.tight), set(ref.support.inactive)
@@ -169,8 +245,22 @@ def _digit(draw, s: str) -> str:
     return f"{t}/{den}" if part == "num" else f"{num}/{t}"
 
 
-HUGE = [10**4000, -(10**4000), "9" * 20000, [[[[1]]]], {"a": {"b": [1]}}, 1.5, True, None, "", "nan", "1e99999",
-        [1] * 1000, 2**64, -1]
+HUGE = [
+    10**4000,
+    -(10**4000),
+    "9" * 20000,
+    [[[[1]]]],
+    {"a": {"b": [1]}},
+    1.5,
+    True,
+    None,
+    "",
+    "nan",
+    "1e99999",
+    [1] * 1000,
+    2**64,
+    -1,
+]
 
 
 def _is_int(x) -> bool:
@@ -180,8 +270,27 @@ def _is_int(x) -> bool:
 @st.composite
 def mutate(draw, data: dict):
     d = copy.deepcopy(data)
-    kind = draw(st.sampled_from(["digit", "sign", "exp", "support", "delete", "add", "huge", "retype", "scale",
-                                 "identity", "length", "int", "tighten", "tighten", "undecide"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "digit",
+                "sign",
+                "exp",
+                "support",
+                "delete",
+                "add",
+                "huge",
+                "retype",
+                "scale",
+                "identity",
+                "length",
+                "int",
+                "tighten",
+                "tighten",
+                "undecide",
+            ]
+        )
+    )
     paths = [(k, v) for k, v in _paths(d) if k]
     if kind == "digit":
         cands = [(k, v) for k, v in paths if isinstance(v, str) and "/" in v]
@@ -192,14 +301,26 @@ def mutate(draw, data: dict):
         cands = [(k, v) for k, v in paths if isinstance(v, int) and not isinstance(v, bool)]
         if cands:
             k, v = draw(st.sampled_from(cands))
-            _set(d, k, -v if kind == "sign" else v + draw(st.sampled_from([1, -1, 2**draw(st.integers(0, 200))])))
+            _set(
+                d,
+                k,
+                -v
+                if kind == "sign"
+                else v + draw(st.sampled_from([1, -1, 2 ** draw(st.integers(0, 200))])),
+            )
     elif kind == "exp":
         vec = draw(st.sampled_from(["w", "lam", "gordan"]))
         if isinstance(d.get(vec), dict) and _is_int(d[vec].get("exp", 0)):
-            d[vec]["exp"] = d[vec].get("exp", 0) + draw(st.sampled_from([1, -1, 64, -64, 10**5, 10**7, -(10**7)]))
+            d[vec]["exp"] = d[vec].get("exp", 0) + draw(
+                st.sampled_from([1, -1, 64, -64, 10**5, 10**7, -(10**7)])
+            )
     elif kind == "support" and isinstance(d.get("support"), dict):
         src, dst = draw(st.permutations(["tight", "inactive", "undecided"]))[:2]
-        if isinstance(d["support"].get(src), list) and isinstance(d["support"].get(dst), list) and d["support"][src]:
+        if (
+            isinstance(d["support"].get(src), list)
+            and isinstance(d["support"].get(dst), list)
+            and d["support"][src]
+        ):
             i = draw(st.integers(0, len(d["support"][src]) - 1))
             row = d["support"][src].pop(i)
             if draw(st.booleans()):
@@ -208,7 +329,9 @@ def mutate(draw, data: dict):
                 j = draw(st.integers(0, len(d["support"][dst]) - 1))
                 d["support"][src].append(d["support"][dst][j])
                 d["support"][dst][j] = row
-    elif kind == "undecide" and isinstance(d.get("support"), dict):  # issue 21: k tight rows, the rest undecided
+    elif kind == "undecide" and isinstance(
+        d.get("support"), dict
+    ):  # issue 21: k tight rows, the rest undecided
         parts = [d["support"].get(x) for x in ("tight", "inactive", "undecided")]
         if all(isinstance(x, list) for x in parts):
             rows, k = [r for x in parts for r in x], draw(st.integers(0, 2))
@@ -220,7 +343,11 @@ def mutate(draw, data: dict):
             parent = parent[x]
         del parent[k[-1]]
     elif kind == "add":
-        key = draw(st.sampled_from(["w", "lam", "gordan", "support", "opt_lower", "opt_upper", "exact_kkt", "extra"]))
+        key = draw(
+            st.sampled_from(
+                ["w", "lam", "gordan", "support", "opt_lower", "opt_upper", "exact_kkt", "extra"]
+            )
+        )
         src = json.loads(base_certificate(draw(st.integers(0, len(CASES) - 1))))
         d[key] = src.get(key) if src.get(key) is not None else draw(st.sampled_from(HUGE))
     elif kind in ("huge", "retype") and paths:
@@ -228,20 +355,41 @@ def mutate(draw, data: dict):
         _set(d, k, draw(st.sampled_from(HUGE)))
     elif kind == "scale":
         vec = draw(st.sampled_from(["w", "lam", "gordan"]))
-        if isinstance(d.get(vec), dict) and isinstance(d[vec].get("ints"), list) and _is_int(d[vec].get("den", 1)):
-            num, den = draw(st.sampled_from([(99, 100), (101, 100), (1, 2), (3, 1), (10**30 + 1, 10**30)]))
+        if (
+            isinstance(d.get(vec), dict)
+            and isinstance(d[vec].get("ints"), list)
+            and _is_int(d[vec].get("den", 1))
+        ):
+            num, den = draw(
+                st.sampled_from([(99, 100), (101, 100), (1, 2), (3, 1), (10**30 + 1, 10**30)])
+            )
             d[vec]["ints"] = [k * num if _is_int(k) else k for k in d[vec]["ints"]]
             d[vec]["den"] = d[vec].get("den", 1) * den
     elif kind == "identity":
         key = draw(st.sampled_from(["p", "alpha", "svm", "status", "d", "exact_kkt"]))
-        d[key] = {"p": draw(st.sampled_from(["3/2", "7/4", "2/1", "3/1", "11/10", "1/1", "2"])),
-                  "alpha": [0] * (len(d["alpha"]) if isinstance(d.get("alpha"), list) and d["alpha"] else 1),
-                  "svm": draw(st.sampled_from(["attention", "decoder"])),
-                  "status": draw(st.sampled_from(["optimal", "infeasible", "no_verified_result"])),
-                  "d": draw(st.integers(0, 12)), "exact_kkt": draw(st.booleans())}[key]
-    elif kind == "tighten":  # a bound moved by 10^-k (relative) in the stronger or the weaker direction
-        names = [k for k in ("opt_lower", "opt_upper", "distance_upper", "direction_error_upper", "bregman_upper")
-                 if isinstance(d.get(k), str)]
+        d[key] = {
+            "p": draw(st.sampled_from(["3/2", "7/4", "2/1", "3/1", "11/10", "1/1", "2"])),
+            "alpha": [0]
+            * (len(d["alpha"]) if isinstance(d.get("alpha"), list) and d["alpha"] else 1),
+            "svm": draw(st.sampled_from(["attention", "decoder"])),
+            "status": draw(st.sampled_from(["optimal", "infeasible", "no_verified_result"])),
+            "d": draw(st.integers(0, 12)),
+            "exact_kkt": draw(st.booleans()),
+        }[key]
+    elif (
+        kind == "tighten"
+    ):  # a bound moved by 10^-k (relative) in the stronger or the weaker direction
+        names = [
+            k
+            for k in (
+                "opt_lower",
+                "opt_upper",
+                "distance_upper",
+                "direction_error_upper",
+                "bregman_upper",
+            )
+            if isinstance(d.get(k), str)
+        ]
         if names:
             name = draw(st.sampled_from(names))
             try:
@@ -267,10 +415,19 @@ def _one_ulp(problem: AttentionProblem, where: int, up: bool) -> AttentionProble
     k = where % (valid.size + z.size)
     arr, k = (X.reshape(-1), valid[k]) if k < valid.size else (z.reshape(-1), k - valid.size)
     arr[k] = np.nextafter(arr[k], np.inf if up else -np.inf)
-    return AttentionProblem(X, problem.y, z, problem.v, alpha=problem.alpha, lengths=problem.lengths)
+    return AttentionProblem(
+        X, problem.y, z, problem.v, alpha=problem.alpha, lengths=problem.lengths
+    )
 
 
-STATS: dict = {"cases": 0, "accepted": 0, "rejected": 0, "refused": 0, "false": 0, "accepted_by_kind": {}}
+STATS: dict = {
+    "cases": 0,
+    "accepted": 0,
+    "rejected": 0,
+    "refused": 0,
+    "false": 0,
+    "accepted_by_kind": {},
+}
 _KINDS: list[str] = []  # the mutations of the case being run (for the accepted_by_kind count)
 
 
@@ -373,5 +530,7 @@ def test_oracle_refutes_false_claims():
     sup = cert.support
     flipped = sup._replace(tight=sup.inactive[:1], inactive=sup.tight[:1] + sup.inactive[1:])
     assert false_claims(problem, replace(cert, support=flipped))
-    assert false_claims(PROBLEMS["infeasible"], replace(Certificate.from_json(json.loads(base_certificate(20))),
-                                                        status=CertStatus.OPTIMAL))
+    assert false_claims(
+        PROBLEMS["infeasible"],
+        replace(Certificate.from_json(json.loads(base_certificate(20))), status=CertStatus.OPTIMAL),
+    )

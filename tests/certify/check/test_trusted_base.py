@@ -16,7 +16,7 @@ _MODULE = re.compile(r"`(certify(?:\.[a-z_]+)*)`")
 def _section() -> str:
     text = (ROOT / "docs" / "theory.md").read_text()
     start = text.index("**Trusted base.**")
-    return text[start:text.index("**BLAS assumption.**", start)]
+    return text[start : text.index("**BLAS assumption.**", start)]
 
 
 def _documented() -> tuple[set[str], int, int, set[str], int, int]:
@@ -26,8 +26,14 @@ def _documented() -> tuple[set[str], int, int, set[str], int, int]:
     regression = rest.split("It stays beside", 1)[0]
     n1, tol1 = re.search(r"([\d,]+) lines in all \(`wc -l`, within (\d+)%", checker).groups()
     n2, tol2 = re.search(r"these modules, ([\d,]+) lines \(within (\d+)%\)", regression).groups()
-    return (set(_MODULE.findall(checker)), int(n1.replace(",", "")), int(tol1),
-            set(_MODULE.findall(regression)), int(n2.replace(",", "")), int(tol2))
+    return (
+        set(_MODULE.findall(checker)),
+        int(n1.replace(",", "")),
+        int(tol1),
+        set(_MODULE.findall(regression)),
+        int(n2.replace(",", "")),
+        int(tol2),
+    )
 
 
 def _loaded(first: str, then: str | None = None) -> dict[str, str]:
@@ -42,8 +48,14 @@ def _loaded(first: str, then: str | None = None) -> dict[str, str]:
         "print(json.dumps({m: sys.modules[m].__file__ for m in set(sys.modules) - before\n"
         "                  if m.split('.')[0] in roots}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(out.stdout)
 
 
@@ -70,4 +82,5 @@ def test_the_subpackage_is_the_checker_part_of_the_list() -> None:
     modules = _documented()[0]
     files = {p.stem for p in (ROOT / "certify" / "check").glob("*.py")}
     assert {m for m in modules if m.startswith("certify.check")} == (
-        {"certify.check"} | {f"certify.check.{f}" for f in files if f != "__init__"})
+        {"certify.check"} | {f"certify.check.{f}" for f in files if f != "__init__"}
+    )

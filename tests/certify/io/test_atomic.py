@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 
 from certify.errors import MdcertError
-from certify.io.atomic import (atomic_dir, atomic_file, write_bytes_atomic, write_npy_atomic,
-                               write_npz_atomic, write_text_atomic)
+from certify.io.atomic import (
+    atomic_dir,
+    atomic_file,
+    write_bytes_atomic,
+    write_npy_atomic,
+    write_npz_atomic,
+    write_text_atomic,
+)
 
 
 def names(folder) -> list[str]:
@@ -51,7 +57,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, exc
             fh.write("half")
             raise exc
     assert target.read_text() == "old" and names(tmp_path) == ["out.json"]
-    with pytest.raises(ValueError):                 # no pickles; and nothing is left behind
+    with pytest.raises(ValueError):  # no pickles; and nothing is left behind
         write_npy_atomic(tmp_path / "bad.npy", np.array([object()], dtype=object))
     assert names(tmp_path) == ["out.json"]
 
@@ -59,8 +65,11 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, exc
 def test_never_touches_a_file_it_did_not_create(tmp_path) -> None:
     """The reproducer of issue 21: ``same.npz.tmp.npz`` (the old fixed temporary name) and every
     name a temporary could have survive a write and a failed write."""
-    mine = {"same.npz.tmp.npz": "precious", ".same.npz.tmp-": "precious too",
-            ".same.npz.tmp-abc": "mine"}
+    mine = {
+        "same.npz.tmp.npz": "precious",
+        ".same.npz.tmp-": "precious too",
+        ".same.npz.tmp-abc": "mine",
+    }
     for name, text in mine.items():
         (tmp_path / name).write_text(text)
     write_npz_atomic(tmp_path / "same.npz", {"x": np.arange(3)})
@@ -88,12 +97,16 @@ def test_concurrent_writers_leave_one_complete_file(tmp_path) -> None:
     file, and the last is exactly one writer's data."""
     path = tmp_path / "same.npz"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed)], env=env,
-                              stderr=subprocess.PIPE) for seed in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(seed)], env=env, stderr=subprocess.PIPE
+        )
+        for seed in range(4)
+    ]
     reads = 0
     while any(p.poll() is None for p in procs):
         try:
-            with np.load(path) as f:                 # never a torn or half-written zip
+            with np.load(path) as f:  # never a torn or half-written zip
                 assert f["X"].shape == (64, 64)
             reads += 1
         except FileNotFoundError:

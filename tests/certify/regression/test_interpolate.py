@@ -9,7 +9,12 @@ import pytest
 from flint import arb, ctx, fmpq
 
 from certify.exact import conjugate
-from certify.regression import (InterpStatus, RegressionProblem, certify_interpolation, check_interpolation)
+from certify.regression import (
+    InterpStatus,
+    RegressionProblem,
+    certify_interpolation,
+    check_interpolation,
+)
 
 
 def _ball(x: Fraction):
@@ -26,7 +31,9 @@ def test_one_row_encloses_the_closed_form(p) -> None:
     q = conjugate(Fraction(p))
     with ctx.workprec(400):
         eq = _ball(q)
-        opt = _ball(Fraction(y)) / sum((_ball(Fraction(abs(v))) ** eq for v in x), arb(0)) ** (1 / eq)
+        opt = _ball(Fraction(y)) / sum((_ball(Fraction(abs(v))) ** eq for v in x), arb(0)) ** (
+            1 / eq
+        )
         assert _ball(cert.opt_lower) <= opt.lower() and opt.upper() <= _ball(cert.opt_upper)
     assert cert.opt_upper - cert.opt_lower < Fraction(1, 10**30) * cert.opt_upper
 
@@ -38,7 +45,13 @@ def test_block_data_returns_the_exact_closed_form_at_p_3_2() -> None:
     beta = [cert.beta.entry(i) for i in range(5)]
     # beta_i = sign(y x_i) x_i^2 |y| / sum |x_k|^3 per row
     s1, s2 = Fraction(9), Fraction(27 + 1) + Fraction(1, 8)
-    want = [Fraction(3, 2) / s1, 4 * Fraction(3, 2) / s1, -9 * 2 / s2, 2 / s2, -Fraction(1, 4) * 2 / s2]
+    want = [
+        Fraction(3, 2) / s1,
+        4 * Fraction(3, 2) / s1,
+        -9 * 2 / s2,
+        2 / s2,
+        -Fraction(1, 4) * 2 / s2,
+    ]
     assert beta == want and cert.residual_upper == 0
     assert check_interpolation(pr, cert).ok
 

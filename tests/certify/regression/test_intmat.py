@@ -22,8 +22,10 @@ def test_products_are_exact(n, m, data) -> None:
         Z = np.array([[(1 << 53) - 1]], dtype=object)
         v, w = [-(1 << 200) + 1], [(1 << 199) + 12345]
     else:
-        Z = np.array(data.draw(st.lists(st.lists(_big, min_size=m, max_size=m), min_size=n, max_size=n)),
-                     dtype=object)
+        Z = np.array(
+            data.draw(st.lists(st.lists(_big, min_size=m, max_size=m), min_size=n, max_size=n)),
+            dtype=object,
+        )
         v = data.draw(st.lists(_big, min_size=m, max_size=m))
         w = data.draw(st.lists(_big, min_size=n, max_size=n))
     M = IntMatrix(Z)

@@ -15,10 +15,22 @@ BAD = [
     (np.array([[1.0, 2.0]]), np.array([1.0, 2.0]), r"y has 2 entries but X has 1 rows"),
     (np.zeros((0, 3)), np.zeros(0), r"at least one row and one column"),
     (np.array([1.0, 2.0]), np.array([1.0]), r"X must have 2 dimension"),
-    (np.array([[2**53 + 1, 1]], dtype=np.int64), np.array([1.0]), r"X\[0, 0\] = 9007199254740993 \(int64\) would "
-                                                                   r"round to 9007199254740992.0 in float64; scale"),
-    (np.array([[1.0, 2.0]]), np.array([9007199254740993], dtype=object), r"y\[0\] = 9007199254740993 would round"),
-    (np.array([[1.0, 2.0]]), np.array([True], dtype=object), r"y\[0\] = true is a boolean where a number is expected"),
+    (
+        np.array([[2**53 + 1, 1]], dtype=np.int64),
+        np.array([1.0]),
+        r"X\[0, 0\] = 9007199254740993 \(int64\) would "
+        r"round to 9007199254740992.0 in float64; scale",
+    ),
+    (
+        np.array([[1.0, 2.0]]),
+        np.array([9007199254740993], dtype=object),
+        r"y\[0\] = 9007199254740993 would round",
+    ),
+    (
+        np.array([[1.0, 2.0]]),
+        np.array([True], dtype=object),
+        r"y\[0\] = true is a boolean where a number is expected",
+    ),
 ]
 
 
@@ -38,7 +50,9 @@ def test_long_double_that_would_round_is_refused() -> None:
 
 
 def test_exact_integers_and_float32_are_accepted_exactly() -> None:
-    pr = RegressionProblem(np.array([[2**53, -3]], dtype=np.int64), np.array([0.1], dtype=np.float32))
+    pr = RegressionProblem(
+        np.array([[2**53, -3]], dtype=np.int64), np.array([0.1], dtype=np.float32)
+    )
     assert pr.X[0, 0] == 2.0**53 and pr.y[0] == float(np.float32(0.1))
     assert not pr.X.flags.writeable
 

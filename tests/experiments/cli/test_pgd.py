@@ -27,19 +27,41 @@ def _sha(path) -> str:
 
 def test_run_writes_summary_arrays_and_figure(points, tmp_path, capsys) -> None:
     before = _sha(points / "sep.npz")
-    rc = main(["pgd", str(points / "sep.npz"), "--p", "1.5,2", "--lr", "1", "--inits", "2", "--steps", "300",
-               "--normalize", "-o", str(tmp_path / "run")])
+    rc = main(
+        [
+            "pgd",
+            str(points / "sep.npz"),
+            "--p",
+            "1.5,2",
+            "--lr",
+            "1",
+            "--inits",
+            "2",
+            "--steps",
+            "300",
+            "--normalize",
+            "-o",
+            str(tmp_path / "run"),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "p=1.5 lr=1: D_psi median" in out and "wrote" in out
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["kind"] == "pgd" and len(summary["trajectories"]) == 4
     assert all(r["status"] == "optimal" for r in summary["references"].values())
-    assert {p.name for p in (tmp_path / "run").iterdir()} == {"summary.json", "arrays.npz", "pgd.png", ".mdcert-run"}
+    assert {p.name for p in (tmp_path / "run").iterdir()} == {
+        "summary.json",
+        "arrays.npz",
+        "pgd.png",
+        ".mdcert-run",
+    }
     assert _sha(points / "sep.npz") == before
 
 
 def test_check_prints_one_verdict_per_hypothesis(points, capsys) -> None:
-    rc = main(["pgd", str(points / "sep.npz"), "--p", "2", "--inits", "1", "--steps", "50", "--check"])
+    rc = main(
+        ["pgd", str(points / "sep.npz"), "--p", "2", "--inits", "1", "--steps", "50", "--check"]
+    )
     out = capsys.readouterr().out
     assert rc == 0
     assert "loss_exponential_tail: HOLDS" in out and "p=2 separable: HOLDS" in out
@@ -47,6 +69,18 @@ def test_check_prints_one_verdict_per_hypothesis(points, capsys) -> None:
 
 
 def test_check_on_non_separable_data_fails_with_gordan(points, capsys) -> None:
-    rc = main(["pgd", str(points / "conflict.npz"), "--p", "2", "--inits", "1", "--steps", "20", "--check"])
+    rc = main(
+        [
+            "pgd",
+            str(points / "conflict.npz"),
+            "--p",
+            "2",
+            "--inits",
+            "1",
+            "--steps",
+            "20",
+            "--check",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "p=2 separable: FAILS" in out and "Gordan" in out and "no reference" in out

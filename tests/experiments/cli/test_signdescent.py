@@ -18,7 +18,11 @@ SHORT = ["--steps", "200", "--eps", "0.01,0.05"]
 
 
 def _digest(d):
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(d.iterdir())
+        if p.is_file()
+    }
 
 
 @pytest.fixture()
@@ -26,7 +30,7 @@ def inputs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     regression_problem("block", N=2, seed=0).save("block.npz")
     regression_problem("gaussian", N=3, D=3, seed=0).save("square.npz")  # N = D: warned, consistent
-    regression_problem("gaussian", N=6, D=3, seed=0).save("tall.npz")    # N > D: inconsistent
+    regression_problem("gaussian", N=6, D=3, seed=0).save("tall.npz")  # N > D: inconsistent
     X = np.array([[1.0, 2.0, 0.0, 0.0], [1.0, 2.0, 0.0, 0.0]])
     RegressionProblem(X, np.array([1.0, 2.0])).save("inconsistent.npz")  # N < D, still no solution
     pr = regression_problem("block", N=2, seed=0)
@@ -44,15 +48,26 @@ def test_a_run_writes_summary_paths_and_figures(inputs, capsys) -> None:
     assert data["kind"] == "signdescent" and len(data["trajectories"]) == 4
     names = {p.name for p in (inputs / "run").iterdir()}
     assert {"summary.json", "paths.npz"} <= names
-    assert ({"trajectories_sign.png", "trajectories_gd.png", "vs_eps.png"} <= names) == have_matplotlib()
-    assert main(["signdescent", "block.npz", *SHORT, "--no-figures", "-o", "run", "--overwrite"]) == 0
-    assert {p.name for p in (inputs / "run").iterdir()} == {"summary.json", "paths.npz", ".mdcert-run"}
+    assert (
+        {"trajectories_sign.png", "trajectories_gd.png", "vs_eps.png"} <= names
+    ) == have_matplotlib()
+    assert (
+        main(["signdescent", "block.npz", *SHORT, "--no-figures", "-o", "run", "--overwrite"]) == 0
+    )
+    assert {p.name for p in (inputs / "run").iterdir()} == {
+        "summary.json",
+        "paths.npz",
+        ".mdcert-run",
+    }
 
 
-@pytest.mark.parametrize("problem, warning", [
-    ("square.npz", r"^warning: N = 3 >= D = 3: the sign-descent theory needs D > N"),
-    ("yzero.npz", r"^warning: y has zero entries at rows \[1\]: Assumption 3\.2"),
-])
+@pytest.mark.parametrize(
+    "problem, warning",
+    [
+        ("square.npz", r"^warning: N = 3 >= D = 3: the sign-descent theory needs D > N"),
+        ("yzero.npz", r"^warning: y has zero entries at rows \[1\]: Assumption 3\.2"),
+    ],
+)
 def test_data_outside_the_setting_is_warned_and_still_run(inputs, capsys, problem, warning) -> None:
     assert main(["signdescent", problem, *SHORT, "-o", "run"]) == 0
     err = capsys.readouterr().err.splitlines()
@@ -74,7 +89,10 @@ BAD = [
     (["block.npz", "--rules", "adam", "--betas", "0.9,1"], r"Adam betas must lie in \[0, 1\)"),
     (["block.npz", "--threads", "0"], r"--threads must be in 1\.\.1024"),
     (["block.npz", "--quick"], r"--quick applies only to --preset paper"),
-    (["inconsistent.npz"], r"X beta = y has no solution \(proven.*certified references do not exist"),
+    (
+        ["inconsistent.npz"],
+        r"X beta = y has no solution \(proven.*certified references do not exist",
+    ),
     (["missing.npz"], r"missing\.npz"),
     ([], r"give a PROBLEM file"),
     (["block.npz", "--preset", "paper"], r"--preset paper makes its own data; drop PROBLEM"),
@@ -93,14 +111,23 @@ def test_bad_input_is_one_line_and_writes_nothing(inputs, capsys, argv, match) -
     out = [] if "-o" in argv else ["-o", "run"]
     assert main(["signdescent", *SHORT, *argv, *out]) == 1  # argv last: its options win
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("mdcert signdescent: error: ") and re.search(match, err[0]), err
+    assert (
+        len(err) == 1
+        and err[0].startswith("mdcert signdescent: error: ")
+        and re.search(match, err[0])
+    ), err
     assert _digest(inputs) == before  # inputs byte-identical, nothing written next to them
-    assert not (inputs / "run").exists() and sorted(p.name for p in inputs.iterdir() if p.name.startswith(".")) == []
+    assert (
+        not (inputs / "run").exists()
+        and sorted(p.name for p in inputs.iterdir() if p.name.startswith(".")) == []
+    )
     assert [p.name for p in (inputs / "full").iterdir()] == ["mine.txt"]
 
 
 def test_an_inconsistent_tall_system_is_refused_in_one_line(inputs, capsys) -> None:
     assert main(["signdescent", "tall.npz", *SHORT, "-o", "run"]) == 1
     err = capsys.readouterr().err.splitlines()  # no N >= D warning: the run never starts
-    assert len(err) == 1 and re.search(r"^mdcert signdescent: error: X beta = y has no solution", err[0])
+    assert len(err) == 1 and re.search(
+        r"^mdcert signdescent: error: X beta = y has no solution", err[0]
+    )
     assert not (inputs / "run").exists()

@@ -16,22 +16,45 @@ import pytest
 from experiments.cli.main import main
 from tests.experiments.figcheck import capture_figures
 
-TINY = ["--optimizers", "1.1,2", "--seeds", "2", "--train-limit", "100", "--test-limit", "40", "--width", "3",
-        "--epochs", "1", "--finetune-steps", "1", "--progress", "off", "--workers", "1"]
+TINY = [
+    "--optimizers",
+    "1.1,2",
+    "--seeds",
+    "2",
+    "--train-limit",
+    "100",
+    "--test-limit",
+    "40",
+    "--width",
+    "3",
+    "--epochs",
+    "1",
+    "--finetune-steps",
+    "1",
+    "--progress",
+    "off",
+    "--workers",
+    "1",
+]
 
 
 def _results(root: Path) -> dict:
     """Every record's result without its wall-clock times."""
+
     def strip(x):
         if isinstance(x, dict):
             return {k: strip(v) for k, v in x.items() if "seconds" not in k}
         if isinstance(x, list):
             return [strip(v) for v in x]
         return x
-    return {p.name: strip(json.loads(p.read_text())["result"]) for p in sorted((root / "runs").iterdir())}
+
+    return {
+        p.name: strip(json.loads(p.read_text())["result"])
+        for p in sorted((root / "runs").iterdir())
+    }
 
 
-FIGURES: dict = {}     # figure file -> layout problems (tests/experiments/figcheck.py), filled by `tiny`
+FIGURES: dict = {}  # figure file -> layout problems (tests/experiments/figcheck.py), filled by `tiny`
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +69,26 @@ def tiny(tmp_path_factory):
 
 def test_figures_have_a_clean_layout(tiny):
     """No clipped or overlapping text, legends outside the data, every axis labelled."""
-    assert set(FIGURES) == {"accuracy.png", "curves_size3.png", "weights_size3.png", "prune_size3.png",
-                            "causal_size3.png"}
+    assert set(FIGURES) == {
+        "accuracy.png",
+        "curves_size3.png",
+        "weights_size3.png",
+        "prune_size3.png",
+        "causal_size3.png",
+    }
     assert {name: p for name, p in FIGURES.items() if p} == {}
 
 
 def test_tiny_study_writes_the_report(tiny):
     a = tiny / "a"
     summary = json.loads((a / "summary.json").read_text())
-    assert {"accuracy.png", "curves_size3.png", "weights_size3.png", "prune_size3.png", "causal_size3.png"} <= set(summary["figures"])
+    assert {
+        "accuracy.png",
+        "curves_size3.png",
+        "weights_size3.png",
+        "prune_size3.png",
+        "causal_size3.png",
+    } <= set(summary["figures"])
     for name in summary["figures"]:
         assert (a / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     size = summary["sizes"][0]
@@ -64,7 +98,7 @@ def test_tiny_study_writes_the_report(tiny):
     assert "minus GD" in report and "Causal token tests" in report and "Magnitude pruning" in report
     for key in size["optimizers"]["p2"]["runs"]:
         assert key[:12] in report and (a / "runs" / f"{key}.json").is_file()
-    assert len(list((a / "runs").iterdir())) == 8            # 2 x 2 tuning + 2 x 2 final
+    assert len(list((a / "runs").iterdir())) == 8  # 2 x 2 tuning + 2 x 2 final
     assert json.loads((a / "study.json").read_text())["status"] == "finished"
 
 
@@ -73,14 +107,22 @@ def test_tiny_study_states_the_baseline_and_warns_at_chance(tiny):
     summary = json.loads((tiny / "a" / "summary.json").read_text())
     size = summary["sizes"][0]
     b = size["baseline"]
-    assert b["rule"] == "always predict the training split's majority class" and 0.5 <= b["train_share"] <= 1
+    assert (
+        b["rule"] == "always predict the training split's majority class"
+        and 0.5 <= b["train_share"] <= 1
+    )
     assert 0 <= b["test_acc"] <= b["best_constant_test_acc"] <= 1
     assert size["all_at_baseline"] and all(o["at_baseline"] for o in size["optimizers"].values())
     assert summary["smoke_run"] and summary["headline"][0].startswith("--quick is a smoke run")
-    assert summary["headline"][1].startswith("WARNING size 3: every run of every optimizer sits on the majority-class")
+    assert summary["headline"][1].startswith(
+        "WARNING size 3: every run of every optimizer sits on the majority-class"
+    )
     report = (tiny / "a" / "report.md").read_text()
-    assert f"scores {100 * b['test_acc']:.2f}% on the test split" in report and "**Warning: every run" in report
-    for o in size["optimizers"].values():                       # intervals inside the quantity's range
+    assert (
+        f"scores {100 * b['test_acc']:.2f}% on the test split" in report
+        and "**Warning: every run" in report
+    )
+    for o in size["optimizers"].values():  # intervals inside the quantity's range
         assert 0 <= o["test_acc"]["low"] <= o["test_acc"]["high"] <= 1
         for iv in o["weights"]["count_ge_threshold"].values():
             assert iv["low"] is None or iv["low"] >= 0
@@ -93,7 +135,7 @@ def test_second_run_does_no_work(tiny, capsys):
     assert main(["study", "sentiment", "--quick", *TINY, "-o", str(tiny / "a")]) == 0
     out = capsys.readouterr().out
     assert "0 run(s) trained now, 8 reused" in out and "s wall (as in report.md)" in out
-    assert "summed over" not in out                               # nothing trained: no summed run times
+    assert "summed over" not in out  # nothing trained: no summed run times
     assert {p.name: p.stat().st_mtime_ns for p in (tiny / "a" / "runs").iterdir()} == before
 
 
@@ -104,7 +146,9 @@ def test_deterministic_from_the_seed(tiny):
 
 @pytest.mark.slow
 def test_worker_processes_give_the_same_records(tiny):
-    assert main(["study", "sentiment", "--quick", *TINY, "--workers", "2", "-o", str(tiny / "c")]) == 0
+    assert (
+        main(["study", "sentiment", "--quick", *TINY, "--workers", "2", "-o", str(tiny / "c")]) == 0
+    )
     assert _results(tiny / "a") == _results(tiny / "c")
 
 
@@ -129,9 +173,28 @@ def test_cuda_missing_is_one_line(tmp_path, capsys):
 
 def test_no_traceback_in_a_subprocess(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
-    r = subprocess.run([sys.executable, "-m", "experiments.cli", "study", "sentiment", "--size", "7", "-o",
-                        str(tmp_path / "o")], capture_output=True, text=True, env=env, timeout=120)
-    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.cli",
+            "study",
+            "sentiment",
+            "--size",
+            "7",
+            "-o",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert (
+        r.returncode == 1
+        and len(r.stderr.strip().splitlines()) == 1
+        and "Traceback" not in r.stderr
+    )
 
 
 @pytest.mark.slow
@@ -140,9 +203,26 @@ def test_quick_finishes_within_90_seconds(kind, tmp_path):
     """The real --quick finishes; its CPU time in one process and one thread (the wall time of a quiet
     machine, which two workers would halve) is <= 90 s."""
     t0, c0 = time.perf_counter(), time.process_time()
-    assert main(["study", kind, "--quick", "--progress", "off", "--workers", "1", "-o", str(tmp_path / kind)]) == 0
+    assert (
+        main(
+            [
+                "study",
+                kind,
+                "--quick",
+                "--progress",
+                "off",
+                "--workers",
+                "1",
+                "-o",
+                str(tmp_path / kind),
+            ]
+        )
+        == 0
+    )
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    assert cpu <= 90, f"--quick used {cpu:.1f} s of CPU ({wall:.1f} s wall at load {os.getloadavg()[0]:.1f})"
+    assert cpu <= 90, (
+        f"--quick used {cpu:.1f} s of CPU ({wall:.1f} s wall at load {os.getloadavg()[0]:.1f})"
+    )
 
 
 def _children(pid: int) -> set[int]:
@@ -185,13 +265,42 @@ def test_ctrl_c_with_two_runs_in_flight(tmp_path):
     within 5 s, one line on stderr, every finished run kept whole, status "interrupted", no worker left."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     out = tmp_path / "s"
-    args = [sys.executable, "-m", "experiments.cli", "study", "sentiment", "--quick", "--optimizers", "2,adam",
-            "--train-limit", "100", "--test-limit", "40", "--width", "3", "--epochs", "60", "--seeds", "1",
-            "--workers", "2", "--progress", "off", "-o", str(out)]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+    args = [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "study",
+        "sentiment",
+        "--quick",
+        "--optimizers",
+        "2,adam",
+        "--train-limit",
+        "100",
+        "--test-limit",
+        "40",
+        "--width",
+        "3",
+        "--epochs",
+        "60",
+        "--seeds",
+        "1",
+        "--workers",
+        "2",
+        "--progress",
+        "off",
+        "-o",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
-        deadline = time.monotonic() + 600                # 4 tuning runs, then 2 final runs, 2 workers
+        deadline = time.monotonic() + 600  # 4 tuning runs, then 2 final runs, 2 workers
         while not (list(out.glob("runs/*.json")) and len(_workers(proc.pid)) >= 2):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no run finished with two workers busy within 600 s"
@@ -209,9 +318,9 @@ def test_ctrl_c_with_two_runs_in_flight(tmp_path):
     assert proc.returncode == 130 and elapsed <= 5.0, (proc.returncode, elapsed, err)
     assert len(err.strip().splitlines()) == 1 and "interrupted" in err and "Traceback" not in err
     records = sorted((out / "runs").glob("*.json"))
-    assert 1 <= len(records) < 6                                        # 6 runs: some were in flight
+    assert 1 <= len(records) < 6  # 6 runs: some were in flight
     for r in records:
-        assert json.loads(r.read_text())["result"]["curves"]           # whole records
+        assert json.loads(r.read_text())["result"]["curves"]  # whole records
     assert not list((out / "runs").glob("*.tmp*"))
     assert json.loads((out / "study.json").read_text())["status"] == "interrupted"
     time.sleep(0.5)

@@ -18,8 +18,14 @@ def test_synth_writes_the_seeded_problem(tmp_path, capsys, suffix) -> None:
     assert "globally optimal tokens" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("argv", "pattern"), [(["--n", "0"], "invalid n"), (["--T", "1"], "invalid T"),
-                                               (["-o", "x.csv"], "use a .npz or .json")])
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        (["--n", "0"], "invalid n"),
+        (["--T", "1"], "invalid T"),
+        (["-o", "x.csv"], "use a .npz or .json"),
+    ],
+)
 def test_synth_bad_input_one_line(tmp_path, capsys, argv, pattern) -> None:
     argv = ["synth", *argv] + ([] if "-o" in argv else ["-o", str(tmp_path / "p.npz")])
     assert main(argv) == 1
@@ -53,7 +59,9 @@ def test_synth_never_removes_a_file_it_did_not_create(tmp_path, capsys) -> None:
     assert main(["synth", "--seed", "2", "-o", str(tmp_path / "same.npz")]) == 0
     assert (tmp_path / "same.npz.tmp.npz").read_text() == "precious"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.npz", "same.npz.tmp.npz"]
-    np.testing.assert_array_equal(AttentionProblem.load(tmp_path / "same.npz").X, synthetic_problem(seed=2).X)
+    np.testing.assert_array_equal(
+        AttentionProblem.load(tmp_path / "same.npz").X, synthetic_problem(seed=2).X
+    )
 
 
 def test_concurrent_synth_to_one_path_leaves_one_writers_problem(tmp_path) -> None:
@@ -64,28 +72,60 @@ def test_concurrent_synth_to_one_path_leaves_one_writers_problem(tmp_path) -> No
     import sys
 
     out = tmp_path / "same.npz"
-    code = ("import sys\nfrom experiments.cli.main import main\n"
-            "sys.exit(max(main(['synth', '--seed', sys.argv[1], '-o', sys.argv[2]]) for _ in range(10)))")
+    code = (
+        "import sys\nfrom experiments.cli.main import main\n"
+        "sys.exit(max(main(['synth', '--seed', sys.argv[1], '-o', sys.argv[2]]) for _ in range(10)))"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(seed), str(out)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, env=env) for seed in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(seed), str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for seed in range(4)
+    ]
     errs = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errs
     got = AttentionProblem.load(out)
-    assert [seed for seed in range(4) if got.data_hash() == synthetic_problem(seed=seed).data_hash()] != []
+    assert [
+        seed for seed in range(4) if got.data_hash() == synthetic_problem(seed=seed).data_hash()
+    ] != []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same.npz"]
 
 
-@pytest.mark.parametrize(("extra", "kind", "K"), [([], "binary", 2), (["--classes", "4", "--random"], "multiclass", 4)])
+@pytest.mark.parametrize(
+    ("extra", "kind", "K"), [([], "binary", 2), (["--classes", "4", "--random"], "multiclass", 4)]
+)
 def test_synth_classification(tmp_path, capsys, extra, kind, K) -> None:
     from certify.classification import load_problem
     from certify.synth import classification_problem
 
     out = tmp_path / "points.npz"
-    assert main(["synth", "--classification", "--n", "50", "--d", "3", "--seed", "2", *extra, "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "synth",
+                "--classification",
+                "--n",
+                "50",
+                "--d",
+                "3",
+                "--seed",
+                "2",
+                *extra,
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     prob = load_problem(out)
     assert (prob.kind, prob.K, prob.n, prob.d) == (kind, K, 50, 3)
-    again = classification_problem(n=50, d=3, classes=None if K == 2 else K, separable="--random" not in extra, seed=2)
+    again = classification_problem(
+        n=50, d=3, classes=None if K == 2 else K, separable="--random" not in extra, seed=2
+    )
     assert prob.data_hash() == again.data_hash()
     assert f"{kind} classification, n=50 d=3" in capsys.readouterr().out
 

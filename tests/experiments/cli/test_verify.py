@@ -46,8 +46,14 @@ def test_verify_rejects_other_data_and_p(files, tmp_path, capsys):
     assert "p:" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content, pattern", [("{not json", "not valid JSON"), ('{"status": "weird"}', "unknown certificate status"),
-                                              ("[1]", "JSON object")])
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"status": "weird"}', "unknown certificate status"),
+        ("[1]", "JSON object"),
+    ],
+)
 def test_verify_bad_certificate_file(files, tmp_path, capsys, content, pattern):
     (tmp_path / "c.json").write_text(content)
     assert main(["verify", str(files / "problem.npz"), str(tmp_path / "c.json")]) == 1
@@ -61,10 +67,12 @@ def test_verify_missing_certificate(files, tmp_path, capsys):
 
 
 def test_verify_imports_no_solver_and_no_torch(files):
-    code = ("import sys; from experiments.cli.main import main; "
-            f"rc = main(['verify', {str(files / 'problem.npz')!r}, {str(files / 'cert.json')!r}]); "
-            "bad = [m for m in ('torch', 'cvxpy', 'scipy.optimize', 'certify.svm', 'certify.refine') if m in sys.modules]; "
-            "assert not bad, bad; sys.exit(rc)")
+    code = (
+        "import sys; from experiments.cli.main import main; "
+        f"rc = main(['verify', {str(files / 'problem.npz')!r}, {str(files / 'cert.json')!r}]); "
+        "bad = [m for m in ('torch', 'cvxpy', 'scipy.optimize', 'certify.svm', 'certify.refine') if m in sys.modules]; "
+        "assert not bad, bad; sys.exit(rc)"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr + res.stdout
 
@@ -117,11 +125,11 @@ def _hostile(cert: dict) -> dict[str, bytes]:
         "float_overflow": (text[:-1] + ', "x": 1e999}').encode(),
         "non_utf8": text.encode()[:-1] + b', "x": "\xff\xfe"}',
         "utf16": text.encode("utf-16"),
-        "w_exp_1e7": edit(lambda d: d["w"].__setitem__("exp", 10 ** 7)),
+        "w_exp_1e7": edit(lambda d: d["w"].__setitem__("exp", 10**7)),
         "w_4000_digits": edit(lambda d: d["w"]["ints"].__setitem__(0, int("9" * 4000))),
         "lam_4000_digits": edit(lambda d: d["lam"]["ints"].__setitem__(0, int("9" * 4000))),
-        "lam_1e6_digits": edit(lambda d: d["lam"]["ints"].__setitem__(0, decimal_str(10 ** 10 ** 6))),
-        "lam_den_huge": edit(lambda d: d["lam"].__setitem__("den", decimal_str(7 ** 300_000))),
+        "lam_1e6_digits": edit(lambda d: d["lam"]["ints"].__setitem__(0, decimal_str(10**10**6))),
+        "lam_den_huge": edit(lambda d: d["lam"].__setitem__("den", decimal_str(7**300_000))),
         "opt_upper_huge": edit(lambda d: d.__setitem__("opt_upper", "1" + "0" * 300_000 + "/1")),
         "bound_float": edit(lambda d: d.__setitem__("opt_lower", 1.5)),
         "ints_nested": edit(lambda d: d["w"].__setitem__("ints", [[[[1]]]])),
@@ -145,7 +153,10 @@ def hostile_files(files, tmp_path_factory):
     return d
 
 
-HOSTILE = [*_hostile({"w": {"ints": [1]}, "lam": {"ints": [1]}, "support": {}}).keys(), "sparse_huge"]
+HOSTILE = [
+    *_hostile({"w": {"ints": [1]}, "lam": {"ints": [1]}, "support": {}}).keys(),
+    "sparse_huge",
+]
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -154,22 +165,45 @@ def test_hostile_certificate_exit_1_one_line(files, hostile_files, capsys, name)
     import time
 
     problem, cert = files / "problem.npz", hostile_files / f"{name}.json"
-    before = [hashlib.sha256(problem.read_bytes()).hexdigest(), cert.stat().st_size, cert.stat().st_mtime_ns]
+    before = [
+        hashlib.sha256(problem.read_bytes()).hexdigest(),
+        cert.stat().st_size,
+        cert.stat().st_mtime_ns,
+    ]
     t = time.perf_counter()
     assert main(["verify", str(problem), str(cert)]) == 1
     assert time.perf_counter() - t < 10
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err[:300]
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err[
+        :300
+    ]
     assert err.startswith(("mdcert verify: error: ", "NOT verified: "))
-    assert [hashlib.sha256(problem.read_bytes()).hexdigest(), cert.stat().st_size, cert.stat().st_mtime_ns] == before
+    assert [
+        hashlib.sha256(problem.read_bytes()).hexdigest(),
+        cert.stat().st_size,
+        cert.stat().st_mtime_ns,
+    ] == before
 
 
 @pytest.mark.parametrize("name", ["deep", "lam_1e6_digits", "w_exp_1e7", "sparse_huge"])
 def test_hostile_certificate_subprocess(files, hostile_files, name):
     """A real process: exit 1, one line, no traceback (deep nesting would be a RecursionError)."""
-    res = subprocess.run([sys.executable, "-m", "experiments.cli", "verify", str(files / "problem.npz"),
-                          str(hostile_files / f"{name}.json")], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr[:300]
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "experiments.cli",
+            "verify",
+            str(files / "problem.npz"),
+            str(hostile_files / f"{name}.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, (
+        res.stderr[:300]
+    )
 
 
 def test_fuzzed_certificates_never_exit_70(files, tmp_path):
@@ -189,9 +223,23 @@ def test_fuzzed_certificates_never_exit_70(files, tmp_path):
 
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            rc = main(["verify", str(tmp_path / "p.npz"), str(tmp_path / "c.json"), "--export-w", str(tmp_path / "W.npy")])
-        lines = [ln for ln in err.getvalue().splitlines() if not ln.startswith("mdcert verify: warning: ")]
-        assert rc in (0, 1) and len(lines) <= 1 + (rc == 0), err.getvalue()[:300]   # warnings: suspicious data
+            rc = main(
+                [
+                    "verify",
+                    str(tmp_path / "p.npz"),
+                    str(tmp_path / "c.json"),
+                    "--export-w",
+                    str(tmp_path / "W.npy"),
+                ]
+            )
+        lines = [
+            ln
+            for ln in err.getvalue().splitlines()
+            if not ln.startswith("mdcert verify: warning: ")
+        ]
+        assert rc in (0, 1) and len(lines) <= 1 + (rc == 0), err.getvalue()[
+            :300
+        ]  # warnings: suspicious data
         assert rc == 0 or len(lines) == 1
 
     run()
@@ -201,11 +249,25 @@ def test_valid_certificate_with_huge_weak_bounds_exports(files, tmp_path, capsys
     """A true but weak claim (distance <= 1e400) is verified, and exporting it prints the bounds
     without a float conversion (it exited 70 with OverflowError)."""
     data = json.loads((files / "cert.json").read_text())
-    for key, zeros in (("distance_upper", 400), ("direction_error_upper", 400), ("bregman_upper", 800)):
+    for key, zeros in (
+        ("distance_upper", 400),
+        ("direction_error_upper", 400),
+        ("bregman_upper", 800),
+    ):
         data[key] = "1" + "0" * zeros + "/1"
     (tmp_path / "weak.json").write_text(json.dumps(data))
-    assert main(["verify", str(files / "problem.npz"), str(tmp_path / "weak.json"), "--export-w",
-                 str(tmp_path / "W.npy")]) == 0
+    assert (
+        main(
+            [
+                "verify",
+                str(files / "problem.npz"),
+                str(tmp_path / "weak.json"),
+                "--export-w",
+                str(tmp_path / "W.npy"),
+            ]
+        )
+        == 0
+    )
     assert "<= 1.00e+400" in capsys.readouterr().out and (tmp_path / "W.npy").exists()
 
 
@@ -217,15 +279,22 @@ def test_verify_refuses_tight_claims_over_too_many_open_rows_in_one_line(tmp_pat
     pr = planted_problem(n=40, T=4, d=4, seed=1)
     pr.save(tmp_path / "problem.npz")
     data = certify_svm(pr, "7/4", digits=20).to_json()
-    rows = sorted(list(r) for part in ("tight", "inactive", "undecided") for r in data["support"][part])
+    rows = sorted(
+        list(r) for part in ("tight", "inactive", "undecided") for r in data["support"][part]
+    )
     for tight, code in ((1, 1), (0, 0)):
         data["support"] = {"tight": rows[:tight], "inactive": [], "undecided": rows[tight:]}
         (tmp_path / "cert.json").write_text(json.dumps(data))
         assert main(["verify", str(tmp_path / "problem.npz"), str(tmp_path / "cert.json")]) == code
         err = capsys.readouterr().err
         if code:
-            assert err.startswith("NOT verified: support_tight: more than 16 distinct rows are not claimed "
-                                  "inactive") and err.count("\n") == 1, err
+            assert (
+                err.startswith(
+                    "NOT verified: support_tight: more than 16 distinct rows are not claimed "
+                    "inactive"
+                )
+                and err.count("\n") == 1
+            ), err
 
 
 def test_verify_classification_and_tampered(tmp_path, capsys):
@@ -236,7 +305,20 @@ def test_verify_classification_and_tampered(tmp_path, capsys):
     prob.save(tmp_path / "points.npz")
     data = certify_max_margin(prob, "2", digits=20).to_json()
     (tmp_path / "cert.json").write_text(json.dumps(data))
-    assert main(["verify", str(tmp_path / "points.npz"), str(tmp_path / "cert.json"), "--p", "2", "--svm", "multiclass"]) == 0
+    assert (
+        main(
+            [
+                "verify",
+                str(tmp_path / "points.npz"),
+                str(tmp_path / "cert.json"),
+                "--p",
+                "2",
+                "--svm",
+                "multiclass",
+            ]
+        )
+        == 0
+    )
     assert "verified: all" in capsys.readouterr().out
     num, den = (int(k) for k in data["opt_lower"].split("/"))
     data["opt_lower"] = f"{num * 11}/{den * 10}"

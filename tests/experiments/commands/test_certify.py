@@ -24,25 +24,41 @@ def problem_file(tmp_path_factory):
 
 
 def _options(problem, **kw) -> dict:
-    base = dict(problem=str(problem), p="2", svm=None, alpha=None, digits=60, time_limit=None, memory_budget=None,
-                output=None, export_w=None, export_direction=None)
+    base = dict(
+        problem=str(problem),
+        p="2",
+        svm=None,
+        alpha=None,
+        digits=60,
+        time_limit=None,
+        memory_budget=None,
+        output=None,
+        export_w=None,
+        export_direction=None,
+    )
     return {**base, **kw}
 
 
-@pytest.mark.parametrize("kw, pattern", [
-    (dict(p="1"), r"needs p > 1"),
-    (dict(p="x"), r"^invalid p"),
-    (dict(digits=0), r"^invalid digits 0; give an integer between 1 and 2000$"),
-    (dict(digits=2001), r"^invalid digits 2001"),
-    (dict(time_limit=-1.0), r"^invalid --time-limit -1.0; give a finite number of seconds >= 0$"),
-    (dict(time_limit=float("nan")), r"^invalid --time-limit nan"),
-    (dict(memory_budget="lots"), r"^invalid --memory-budget 'lots'; give a size like 4G"),
-    (dict(memory_budget="0"), r"^invalid --memory-budget '0'"),
-    (dict(output="{d}/c.txt"), r"^certificate output '.*c\.txt' must be a \.json file$"),
-    (dict(output="{d}/nodir/c.json"), r"does not exist"),
-    (dict(export_w="{d}/W.txt"), r"--export-w .*W\.txt': use a \.npy file name"),
-    (dict(export_w="{d}/W.npy", export_direction="{d}/./W.npy"), r"name the same file"),
-])
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(p="1"), r"needs p > 1"),
+        (dict(p="x"), r"^invalid p"),
+        (dict(digits=0), r"^invalid digits 0; give an integer between 1 and 2000$"),
+        (dict(digits=2001), r"^invalid digits 2001"),
+        (
+            dict(time_limit=-1.0),
+            r"^invalid --time-limit -1.0; give a finite number of seconds >= 0$",
+        ),
+        (dict(time_limit=float("nan")), r"^invalid --time-limit nan"),
+        (dict(memory_budget="lots"), r"^invalid --memory-budget 'lots'; give a size like 4G"),
+        (dict(memory_budget="0"), r"^invalid --memory-budget '0'"),
+        (dict(output="{d}/c.txt"), r"^certificate output '.*c\.txt' must be a \.json file$"),
+        (dict(output="{d}/nodir/c.json"), r"does not exist"),
+        (dict(export_w="{d}/W.txt"), r"--export-w .*W\.txt': use a \.npy file name"),
+        (dict(export_w="{d}/W.npy", export_direction="{d}/./W.npy"), r"name the same file"),
+    ],
+)
 def test_bad_options_are_one_line_before_any_work(problem_file, tmp_path, kw, pattern) -> None:
     kw = {k: v.format(d=tmp_path) if isinstance(v, str) else v for k, v in kw.items()}
     with pytest.raises(MdcertError) as err:
@@ -52,23 +68,45 @@ def test_bad_options_are_one_line_before_any_work(problem_file, tmp_path, kw, pa
 
 
 def test_parse_size() -> None:
-    assert parse_size("512") == 512 and parse_size("4G") == 4 * 2 ** 30 and parse_size("1.5GiB") == 3 * 2 ** 29
+    assert (
+        parse_size("512") == 512
+        and parse_size("4G") == 4 * 2**30
+        and parse_size("1.5GiB") == 3 * 2**29
+    )
 
 
 def test_parse_equals_the_cli_config(problem_file, tmp_path) -> None:
-    argv = [str(problem_file), "--p", "1.75", "--svm", "decoder", "--digits", "20", "--time-limit", "5",
-            "--memory-budget", "1G", "-o", str(tmp_path / "c.json"), "--export-w", str(tmp_path / "v.npy")]
+    argv = [
+        str(problem_file),
+        "--p",
+        "1.75",
+        "--svm",
+        "decoder",
+        "--digits",
+        "20",
+        "--time-limit",
+        "5",
+        "--memory-budget",
+        "1G",
+        "-o",
+        str(tmp_path / "c.json"),
+        "--export-w",
+        str(tmp_path / "v.npy"),
+    ]
     config = parse("certify", argv)
     parser, _ = build_parser()
     assert config == Config.from_options(vars(parser.parse_args(["certify", *argv])))
-    assert config.p == Fraction(7, 4) and config.memory_budget == 2 ** 30 and config.svm == "decoder"
+    assert config.p == Fraction(7, 4) and config.memory_budget == 2**30 and config.svm == "decoder"
     with pytest.raises(ValueError, match="required: --p"):
         parse("certify", [str(problem_file)])
 
 
 def test_run_write_lines_round_trip(problem_file, tmp_path) -> None:
     out, W = tmp_path / "c.json", tmp_path / "W.npy"
-    config = parse("certify", [str(problem_file), "--p", "2", "--digits", "20", "-o", str(out), "--export-w", str(W)])
+    config = parse(
+        "certify",
+        [str(problem_file), "--p", "2", "--digits", "20", "-o", str(out), "--export-w", str(W)],
+    )
     result = run(config)
     assert not list(tmp_path.iterdir())  # run writes nothing
     result.write()
@@ -86,5 +124,7 @@ def test_classification_refuses_attention_options(tmp_path) -> None:
 
     path = tmp_path / "points.npz"
     classification_problem(n=20, d=2, seed=1).save(path)
-    with pytest.raises(MdcertError, match=r"^--svm is for attention problems; .* binary classification problem"):
+    with pytest.raises(
+        MdcertError, match=r"^--svm is for attention problems; .* binary classification problem"
+    ):
         run(parse("certify", [str(path), "--p", "2", "--svm", "decoder"]))

@@ -13,41 +13,59 @@ from experiments.cli.main import build_parser
 from experiments.commands import parse
 from experiments.commands.data import Config, run
 
-TEXT = dict(source="text", n=5, T=4, d=4, seed=0, embed="static", z="mean", cache_dir=None, limit=200)
+TEXT = dict(
+    source="text", n=5, T=4, d=4, seed=0, embed="static", z="mean", cache_dir=None, limit=200
+)
 DIGITS = dict(source="digits", n=5, T=16, d=None, seed=0, classes="3,8", patch=2, z="mean")
 
 
-@pytest.mark.parametrize("base, kw, pattern", [
-    (TEXT, dict(source=None), r"^give a source: mdcert data text \.\.\. or mdcert data digits"),
-    (TEXT, dict(n=0), r"^invalid --n 0: give a number of examples >= 1$"),
-    (TEXT, dict(T=1), r"^invalid --T 1: the maximum length must be >= 2$"),
-    (TEXT, dict(T=513), r"^invalid --T 513: at most 512 tokens \(the encoder's positions\)$"),
-    (DIGITS, dict(T=10000), r"^invalid --T 10000: at most 512 tokens \(an image has at most 16"),
-    (TEXT, dict(d=385), r"^invalid --d 385: the token features have dimension 384"),
-    (DIGITS, dict(d=21), r"^invalid --d 21: the token features have dimension 20"),
-    (DIGITS, dict(classes="3,3"), r"^invalid --classes '3,3'"),
-    (TEXT, dict(z="cls"), r"static \[CLS\] embedding is one constant"),
-    (TEXT, dict(seed=-1), r"^invalid --seed -1"),
-    (TEXT, dict(limit=0), r"^invalid --limit 0: give a number of snippets >= 1$"),
-    (TEXT, dict(output="{tmp}/p.csv"), r"use a \.npz or \.json file name"),
-    (TEXT, dict(output="{tmp}/missing/p.npz"), r"does not exist; create it first"),
-    (TEXT, dict(embed="contextual", z="cls", cache_dir="{tmp}/cache", output="{tmp}/cache/p.npz"),
-     r"inside the cache directory"),
-])
+@pytest.mark.parametrize(
+    "base, kw, pattern",
+    [
+        (TEXT, dict(source=None), r"^give a source: mdcert data text \.\.\. or mdcert data digits"),
+        (TEXT, dict(n=0), r"^invalid --n 0: give a number of examples >= 1$"),
+        (TEXT, dict(T=1), r"^invalid --T 1: the maximum length must be >= 2$"),
+        (TEXT, dict(T=513), r"^invalid --T 513: at most 512 tokens \(the encoder's positions\)$"),
+        (
+            DIGITS,
+            dict(T=10000),
+            r"^invalid --T 10000: at most 512 tokens \(an image has at most 16",
+        ),
+        (TEXT, dict(d=385), r"^invalid --d 385: the token features have dimension 384"),
+        (DIGITS, dict(d=21), r"^invalid --d 21: the token features have dimension 20"),
+        (DIGITS, dict(classes="3,3"), r"^invalid --classes '3,3'"),
+        (TEXT, dict(z="cls"), r"static \[CLS\] embedding is one constant"),
+        (TEXT, dict(seed=-1), r"^invalid --seed -1"),
+        (TEXT, dict(limit=0), r"^invalid --limit 0: give a number of snippets >= 1$"),
+        (TEXT, dict(output="{tmp}/p.csv"), r"use a \.npz or \.json file name"),
+        (TEXT, dict(output="{tmp}/missing/p.npz"), r"does not exist; create it first"),
+        (
+            TEXT,
+            dict(embed="contextual", z="cls", cache_dir="{tmp}/cache", output="{tmp}/cache/p.npz"),
+            r"inside the cache directory",
+        ),
+    ],
+)
 def test_bad_options_are_one_line_before_any_work(tmp_path, base, kw, pattern) -> None:
     (tmp_path / "cache").mkdir()
     options = {**base, "output": str(tmp_path / "p.npz"), **kw}
-    options = {k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v for k, v in options.items()}
+    options = {
+        k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v
+        for k, v in options.items()
+    }
     with pytest.raises(MdcertError) as err:
         Config.from_options(options)
     assert re.search(pattern, str(err.value)) and "\n" not in str(err.value)
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["cache"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["text", "--n", "20", "--T", "8", "--d", "6", "--seed", "3", "--limit", "300"],
-    ["digits", "--n", "12", "--seed", "1", "--classes", "1,7", "--patch", "4"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["text", "--n", "20", "--T", "8", "--d", "6", "--seed", "3", "--limit", "300"],
+        ["digits", "--n", "12", "--seed", "1", "--classes", "1,7", "--patch", "4"],
+    ],
+)
 def test_parse_equals_the_cli_config(tmp_path, argv) -> None:
     argv = [*argv, "-o", str(tmp_path / "p.npz")]
     parser, _ = build_parser()
@@ -58,7 +76,9 @@ def test_parse_equals_the_cli_config(tmp_path, argv) -> None:
 
 def test_run_write_lines_round_trip(tmp_path) -> None:
     out = tmp_path / "digits.json"
-    config = parse("data", ["digits", "--n", "12", "--seed", "0", "--classes", "1,7", "-o", str(out)])
+    config = parse(
+        "data", ["digits", "--n", "12", "--seed", "0", "--classes", "1,7", "-o", str(out)]
+    )
     assert config.classes == (1, 7) and config.d is None
     result = run(config)
     assert not list(tmp_path.iterdir())  # run writes nothing
@@ -66,4 +86,7 @@ def test_run_write_lines_round_trip(tmp_path) -> None:
     problem = AttentionProblem.load(out)
     assert problem.X.shape == (12, 16, 20) and problem.provenance["digits"]["classes"] == [1, 7]
     [line] = result.lines(80)
-    assert line.startswith(f"wrote {out}: digits n=12 T=16 d=20 seed=0, lengths ") and result.exit_code == 0
+    assert (
+        line.startswith(f"wrote {out}: digits n=12 T=16 d=20 seed=0, lengths ")
+        and result.exit_code == 0
+    )

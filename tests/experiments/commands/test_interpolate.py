@@ -18,20 +18,35 @@ from experiments.commands.interpolate import Config, run
 
 
 def _options(**kw) -> dict:
-    base = dict(p="1.5", output=None, export_beta=None, bits=200, assumptions=False,
-                synth=None, N=5, D=None, seed=0)
+    base = dict(
+        p="1.5",
+        output=None,
+        export_beta=None,
+        bits=200,
+        assumptions=False,
+        synth=None,
+        N=5,
+        D=None,
+        seed=0,
+    )
     return {**base, **kw}
 
 
-@pytest.mark.parametrize("kw, pattern", [
-    (dict(p="1"), r"p > 1"),
-    (dict(bits=4), r"^invalid --bits 4; give 16\.\.4096$"),
-    (dict(output="{tmp}/c.txt"), r"^-o '.*c\.txt': use a \.json file name$"),
-    (dict(export_beta="{tmp}/b.json"), r"^--export-beta '.*b\.json': use a \.npy file name$"),
-    (dict(output="{tmp}/reg.json"), r"is the problem file"),
-    (dict(synth="block", N=0), r"^--N must be in 1\.\.1e5 and --D in 1\.\.1e6$"),
-    (dict(synth="block", problem="{tmp}/reg.txt"), r"^PROBLEM '.*reg\.txt': use a \.npz or \.json file name$"),
-])
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(p="1"), r"p > 1"),
+        (dict(bits=4), r"^invalid --bits 4; give 16\.\.4096$"),
+        (dict(output="{tmp}/c.txt"), r"^-o '.*c\.txt': use a \.json file name$"),
+        (dict(export_beta="{tmp}/b.json"), r"^--export-beta '.*b\.json': use a \.npy file name$"),
+        (dict(output="{tmp}/reg.json"), r"is the problem file"),
+        (dict(synth="block", N=0), r"^--N must be in 1\.\.1e5 and --D in 1\.\.1e6$"),
+        (
+            dict(synth="block", problem="{tmp}/reg.txt"),
+            r"^PROBLEM '.*reg\.txt': use a \.npz or \.json file name$",
+        ),
+    ],
+)
 def test_bad_options_are_one_line_before_any_work(tmp_path, kw, pattern) -> None:
     kw = {k: v.replace("{tmp}", str(tmp_path)) if isinstance(v, str) else v for k, v in kw.items()}
     with pytest.raises(MdcertError) as err:
@@ -41,18 +56,49 @@ def test_bad_options_are_one_line_before_any_work(tmp_path, kw, pattern) -> None
 
 
 def test_parse_equals_the_cli_config(tmp_path) -> None:
-    argv = [str(tmp_path / "reg.npz"), "--p", "3/2", "-o", str(tmp_path / "c.json"), "--bits", "64",
-            "--assumptions", "--synth", "block", "--N", "4", "--seed", "2"]
+    argv = [
+        str(tmp_path / "reg.npz"),
+        "--p",
+        "3/2",
+        "-o",
+        str(tmp_path / "c.json"),
+        "--bits",
+        "64",
+        "--assumptions",
+        "--synth",
+        "block",
+        "--N",
+        "4",
+        "--seed",
+        "2",
+    ]
     parser, _ = build_parser()
     config = parse("interpolate", argv)
     assert config == Config.from_options(vars(parser.parse_args(["interpolate", *argv])))
-    assert config.p == Fraction(3, 2) and config.bits == 64 and config.assumptions and config.D is None
+    assert (
+        config.p == Fraction(3, 2) and config.bits == 64 and config.assumptions and config.D is None
+    )
 
 
 def test_run_write_lines_round_trip(tmp_path) -> None:
     reg, out, beta = tmp_path / "reg.npz", tmp_path / "c.json", tmp_path / "beta.npy"
-    config = parse("interpolate", [str(reg), "--p", "1.5", "-o", str(out), "--export-beta", str(beta),
-                                   "--synth", "gaussian", "--N", "3", "--assumptions"])
+    config = parse(
+        "interpolate",
+        [
+            str(reg),
+            "--p",
+            "1.5",
+            "-o",
+            str(out),
+            "--export-beta",
+            str(beta),
+            "--synth",
+            "gaussian",
+            "--N",
+            "3",
+            "--assumptions",
+        ],
+    )
     result = run(config)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reg.npz"]  # the --synth input only
     result.write()
@@ -71,5 +117,7 @@ def test_inconsistent_data_exit_3_and_overdetermined_data_warn(tmp_path) -> None
     RegressionProblem(X, np.array([1.0, -2.0])).save(tmp_path / "sq.npz")
     result = run(parse("interpolate", [str(tmp_path / "sq.npz"), "--p", "3"]))
     assert result.exit_code == 3 and "X beta = y has no solution" in "\n".join(result.lines(100))
-    assert result.messages()[0].startswith("warning: N = 2 >= D = 2: the sign-descent theory needs D > N")
+    assert result.messages()[0].startswith(
+        "warning: N = 2 >= D = 2: the sign-descent theory needs D > N"
+    )
     assert regression_problem("block", N=2, seed=0).D == 4

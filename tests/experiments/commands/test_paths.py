@@ -14,7 +14,16 @@ from certify.errors import MdcertError
 from experiments.commands import COMMAND_MODULES, module, parse
 from experiments.commands.paths import Config, Result, run
 
-TINY = {"trials": 1, "n": 2, "T": 3, "d": 2, "p": "2", "steps": "5", "workers": 0, "progress": "off"}
+TINY = {
+    "trials": 1,
+    "n": 2,
+    "T": 3,
+    "d": 2,
+    "p": "2",
+    "steps": "5",
+    "workers": 0,
+    "progress": "off",
+}
 
 
 def _options(tmp_path, **extra) -> dict:
@@ -60,8 +69,16 @@ def test_bad_options_are_one_line_errors(tmp_path, extra, pattern) -> None:
 
 def test_run_directory_holding_an_input_is_refused(tmp_path) -> None:
     with pytest.raises(MdcertError, match=r"^-o .* contains the problem file"):
-        Config.from_options({**_options(tmp_path), "trials": None, "n": None, "T": None, "d": None,
-                             "problems": [str(tmp_path / "run" / "a.npz")]})
+        Config.from_options(
+            {
+                **_options(tmp_path),
+                "trials": None,
+                "n": None,
+                "T": None,
+                "d": None,
+                "problems": [str(tmp_path / "run" / "a.npz")],
+            }
+        )
 
 
 def test_cuda_without_cuda_is_refused_by_the_config(tmp_path) -> None:
@@ -77,20 +94,42 @@ def test_defaults_and_problem_files_leave_sizes_to_the_files(tmp_path) -> None:
     assert (cfg.trials, cfg.n, cfg.T, cfg.d, cfg.inits) == (100, 6, 8, 10, 1)
     assert cfg.p == (Fraction(7, 4), Fraction(2), Fraction(3)) and cfg.steps == (1500, 2000, 20000)
     assert cfg.certify and cfg.show_progress is None and cfg.argv == ()
-    on_file = Config.from_options({"out": str(tmp_path / "run"), "problems": ["a.npz"], "init": "W.npy"})
+    on_file = Config.from_options(
+        {"out": str(tmp_path / "run"), "problems": ["a.npz"], "init": "W.npy"}
+    )
     assert (on_file.trials, on_file.n, on_file.T, on_file.d, on_file.inits) == (None,) * 5
     with pytest.raises(AttributeError):
-        cfg.seed = 1                                                    # frozen
+        cfg.seed = 1  # frozen
 
 
 def test_parse_is_the_cli_config(tmp_path) -> None:
     from experiments.cli.main import build_parser
 
     assert COMMAND_MODULES["paths"] == "experiments.commands.paths" and module("paths").run is run
-    argv = ["--trials", "2", "--p", "1.75,3", "--steps", "40,60", "--lr", "0.1,0.05", "--normalize",
-            "--cross", "--records", "12", "--workers", "0", "--device", " CPU", "-o", str(tmp_path / "r")]
+    argv = [
+        "--trials",
+        "2",
+        "--p",
+        "1.75,3",
+        "--steps",
+        "40,60",
+        "--lr",
+        "0.1,0.05",
+        "--normalize",
+        "--cross",
+        "--records",
+        "12",
+        "--workers",
+        "0",
+        "--device",
+        " CPU",
+        "-o",
+        str(tmp_path / "r"),
+    ]
     ours = parse("paths", argv)
-    cli = Config.from_options(vars(build_parser()[0].parse_args(["paths", *argv])) | {"argv": ["x"]})
+    cli = Config.from_options(
+        vars(build_parser()[0].parse_args(["paths", *argv])) | {"argv": ["x"]}
+    )
     assert ours == cli and cli.argv == ("x",)
     assert ours.device == "cpu" and ours.lr == (0.1, 0.05) and ours.p_text == ("1.75", "3")
     with pytest.raises(ValueError, match=r"invalid choice: 'float16'"):
@@ -100,21 +139,36 @@ def test_parse_is_the_cli_config(tmp_path) -> None:
 
 
 def test_run_write_round_trip(tmp_path) -> None:
-    cfg = Config.from_options(_options(tmp_path, trials=2, p="1.5,3", lr="0.1", no_certify=True,
-                                       records=4, argv=["paths", "-o", "run"]))
+    cfg = Config.from_options(
+        _options(
+            tmp_path,
+            trials=2,
+            p="1.5,3",
+            lr="0.1",
+            no_certify=True,
+            records=4,
+            argv=["paths", "-o", "run"],
+        )
+    )
     result = run(cfg)
     assert isinstance(result, Result) and result.exit_code == 0
-    assert not (tmp_path / "run").exists()                            # run writes nothing
+    assert not (tmp_path / "run").exists()  # run writes nothing
     s = result.summary
     assert s["trajectories"] == 4 and s["certificates"] is None and result.certificates is None
     assert result.lines(80)[0].startswith("paths: 4 trajectories on cpu in ")
     result.write(tmp_path / "run")
     on_disk = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert on_disk["kind"] == "paths" and on_disk["argv"] == ["paths", "-o", "run"]
-    assert on_disk["elapsed_s"] > 0 and on_disk["config"]["n"] == 2 and on_disk["config"]["certify"] is False
+    assert (
+        on_disk["elapsed_s"] > 0
+        and on_disk["config"]["n"] == 2
+        and on_disk["config"]["certify"] is False
+    )
     assert [e["p_exact"] for e in on_disk["per_p"]] == ["3/2", "3/1"]
     a = np.load(tmp_path / "run" / "arrays.npz")
-    assert a["W"].shape[0] == 4 and np.array_equal(a["X"][1], synthetic_problem(n=2, T=3, d=2, seed=1).X)
+    assert a["W"].shape[0] == 4 and np.array_equal(
+        a["X"][1], synthetic_problem(n=2, T=3, d=2, seed=1).X
+    )
     assert not (tmp_path / "run" / "certificates.jsonl.gz").exists()
     text = result.lines(60)
     assert text[0].endswith(f"-> {tmp_path / 'run'}") and all(len(ln) <= 60 for ln in text[1:])

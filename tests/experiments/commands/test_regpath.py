@@ -16,8 +16,15 @@ import pytest
 from certify import synthetic_problem
 from certify.errors import MdcertError
 from experiments.commands import COMMAND_MODULES, module, parse
-from experiments.commands.regpath import (JOINT_EXAMPLE, KIND, Config, Result, add_arguments, run,
-                                          token_notes)
+from experiments.commands.regpath import (
+    JOINT_EXAMPLE,
+    KIND,
+    Config,
+    Result,
+    add_arguments,
+    run,
+    token_notes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +52,11 @@ BAD = [
     (["--digits", "4"], r"^invalid --digits 4; use at least 5$"),
     (["--md-steps", "5"], r"^--md-steps needs --joint and a number >= 0$"),
     (["--joint", "--r-of-R", "R", "--md-steps=-1"], r"^--md-steps needs --joint"),
-    (["--joint", "--r-of-R", "R", "--md-steps", "2000000000"], r"^invalid --md-steps 2000000000; "
-                                                                r"give at most 1e\+09 steps$"),
+    (
+        ["--joint", "--r-of-R", "R", "--md-steps", "2000000000"],
+        r"^invalid --md-steps 2000000000; "
+        r"give at most 1e\+09 steps$",
+    ),
     (["--md-lr", "0"], r"^invalid --md-lr 0\.0; give a positive step size$"),
     (["--md-lr", "nan"], r"^invalid --md-lr nan"),
     (["--md-lr", "inf"], r"^invalid --md-lr inf"),
@@ -55,14 +65,15 @@ BAD = [
     (["--joint", "--r-of-R", "log(R)"], r"finite and positive"),
     (["--joint", "--r-of-R", "log(R-1)"], r"cannot be evaluated at R = 1"),
     (["--r-of-R", "R"], r"^--r-of-R is only used with --joint$"),
-    (["--loss", "hinge"], r"invalid choice: 'hinge'"),     # the parser's choices (ValueError)
+    (["--loss", "hinge"], r"invalid choice: 'hinge'"),  # the parser's choices (ValueError)
     (["--starts", "x"], r"invalid int value: 'x'"),
 ]
 
 
 @pytest.mark.parametrize("extra, match", BAD, ids=[" ".join(e) for e, _ in BAD])
-def test_bad_options_fail_with_one_line_before_anything_is_written(problem_file, tmp_path, extra,
-                                                                   match) -> None:
+def test_bad_options_fail_with_one_line_before_anything_is_written(
+    problem_file, tmp_path, extra, match
+) -> None:
     with pytest.raises((MdcertError, ValueError)) as err:
         parse("regpath", _argv(problem_file, tmp_path / "run", *extra))
     assert "\n" not in str(err.value)
@@ -94,35 +105,61 @@ LIBRARY_BAD = [
 
 
 @pytest.mark.parametrize("change, match", LIBRARY_BAD)
-def test_from_options_checks_what_a_parser_would_have(problem_file, tmp_path, change,
-                                                       match) -> None:
+def test_from_options_checks_what_a_parser_would_have(
+    problem_file, tmp_path, change, match
+) -> None:
     options = {"problem": str(problem_file), "p": "2", "output": str(tmp_path / "run"), **change}
     with pytest.raises(MdcertError, match=match):
         Config.from_options(options)
 
 
 def test_parse_equals_the_cli_config_and_missing_options_take_the_schema_defaults(
-        problem_file, tmp_path) -> None:
+    problem_file, tmp_path
+) -> None:
     from experiments.cli.main import build_parser
 
-    argv = _argv(problem_file, tmp_path / "run", "--starts", "2", "--seed", "7", "--joint",
-                 "--r-of-R", "sqrt(R)", "--md-steps", "3", "--no-dual-start",
-                 "--loss", "exponential")
+    argv = _argv(
+        problem_file,
+        tmp_path / "run",
+        "--starts",
+        "2",
+        "--seed",
+        "7",
+        "--joint",
+        "--r-of-R",
+        "sqrt(R)",
+        "--md-steps",
+        "3",
+        "--no-dual-start",
+        "--loss",
+        "exponential",
+    )
     parser, _ = build_parser()
     cli = Config.from_options(vars(parser.parse_args(["regpath", *argv])))  # with "command"
     config = parse("regpath", argv)
     assert config == cli and hash(config) == hash(cli)
     assert COMMAND_MODULES["regpath"] == "experiments.commands.regpath"
     assert module("regpath").Config is Config
-    assert (config.p, config.radii, config.r_of_R, config.svm_start, config.dual_start) == \
-        (Fraction(2), (1.0, 10.0), "sqrt(R)", True, False)
+    assert (config.p, config.radii, config.r_of_R, config.svm_start, config.dual_start) == (
+        Fraction(2),
+        (1.0, 10.0),
+        "sqrt(R)",
+        True,
+        False,
+    )
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.starts = 5  # type: ignore[misc]
-    minimal = Config.from_options({"problem": str(problem_file), "p": "2",
-                                   "output": tmp_path / "run"})
+    minimal = Config.from_options(
+        {"problem": str(problem_file), "p": "2", "output": tmp_path / "run"}
+    )
     assert minimal == parse("regpath", [str(problem_file), "--p", "2", "-o", str(tmp_path / "run")])
-    assert (minimal.radii_text, minimal.starts, minimal.digits, minimal.md_lr, minimal.r_of_R) == \
-        ("10:1000:9", 3, 30, 0.1, None)
+    assert (minimal.radii_text, minimal.starts, minimal.digits, minimal.md_lr, minimal.r_of_R) == (
+        "10:1000:9",
+        3,
+        30,
+        0.1,
+        None,
+    )
     assert len(minimal.radii) == 9 and os.listdir(tmp_path) == []
 
 
@@ -143,13 +180,30 @@ def test_run_then_write_round_trip(problem_file, tmp_path, capsys) -> None:
     lines = result.lines(80)
     assert lines[-1].startswith(f"wrote {out / 'summary.json'}: D(R=1) = ")
     assert lines[:-1] == result.summary["token_notes"]
-    assert "R=1 " in capsys.readouterr().out                      # one progress line per radius
+    assert "R=1 " in capsys.readouterr().out  # one progress line per radius
 
 
 def test_joint_run_with_mirror_descent_round_trip(tmp_path) -> None:
     out = tmp_path / "joint"
-    config = parse("regpath", [JOINT_EXAMPLE, "--p", "2", "--radii", "1:10:2", "--starts", "1",
-                               "--joint", "--r-of-R", "sqrt(R)", "--md-steps", "5", "-o", str(out)])
+    config = parse(
+        "regpath",
+        [
+            JOINT_EXAMPLE,
+            "--p",
+            "2",
+            "--radii",
+            "1:10:2",
+            "--starts",
+            "1",
+            "--joint",
+            "--r-of-R",
+            "sqrt(R)",
+            "--md-steps",
+            "5",
+            "-o",
+            str(out),
+        ],
+    )
     result = run(config)
     result.write(out)
     s = json.loads((out / "summary.json").read_text())

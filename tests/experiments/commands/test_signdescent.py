@@ -26,20 +26,26 @@ def block(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("argv, pattern", [
-    (["--eps", "0"], r"eps values must be finite and positive, got \[0\.0\]"),
-    (["--eps", "a,b"], r"^--eps must be comma-separated numbers, got 'a,b'$"),
-    (["--lr", "inf"], r"lr values must be finite and positive"),
-    (["--steps", "0"], r"steps must be in 1\.\.1e9"),
-    (["--rules", "sign,lion"], r"^--rules must be comma-separated from gd, sign, adam; got 'sign,lion'$"),
-    (["--betas", "0.9"], r"^--betas needs two numbers, got '0\.9'$"),
-    (["--rules", "adam", "--betas", "0.9,1"], r"Adam betas must lie in \[0, 1\)"),
-    (["--threads", "0"], r"^--threads must be in 1\.\.1024, got 0$"),
-    (["--quick"], r"^--quick applies only to --preset paper$"),
-    (["--preset", "paper"], r"^--preset paper makes its own data; drop PROBLEM$"),
-    (["--synth", "block", "--N", "0"], r"^--N must be in 1\.\.1e4 and --D in 1\.\.1e6$"),
-    (["-o", "{tmp}"], r"contains the problem file"),
-])
+@pytest.mark.parametrize(
+    "argv, pattern",
+    [
+        (["--eps", "0"], r"eps values must be finite and positive, got \[0\.0\]"),
+        (["--eps", "a,b"], r"^--eps must be comma-separated numbers, got 'a,b'$"),
+        (["--lr", "inf"], r"lr values must be finite and positive"),
+        (["--steps", "0"], r"steps must be in 1\.\.1e9"),
+        (
+            ["--rules", "sign,lion"],
+            r"^--rules must be comma-separated from gd, sign, adam; got 'sign,lion'$",
+        ),
+        (["--betas", "0.9"], r"^--betas needs two numbers, got '0\.9'$"),
+        (["--rules", "adam", "--betas", "0.9,1"], r"Adam betas must lie in \[0, 1\)"),
+        (["--threads", "0"], r"^--threads must be in 1\.\.1024, got 0$"),
+        (["--quick"], r"^--quick applies only to --preset paper$"),
+        (["--preset", "paper"], r"^--preset paper makes its own data; drop PROBLEM$"),
+        (["--synth", "block", "--N", "0"], r"^--N must be in 1\.\.1e4 and --D in 1\.\.1e6$"),
+        (["-o", "{tmp}"], r"contains the problem file"),
+    ],
+)
 def test_bad_options_are_one_line_before_any_work(block, tmp_path, argv, pattern) -> None:
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     out = [] if "-o" in argv else ["-o", str(tmp_path / "run")]
@@ -55,12 +61,28 @@ def test_no_problem_is_one_line(tmp_path) -> None:
 
 
 def test_parse_equals_the_cli_config(block, tmp_path) -> None:
-    argv = [str(block), "--rules", "sign,adam", "--eps", "0.01", "--lr", "1e-3,2e-3", "--steps", "300",
-            "--threads", "2", "-o", str(tmp_path / "run")]
+    argv = [
+        str(block),
+        "--rules",
+        "sign,adam",
+        "--eps",
+        "0.01",
+        "--lr",
+        "1e-3,2e-3",
+        "--steps",
+        "300",
+        "--threads",
+        "2",
+        "-o",
+        str(tmp_path / "run"),
+    ]
     parser, _ = build_parser()
     config = parse("signdescent", argv)
     assert config == Config.from_options(vars(parser.parse_args(["signdescent", *argv])))
-    assert [r.value for r in config.study.rules] == ["sign", "adam"] and config.study.record_every == 3
+    assert [r.value for r in config.study.rules] == [
+        "sign",
+        "adam",
+    ] and config.study.record_every == 3
     assert config.study.lr == (1e-3, 2e-3) and config.study.threads == 2 and config.figures
     preset = parse("signdescent", ["--preset", "paper", "--quick", "-o", str(tmp_path / "paper")])
     assert preset.preset == "paper" and preset.quick and preset.study is None
@@ -76,8 +98,9 @@ def test_run_write_lines_round_trip(block, tmp_path) -> None:
     assert {p.name for p in out.iterdir()} == {"summary.json", "paths.npz", ".mdcert-run"}
     lines = result.lines(100)
     assert lines[0].startswith("references: min ||beta||_3/2 = ") and len(lines) == 6
-    assert lines[-1].startswith("wall: references ") and lines[-1].endswith(f"; wrote {out}/ (summary.json, "
-                                                                            "paths.npz, figures)")
+    assert lines[-1].startswith("wall: references ") and lines[-1].endswith(
+        f"; wrote {out}/ (summary.json, paths.npz, figures)"
+    )
     assert result.exit_code == 0 and result.messages() == []
 
 

@@ -23,7 +23,9 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("verify")
     problem, cert = d / "problem.npz", d / "cert.json"
     synthetic_problem(n=3, T=4, d=3, seed=5).save(problem)
-    module("certify").run(parse("certify", [str(problem), "--p", "2", "--digits", "20", "-o", str(cert)])).write()
+    module("certify").run(
+        parse("certify", [str(problem), "--p", "2", "--digits", "20", "-o", str(cert)])
+    ).write()
     reg, reg_cert = d / "reg.npz", d / "reg.json"
     regression_problem("gaussian", N=3, D=6, seed=1).save(reg)
     solve = certify_interpolation(load_regression(reg), "1.5")
@@ -31,21 +33,35 @@ def files(tmp_path_factory):
     return problem, cert, reg, reg_cert
 
 
-@pytest.mark.parametrize("kw, pattern", [
-    (dict(p="junk"), r"^invalid p"),
-    (dict(p="1"), r"p > 1"),
-    (dict(export_w="{tmp}/W.txt"), r"--export-w .*W\.txt': use a \.npy file name"),
-    (dict(export_w="{tmp}/W.npy", export_direction="{tmp}/W.npy"), r"name the same file"),
-    (dict(regression=True, svm="decoder"), r"^--svm does not apply to a regression problem$"),
-    (dict(regression=True, alpha="opt"), r"^--alpha does not apply to a regression problem$"),
-    (dict(regression=True, export_w="{tmp}/W.npy"), r"^--export-w does not apply to a regression problem$"),
-])
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(p="junk"), r"^invalid p"),
+        (dict(p="1"), r"p > 1"),
+        (dict(export_w="{tmp}/W.txt"), r"--export-w .*W\.txt': use a \.npy file name"),
+        (dict(export_w="{tmp}/W.npy", export_direction="{tmp}/W.npy"), r"name the same file"),
+        (dict(regression=True, svm="decoder"), r"^--svm does not apply to a regression problem$"),
+        (dict(regression=True, alpha="opt"), r"^--alpha does not apply to a regression problem$"),
+        (
+            dict(regression=True, export_w="{tmp}/W.npy"),
+            r"^--export-w does not apply to a regression problem$",
+        ),
+    ],
+)
 def test_bad_options_are_one_line_before_any_work(files, tmp_path, kw, pattern) -> None:
     problem, cert, reg, reg_cert = files
     regression = kw.pop("regression", False)
     kw = {k: v.replace("{tmp}", str(tmp_path)) for k, v in kw.items()}
-    options = dict(problem=str(reg if regression else problem), certificate=str(reg_cert if regression else cert),
-                   p=None, svm=None, alpha=None, verbose=False, export_w=None, export_direction=None)
+    options = dict(
+        problem=str(reg if regression else problem),
+        certificate=str(reg_cert if regression else cert),
+        p=None,
+        svm=None,
+        alpha=None,
+        verbose=False,
+        export_w=None,
+        export_direction=None,
+    )
     with pytest.raises(MdcertError) as err:
         Config.from_options({**options, **kw})
     assert re.search(pattern, str(err.value)) and "\n" not in str(err.value)
@@ -54,7 +70,17 @@ def test_bad_options_are_one_line_before_any_work(files, tmp_path, kw, pattern) 
 
 def test_parse_equals_the_cli_config(files, tmp_path) -> None:
     problem, cert, reg, reg_cert = files
-    argv = [str(problem), str(cert), "--p", "2", "--svm", "attention", "-v", "--export-w", str(tmp_path / "W.npy")]
+    argv = [
+        str(problem),
+        str(cert),
+        "--p",
+        "2",
+        "--svm",
+        "attention",
+        "-v",
+        "--export-w",
+        str(tmp_path / "W.npy"),
+    ]
     parser, _ = build_parser()
     config = parse("verify", argv)
     assert config == Config.from_options(vars(parser.parse_args(["verify", *argv])))
@@ -84,7 +110,11 @@ def test_a_tampered_certificate_is_not_verified_and_exports_nothing(files, tmp_p
     bad.write_text(json.dumps(data))
     result = run(parse("verify", [str(problem), str(bad), "--export-w", str(tmp_path / "W.npy")]))
     result.write()
-    assert result.exit_code == 1 and result.lines(100) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
+    assert (
+        result.exit_code == 1
+        and result.lines(100) == []
+        and sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
+    )
     [line] = result.messages()
     assert line.startswith("NOT verified: ")
 

@@ -33,7 +33,7 @@ def test_padding_lengths_z_and_decoder() -> None:
         L = out.lengths[row]
         assert L == min(counts[i], 6) >= 2 and out.y[row] == src.labels[i]
         assert np.all(out.X[row, L:] == 0)
-        np.testing.assert_allclose(out.X[row, :L], proj.tokens[src.offsets[i]:src.offsets[i] + L])
+        np.testing.assert_allclose(out.X[row, :L], proj.tokens[src.offsets[i] : src.offsets[i] + L])
         np.testing.assert_allclose(out.z[row], out.X[row, :L].mean(axis=0), atol=1e-13)
     assert set(out.selection) <= set(src.train) and np.all(np.diff(out.selection) > 0)
     assert out.fit["truncated"] == int(np.sum(counts[out.selection] > 6))
@@ -54,7 +54,7 @@ def test_projection_is_fitted_on_training_tokens_only() -> None:
     src = _source()
     changed = src.features.copy()
     for i in src.test:
-        changed[src.offsets[i]:src.offsets[i + 1]] += 50.0
+        changed[src.offsets[i] : src.offsets[i + 1]] += 50.0
     other = Sequences(changed, src.offsets, src.labels, src.train, src.test, None, src.ids, {})
     a, b = fit_projection(src, d=4, T=5), fit_projection(other, d=4, T=5)
     train_rows = np.concatenate([np.arange(src.offsets[i], src.offsets[i + 1]) for i in src.train])
@@ -71,11 +71,14 @@ def test_cls_vectors_are_projected_like_tokens() -> None:
         select(fit_projection(_source(), d=3, T=5), n=10, seed=0, z="cls")
 
 
-@pytest.mark.parametrize(("kwargs", "pattern"), [
-    ({"d": 13, "T": 4}, r"invalid --d 13: the token features have dimension 12"),
-    ({"d": 0, "T": 4}, r"invalid --d 0"),
-    ({"d": 3, "T": 1}, r"invalid --T 1: the maximum length must be >= 2"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"d": 13, "T": 4}, r"invalid --d 13: the token features have dimension 12"),
+        ({"d": 0, "T": 4}, r"invalid --d 0"),
+        ({"d": 3, "T": 1}, r"invalid --T 1: the maximum length must be >= 2"),
+    ],
+)
 def test_fit_refuses_bad_sizes(kwargs, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern):
         fit_projection(_source(), **kwargs)
@@ -86,7 +89,10 @@ def test_select_refuses_too_many_examples() -> None:
     eligible = int(np.sum(src.counts[src.train] >= 2))
     proj = fit_projection(src, d=3, T=4)
     assert len(select(proj, n=eligible, seed=0).selection) == eligible
-    with pytest.raises(MdcertError, match=f"invalid --n {eligible + 1}: the training split has {eligible} sequences"):
+    with pytest.raises(
+        MdcertError,
+        match=f"invalid --n {eligible + 1}: the training split has {eligible} sequences",
+    ):
         select(proj, n=eligible + 1, seed=0)
     with pytest.raises(MdcertError, match="unknown --z 'max'"):
         select(proj, n=3, seed=0, z="max")
@@ -94,7 +100,9 @@ def test_select_refuses_too_many_examples() -> None:
 
 def test_one_label_in_training_is_refused() -> None:
     src = _source()
-    one = Sequences(src.features, src.offsets, np.ones_like(src.labels), src.train, src.test, None, src.ids, {})
+    one = Sequences(
+        src.features, src.offsets, np.ones_like(src.labels), src.train, src.test, None, src.ids, {}
+    )
     with pytest.raises(MdcertError, match="do not have both labels"):
         fit_projection(one, d=3, T=4)
 

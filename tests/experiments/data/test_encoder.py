@@ -15,8 +15,14 @@ SHORT = ("A three-hour cinema master class.", "Bad, bad, bad movie.", "Dull and 
 
 def _corpus(texts) -> Corpus:
     base = read_corpus(limit=1)
-    return Corpus(tuple(texts), np.array([1.0, -1.0, -1.0][:len(texts)]), np.arange(len(texts)),
-                  base.path, base.sha256, len(texts))
+    return Corpus(
+        tuple(texts),
+        np.array([1.0, -1.0, -1.0][: len(texts)]),
+        np.arange(len(texts)),
+        base.path,
+        base.sha256,
+        len(texts),
+    )
 
 
 def test_static_embeddings_are_the_word_embedding_rows() -> None:
@@ -30,14 +36,18 @@ def test_static_embeddings_are_the_word_embedding_rows() -> None:
     assert feats.cls is None and feats.cache_file is None
     for i, text in enumerate(SHORT):
         kept = content_tokens(encode([text])[0])
-        assert np.array_equal(feats.ids[feats.offsets[i]:feats.offsets[i + 1]], kept.ids)
+        assert np.array_equal(feats.ids[feats.offsets[i] : feats.offsets[i + 1]], kept.ids)
         assert np.array_equal(feats.sequence(i), table[list(kept.ids)])
 
 
 def test_contextual_path_on_three_short_reviews(tmp_path, monkeypatch) -> None:
     corpus = _corpus(SHORT)
     feats = encoder.corpus_features(corpus, embed="contextual", cache_dir=tmp_path)
-    assert feats.cache_file is not None and feats.cache_file.parent == tmp_path and feats.cache_file.is_file()
+    assert (
+        feats.cache_file is not None
+        and feats.cache_file.parent == tmp_path
+        and feats.cache_file.is_file()
+    )
     assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
     torch, model = encoder.load_encoder()
     assert not model.training
@@ -50,9 +60,14 @@ def test_contextual_path_on_three_short_reviews(tmp_path, monkeypatch) -> None:
         np.testing.assert_allclose(feats.cls[i], hidden[0], atol=2e-5)
     assert len(feats.sequence(1)) == 4  # bad , movie . : the repeats merged
     # second run: read from the cache (the encoder must not run), same bytes
-    monkeypatch.setattr(encoder, "contextual_outputs", lambda *a, **k: pytest.fail("encoder ran again"))
+    monkeypatch.setattr(
+        encoder, "contextual_outputs", lambda *a, **k: pytest.fail("encoder ran again")
+    )
     again = encoder.corpus_features(corpus, embed="contextual", cache_dir=tmp_path)
-    assert again.features.tobytes() == feats.features.tobytes() and again.cls.tobytes() == feats.cls.tobytes()
+    assert (
+        again.features.tobytes() == feats.features.tobytes()
+        and again.cls.tobytes() == feats.cls.tobytes()
+    )
 
 
 def test_a_damaged_cache_is_recomputed(tmp_path) -> None:
@@ -69,7 +84,10 @@ def test_cache_directory_rules(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("MDCERT_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert encoder.default_cache_dir() == tmp_path / "x" / "mdcert"
-    assert encoder.check_cache_dir(None) == tmp_path / "x" / "mdcert" and (tmp_path / "x" / "mdcert").is_dir()
+    assert (
+        encoder.check_cache_dir(None) == tmp_path / "x" / "mdcert"
+        and (tmp_path / "x" / "mdcert").is_dir()
+    )
     (tmp_path / "file").write_text("")
     with pytest.raises(MdcertError, match="is a file; pass another --cache-dir"):
         encoder.check_cache_dir(tmp_path / "file")

@@ -8,12 +8,21 @@ import sys
 import pytest
 
 from certify.errors import MdcertError
-from experiments.data.extras import EXTRA_HINT, WHEELS_HINT, check_installed, require, sha256_file, wheel_file
+from experiments.data.extras import (
+    EXTRA_HINT,
+    WHEELS_HINT,
+    check_installed,
+    require,
+    sha256_file,
+    wheel_file,
+)
 
 
 def test_require_names_what_to_pip_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "tokenizers", None)  # import now raises ImportError
-    with pytest.raises(MdcertError, match=r"'tokenizers', which is not installed; run: pip install") as err:
+    with pytest.raises(
+        MdcertError, match=r"'tokenizers', which is not installed; run: pip install"
+    ) as err:
         require("tokenizers")
     assert EXTRA_HINT in str(err.value) and "\n" not in str(err.value)
 
@@ -32,7 +41,9 @@ def test_check_installed_imports_nothing(monkeypatch) -> None:
 
 
 def test_wheel_file_missing_package_and_file(tmp_path, monkeypatch) -> None:
-    with pytest.raises(MdcertError, match="'no_such_wheel_pkg' is not installed; run: pip install --no-deps"):
+    with pytest.raises(
+        MdcertError, match="'no_such_wheel_pkg' is not installed; run: pip install --no-deps"
+    ):
         wheel_file("no_such_wheel_pkg", "data/x.csv")
     (tmp_path / "fakepkg_mdcert").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))

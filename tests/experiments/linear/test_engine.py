@@ -29,7 +29,10 @@ def problem():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(-1e4, 1e4, allow_nan=False), min_size=1, max_size=6), st.sampled_from(list(Loss)))
+@given(
+    st.lists(st.floats(-1e4, 1e4, allow_nan=False), min_size=1, max_size=6),
+    st.sampled_from(list(Loss)),
+)
 @example([800.0, 900.0], Loss.EXPONENTIAL)
 @example([-800.0, 3.0], Loss.LOGISTIC)
 @example([1e4, 1e4 + 1.0], Loss.LOGISTIC)
@@ -42,7 +45,9 @@ def test_scaled_weights_are_the_loss_derivative_rescaled(margins, loss) -> None:
         if ci < 1e-290:  # subnormal or underflowed: negligible against the largest weight
             continue
         # log of -l'(u) = e^(-m0) c, compared in log space (the true values may underflow)
-        true_log = -u if loss is Loss.EXPONENTIAL else -u - math.log1p(math.exp(-u)) if u > -700 else 0.0
+        true_log = (
+            -u if loss is Loss.EXPONENTIAL else -u - math.log1p(math.exp(-u)) if u > -700 else 0.0
+        )
         if loss is Loss.LOGISTIC and u < 0:
             true_log = -math.log1p(math.exp(u))
         assert math.isclose(math.log(ci) - float(m0), true_log, rel_tol=1e-12, abs_tol=1e-9)
@@ -54,7 +59,9 @@ def test_record_steps_are_log_spaced_and_end_at_steps() -> None:
 
 
 def test_p2_constant_step_is_gradient_descent(problem) -> None:
-    cfg = PgdConfig(ps=(2.0,), lrs=(0.5,), inits=1, init_scale=0.3, loss="logistic", steps=5, records=5, seed=1)
+    cfg = PgdConfig(
+        ps=(2.0,), lrs=(0.5,), inits=1, init_scale=0.3, loss="logistic", steps=5, records=5, seed=1
+    )
     paths = run_pgd_paths(problem, cfg)
     A = float_rows(problem)
     w = 0.3 * np.random.default_rng(1).standard_normal((1, A.shape[1]))[0]
@@ -66,7 +73,9 @@ def test_p2_constant_step_is_gradient_descent(problem) -> None:
 
 def test_mirror_step_satisfies_the_dual_update(problem) -> None:
     p, lr = 1.5, 0.2
-    cfg = PgdConfig(ps=(p,), lrs=(lr,), inits=1, init_scale=0.5, loss="exponential", steps=1, records=2)
+    cfg = PgdConfig(
+        ps=(p,), lrs=(lr,), inits=1, init_scale=0.5, loss="exponential", steps=1, records=2
+    )
     paths = run_pgd_paths(problem, cfg)
     A = float_rows(problem)
     w0, w1 = paths.W[0, 0], paths.W[0, -1]
@@ -78,8 +87,16 @@ def test_mirror_step_satisfies_the_dual_update(problem) -> None:
 def test_normalized_steps_never_nan_past_gradient_underflow(problem) -> None:
     # margins grow far past 745, where e^-margin underflows: a plain loop divides 0 by 0
     refs = {p: np.ones(problem.d) / problem.d ** (1 / p) for p in (1.5, 3.0)}
-    cfg = PgdConfig(ps=(1.5, 3.0), lrs=(50.0,), inits=2, init_scale=0.1, loss="logistic", normalize=True,
-                    steps=3000, records=20)
+    cfg = PgdConfig(
+        ps=(1.5, 3.0),
+        lrs=(50.0,),
+        inits=2,
+        init_scale=0.1,
+        loss="logistic",
+        normalize=True,
+        steps=3000,
+        records=20,
+    )
     paths = run_pgd_paths(problem, cfg, references=refs)
     A = float_rows(problem)
     assert (A @ paths.W[:2, -1].T).min() > 800  # p = 1.5: every e^-margin underflows
@@ -101,8 +118,16 @@ def test_bregman_decreases_towards_a_certified_direction(problem) -> None:
     from experiments.linear.study import references
 
     refs = references(problem, (2.0,), digits=20)
-    cfg = PgdConfig(ps=(2.0,), lrs=(1.0,), inits=2, init_scale=0.1, loss="logistic", normalize=True,
-                    steps=2000, records=20)
+    cfg = PgdConfig(
+        ps=(2.0,),
+        lrs=(1.0,),
+        inits=2,
+        init_scale=0.1,
+        loss="logistic",
+        normalize=True,
+        steps=2000,
+        records=20,
+    )
     paths = run_pgd_paths(problem, cfg, references={2.0: refs[2.0].direction})
     assert (paths.bregman[:, -1] < 0.1 * paths.bregman[:, 1]).all()
     assert (paths.bregman >= 0).all()
@@ -117,19 +142,22 @@ def test_multiclass_rows_are_the_crammer_singer_rows() -> None:
     np.testing.assert_allclose(A @ W.ravel(), expect, rtol=1e-13)
 
 
-@pytest.mark.parametrize("kw,match", [
-    ({"ps": (1.0,)}, r"--p values must lie in \(1, 20\]"),
-    ({"ps": (float("nan"),)}, r"--p values must be finite"),
-    ({"ps": ()}, r"--p is empty"),
-    ({"lrs": (0.0,)}, r"--lr values must be finite and > 0"),
-    ({"lrs": (float("inf"),)}, r"--lr values must be finite and > 0"),
-    ({"inits": 0}, r"--inits must be an integer"),
-    ({"steps": 0}, r"--steps must be an integer"),
-    ({"steps": 1.5}, r"--steps must be an integer"),
-    ({"records": 1}, r"--records must be an integer"),
-    ({"init_scale": -1.0}, r"--init-scale must be finite and >= 0"),
-    ({"loss": "hinge"}, r"hinge"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"ps": (1.0,)}, r"--p values must lie in \(1, 20\]"),
+        ({"ps": (float("nan"),)}, r"--p values must be finite"),
+        ({"ps": ()}, r"--p is empty"),
+        ({"lrs": (0.0,)}, r"--lr values must be finite and > 0"),
+        ({"lrs": (float("inf"),)}, r"--lr values must be finite and > 0"),
+        ({"inits": 0}, r"--inits must be an integer"),
+        ({"steps": 0}, r"--steps must be an integer"),
+        ({"steps": 1.5}, r"--steps must be an integer"),
+        ({"records": 1}, r"--records must be an integer"),
+        ({"init_scale": -1.0}, r"--init-scale must be finite and >= 0"),
+        ({"loss": "hinge"}, r"hinge"),
+    ],
+)
 def test_bad_config(kw, match) -> None:
     with pytest.raises((MdcertError, ValueError), match=match):
         PgdConfig(**kw)

@@ -23,8 +23,12 @@ def test_small_constant_steps_satisfy_the_condition() -> None:
 
 def test_p2_value_is_one_minus_eta_times_the_hessian_norm() -> None:
     pr = classification_problem(n=20, d=3, seed=2)
-    paths = run_pgd_paths(pr, PgdConfig(ps=(2.0,), lrs=(0.5,), inits=1, init_scale=0.2, steps=10, records=5,
-                                        loss="exponential"))
+    paths = run_pgd_paths(
+        pr,
+        PgdConfig(
+            ps=(2.0,), lrs=(0.5,), inits=1, init_scale=0.2, steps=10, records=5, loss="exponential"
+        ),
+    )
     v = smoothness_margins(paths, float_rows(pr), samples=1)
     A = float_rows(pr)
     w = paths.W[0, -1]

@@ -14,7 +14,9 @@ from experiments.linear import PgdConfig, run_pgd
 @pytest.fixture(scope="module")
 def run():
     pr = classification_problem(n=25, d=3, seed=1)
-    cfg = PgdConfig(ps=(1.5, 2.0), lrs=(1.0,), inits=3, init_scale=0.1, normalize=True, steps=400, records=30)
+    cfg = PgdConfig(
+        ps=(1.5, 2.0), lrs=(1.0,), inits=3, init_scale=0.1, normalize=True, steps=400, records=30
+    )
     return run_pgd(pr, cfg, digits=20)
 
 

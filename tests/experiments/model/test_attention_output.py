@@ -53,8 +53,16 @@ def _model_route(W_start: np.ndarray, p: str, steps: int, *, naive: bool = False
 
 
 def _engine(W_start: np.ndarray, p: str, steps: int):
-    return run_paths([PROBLEM], data_index=[0], p=[p], lr=[0.1], steps=[steps], W0=W_start[None], normalize=True,
-                     records=2)
+    return run_paths(
+        [PROBLEM],
+        data_index=[0],
+        p=[p],
+        lr=[0.1],
+        steps=[steps],
+        W0=W_start[None],
+        normalize=True,
+        records=2,
+    )
 
 
 @pytest.mark.parametrize(("p", "start"), [("2", 1400), ("1.75", 1000)])
@@ -63,14 +71,14 @@ def test_saturated_stretch_matches_the_exact_update(p, start):
     engine agree with the mpmath update to ~1e-15; the plain-softmax autograd route does not."""
     res = _engine(W0, p, start)
     W_start = res.W_final[0]
-    assert np.any(res.attention_final[0].max(axis=-1) == 1.0)      # saturated in float64
+    assert np.any(res.attention_final[0].max(axis=-1) == 1.0)  # saturated in float64
     ref = _unit(mp_md_path(PROBLEM, W_start, p=p, lr=0.1, steps=30))
     model, engine = _unit(_model_route(W_start, p, 30)), _unit(_engine(W_start, p, 30).W_final[0])
     naive = _unit(_model_route(W_start, p, 30, naive=True))
     assert np.abs(model - ref).max() < 1e-13
     assert np.abs(engine - ref).max() < 1e-13
     assert np.abs(model - engine).max() < 1e-13
-    assert np.abs(naive - ref).max() > 1e-4                         # the test can tell the difference
+    assert np.abs(naive - ref).max() > 1e-4  # the test can tell the difference
 
 
 def test_gradient_matches_autograd_of_the_plain_formula_when_not_saturated():
@@ -90,7 +98,9 @@ def test_gradient_matches_autograd_of_the_plain_formula_when_not_saturated():
 def test_broadcast_h_and_masked_padding():
     g = torch.Generator().manual_seed(1)
     s = torch.randn(2, 3, 5, dtype=torch.float64, generator=g, requires_grad=True)
-    h = torch.randn(3, 5, dtype=torch.float64, generator=g, requires_grad=True)   # shared over the batch
+    h = torch.randn(
+        3, 5, dtype=torch.float64, generator=g, requires_grad=True
+    )  # shared over the batch
     mask = torch.tensor([[True] * 5, [True, True, False, False, False], [True] * 4 + [False]])
     f = attention_output(mask_logits(s, mask), h)
     f.sum().backward()
@@ -106,10 +116,15 @@ def test_top_token_derivative_is_minus_delta():
     h = torch.tensor([[1.0, 3.0, -2.0]], dtype=torch.float64)
     t = output_terms(s, h)
     ds = output_dlogits(t)
-    a1, a2 = np.exp(-60.0) / (1 + np.exp(-60.0) + np.exp(-61.0)), np.exp(-61.0) / (1 + np.exp(-60.0) + np.exp(-61.0))
+    a1, a2 = (
+        np.exp(-60.0) / (1 + np.exp(-60.0) + np.exp(-61.0)),
+        np.exp(-61.0) / (1 + np.exp(-60.0) + np.exp(-61.0)),
+    )
     delta = a1 * 2.0 + a2 * -3.0
     assert t.a[0, 0] == 1.0
-    np.testing.assert_allclose(ds[0].numpy(), [-delta, a1 * (2.0 - delta), a2 * (-3.0 - delta)], rtol=1e-14)
+    np.testing.assert_allclose(
+        ds[0].numpy(), [-delta, a1 * (2.0 - delta), a2 * (-3.0 - delta)], rtol=1e-14
+    )
 
 
 @pytest.mark.slow
@@ -128,5 +143,7 @@ def test_second_derivatives_are_refused_not_wrong():
     s = torch.randn(2, 4, dtype=torch.float64, requires_grad=True)
     h = torch.randn(2, 4, dtype=torch.float64)
     (g,) = torch.autograd.grad(attention_output(s, h).sum(), s, create_graph=True)
-    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad|trying to differentiate"):
+    with pytest.raises(
+        RuntimeError, match="once_differentiable|does not require grad|trying to differentiate"
+    ):
         torch.autograd.grad(g.sum(), s)

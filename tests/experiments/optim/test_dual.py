@@ -40,9 +40,12 @@ def test_cache_holds_the_dual_of_the_parameter():
     for k in range(3):
         param.grad = torch.randn(20, generator=gen(33 + k), dtype=torch.float64)
         opt.step()
-    np.testing.assert_allclose(opt.state[param]["dual"].numpy(), lp.mirror_map(param.detach().numpy(), "1.75"),
-                               rtol=1e-14)
-    assert "dual" not in LpMirrorDescent([torch.nn.Parameter(torch.ones(2))], p=2).state  # p = 2: no cache
+    np.testing.assert_allclose(
+        opt.state[param]["dual"].numpy(), lp.mirror_map(param.detach().numpy(), "1.75"), rtol=1e-14
+    )
+    assert (
+        "dual" not in LpMirrorDescent([torch.nn.Parameter(torch.ones(2))], p=2).state
+    )  # p = 2: no cache
 
 
 def _modify_no_grad(param):
@@ -51,7 +54,9 @@ def _modify_no_grad(param):
 
 
 def _modify_data_whole(param):
-    param.data.copy_(param.data * -1.5)  # invisible to the version counter; the sampled fingerprint sees it
+    param.data.copy_(
+        param.data * -1.5
+    )  # invisible to the version counter; the sampled fingerprint sees it
 
 
 def _modify_data_rebind(param):
@@ -62,7 +67,9 @@ def _modify_detach(param):
     param.detach().mul_(-1.5)  # shares the version counter
 
 
-@pytest.mark.parametrize("modify", [_modify_no_grad, _modify_data_whole, _modify_data_rebind, _modify_detach])
+@pytest.mark.parametrize(
+    "modify", [_modify_no_grad, _modify_data_whole, _modify_data_rebind, _modify_detach]
+)
 def test_cache_detects_outside_modification(modify):
     """After any of these writes the step equals a fresh optimizer's step from the modified parameter."""
     W0 = torch.randn(50, generator=gen(34), dtype=torch.float64)
@@ -147,8 +154,11 @@ def test_state_dict_keeps_the_dual_and_load_checks_it():
 @pytest.mark.parametrize("cache_dual", [True, False])
 def test_check_mirror_update_kit_passes(cache_dual):
 
-    check_mirror_update(lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, cache_dual=cache_dual),
-                        max_examples=5, dtypes=(torch.float64,))
+    check_mirror_update(
+        lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, cache_dual=cache_dual),
+        max_examples=5,
+        dtypes=(torch.float64,),
+    )
 
 
 def test_failed_step_leaves_parameter_and_usable_cache():

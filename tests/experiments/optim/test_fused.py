@@ -28,7 +28,9 @@ N = FUSED_MIN_NUMEL * 2 + 7  # large enough for the fused path, with a ragged ta
 
 def _spread(n, dtype, lo, hi, seed=0):
     g = torch.Generator().manual_seed(seed)
-    mag = torch.exp(torch.empty(n, dtype=torch.float64).uniform_(math.log(lo), math.log(hi), generator=g))
+    mag = torch.exp(
+        torch.empty(n, dtype=torch.float64).uniform_(math.log(lo), math.log(hi), generator=g)
+    )
     sign = torch.where(torch.rand(n, generator=g) < 0.5, -1.0, 1.0).double()
     return (mag * sign).to(dtype)
 
@@ -38,9 +40,23 @@ def _spread(n, dtype, lo, hi, seed=0):
 def test_cbrt_is_exact_to_a_few_eps_by_rational_arithmetic(dtype, k):
     """(y(1 - k eps))^3 <= a <= (y(1 + k eps))^3 exactly, over the whole positive range (subnormals too)."""
     finfo = torch.finfo(dtype)
-    a = _spread(400, dtype, finfo.smallest_normal * 2.0 ** -20, finfo.max / 8, seed=1).abs()
-    a = torch.cat([a, torch.tensor([finfo.smallest_normal, 2.0 ** -149 if dtype == torch.float32 else 5e-324,
-                                    1.0, 8.0, 27.0, finfo.max / 8], dtype=dtype)])
+    a = _spread(400, dtype, finfo.smallest_normal * 2.0**-20, finfo.max / 8, seed=1).abs()
+    a = torch.cat(
+        [
+            a,
+            torch.tensor(
+                [
+                    finfo.smallest_normal,
+                    2.0**-149 if dtype == torch.float32 else 5e-324,
+                    1.0,
+                    8.0,
+                    27.0,
+                    finfo.max / 8,
+                ],
+                dtype=dtype,
+            ),
+        ]
+    )
     y = cbrt_expr(a)
     eps = Fraction(finfo.eps)
     for ai, yi in zip(a.tolist(), y.tolist()):
@@ -53,11 +69,31 @@ def test_cbrt_of_zero_and_perfect_cubes(dtype):
     a = torch.tensor([0.0, 1.0, 8.0, 27.0, 64.0, 0.125], dtype=dtype)
     y = cbrt_expr(a)
     assert y[0] == 0 and not torch.isnan(y).any()
-    torch.testing.assert_close(y, torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 0.5], dtype=dtype), rtol=4 * torch.finfo(dtype).eps, atol=0)
+    torch.testing.assert_close(
+        y,
+        torch.tensor([0.0, 1.0, 2.0, 3.0, 4.0, 0.5], dtype=dtype),
+        rtol=4 * torch.finfo(dtype).eps,
+        atol=0,
+    )
 
 
-@pytest.mark.parametrize("e,bound", [("4/3", 3), ("1/3", 3), ("2/3", 5), ("10/3", 6), ("5/3", 5), ("1/2", 1),
-                                     ("3/4", 3), ("13/8", 4), ("2", 1), ("10", 6), ("1/10", 12), ("7/5", 24)])
+@pytest.mark.parametrize(
+    "e,bound",
+    [
+        ("4/3", 3),
+        ("1/3", 3),
+        ("2/3", 5),
+        ("10/3", 6),
+        ("5/3", 5),
+        ("1/2", 1),
+        ("3/4", 3),
+        ("13/8", 4),
+        ("2", 1),
+        ("10", 6),
+        ("1/10", 12),
+        ("7/5", 24),
+    ],
+)
 def test_signed_pow_expr_float32_against_float64(e, bound):
     """Error in float32 eps against the float64 power (rounded results that are normal numbers)."""
     exponent = Fraction(e)
@@ -97,8 +133,10 @@ def test_compiled_kernel_matches_the_expression_for_every_size(kernel43):
         qn = q + torch.tensor(-0.25, dtype=torch.float64) * g
         w = torch.empty_like(q)
         kernel43(q, w, g, torch.tensor(-0.25, dtype=torch.float64))
-        torch.testing.assert_close(q, qn, rtol=2.0 ** -23, atol=0)
-        torch.testing.assert_close(w, signed_pow_expr(q, _recipe(Fraction(4, 3))), rtol=4 * 2.0 ** -23, atol=1e-44)
+        torch.testing.assert_close(q, qn, rtol=2.0**-23, atol=0)
+        torch.testing.assert_close(
+            w, signed_pow_expr(q, _recipe(Fraction(4, 3))), rtol=4 * 2.0**-23, atol=1e-44
+        )
         # with g = 0 the step is the inverse map, bit for bit
         w0, q0 = torch.empty_like(q), q.clone()
         kernel43(q0, w0, torch.zeros_like(g), torch.tensor(0.0, dtype=torch.float64))
@@ -120,8 +158,15 @@ def _steps(fused, *, p="1.75", dtype=torch.float32, n=N, lr=0.05, steps=4, grad_
     return param, opt
 
 
-@pytest.mark.parametrize("flags", [{}, {"maximize": True}, {"normalize_gradient": True, "lr": 3.0},
-                                   {"normalize_gradient": True, "lr": 3.0, "grad_scale": 2.0 ** -140}])
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {},
+        {"maximize": True},
+        {"normalize_gradient": True, "lr": 3.0},
+        {"normalize_gradient": True, "lr": 3.0, "grad_scale": 2.0**-140},
+    ],
+)
 def test_fused_optimizer_agrees_with_eager(kernel43, flags):
     """Up to rounding: the compiled dual update may use a fused multiply-add where the eager one does
     not, which moves entries near a cancellation (Q + coef G ~ 0) by an ulp of the terms. Subnormal
@@ -129,8 +174,10 @@ def test_fused_optimizer_agrees_with_eager(kernel43, flags):
     fused, fopt = _steps(True, **flags)
     eager, eopt = _steps(False, **flags)
     assert not torch.equal(fused.detach(), _steps(False, steps=0)[0].detach())  # the steps moved it
-    torch.testing.assert_close(fused.detach(), eager.detach(), rtol=8 * 2.0 ** -23, atol=1e-6)
-    torch.testing.assert_close(fopt.state[fused]["dual"], eopt.state[eager]["dual"], rtol=8 * 2.0 ** -23, atol=1e-6)
+    torch.testing.assert_close(fused.detach(), eager.detach(), rtol=8 * 2.0**-23, atol=1e-6)
+    torch.testing.assert_close(
+        fopt.state[fused]["dual"], eopt.state[eager]["dual"], rtol=8 * 2.0**-23, atol=1e-6
+    )
 
 
 def test_fused_state_dict_round_trip_continues_bit_for_bit(kernel43):
@@ -163,8 +210,13 @@ def test_fused_overflow_refused_with_parameter_and_dual_unchanged(kernel43):
 
 
 # ---------------------------------------------------------------- options, fallback, errors
-@pytest.mark.parametrize("kw,msg", [(dict(fused=True, foreach=True), r"fused=True and foreach=True"),
-                                    (dict(fused=True, differentiable=True), r"fused=True does not support differentiable")])
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        (dict(fused=True, foreach=True), r"fused=True and foreach=True"),
+        (dict(fused=True, differentiable=True), r"fused=True does not support differentiable"),
+    ],
+)
 def test_incompatible_options_are_refused(kw, msg):
     with pytest.raises(MdcertError, match=msg):
         LpMirrorDescent([torch.nn.Parameter(torch.ones(3))], lr=0.1, p="1.75", **kw)
@@ -220,8 +272,16 @@ def test_failed_compilation_is_remembered(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("p,dtype", [("1.75", torch.float64), ("3", torch.float32), ("1.3", torch.float32),
-                                     ("2.5", torch.float64), ("1.1", torch.float32)])
+@pytest.mark.parametrize(
+    "p,dtype",
+    [
+        ("1.75", torch.float64),
+        ("3", torch.float32),
+        ("1.3", torch.float32),
+        ("2.5", torch.float64),
+        ("1.1", torch.float32),
+    ],
+)
 def test_fused_agrees_with_eager_other_exponents(p, dtype):
     try:
         fused_mod.step_kernel(1 / (Fraction(p) - 1), dtype)
@@ -229,7 +289,9 @@ def test_fused_agrees_with_eager_other_exponents(p, dtype):
         pytest.skip(str(exc))
     fused, _ = _steps(True, p=p, dtype=dtype)
     eager, _ = _steps(False, p=p, dtype=dtype)
-    eps = torch.finfo(dtype).eps * max(1.0, float(1 / (Fraction(p) - 1)))  # W = Q^e amplifies Q's rounding e-fold
+    eps = torch.finfo(dtype).eps * max(
+        1.0, float(1 / (Fraction(p) - 1))
+    )  # W = Q^e amplifies Q's rounding e-fold
     torch.testing.assert_close(fused.detach(), eager.detach(), rtol=16 * eps, atol=16 * eps)
 
 
@@ -243,8 +305,11 @@ def test_one_compilation_serves_the_optimizer_and_direct_calls(kernel43, monkeyp
         kernel43(*args)
 
     real = fused_mod.step_kernel
-    monkeypatch.setattr(fused_mod, "step_kernel", lambda e, d: counting if (e, d) == (Fraction(4, 3), torch.float32)
-                        else real(e, d))
+    monkeypatch.setattr(
+        fused_mod,
+        "step_kernel",
+        lambda e, d: counting if (e, d) == (Fraction(4, 3), torch.float32) else real(e, d),
+    )
     graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
     _steps(True, steps=2)
     assert len(calls) == 2

@@ -17,23 +17,52 @@ def gen(seed=0):
 
 
 def test_pow_plans():
-    kinds = {e: PowPlan(Fraction(e)).kind for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10", "13/8", "17"]}
-    assert kinds == {"1": "one", "2": "square", "1/2": "dyadic", "3/4": "dyadic", "10": "dyadic",
-                     "4/3": "generic", "1/10": "generic", "13/8": "dyadic", "17": "dyadic"}
+    kinds = {
+        e: PowPlan(Fraction(e)).kind
+        for e in ["1", "2", "1/2", "3/4", "10", "4/3", "1/10", "13/8", "17"]
+    }
+    assert kinds == {
+        "1": "one",
+        "2": "square",
+        "1/2": "dyadic",
+        "3/4": "dyadic",
+        "10": "dyadic",
+        "4/3": "generic",
+        "1/10": "generic",
+        "13/8": "dyadic",
+        "17": "dyadic",
+    }
     assert PowPlan(Fraction(13, 8)).bits == (1, 3) and PowPlan(Fraction(13, 8)).whole == 1
-    assert PowPlan(Fraction(4, 3)).whole == 1 and PowPlan(Fraction(4, 3)).frac == pytest.approx(1 / 3)
+    assert PowPlan(Fraction(4, 3)).whole == 1 and PowPlan(Fraction(4, 3)).frac == pytest.approx(
+        1 / 3
+    )
 
 
 # measured maxima (relative error in float32 eps over |x| in [1e-26, 1e26]): 15.4, 5.9, 11.8, 4.1, 6.6,
 # 2.2, 0.7, 2.2, 2.4, 1.2; generic exponents lose digits to exp2's argument e*log2|x| (up to ~30 here)
-@pytest.mark.parametrize("e, tol", [("4/3", 20), ("1/10", 8), ("7/3", 16), ("10", 6), ("17", 8), ("3/4", 3),
-                                    ("1/2", 1), ("13/8", 3), ("5/16", 3), ("3/2", 2)])
+@pytest.mark.parametrize(
+    "e, tol",
+    [
+        ("4/3", 20),
+        ("1/10", 8),
+        ("7/3", 16),
+        ("10", 6),
+        ("17", 8),
+        ("3/4", 3),
+        ("1/2", 1),
+        ("13/8", 3),
+        ("5/16", 3),
+        ("3/2", 2),
+    ],
+)
 def test_signed_pow_float32_against_float64(e, tol):
     """Every plan stays within a few float32 eps of the float64 power over 52 binades (no intermediate
     overflow/underflow: 3/4 as sqrt|x| * sqrt(sqrt|x|), not sqrt(|x| sqrt|x|))."""
     g = gen(40)
-    x = (torch.empty(20000, dtype=torch.float64).uniform_(-60, 60, generator=g).exp()
-         * torch.randn(20000, generator=g, dtype=torch.float64).sign()).float()
+    x = (
+        torch.empty(20000, dtype=torch.float64).uniform_(-60, 60, generator=g).exp()
+        * torch.randn(20000, generator=g, dtype=torch.float64).sign()
+    ).float()
     x[:4] = torch.tensor([0.0, -0.0, 1.0, -1.0])
     ev = float(Fraction(e))
     if ev > 1:  # keep the result inside float32

@@ -113,14 +113,23 @@ def test_bound_refreshed_after_inplace_change():
 def test_param_groups_with_own_p():
     a = torch.nn.Parameter(torch.randn(6, generator=gen(10), dtype=torch.float64))
     b = torch.nn.Parameter(torch.randn(6, generator=gen(11), dtype=torch.float64))
-    ga, gb = torch.randn(6, generator=gen(12), dtype=torch.float64), torch.randn(6, generator=gen(13), dtype=torch.float64)
-    opt = LpMirrorDescent([{"params": [a]}, {"params": [b], "p": "3", "lr": 0.2}], lr=0.1, p=Fraction(7, 4))
+    ga, gb = (
+        torch.randn(6, generator=gen(12), dtype=torch.float64),
+        torch.randn(6, generator=gen(13), dtype=torch.float64),
+    )
+    opt = LpMirrorDescent(
+        [{"params": [a]}, {"params": [b], "p": "3", "lr": 0.2}], lr=0.1, p=Fraction(7, 4)
+    )
     assert [g["p_exact"] for g in opt.param_groups] == ["7/4", "3/1"]
     a0, b0 = a.detach().clone(), b.detach().clone()
     a.grad, b.grad = ga, gb
     opt.step()
-    torch.testing.assert_close(a.detach(), simple_update(a0, ga, 0.1, Fraction(7, 4), False, False), rtol=1e-12, atol=0)
-    torch.testing.assert_close(b.detach(), simple_update(b0, gb, 0.2, Fraction(3), False, False), rtol=1e-12, atol=0)
+    torch.testing.assert_close(
+        a.detach(), simple_update(a0, ga, 0.1, Fraction(7, 4), False, False), rtol=1e-12, atol=0
+    )
+    torch.testing.assert_close(
+        b.detach(), simple_update(b0, gb, 0.2, Fraction(3), False, False), rtol=1e-12, atol=0
+    )
 
 
 def test_state_dict_round_trip():
@@ -139,7 +148,10 @@ def test_state_dict_round_trip():
     buf.seek(0)
     opt2.load_state_dict(torch.load(buf))
     assert opt2.state[b]["step"] == 2
-    assert opt2.param_groups[0]["p_exact"] == "7/4" and opt2.param_groups[0]["normalize_gradient"] is True
+    assert (
+        opt2.param_groups[0]["p_exact"] == "7/4"
+        and opt2.param_groups[0]["normalize_gradient"] is True
+    )
     for grad in grads[2:]:
         a.grad, b.grad = grad.clone(), grad.clone()
         opt.step()
@@ -156,7 +168,10 @@ def test_pickle_and_old_state_fill_defaults():
         del group["normalize_gradient"], group["p_exact"]
     fresh = LpMirrorDescent.__new__(LpMirrorDescent)
     fresh.__setstate__(state)
-    assert fresh.param_groups[0]["normalize_gradient"] is False and fresh.param_groups[0]["p_exact"] == "3/1"
+    assert (
+        fresh.param_groups[0]["normalize_gradient"] is False
+        and fresh.param_groups[0]["p_exact"] == "3/1"
+    )
     clone = pickle.loads(pickle.dumps(opt))
     assert clone.param_groups[0]["p"] == "3"
     copy.deepcopy(opt)
@@ -170,7 +185,7 @@ def test_closure_runs_with_grad_and_returns_loss():
     def closure():
         calls.append(torch.is_grad_enabled())
         opt.zero_grad()
-        loss = (w ** 2).sum()
+        loss = (w**2).sum()
         loss.backward()
         return loss
 
@@ -205,10 +220,16 @@ def test_normalize_gradient_uses_dual_norm_and_zero_gradient_no_step():
     q = 7 / 3  # p = 7/4
     Gn = G / (G.abs() ** q).sum() ** (1 / q)
     got = run_steps(W0, [G], p="7/4", lr=0.2, normalize_gradient=True)
-    np.testing.assert_allclose(got.numpy(), simple_update(W0, Gn, 0.2, Fraction(7, 4), False, False).numpy(), rtol=1e-13)
+    np.testing.assert_allclose(
+        got.numpy(), simple_update(W0, Gn, 0.2, Fraction(7, 4), False, False).numpy(), rtol=1e-13
+    )
     with pytest.warns(RuntimeWarning, match="exactly zero"):
-        assert torch.equal(run_steps(W0, [torch.zeros(3, dtype=torch.float64)], p="7/4", lr=0.2,
-                                     normalize_gradient=True), W0)
+        assert torch.equal(
+            run_steps(
+                W0, [torch.zeros(3, dtype=torch.float64)], p="7/4", lr=0.2, normalize_gradient=True
+            ),
+            W0,
+        )
 
 
 # ---------------------------------------------------------------- saturated losses (issue 20 item 10)
@@ -242,13 +263,21 @@ def test_normalized_steps_on_a_saturated_trajectory(p, path):
         assert 0 < float(G.abs().max()) < torch.finfo(G.dtype).tiny  # subnormal (about 2e-313)
         opt.step()
         new = model.W.detach()
-        ref = simple_update(W, G * 2.0 ** 600, lr, Fraction(p), False, True)  # same direction, normal range
+        ref = simple_update(
+            W, G * 2.0**600, lr, Fraction(p), False, True
+        )  # same direction, normal range
         torch.testing.assert_close(new, ref, rtol=1e-13, atol=1e-13 * float(W.abs().max()))
-        torch.testing.assert_close(mirror_step(W, G, lr, p, normalize_gradient=True), ref, rtol=1e-13,
-                                   atol=1e-13 * float(W.abs().max()))  # the out-of-place reference
+        torch.testing.assert_close(
+            mirror_step(W, G, lr, p, normalize_gradient=True),
+            ref,
+            rtol=1e-13,
+            atol=1e-13 * float(W.abs().max()),
+        )  # the out-of-place reference
         Q = lp.mirror_map(W.numpy(), p)
         dq, qnorm = lp.mirror_map(new.numpy(), p) - Q, (np.abs(Q) ** q).sum() ** (1 / q)
-        tol = 16 * np.finfo(np.float64).eps * qnorm / lr  # rounding of W and W+, amplified by the map
+        tol = (
+            16 * np.finfo(np.float64).eps * qnorm / lr
+        )  # rounding of W and W+, amplified by the map
         assert abs((np.abs(dq) ** q).sum() ** (1 / q) / lr - 1) < tol
 
 
@@ -259,8 +288,11 @@ def test_exactly_zero_gradient_says_so_and_names_the_scale_free_route(path):
     opt = LpMirrorDescent([model.W], lr=0.5, p="7/4", normalize_gradient=True, **SAT_PATHS[path])
     model.loss(t.X, t.y, t.z).backward()
     assert not bool(model.W.grad.any())
-    with pytest.warns(RuntimeWarning, match=r"parameter 0 of param group 0 .* is exactly zero, so a normalized "
-                                            r"step has no direction .*experiments\.paths\.run_paths"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"parameter 0 of param group 0 .* is exactly zero, so a normalized "
+        r"step has no direction .*experiments\.paths\.run_paths",
+    ):
         opt.step()
     assert torch.allclose(model.W.detach(), W, rtol=1e-15, atol=0)
 
@@ -277,12 +309,16 @@ def test_normalized_gradient_is_scale_free_across_the_float_range(dtype, e, seed
     from experiments.optim.kernels import normalized
 
     info = np.finfo({torch.float32: np.float32, torch.float64: np.float64}[dtype])
-    e = max(min(e, info.maxexp - 4), info.minexp - info.nmant)  # |G| <= 7: G 2^e exact in this range
+    e = max(
+        min(e, info.maxexp - 4), info.minexp - info.nmant
+    )  # |G| <= 7: G 2^e exact in this range
     G = torch.randint(-7, 8, (5, 3), generator=gen(seed)).to(dtype)
     G[0, 0] = 5.0  # never all zero
     big = G * 2.0 ** (e // 2) * 2.0 ** (e - e // 2)  # exact: 3-bit integers times a power of two
     for q in (2.0, 7 / 3, 3 / 2, 11.0):
-        torch.testing.assert_close(normalized(big, q), normalized(G, q), rtol=4 * float(info.eps), atol=0)
+        torch.testing.assert_close(
+            normalized(big, q), normalized(G, q), rtol=4 * float(info.eps), atol=0
+        )
     assert normalized(torch.zeros(3, dtype=dtype), 2.0) is None
 
 
@@ -300,19 +336,22 @@ def test_differentiable_step():
 
 
 # ---------------------------------------------------------------- errors
-@pytest.mark.parametrize("kwargs, exc, pattern", [
-    (dict(lr=-1, p=2), ValueError, r"^Invalid learning rate: -1\b"),
-    (dict(lr=0.0, p=2), ValueError, r"^Invalid learning rate: 0.0\b"),
-    (dict(lr=float("nan"), p=2), ValueError, r"^Invalid learning rate: nan\b"),
-    (dict(lr=float("inf"), p=2), ValueError, r"^Invalid learning rate: inf\b"),
-    (dict(lr="x", p=2), ValueError, r"^Invalid learning rate: x\b"),
-    (dict(lr=0.1, p=1), ValueError, r"^Invalid p: 1\b"),
-    (dict(lr=0.1, p="0.5"), ValueError, r"^Invalid p: 0.5\b"),
-    (dict(lr=0.1, p=float("inf")), ValueError, r"^Invalid p: inf\b"),
-    (dict(lr=0.1, p=float("nan")), ValueError, r"^Invalid p: nan\b"),
-    (dict(lr=0.1, p="abc"), ValueError, r"^Invalid p: abc\b"),
-    (dict(lr=0.1, p=True), ValueError, r"^Invalid p: True\b"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, pattern",
+    [
+        (dict(lr=-1, p=2), ValueError, r"^Invalid learning rate: -1\b"),
+        (dict(lr=0.0, p=2), ValueError, r"^Invalid learning rate: 0.0\b"),
+        (dict(lr=float("nan"), p=2), ValueError, r"^Invalid learning rate: nan\b"),
+        (dict(lr=float("inf"), p=2), ValueError, r"^Invalid learning rate: inf\b"),
+        (dict(lr="x", p=2), ValueError, r"^Invalid learning rate: x\b"),
+        (dict(lr=0.1, p=1), ValueError, r"^Invalid p: 1\b"),
+        (dict(lr=0.1, p="0.5"), ValueError, r"^Invalid p: 0.5\b"),
+        (dict(lr=0.1, p=float("inf")), ValueError, r"^Invalid p: inf\b"),
+        (dict(lr=0.1, p=float("nan")), ValueError, r"^Invalid p: nan\b"),
+        (dict(lr=0.1, p="abc"), ValueError, r"^Invalid p: abc\b"),
+        (dict(lr=0.1, p=True), ValueError, r"^Invalid p: True\b"),
+    ],
+)
 def test_bad_hyperparameters(kwargs, exc, pattern):
     with pytest.raises(exc, match=pattern):
         LpMirrorDescent([torch.nn.Parameter(torch.ones(1))], **kwargs)
@@ -335,13 +374,17 @@ def test_sparse_gradient_rejected():
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
 def test_nonfinite_gradient_leaves_everything_unchanged(path, bad):
     a = torch.nn.Parameter(torch.ones(4))
-    b = torch.nn.Parameter(torch.ones(3, 2).t() if path == "simple" else torch.ones(6))  # simple: non-contiguous
+    b = torch.nn.Parameter(
+        torch.ones(3, 2).t() if path == "simple" else torch.ones(6)
+    )  # simple: non-contiguous
     opt = LpMirrorDescent([a, b], lr=0.1, p="1.75", foreach=(path == "foreach"))
     a.grad = torch.ones(4)
     gb = torch.ones(b.shape)
     gb.view(-1)[2] = bad
     b.grad = gb
-    with pytest.raises(FloatingPointError, match=r"non-finite gradient in parameter 1 of param group 0.*smaller lr"):
+    with pytest.raises(
+        FloatingPointError, match=r"non-finite gradient in parameter 1 of param group 0.*smaller lr"
+    ):
         opt.step()
     assert torch.equal(a.detach(), torch.ones(4)) and torch.all(b.detach() == 1)
     assert a not in opt.state or opt.state[a].get("step", 0) == 0
@@ -352,10 +395,15 @@ def test_nonfinite_gradient_leaves_everything_unchanged(path, bad):
 def test_overflow_raises_and_leaves_parameters(p, path):
     a = torch.nn.Parameter(torch.ones(5))
     b = torch.nn.Parameter(torch.full((5,), 1e30))
-    opt = LpMirrorDescent([{"params": [a]}, {"params": [b]}], lr=1e10, p=p, foreach=(path == "foreach"))
+    opt = LpMirrorDescent(
+        [{"params": [a]}, {"params": [b]}], lr=1e10, p=p, foreach=(path == "foreach")
+    )
     a.grad = torch.ones(5) * 1e-3
     b.grad = -torch.full((5,), 3e37)
-    with pytest.raises(FloatingPointError, match=r"overflowed torch.float32 in parameter 0 of param group 1.*smaller lr"):
+    with pytest.raises(
+        FloatingPointError,
+        match=r"overflowed torch.float32 in parameter 0 of param group 1.*smaller lr",
+    ):
         opt.step()
     assert torch.equal(a.detach(), torch.ones(5)) and torch.all(b.detach() == 1e30)
 
@@ -372,7 +420,9 @@ def test_mirror_step_function():
     G = torch.tensor([0.5, 0.5], dtype=torch.float64)
     out = mirror_step(W, G, 0.1, "3")
     assert torch.equal(W, torch.tensor([1.0, -2.0], dtype=torch.float64))
-    np.testing.assert_allclose(lp.mirror_map(out.numpy(), 3), lp.mirror_map(W.numpy(), 3) - 0.05, rtol=1e-14)
+    np.testing.assert_allclose(
+        lp.mirror_map(out.numpy(), 3), lp.mirror_map(W.numpy(), 3) - 0.05, rtol=1e-14
+    )
     with pytest.raises(FloatingPointError, match="non-finite gradient"):
         mirror_step(W, torch.tensor([float("nan"), 0.0], dtype=torch.float64), 0.1, 3)
     with pytest.raises(FloatingPointError, match="overflowed"):
@@ -415,7 +465,9 @@ def test_hooks_and_lr_scheduler():
     assert seen == [1, 2, 3]
     assert opt.param_groups[0]["lr"] == pytest.approx(0.0625)
     Q = 1.0 - 0.5 - 0.25 - 0.125  # grad psi(1) = 1, then three steps with lr 0.5, 0.25, 0.125
-    torch.testing.assert_close(w.detach(), torch.full((3,), Q ** 0.5, dtype=torch.float64), rtol=1e-14, atol=0)
+    torch.testing.assert_close(
+        w.detach(), torch.full((3,), Q**0.5, dtype=torch.float64), rtol=1e-14, atol=0
+    )
 
 
 def test_differentiable_counts_steps():
@@ -435,7 +487,9 @@ def test_write_through_data_is_never_silently_overflowed(cache_dual):
     opt = LpMirrorDescent([param], lr=1.0, p="1.5", cache_dual=cache_dual)
     param.grad = torch.full((8,), 1e-3)
     opt.step()
-    param.data.fill_(3e38)  # invisible to param._version; the stale bound (about 1) predicts no overflow
+    param.data.fill_(
+        3e38
+    )  # invisible to param._version; the stale bound (about 1) predicts no overflow
     param.grad = -torch.full((8,), 2e18)  # Q = sqrt(3e38) + 2e18, W+ = Q^2 > float32 max
     if cache_dual:
         with pytest.raises(FloatingPointError, match=r"overflowed torch.float32 .*left unchanged"):
@@ -497,7 +551,9 @@ def test_cuda_foreach_path(p):
 # ---------------------------------------------------------------- the finiteness-only gradient check
 @pytest.mark.parametrize("p", ["2", "3", "1.75", "1.1"])
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
-@pytest.mark.parametrize("lr", [1e-6, 0.5])  # small lr: G.sum() suffices (p = 2, 3); large: G.G and max|G|
+@pytest.mark.parametrize(
+    "lr", [1e-6, 0.5]
+)  # small lr: G.sum() suffices (p = 2, 3); large: G.G and max|G|
 def test_nonfinite_gradient_refused_on_every_check_path(p, bad, lr):
     param = torch.nn.Parameter(torch.linspace(-2, 2, 300))
     opt = LpMirrorDescent([param], lr=lr, p=p)

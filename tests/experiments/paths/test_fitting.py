@@ -31,5 +31,8 @@ def test_fit_line_rows_and_a_single_step_is_refused() -> None:
 
 
 def test_clean_json_has_no_nan() -> None:
-    assert clean_json({"a": (1.0, float("nan")), "b": np.int64(3), "c": [np.float64("inf")]}) == \
-        {"a": [1.0, None], "b": 3, "c": [None]}
+    assert clean_json({"a": (1.0, float("nan")), "b": np.int64(3), "c": [np.float64("inf")]}) == {
+        "a": [1.0, None],
+        "b": 3,
+        "c": [None],
+    }

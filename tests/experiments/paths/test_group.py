@@ -15,8 +15,19 @@ def test_p2_mirror_step_is_the_sgd_update_bit_for_bit() -> None:
     pr = synthetic_problem(seed=3)
     W0 = np.random.default_rng(0).standard_normal((1, 10, 10))
     data = {"X": pr.X[None], "z": pr.z[None], "y": pr.y[None]}
-    g = PathGroup(np.array([0]), Fraction(2), 0.25, data, W0, pr.v[None], False, False, 0.25, torch.device("cpu"),
-                  torch.float64)
+    g = PathGroup(
+        np.array([0]),
+        Fraction(2),
+        0.25,
+        data,
+        W0,
+        pr.v[None],
+        False,
+        False,
+        0.25,
+        torch.device("cpu"),
+        torch.float64,
+    )
     fw = g.forward()
     G, _, ok = g.gradients(fw)
     W = torch.nn.Parameter(torch.tensor(W0))

@@ -13,15 +13,28 @@ from certify import AttentionProblem, Certificate, check_certificate, synthetic_
 from experiments.cli.main import main
 from experiments.paths.inputs import file_sha256, load_inits, load_problems
 
-BASE = ["--p", "1.75,2", "--steps", "300", "--lr", "0.1", "--normalize", "--records", "10", "--progress", "off",
-        "--workers", "0"]
+BASE = [
+    "--p",
+    "1.75,2",
+    "--steps",
+    "300",
+    "--lr",
+    "0.1",
+    "--normalize",
+    "--records",
+    "10",
+    "--progress",
+    "off",
+    "--workers",
+    "0",
+]
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("inputs")
-    a = synthetic_problem(seed=1, min_T=4)                     # variable lengths, T = 8
-    b = synthetic_problem(T=6, seed=2)                          # full length, T = 6: padded to 8 in the run
+    a = synthetic_problem(seed=1, min_T=4)  # variable lengths, T = 8
+    b = synthetic_problem(T=6, seed=2)  # full length, T = 6: padded to 8 in the run
     a.save(d / "a.npz")
     b.save(d / "b.json")
     a.padded(11).save(d / "a_padded.npz")
@@ -40,8 +53,21 @@ def files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def run(files):
     out = files / "run"
-    assert main(["paths", str(files / "a.npz"), str(files / "b.json"), "--init", str(files / "W0.npy"), *BASE,
-                 "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "paths",
+                str(files / "a.npz"),
+                str(files / "b.json"),
+                "--init",
+                str(files / "W0.npy"),
+                *BASE,
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -49,16 +75,27 @@ def test_run_records_each_problem_file_and_init(run, files) -> None:
     s = json.loads((run / "summary.json").read_text())
     recs = s["config"]["problems"]
     assert [r["path"] for r in recs] == [str(files / "a.npz"), str(files / "b.json")]
-    assert [r["sha256"] for r in recs] == [file_sha256(files / "a.npz"), file_sha256(files / "b.json")]
+    assert [r["sha256"] for r in recs] == [
+        file_sha256(files / "a.npz"),
+        file_sha256(files / "b.json"),
+    ]
     a, b = AttentionProblem.load(files / "a.npz"), AttentionProblem.load(files / "b.json")
     assert [r["data_hash"] for r in recs] == [a.data_hash(), b.data_hash()]
-    assert recs[0]["lengths"] == [int(k) for k in a.lengths] and recs[1]["lengths"] is None and recs[1]["T"] == 6
-    assert s["config"]["init"] == {"source": "file", "path": str(files / "W0.npy"),
-                                   "sha256": file_sha256(files / "W0.npy"), "count": 2}
+    assert (
+        recs[0]["lengths"] == [int(k) for k in a.lengths]
+        and recs[1]["lengths"] is None
+        and recs[1]["T"] == 6
+    )
+    assert s["config"]["init"] == {
+        "source": "file",
+        "path": str(files / "W0.npy"),
+        "sha256": file_sha256(files / "W0.npy"),
+        "count": 2,
+    }
     assert s["config"]["trials"] == 2 and s["config"]["inits"] == 2 and s["trajectories"] == 8
     arr = np.load(run / "arrays.npz")
     W0 = np.load(files / "W0.npy")
-    for k in range(8):                                      # trajectory k: problem trial[k], init init[k]
+    for k in range(8):  # trajectory k: problem trial[k], init init[k]
         np.testing.assert_array_equal(arr["W0"][k], W0[arr["init"][k]])
     assert arr["lengths"].tolist() == [list(a.valid_lengths), [6] * 6]
     assert np.all(arr["attention_final"][arr["trial"] == 1][:, :, 6:] == 0)
@@ -66,7 +103,10 @@ def test_run_records_each_problem_file_and_init(run, files) -> None:
 
 def test_certificates_name_the_files_data(run, files) -> None:
     """Each problem gets its own certified SVM, about the data its file holds (not the padded copy)."""
-    probs = {p.data_hash(): p for p in (AttentionProblem.load(files / "a.npz"), AttentionProblem.load(files / "b.json"))}
+    probs = {
+        p.data_hash(): p
+        for p in (AttentionProblem.load(files / "a.npz"), AttentionProblem.load(files / "b.json"))
+    }
     certs = [json.loads(line) for line in gzip.open(run / "certificates.jsonl.gz", "rt")]
     assert {c["data_hash"] for c in certs} == set(probs)
     for c in certs:
@@ -78,7 +118,20 @@ def test_certificates_name_the_files_data(run, files) -> None:
 
 def test_padded_file_gives_the_same_paths(run, files, tmp_path) -> None:
     out = tmp_path / "padded"
-    assert main(["paths", str(files / "a_padded.npz"), "--init", str(files / "W0.npy"), *BASE, "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "paths",
+                str(files / "a_padded.npz"),
+                "--init",
+                str(files / "W0.npy"),
+                *BASE,
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     x, y = np.load(run / "arrays.npz"), np.load(out / "arrays.npz")
     mine = x["trial"] == 0
     np.testing.assert_allclose(y["W_final"], x["W_final"][mine], rtol=1e-12, atol=1e-12)
@@ -100,30 +153,63 @@ def test_random_inits_with_a_standard_deviation(files, tmp_path) -> None:
 
 def test_synthetic_trials_with_a_given_init(files, tmp_path) -> None:
     out = tmp_path / "syn"
-    assert main(["paths", "--trials", "2", "--init", str(files / "W0_one.npy"), *BASE, "--no-certify",
-                 "--steps", "5", "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "paths",
+                "--trials",
+                "2",
+                "--init",
+                str(files / "W0_one.npy"),
+                *BASE,
+                "--no-certify",
+                "--steps",
+                "5",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     a = np.load(out / "arrays.npz")
     assert np.all(a["W0"] == np.load(files / "W0_one.npy"))
     assert json.loads((out / "summary.json").read_text())["config"]["problems"] is None
 
 
-@pytest.mark.parametrize(("argv", "pattern"), [
-    (["{d}/missing.npz"], r"problem file not found: .*missing\.npz"),
-    (["{d}/a.npz", "{d}/d4.npz"], r"problem files must share d: .* has d = 10, .*d4\.npz.* has d = 4"),
-    (["{d}/a.npz", "{d}/n5.npz"], r"must share n \(examples\)"),
-    (["{d}/a.npz", "--init", "{d}/W0_d3.npy"], r"--init .* has shape \(3, 3\), but the problems have d = 10"),
-    (["{d}/a.npz", "--init", "{d}/W0_nan.npy"], r"--init .* contains NaN or Inf"),
-    (["{d}/a.npz", "--init", "{d}/W0_str.npy"], r"--init .* must hold real numbers"),
-    (["{d}/a.npz", "--init", "{d}/nope.npy"], r"--init file not found"),
-    (["{d}/a.npz", "--init", "{d}/a.npz"], r"give a \.npy file"),
-    (["{d}/a.npz", "--init", "{d}/W0.npy", "--init-std", "2"], r"cannot be combined with --init-std or --inits"),
-    (["{d}/a.npz", "--init", "{d}/W0.npy", "--inits", "2"], r"cannot be combined with --init-std or --inits"),
-    (["{d}/a.npz", "--init-std", "0"], r"--init-std must be finite and > 0"),
-    (["{d}/a.npz", "--init-std", "nan"], r"--init-std must be finite and > 0"),
-    (["{d}/a.npz", "--trials", "3"], r"--trials describe synthetic trials"),
-    (["{d}/a.npz", "--T", "9", "--d", "3"], r"--T, --d describe synthetic trials"),
-])
-def test_bad_inputs_exit_1_with_one_line_and_write_nothing(files, tmp_path, capsys, argv, pattern) -> None:
+@pytest.mark.parametrize(
+    ("argv", "pattern"),
+    [
+        (["{d}/missing.npz"], r"problem file not found: .*missing\.npz"),
+        (
+            ["{d}/a.npz", "{d}/d4.npz"],
+            r"problem files must share d: .* has d = 10, .*d4\.npz.* has d = 4",
+        ),
+        (["{d}/a.npz", "{d}/n5.npz"], r"must share n \(examples\)"),
+        (
+            ["{d}/a.npz", "--init", "{d}/W0_d3.npy"],
+            r"--init .* has shape \(3, 3\), but the problems have d = 10",
+        ),
+        (["{d}/a.npz", "--init", "{d}/W0_nan.npy"], r"--init .* contains NaN or Inf"),
+        (["{d}/a.npz", "--init", "{d}/W0_str.npy"], r"--init .* must hold real numbers"),
+        (["{d}/a.npz", "--init", "{d}/nope.npy"], r"--init file not found"),
+        (["{d}/a.npz", "--init", "{d}/a.npz"], r"give a \.npy file"),
+        (
+            ["{d}/a.npz", "--init", "{d}/W0.npy", "--init-std", "2"],
+            r"cannot be combined with --init-std or --inits",
+        ),
+        (
+            ["{d}/a.npz", "--init", "{d}/W0.npy", "--inits", "2"],
+            r"cannot be combined with --init-std or --inits",
+        ),
+        (["{d}/a.npz", "--init-std", "0"], r"--init-std must be finite and > 0"),
+        (["{d}/a.npz", "--init-std", "nan"], r"--init-std must be finite and > 0"),
+        (["{d}/a.npz", "--trials", "3"], r"--trials describe synthetic trials"),
+        (["{d}/a.npz", "--T", "9", "--d", "3"], r"--T, --d describe synthetic trials"),
+    ],
+)
+def test_bad_inputs_exit_1_with_one_line_and_write_nothing(
+    files, tmp_path, capsys, argv, pattern
+) -> None:
     import re
 
     before = {p: p.read_bytes() for p in files.iterdir() if p.is_file()}

@@ -18,7 +18,9 @@ def problems():
 
 
 def _tensors(problems):
-    return tuple(torch.tensor(np.stack([getattr(p, k) for p in problems])) for k in ("X", "y", "z", "v"))
+    return tuple(
+        torch.tensor(np.stack([getattr(p, k) for p in problems])) for k in ("X", "y", "z", "v")
+    )
 
 
 def _autograd_loss(W, v, X, y, z):
@@ -57,7 +59,10 @@ def _mp_gradient(pr, W: np.ndarray, digits: int = 60) -> np.ndarray:
             e = [mpmath.exp(st_ - smax) for st_ in s]
             Z = mpmath.fsum(e)
             a = [x / Z for x in e]
-            h = [mpmath.fsum(mpmath.mpf(float(pr.v[j])) * xs[t][j] for j in range(d)) for t in range(T)]
+            h = [
+                mpmath.fsum(mpmath.mpf(float(pr.v[j])) * xs[t][j] for j in range(d))
+                for t in range(T)
+            ]
             f = mpmath.fsum(a[t] * h[t] for t in range(T))
             yv = mpmath.mpf(float(pr.y[i]))
             g = -yv / n / (1 + mpmath.exp(yv * f))
@@ -75,10 +80,10 @@ def test_gradient_direction_stays_exact_when_attention_saturates(problems, scale
     """At a saturated iterate (every non-top weight below e^-60) the engine's gradient direction
     matches a 100-digit evaluation; a softmax-backward (autograd) gradient is rounding noise there."""
     pr = problems[0]
-    W = scale * _svm_solution(pr)                            # every logit gap >= scale
+    W = scale * _svm_solution(pr)  # every logit gap >= scale
     X, y, z, v = _tensors([pr])
     _, G, _, a = loss_and_grad(torch.tensor(W[None]), X, y, z, v)
-    assert float((1 - a.amax(-1)).max()) == 0.0             # top weight rounds to 1 in float64
+    assert float((1 - a.amax(-1)).max()) == 0.0  # top weight rounds to 1 in float64
     ref = _mp_gradient(pr, W, digits=100 if scale < 100 else 400)
     Gn = G[0].numpy() / np.abs(G[0].numpy()).max()
     assert np.max(np.abs(Gn - ref)) < 1e-12
@@ -87,7 +92,7 @@ def test_gradient_direction_stays_exact_when_attention_saturates(problems, scale
     Ga = Wt.grad.numpy()
     scale_a = np.abs(Ga).max()
     err_autograd = np.inf if scale_a == 0 else np.max(np.abs(Ga / scale_a - ref))
-    assert err_autograd > 1e-3                              # the naive gradient has lost the direction
+    assert err_autograd > 1e-3  # the naive gradient has lost the direction
 
 
 def _svm_solution(pr) -> np.ndarray:

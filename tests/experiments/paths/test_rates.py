@@ -10,7 +10,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from certify import MdcertError
-from experiments.paths.rates import (MIN_TRAJECTORIES,
+from experiments.paths.rates import (
+    MIN_TRAJECTORIES,
     CurveState,
     Verdict,
     bootstrap_means,
@@ -29,13 +30,24 @@ def _steps(K: float, per_decade: int = 20) -> np.ndarray:
 STEPS = _steps(1e5)
 
 
-def _curves(kind: str, exponent: float, *, steps=STEPS, C: float = 2.0, trials: int = 32, spread: float = 0.3,
-            noise: float = 0.02, seed: int = 0) -> np.ndarray:
+def _curves(
+    kind: str,
+    exponent: float,
+    *,
+    steps=STEPS,
+    C: float = 2.0,
+    trials: int = 32,
+    spread: float = 0.3,
+    noise: float = 0.02,
+    seed: int = 0,
+) -> np.ndarray:
     """Trajectories ``C_i law(k) e^(noise)``: a per-trajectory prefactor (spread) and per-record noise."""
     rng = np.random.default_rng(seed)
     k = steps.astype(float)
-    base = C * (np.log(np.maximum(k, 2.0)) ** -exponent if kind == "log" else k ** -exponent)
-    return base[None, :] * np.exp(spread * rng.standard_normal((trials, 1)) + noise * rng.standard_normal((trials, k.size)))
+    base = C * (np.log(np.maximum(k, 2.0)) ** -exponent if kind == "log" else k**-exponent)
+    return base[None, :] * np.exp(
+        spread * rng.standard_normal((trials, 1)) + noise * rng.standard_normal((trials, k.size))
+    )
 
 
 @pytest.mark.parametrize("a", [0.5, 2.0, 8.0])
@@ -63,14 +75,25 @@ def test_curves_that_cannot_separate_the_laws_are_inconclusive(kind, e) -> None:
     """Half a decade of noisy records: both laws predict the held-out part within the noise."""
     steps = _steps(1e3)
     for seed in range(4):
-        fit = fit_rates(steps, _curves(kind, e, steps=steps, trials=8, noise=0.2, seed=seed), tail_fraction=0.3,
-                        bootstrap=300, seed=seed)
+        fit = fit_rates(
+            steps,
+            _curves(kind, e, steps=steps, trials=8, noise=0.2, seed=seed),
+            tail_fraction=0.3,
+            bootstrap=300,
+            seed=seed,
+        )
         assert fit.verdict is Verdict.INCONCLUSIVE, fit.selection.reason
 
 
 @settings(deadline=None, max_examples=25)
-@given(kind=st.sampled_from(["log", "power"]), e=st.floats(0.1, 6.0), K=st.sampled_from([1e2, 1e3, 1e4, 1e5]),
-       trials=st.integers(MIN_TRAJECTORIES, 40), noise=st.floats(0.0, 0.05), seed=st.integers(0, 2**16))
+@given(
+    kind=st.sampled_from(["log", "power"]),
+    e=st.floats(0.1, 6.0),
+    K=st.sampled_from([1e2, 1e3, 1e4, 1e5]),
+    trials=st.integers(MIN_TRAJECTORIES, 40),
+    noise=st.floats(0.0, 0.05),
+    seed=st.integers(0, 2**16),
+)
 @example(kind="power", e=0.1, K=1e2, trials=MIN_TRAJECTORIES, noise=0.3, seed=0)
 @example(kind="log", e=6.0, K=1e5, trials=40, noise=0.0, seed=0)
 def test_verdict_is_never_the_wrong_law(kind, e, K, trials, noise, seed) -> None:
@@ -79,17 +102,28 @@ def test_verdict_is_never_the_wrong_law(kind, e, K, trials, noise, seed) -> None
     'power'; 1 of 60 seeds there): its frequency is what the next-but-one test bounds."""
     if kind == "power":
         e = min(e, 2.0)
-    fit = fit_rates(_steps(K), _curves(kind, e, steps=_steps(K), trials=trials, noise=noise, seed=seed),
-                    bootstrap=200, seed=seed)
+    fit = fit_rates(
+        _steps(K),
+        _curves(kind, e, steps=_steps(K), trials=trials, noise=noise, seed=seed),
+        bootstrap=200,
+        seed=seed,
+    )
     assert fit.verdict.value in (kind, "inconclusive"), fit.selection.reason
 
 
 @pytest.mark.parametrize("trials", [2, 3, MIN_TRAJECTORIES - 1])
 def test_too_few_trajectories_never_decide(trials) -> None:
     """A bootstrap over 2 trajectories chose 'log' on a power law (k^-0.5, two decades, noise 0.3, seed 5)."""
-    fit = fit_rates(_steps(1e2), _curves("power", 0.5, steps=_steps(1e2), trials=trials, noise=0.3, seed=5),
-                    bootstrap=200, seed=5)
-    assert fit.verdict is Verdict.INCONCLUSIVE and f"only {trials} trajectories" in fit.selection.reason
+    fit = fit_rates(
+        _steps(1e2),
+        _curves("power", 0.5, steps=_steps(1e2), trials=trials, noise=0.3, seed=5),
+        bootstrap=200,
+        seed=5,
+    )
+    assert (
+        fit.verdict is Verdict.INCONCLUSIVE
+        and f"only {trials} trajectories" in fit.selection.reason
+    )
 
 
 def test_wrong_law_rate_is_far_below_the_level_under_heavy_noise() -> None:
@@ -99,8 +133,14 @@ def test_wrong_law_rate_is_far_below_the_level_under_heavy_noise() -> None:
     for kind in ("power", "log"):
         for e in (0.3, 1.0, 2.0):
             for seed in range(6):
-                fit = fit_rates(_steps(1e3), _curves(kind, e, steps=_steps(1e3), trials=MIN_TRAJECTORIES, noise=0.5,
-                                                     seed=seed), bootstrap=200, seed=seed)
+                fit = fit_rates(
+                    _steps(1e3),
+                    _curves(
+                        kind, e, steps=_steps(1e3), trials=MIN_TRAJECTORIES, noise=0.5, seed=seed
+                    ),
+                    bootstrap=200,
+                    seed=seed,
+                )
                 total += 1
                 wrong += fit.verdict.value not in (kind, "inconclusive")
     assert wrong <= 1, f"{wrong} wrong-law verdicts of {total}"
@@ -108,7 +148,9 @@ def test_wrong_law_rate_is_far_below_the_level_under_heavy_noise() -> None:
 
 def test_accelerating_decay_is_a_transient() -> None:
     k = _steps(1e4).astype(float)
-    c = (0.7 / (1 + (k / 3000) ** 2))[None, :] * np.exp(0.05 * np.random.default_rng(1).standard_normal((16, 1)))
+    c = (0.7 / (1 + (k / 3000) ** 2))[None, :] * np.exp(
+        0.05 * np.random.default_rng(1).standard_normal((16, 1))
+    )
     fit = fit_rates(k, c)
     assert fit.state is CurveState.TRANSIENT and fit.verdict is Verdict.INCONCLUSIVE
     assert fit.selection.reason.startswith("transient: the decay still accelerates")
@@ -121,18 +163,22 @@ def test_flat_curve_and_float_floor_are_flagged() -> None:
     flat = 0.6 * np.exp(0.05 * rng.standard_normal((16, STEPS.size)))
     fit = fit_rates(STEPS, flat)
     assert fit.state is CurveState.FLAT and fit.verdict is Verdict.INCONCLUSIVE
-    floor = 1e-8                                  # the curve reaches it at k ~ 1e4
+    floor = 1e-8  # the curve reaches it at k ~ 1e4
     at_floor = np.maximum(_curves("power", 2.0, noise=0.0), 2 * floor)
     fit = fit_rates(STEPS, at_floor, floor=floor)
     assert fit.state is CurveState.FLOOR and "resolution floor" in fit.selection.reason
-    assert fit_rates(STEPS, at_floor).state is not CurveState.FLOOR      # no floor given: no floor check
+    assert (
+        fit_rates(STEPS, at_floor).state is not CurveState.FLOOR
+    )  # no floor given: no floor check
 
 
 def test_horizon_decides_a_noisy_log_curve() -> None:
     """A window from a fixed step grows with the horizon: one noisy decade is inconclusive, five decide."""
     steps = _steps(1e6)
     curves = _curves("log", 1.0, steps=steps, trials=8, noise=0.3)
-    table = rates_by_horizon(steps, curves, [12, 100, 1e6], tail_fraction=0.0, start=10, bootstrap=300)
+    table = rates_by_horizon(
+        steps, curves, [12, 100, 1e6], tail_fraction=0.0, start=10, bootstrap=300
+    )
     assert isinstance(table[12], str) and "at least 3" in table[12]
     assert table[100].verdict is Verdict.INCONCLUSIVE
     assert table[10**6].verdict is Verdict.LOG and table[10**6].tail_from == 10
@@ -158,13 +204,22 @@ def test_predicted_exponent_is_reported_against_the_interval() -> None:
 
 def test_tail_nan_handling_and_json() -> None:
     curves = _curves("power", 1.0, trials=5)
-    curves[0, -3] = np.nan                       # a trajectory with a hole in the window is left out
+    curves[0, -3] = np.nan  # a trajectory with a hole in the window is left out
     fit = fit_rates(STEPS, curves, bootstrap=50)
     assert fit.trials == 4
     assert fit.tail_from >= 0.01 * STEPS.max() and fit.points == int(tail_mask(STEPS).sum())
     js = fit.to_json()
     assert js["verdict"] in ("power", "inconclusive") and js["state"] == "asymptotic"
-    assert set(js) >= {"log", "power", "selection", "reason", "tail_from_step", "trials", "slopes", "floor"}
+    assert set(js) >= {
+        "log",
+        "power",
+        "selection",
+        "reason",
+        "tail_from_step",
+        "trials",
+        "slopes",
+        "floor",
+    }
     assert set(js["selection"]["early_fits"]) == {"log", "power"}
 
 
@@ -196,13 +251,21 @@ def test_bregman_floor() -> None:
     assert bregman_floor(3.0, 100, direction_error=float("nan")) == bregman_floor(3.0, 100)
 
 
-@pytest.mark.parametrize("steps, curves, options, pattern", [
-    (np.array([1, 2, 3]), np.ones((2, 4)), {}, r"points per trial"),
-    (STEPS, np.full((3, STEPS.size), np.nan), {}, r"no trial"),
-    (STEPS, -np.ones((3, STEPS.size)), {}, r"no trial"),
-    (np.array([5, 5, 5, 5]), np.ones((2, 4)), {"tail_fraction": 0.0}, r"at least 3 fitted and 2 held-out"),
-    (STEPS, np.ones((2, STEPS.size)), {"holdout": 1.0}, r"holdout and level"),
-])
+@pytest.mark.parametrize(
+    "steps, curves, options, pattern",
+    [
+        (np.array([1, 2, 3]), np.ones((2, 4)), {}, r"points per trial"),
+        (STEPS, np.full((3, STEPS.size), np.nan), {}, r"no trial"),
+        (STEPS, -np.ones((3, STEPS.size)), {}, r"no trial"),
+        (
+            np.array([5, 5, 5, 5]),
+            np.ones((2, 4)),
+            {"tail_fraction": 0.0},
+            r"at least 3 fitted and 2 held-out",
+        ),
+        (STEPS, np.ones((2, STEPS.size)), {"holdout": 1.0}, r"holdout and level"),
+    ],
+)
 def test_fit_errors(steps, curves, options, pattern) -> None:
     with pytest.raises(MdcertError, match=pattern):
         fit_rates(steps, curves, **options)
@@ -217,16 +280,20 @@ def test_one_slow_trajectory_shapes_the_arithmetic_mean_not_the_geometric_one() 
     ari = fit_rates(STEPS, curves, bootstrap=400, average="arithmetic")
     assert geo.average == "geometric" and geo.verdict is Verdict.POWER
     assert ari.average == "arithmetic" and ari.verdict is Verdict.INCONCLUSIVE
-    assert fit_rates(STEPS, _curves("log", 2.0), average="arithmetic", bootstrap=300).verdict is Verdict.LOG
+    assert (
+        fit_rates(STEPS, _curves("log", 2.0), average="arithmetic", bootstrap=300).verdict
+        is Verdict.LOG
+    )
     with pytest.raises(MdcertError, match="average must be"):
         fit_rates(STEPS, curves, average="median")
-
 
 
 def test_a_transient_at_the_window_start_is_skipped_and_reported() -> None:
     """D = (1000 + k)^-1: the decay accelerates until k >> 1000; the window starts after it."""
     k = np.unique(np.round(np.geomspace(1, 1e5, 121)).astype(int)).astype(float)
-    curves = (1000 + k[None, :]) ** -1.0 * np.exp(0.05 * np.random.default_rng(3).standard_normal((16, 1)))
+    curves = (1000 + k[None, :]) ** -1.0 * np.exp(
+        0.05 * np.random.default_rng(3).standard_normal((16, 1))
+    )
     fixed = fit_rates(k, curves, bootstrap=200, skip_transient=False)
     assert fixed.state is CurveState.TRANSIENT and not fixed.transient_skipped
     assert ("horizon", "longer") in fixed.needs
@@ -234,15 +301,23 @@ def test_a_transient_at_the_window_start_is_skipped_and_reported() -> None:
     assert fit.transient_skipped and fit.tail_from > fit.default_from == fixed.tail_from
     assert fit.state is CurveState.ASYMPTOTIC and "skipped" in fit.state_reason
     js = fit.to_json()
-    assert js["window"] == {"from_step": fit.tail_from, "default_from_step": fixed.tail_from, "transient_skipped": True}
+    assert js["window"] == {
+        "from_step": fit.tail_from,
+        "default_from_step": fixed.tail_from,
+        "transient_skipped": True,
+    }
     assert fit.fits["power"].exponent == pytest.approx(1.0, abs=0.1)
 
 
-@pytest.mark.parametrize("trials,needs", [(3, {"trajectories": MIN_TRAJECTORIES}), (1, {"trajectories": MIN_TRAJECTORIES}),
-                                          (16, {})])
+@pytest.mark.parametrize(
+    "trials,needs",
+    [(3, {"trajectories": MIN_TRAJECTORIES}), (1, {"trajectories": MIN_TRAJECTORIES}), (16, {})],
+)
 def test_needs_says_what_a_verdict_lacks(trials, needs) -> None:
     k = np.unique(np.round(np.geomspace(1, 1e5, 101)).astype(int)).astype(float)
-    curves = k[None, :] ** -1.0 * np.exp(0.3 * np.random.default_rng(0).standard_normal((trials, 1)))
+    curves = k[None, :] ** -1.0 * np.exp(
+        0.3 * np.random.default_rng(0).standard_normal((trials, 1))
+    )
     js = fit_rates(k, curves, bootstrap=100).to_json()
     assert js["needs"] == needs
     assert (js["verdict"] == "inconclusive") == bool(needs)

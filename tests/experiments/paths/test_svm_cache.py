@@ -14,12 +14,12 @@ def test_infeasible_alpha_is_recorded_not_a_crash() -> None:
     """A duplicated token makes the SVM of that alpha infeasible: status 'infeasible', NaN reference."""
     pr = synthetic_problem(seed=0)
     X = pr.X.copy()
-    X[0, 1] = X[0, 0]                                             # token 1 duplicates token 0 in example 0
+    X[0, 1] = X[0, 0]  # token 1 duplicates token 0 in example 0
     bad = AttentionProblem(X, pr.y, pr.z, pr.v)
     cert = Certifier([bad], [bad.data_hash()], workers=0, digits=30)
     k_bad = cert.submit(0, [0, 0, 0, 0, 0, 0], Fraction(3))
     k_ok = cert.submit(0, [2, 0, 0, 0, 0, 0], Fraction(3))
-    assert cert.submit(0, [0, 0, 0, 0, 0, 0], Fraction(3)) == k_bad and cert.requests == 3   # cached
+    assert cert.submit(0, [0, 0, 0, 0, 0, 0], Fraction(3)) == k_bad and cert.requests == 3  # cached
     ref, status, err = references(cert, [k_bad, k_ok, None], (10, 10))
     assert status[0] == "infeasible" and np.all(np.isnan(ref[0]))
     assert status[2] == "tie"
@@ -53,7 +53,7 @@ def test_close_kills_a_running_solve_instead_of_waiting_for_it() -> None:
             cert.submit(0, pr.optimal_indices().indices, Fraction(p))
         workers = cert.processes
         assert len(workers) == 2 and all(w.is_alive() for w in workers)
-        time.sleep(0.5)                                             # started, not finished
+        time.sleep(0.5)  # started, not finished
     finally:
         cert.close()
     assert [w.exitcode for w in workers] == [-signal.SIGKILL] * 2

@@ -22,7 +22,9 @@ def test_excess_loss_matches_the_model_and_its_gradient() -> None:
     ev = obj.evaluate(W)
     for s in range(3):
         Wt = torch.tensor(W[s].reshape(3, 3), requires_grad=True)
-        L = model_loss(Wt, torch.tensor(P.v), torch.tensor(P.X), torch.tensor(P.y), torch.tensor(P.z))
+        L = model_loss(
+            Wt, torch.tensor(P.v), torch.tensor(P.X), torch.tensor(P.y), torch.tensor(P.z)
+        )
         L.backward()
         assert ev["loss"][s] == pytest.approx(L.item(), rel=1e-13)
         E = L.item() - obj.base_loss
@@ -37,7 +39,10 @@ def test_log_excess_keeps_resolving_far_below_float_resolution_of_the_loss() -> 
     P = AttentionProblem(X, np.array([1.0]), np.array([[1.0, 0.0]]), np.array([1.0, -1.0]))
     obj = ExcessLoss(P.X, P.y, P.z, P.v)
     # logit gap s_1 - s_2 = W[0,0] - W[1,0]; excess ~ sigmoid(-g) * c * e^{-gap}
-    logs = [float(obj.evaluate(np.array([[t, 0.0, 0.0, 0.0]]))["log_excess"][0]) for t in (100.0, 400.0, 800.0)]
+    logs = [
+        float(obj.evaluate(np.array([[t, 0.0, 0.0, 0.0]]))["log_excess"][0])
+        for t in (100.0, 400.0, 800.0)
+    ]
     assert np.allclose(np.diff(logs), [-300.0, -400.0], rtol=1e-9)
     assert all(np.isfinite(logs))
 
@@ -54,14 +59,19 @@ def test_padded_excess_loss_is_the_mean_over_the_truncated_examples() -> None:
     (full-length single-example problems, no mask), and so is E * grad log E = grad L."""
     P = _ragged()
     obj = ExcessLoss(P.X, P.y, P.z, P.v, mask=P.token_mask)
-    parts = [ExcessLoss(P.X[i:i + 1, :k], P.y[i:i + 1], P.z[i:i + 1], P.v) for i, k in enumerate(P.valid_lengths)]
+    parts = [
+        ExcessLoss(P.X[i : i + 1, :k], P.y[i : i + 1], P.z[i : i + 1], P.v)
+        for i, k in enumerate(P.valid_lengths)
+    ]
     W = np.random.default_rng(1).standard_normal((4, 16)) * 3
     ev = obj.evaluate(W)
     evs = [o.evaluate(W) for o in parts]
     E = np.mean([np.exp(e["log_excess"]) for e in evs], axis=0)
     G = np.mean([np.exp(e["log_excess"])[:, None] * e["grad"] for e in evs], axis=0)
     np.testing.assert_allclose(np.exp(ev["log_excess"]), E, rtol=1e-13)
-    np.testing.assert_allclose(np.exp(ev["log_excess"])[:, None] * ev["grad"], G, rtol=1e-11, atol=1e-15 * np.abs(G).max())
+    np.testing.assert_allclose(
+        np.exp(ev["log_excess"])[:, None] * ev["grad"], G, rtol=1e-11, atol=1e-15 * np.abs(G).max()
+    )
     np.testing.assert_allclose(ev["loss"], np.mean([e["loss"] for e in evs], axis=0), rtol=1e-14)
     assert np.all(ev["selected"] < P.valid_lengths[None, :])
     # the same data read as full length (its zero rows as tokens) is another objective
@@ -72,13 +82,20 @@ def test_padded_excess_loss_is_the_mean_over_the_truncated_examples() -> None:
 def test_reference_tokens_are_the_best_valid_tokens_even_when_padding_would_score_higher() -> None:
     # every valid token scores below 0, the (zero) padding token would score 0
     X = np.array([[[1.0, 0.0], [0.5, 0.5], [0.0, 0.0]], [[-1.0, 0.2], [-0.3, 1.0], [0.4, -0.1]]])
-    P = AttentionProblem(X, np.array([-1.0, 1.0]), np.array([[1.0, 0.5], [0.2, 1.0]]), np.array([1.0, 0.2]),
-                         lengths=[2, 3])
+    P = AttentionProblem(
+        X,
+        np.array([-1.0, 1.0]),
+        np.array([[1.0, 0.5], [0.2, 1.0]]),
+        np.array([1.0, 0.2]),
+        lengths=[2, 3],
+    )
     assert P.token_scores()[0].tolist()[:2] == [-1.0, -0.6]
     obj = ExcessLoss(P.X, P.y, P.z, P.v, mask=P.token_mask)
     assert tuple(obj.ref) == P.optimal_indices().indices == (1, 2)
-    assert obj.base_loss == pytest.approx(float(np.mean(np.logaddexp(0.0, -np.array([-0.6, 0.4 - 0.02])))), rel=1e-15)
-    assert tuple(ExcessLoss(P.X, P.y, P.z, P.v).ref)[0] == 2          # unmasked, the padding would win
+    assert obj.base_loss == pytest.approx(
+        float(np.mean(np.logaddexp(0.0, -np.array([-0.6, 0.4 - 0.02])))), rel=1e-15
+    )
+    assert tuple(ExcessLoss(P.X, P.y, P.z, P.v).ref)[0] == 2  # unmasked, the padding would win
 
 
 def test_trailing_padding_is_dropped_so_a_padded_twin_has_the_same_arithmetic() -> None:
@@ -99,11 +116,14 @@ def test_trailing_padding_is_dropped_so_a_padded_twin_has_the_same_arithmetic() 
     assert c.evaluate(W)["grad"].tobytes() == d.evaluate(W)["grad"].tobytes()
 
 
-@pytest.mark.parametrize(("mask", "match"), [
-    (np.ones((5, 6), dtype=np.int64), r"bool array of shape \(5, 6\)"),
-    (np.ones((5, 5), dtype=bool), r"bool array of shape \(5, 6\)"),
-    (np.eye(5, 6, dtype=bool), "fewer than 2 valid tokens"),
-])
+@pytest.mark.parametrize(
+    ("mask", "match"),
+    [
+        (np.ones((5, 6), dtype=np.int64), r"bool array of shape \(5, 6\)"),
+        (np.ones((5, 5), dtype=bool), r"bool array of shape \(5, 6\)"),
+        (np.eye(5, 6, dtype=bool), "fewer than 2 valid tokens"),
+    ],
+)
 def test_bad_token_masks_are_refused(mask, match) -> None:
     from certify import MdcertError
 

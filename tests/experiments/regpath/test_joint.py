@@ -25,8 +25,15 @@ def test_joint_regularization_path_on_the_example_converges_to_both_svms() -> No
     assert path.results[-1].selected == (0, 0)
     js = path.to_json()
     assert js["r_of_R"] == "R" and js["v_reference"]["svm"] == "decoder"
-    assert set(js["path"][0]) >= {"R", "r", "bregman_to_svm", "bregman_v_to_svm", "loss", "stationarity",
-                                  "selected_tokens"}
+    assert set(js["path"][0]) >= {
+        "R",
+        "r",
+        "bregman_to_svm",
+        "bregman_v_to_svm",
+        "loss",
+        "stationarity",
+        "selected_tokens",
+    }
 
 
 def test_theorem31_quantities_are_exact_scores_of_the_certified_decoder() -> None:
@@ -37,7 +44,9 @@ def test_theorem31_quantities_are_exact_scores_of_the_certified_decoder() -> Non
     assert [e["alpha_score"] for e in qs["per_example"]] == [1.0, 1.0]
     assert all(e["on_decoder_margin"] for e in qs["per_example"])
     assert sorted(set(qs["decoder_support_examples"])) == [0, 1]
-    assert qs["per_example"][0]["score_gap"] == pytest.approx(1 - qs["per_example"][0]["best_other_score"])
+    assert qs["per_example"][0]["score_gap"] == pytest.approx(
+        1 - qs["per_example"][0]["best_other_score"]
+    )
     assert "not asserted" in qs["note"]
 
 

@@ -49,11 +49,15 @@ def test_joint_md_step_is_the_normalized_mirror_step() -> None:
         W = np.sign(thW) * np.abs(thW) ** (1 / float(p - 1))
         v = np.sign(thv) * np.abs(thv) ** (1 / float(p - 1))
     md = joint_md_path(J, "3", steps=2, records=2)
-    assert md.records[-1]["norm_W"] == pytest.approx(lp_norm_rows(W.ravel()[None, :], 3.0)[0], rel=1e-12)
+    assert md.records[-1]["norm_W"] == pytest.approx(
+        lp_norm_rows(W.ravel()[None, :], 3.0)[0], rel=1e-12
+    )
     assert md.records[-1]["norm_v"] == pytest.approx(lp_norm_rows(v[None, :], 3.0)[0], rel=1e-12)
 
 
-@pytest.mark.filterwarnings("ignore:LpMirrorDescent.*exactly zero:RuntimeWarning")  # W's gradient at W = v = 0
+@pytest.mark.filterwarnings(
+    "ignore:LpMirrorDescent.*exactly zero:RuntimeWarning"
+)  # W's gradient at W = v = 0
 def test_joint_md_path_matches_plain_autograd_training() -> None:
     """Equivalence: the log-domain gradients give the same trajectory as autograd on the model's loss
     with the same optimizer, for the first 40 steps. Later the plain gradient loses digits (its
@@ -76,8 +80,12 @@ def test_joint_md_path_matches_plain_autograd_training() -> None:
         opt.step()
     last = md.records[-1]
     assert last["step"] == steps
-    assert last["norm_W"] == pytest.approx(lp_norm_rows(W.detach().numpy().ravel()[None, :], 1.75)[0], rel=1e-7)
-    assert last["norm_v"] == pytest.approx(lp_norm_rows(v.detach().numpy()[None, :], 1.75)[0], rel=1e-7)
+    assert last["norm_W"] == pytest.approx(
+        lp_norm_rows(W.detach().numpy().ravel()[None, :], 1.75)[0], rel=1e-7
+    )
+    assert last["norm_v"] == pytest.approx(
+        lp_norm_rows(v.detach().numpy()[None, :], 1.75)[0], rel=1e-7
+    )
 
 
 def test_a_padded_twin_has_the_same_joint_md_path() -> None:

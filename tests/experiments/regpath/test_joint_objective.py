@@ -76,8 +76,10 @@ def _mp_gradients(J, W, v, digits=400):
 def test_scaled_gradients_match_high_precision_at_saturation() -> None:
     J = joint_example()
     obj = JointObjective(J.X, J.y, J.z)
-    for W, v in ((np.array([[-2.5, -1.5], [-2.8, 7.5]]), np.array([-0.01, 0.6])),
-                 (np.array([[-25.0, -15.0], [-28.0, 75.0]]), np.array([-3.0, 40.0]))):
+    for W, v in (
+        (np.array([[-2.5, -1.5], [-2.8, 7.5]]), np.array([-0.01, 0.6])),
+        (np.array([[-25.0, -15.0], [-28.0, 75.0]]), np.array([-3.0, 40.0])),
+    ):
         GW, Gv = obj.scaled_gradients(W, v)
         gw, gv = _mp_gradients(J, W, v)
         assert np.allclose(GW.ravel() / np.linalg.norm(GW), gw, atol=1e-13)
@@ -106,10 +108,16 @@ def test_padded_joint_objective_matches_masked_autograd_and_ignores_padding() ->
         for mine, ref in ((GW, Wt.grad.numpy()), (Gv, vt.grad.numpy())):
             assert np.allclose(mine / np.linalg.norm(mine), ref / np.linalg.norm(ref), atol=1e-13)
         assert obj.log_loss(W, v) == pytest.approx(math.log(L.item()), rel=1e-13)
-        feats = [P.y[i] * np.exp(JointObjective(P.X[i:i + 1, :k], P.y[i:i + 1], P.z[i:i + 1]).log_softmax(W))[0]
-                 @ P.X[i, :k] for i, k in enumerate(P.valid_lengths)]
+        feats = [
+            P.y[i]
+            * np.exp(
+                JointObjective(P.X[i : i + 1, :k], P.y[i : i + 1], P.z[i : i + 1]).log_softmax(W)
+            )[0]
+            @ P.X[i, :k]
+            for i, k in enumerate(P.valid_lengths)
+        ]
         np.testing.assert_allclose(obj.features(W), np.array(feats), rtol=1e-14, atol=1e-15)
-    Q = P.padded(P.T + 2)                                      # more padding: the same arithmetic
+    Q = P.padded(P.T + 2)  # more padding: the same arithmetic
     twin = JointObjective(Q.X, Q.y, Q.z, mask=Q.token_mask)
     for a, b in zip(obj.scaled_gradients(W, v), twin.scaled_gradients(W, v)):
         assert a.tobytes() == b.tobytes()

@@ -16,7 +16,9 @@ def test_bregman_directional_is_scale_free_and_zero_on_equal_directions() -> Non
     a, b = rng.standard_normal(6), rng.standard_normal(6)
     p = Fraction(7, 4)
     assert bregman_directional(a, 3.0 * a, p) == pytest.approx(0.0, abs=1e-30)
-    assert bregman_directional(a, b, p) == pytest.approx(bregman_directional(2 * a, 5 * b, p), rel=1e-12)
+    assert bregman_directional(a, b, p) == pytest.approx(
+        bregman_directional(2 * a, 5 * b, p), rel=1e-12
+    )
     assert bregman_directional(a, b, p) > 0
     with pytest.raises(MdcertError, match="zero"):
         bregman_directional(a, np.zeros(6), p)

@@ -19,7 +19,9 @@ def padded_twin(problem: AttentionProblem, seed: int) -> AttentionProblem:
 def assert_same_decay(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for key, value in a.items():
-        assert b[key] == (value if isinstance(value, bool) else pytest.approx(value, rel=1e-12, abs=0)), key
+        assert b[key] == (
+            value if isinstance(value, bool) else pytest.approx(value, rel=1e-12, abs=0)
+        ), key
 
 
 def assert_same_path(a, b) -> None:
@@ -39,4 +41,4 @@ def assert_same_joint_path(a, b) -> None:
     for ra, rb in zip(a.results, b.results):
         assert np.max(np.abs(ra.v - rb.v)) <= 1e-12 * np.max(np.abs(ra.v))
         assert rb.bregman_v_to_svm == pytest.approx(ra.bregman_v_to_svm, rel=1e-12, abs=0)
-    assert a.quantities == b.quantities                      # Theorem 31 quantities over valid tokens
+    assert a.quantities == b.quantities  # Theorem 31 quantities over valid tokens

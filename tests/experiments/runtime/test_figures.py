@@ -22,7 +22,7 @@ def test_subplots_draws_and_saves_without_pyplot_or_a_backend_switch(tmp_path) -
         axes[0][0].plot([1, 2], [3, 4]); axes[0][0].set_xlabel("step")
         r = fig.canvas.get_renderer()                       # text extents for layout checks
         assert axes[0][0].xaxis.label.get_window_extent(r).width > 0
-        save_png(fig, {str(tmp_path / 'f.png')!r})
+        save_png(fig, {str(tmp_path / "f.png")!r})
         print(matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from certify.errors import MdcertError
-from experiments.runtime.outputs import check_distinct, check_output_dir, check_outside, write_npy_atomic
+from experiments.runtime.outputs import (
+    check_distinct,
+    check_output_dir,
+    check_outside,
+    write_npy_atomic,
+)
 
 
 @pytest.fixture()
@@ -21,13 +26,19 @@ def files(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("outputs, pattern", [
-    ({"-o": "{d}/in.npz"}, r"-o '.*in\.npz' is the problem file"),
-    ({"-o": "{d}/sub/../in.npz"}, "is the problem file"),
-    ({"--export-w": "{d}/link.npy"}, "--export-w .* is the problem file"),
-    ({"--export-w": "{d}/hard.npy"}, "is the problem file"),
-    ({"-o": "{d}/a.npy", "--export-w": "{d}/sub/../a.npy"}, "--export-w and -o name the same file"),
-])
+@pytest.mark.parametrize(
+    "outputs, pattern",
+    [
+        ({"-o": "{d}/in.npz"}, r"-o '.*in\.npz' is the problem file"),
+        ({"-o": "{d}/sub/../in.npz"}, "is the problem file"),
+        ({"--export-w": "{d}/link.npy"}, "--export-w .* is the problem file"),
+        ({"--export-w": "{d}/hard.npy"}, "is the problem file"),
+        (
+            {"-o": "{d}/a.npy", "--export-w": "{d}/sub/../a.npy"},
+            "--export-w and -o name the same file",
+        ),
+    ],
+)
 def test_refuses_inputs_and_duplicates(files, outputs, pattern) -> None:
     outs = {k: v.format(d=files) for k, v in outputs.items()}
     with pytest.raises(MdcertError, match=pattern):
@@ -42,14 +53,18 @@ def test_relative_path_from_the_working_directory(files, monkeypatch) -> None:
 
 
 def test_distinct_paths_and_none_pass(files) -> None:
-    check_distinct({"-o": str(files / "out.json"), "--export-w": None, "--export-direction": files / "u.npy"},
-                   {"the problem file": files / "in.npz", "the --init file": None})
+    check_distinct(
+        {"-o": str(files / "out.json"), "--export-w": None, "--export-direction": files / "u.npy"},
+        {"the problem file": files / "in.npz", "the --init file": None},
+    )
 
 
 def test_write_npy_atomic(tmp_path) -> None:
     W = np.arange(6.0).reshape(2, 3)
     out = write_npy_atomic(tmp_path / "W.npy", W)
-    assert np.array_equal(np.load(out, allow_pickle=False), W) and sorted(os.listdir(tmp_path)) == ["W.npy"]
+    assert np.array_equal(np.load(out, allow_pickle=False), W) and sorted(os.listdir(tmp_path)) == [
+        "W.npy"
+    ]
     with pytest.raises(ValueError):  # no pickles; and nothing is left behind
         write_npy_atomic(tmp_path / "bad.npy", np.array([object()], dtype=object))
     assert sorted(os.listdir(tmp_path)) == ["W.npy"]
@@ -68,17 +83,25 @@ def tree(tmp_path, monkeypatch):
 def test_run_directory_containing_an_input_is_refused(tree, out) -> None:
     root, inp = tree
     with pytest.raises(MdcertError, match="contains the problem file"):
-        check_output_dir(out.replace("{root}", str(root)), option="-o", overwrite=True,
-                         inputs={"the problem file": "data/in.json"})
+        check_output_dir(
+            out.replace("{root}", str(root)),
+            option="-o",
+            overwrite=True,
+            inputs={"the problem file": "data/in.json"},
+        )
 
 
 def test_run_directory_beside_an_input_passes(tree) -> None:
     root, _ = tree
-    check_output_dir("run", option="-o", overwrite=False, inputs={"the problem file": "data/in.json", "x": None})
+    check_output_dir(
+        "run", option="-o", overwrite=False, inputs={"the problem file": "data/in.json", "x": None}
+    )
     check_outside("run", {"the problem file": "data/in.json"}, option="-o")
     os.symlink(root / "data", root / "dlink")
     with pytest.raises(MdcertError, match="contains the problem file"):
-        check_output_dir("dlink", option="-o", overwrite=True, inputs={"the problem file": "data/in.json"})
+        check_output_dir(
+            "dlink", option="-o", overwrite=True, inputs={"the problem file": "data/in.json"}
+        )
     (root / "empty").mkdir()
     os.symlink(root / "empty", root / "elink")
     with pytest.raises(MdcertError, match="is a symbolic link; give the directory itself"):
@@ -126,20 +149,27 @@ def _bad_marker(text):
     def make(root):
         _run(root)
         (root / ".mdcert-run").write_text(text)
+
     return make
 
 
-@pytest.mark.parametrize("make, pattern", [
-    (_study, r"is not an mdcert run directory \(it has no valid \.mdcert-run marker\)"),
-    (_junk_summary, r"is not an mdcert run directory"),
-    (lambda r: _run(r, "regpath"), r"holds a 'regpath' run, not a 'paths' run"),
-    (_regpath_with_notes, r"holds a 'regpath' run"),
-    (_paths_with_folder, r"holds 'mine', which mdcert did not write"),
-    (_paths_with_link, r"holds 'link\.png', which mdcert did not write"),
-    (_bad_marker("{"), r"no valid \.mdcert-run"),
-    (_bad_marker('{"format": "mdcert-run/1", "kind": "paths", "files": "summary.json"}'), r"no valid"),
-    (_bad_marker('{"format": "mdcert-run/2", "kind": "paths", "files": []}'), r"no valid"),
-])
+@pytest.mark.parametrize(
+    "make, pattern",
+    [
+        (_study, r"is not an mdcert run directory \(it has no valid \.mdcert-run marker\)"),
+        (_junk_summary, r"is not an mdcert run directory"),
+        (lambda r: _run(r, "regpath"), r"holds a 'regpath' run, not a 'paths' run"),
+        (_regpath_with_notes, r"holds a 'regpath' run"),
+        (_paths_with_folder, r"holds 'mine', which mdcert did not write"),
+        (_paths_with_link, r"holds 'link\.png', which mdcert did not write"),
+        (_bad_marker("{"), r"no valid \.mdcert-run"),
+        (
+            _bad_marker('{"format": "mdcert-run/1", "kind": "paths", "files": "summary.json"}'),
+            r"no valid",
+        ),
+        (_bad_marker('{"format": "mdcert-run/2", "kind": "paths", "files": []}'), r"no valid"),
+    ],
+)
 def test_overwrite_refuses_what_mdcert_did_not_write(tmp_path, make, pattern) -> None:
     """A study, a folder with a junk summary.json, a run of another kind, a run holding a file of the
     user's: refused by the check before any work and by the replace at the end; nothing changes."""
@@ -164,7 +194,9 @@ def test_a_user_file_in_a_run_of_the_same_kind_is_refused_and_kept(tmp_path, cap
     assert main(["regpath", "joint-example", "--p", "2", "--overwrite", "-o", str(out)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "holds 'notes.txt', which mdcert did not write" in err
-    assert (out / "notes.txt").read_text() == "my notes" and (out / "path.npz").read_text() == "path.npz"
+    assert (out / "notes.txt").read_text() == "my notes" and (
+        out / "path.npz"
+    ).read_text() == "path.npz"
 
 
 def test_overwrite_replaces_a_run_of_the_same_kind(tmp_path) -> None:
@@ -172,27 +204,57 @@ def test_overwrite_replaces_a_run_of_the_same_kind(tmp_path) -> None:
 
     out = _run(tmp_path / "run", files=("summary.json", "arrays.npz", "sub/deep.txt"))
     marker = read_marker(out)
-    assert marker["kind"] == "paths" and marker["files"] == ["arrays.npz", "sub/deep.txt", "summary.json"]
-    (out / "bregman.png").write_text("figure")               # what `mdcert plot` writes, and records
+    assert marker["kind"] == "paths" and marker["files"] == [
+        "arrays.npz",
+        "sub/deep.txt",
+        "summary.json",
+    ]
+    (out / "bregman.png").write_text("figure")  # what `mdcert plot` writes, and records
     add_run_files(out, [out / "bregman.png"])
     assert run_files(out, kind="paths") >= {"bregman.png", "sub/deep.txt", ".mdcert-run"}
     with run_dir(out, kind="paths", overwrite=True) as tmp:
         (tmp / "summary.json").write_text("new")
-    assert sorted(os.listdir(out)) == [".mdcert-run", "summary.json"] and (out / "summary.json").read_text() == "new"
-    assert sorted(os.listdir(tmp_path)) == ["run"]           # the old run is gone, nothing left aside
-    add_run_files(tmp_path, [tmp_path / "x"])                # a folder without a marker: left alone
+    assert (
+        sorted(os.listdir(out)) == [".mdcert-run", "summary.json"]
+        and (out / "summary.json").read_text() == "new"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["run"]  # the old run is gone, nothing left aside
+    add_run_files(tmp_path, [tmp_path / "x"])  # a folder without a marker: left alone
     assert sorted(os.listdir(tmp_path)) == ["run"]
 
 
 def digest(root) -> dict:
-    return {str(p.relative_to(root)): ("link" if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes())
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (
+            "link" if p.is_symlink() else "dir" if p.is_dir() else p.read_bytes()
+        )
+        for p in sorted(root.rglob("*"))
+    }
 
 
-@pytest.mark.parametrize("argv", [
-    ["paths", "--trials", "1", "--n", "2", "--T", "3", "--d", "2", "--steps", "5", "--no-certify", "--progress", "off"],
-    ["signdescent", "{d}/problem.npz", "--synth", "block", "--N", "3", "--steps", "20"],
-], ids=["paths", "signdescent"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [
+            "paths",
+            "--trials",
+            "1",
+            "--n",
+            "2",
+            "--T",
+            "3",
+            "--d",
+            "2",
+            "--steps",
+            "5",
+            "--no-certify",
+            "--progress",
+            "off",
+        ],
+        ["signdescent", "{d}/problem.npz", "--synth", "block", "--N", "3", "--steps", "20"],
+    ],
+    ids=["paths", "signdescent"],
+)
 def test_every_overwrite_option_keeps_a_users_file(tmp_path, capsys, argv) -> None:
     """Each command with --overwrite: its run is replaced, but not while a file of the user's is in it."""
     from experiments.cli.main import main

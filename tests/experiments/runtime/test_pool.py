@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from experiments.runtime.pool import (BLAS_THREAD_VARS, Pool, TaskTimeout, WorkerDied, WorkerStartError,
-                                      describe_exit)
+from experiments.runtime.pool import (
+    BLAS_THREAD_VARS,
+    Pool,
+    TaskTimeout,
+    WorkerDied,
+    WorkerStartError,
+    describe_exit,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -53,8 +59,13 @@ def _children(pid: int) -> set[int]:
 
 
 def _workers_alive(pool_procs) -> list[int]:
-    return [p.pid for p in pool_procs if p.pid is not None and Path(f"/proc/{p.pid}").exists()
-            and Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    return [
+        p.pid
+        for p in pool_procs
+        if p.pid is not None
+        and Path(f"/proc/{p.pid}").exists()
+        and Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    ]
 
 
 def test_results_and_blas_threads_in_workers() -> None:
@@ -71,7 +82,7 @@ def test_a_task_past_its_timeout_fails_and_the_pool_goes_on() -> None:
         slow = pool.submit(sleep_then, 30, timeout=0.5)
         with pytest.raises(TaskTimeout):
             slow.result(timeout=60)
-        assert pool.submit(square, 7).result(timeout=60) == 49          # a fresh worker took over
+        assert pool.submit(square, 7).result(timeout=60) == 49  # a fresh worker took over
 
 
 def test_a_killed_worker_is_charged_to_its_own_task_only() -> None:
@@ -107,9 +118,8 @@ def test_shutdown_leaves_no_child_process() -> None:
     assert time.monotonic() - t0 < 10
     assert [p.exitcode for p in procs] == [-signal.SIGKILL] * 2
     assert not _workers_alive(procs)
-    assert not {pid for pid in _children(os.getpid()) - before
-                if pid in {p.pid for p in procs}}
-    pool.shutdown()                                                   # idempotent
+    assert not {pid for pid in _children(os.getpid()) - before if pid in {p.pid for p in procs}}
+    pool.shutdown()  # idempotent
 
 
 def test_interrupt_keeps_finished_results_and_stops_the_workers_within_seconds() -> None:
@@ -121,7 +131,7 @@ def test_interrupt_keeps_finished_results_and_stops_the_workers_within_seconds()
             procs = pool.processes
             wait([fast, slow], return_when=FIRST_COMPLETED, timeout=60)
             finished.append(fast)
-            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()   # Ctrl-C
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C
             t0 = time.monotonic()
             slow.result(timeout=60)
     assert time.monotonic() - t0 < 10

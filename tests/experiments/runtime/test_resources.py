@@ -19,8 +19,10 @@ def test_work_over_half_the_limit_is_refused_in_one_line(monkeypatch) -> None:
     monkeypatch.setattr(res, "memory_limit", lambda: 8 << 30)
     with pytest.raises(MdcertError) as err:
         res.check_memory(5 << 30, what="200 trajectories", fix="reduce --trials")
-    assert str(err.value) == ("200 trajectories would need about 5 GiB of memory, more than 50% of the 8 GiB "
-                              "available; reduce --trials")
+    assert str(err.value) == (
+        "200 trajectories would need about 5 GiB of memory, more than 50% of the 8 GiB "
+        "available; reduce --trials"
+    )
 
 
 def test_an_unknown_limit_refuses_nothing(monkeypatch) -> None:

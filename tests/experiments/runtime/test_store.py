@@ -20,8 +20,10 @@ def test_the_key_is_the_sha256_of_canonical_json() -> None:
     assert canonical_json(value) == text
     assert content_key(value) == hashlib.sha256(text.encode()).hexdigest()
     # pinned: a stored run keeps its key across versions (docs/formats.md, runs/KEY.json)
-    assert content_key({"format": "mdcert-study-1", "config": {"seed": 1}}) == hashlib.sha256(
-        b'{"config":{"seed":1},"format":"mdcert-study-1"}').hexdigest()
+    assert (
+        content_key({"format": "mdcert-study-1", "config": {"seed": 1}})
+        == hashlib.sha256(b'{"config":{"seed":1},"format":"mdcert-study-1"}').hexdigest()
+    )
 
 
 def test_the_key_ignores_key_order_and_follows_every_value() -> None:
@@ -43,7 +45,7 @@ def test_records_are_whole_and_unreadable_ones_count_as_absent(tmp_path) -> None
     path = store.write_json(key, {"v": float("inf"), "b": [1, 2]})
     assert path == tmp_path / "runs" / f"verdict-{key}.json"
     assert store.read_json(key) == {"b": [1, 2], "v": None} and store.exists(key)
-    path.write_text('{"v": ')                                         # torn by a foreign writer
+    path.write_text('{"v": ')  # torn by a foreign writer
     assert store.read_json(key) is None
     assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == [f"verdict-{key}.json"]
     with pytest.raises(ValueError):
@@ -55,7 +57,7 @@ def test_an_interrupted_write_leaves_the_old_record(tmp_path, monkeypatch) -> No
     store.write_json("k1", {"v": 1})
     import certify.io.atomic as atomic
 
-    def interrupted(src, dst):                                      # Ctrl-C between write and rename
+    def interrupted(src, dst):  # Ctrl-C between write and rename
         raise KeyboardInterrupt
 
     monkeypatch.setattr(atomic.os, "replace", interrupted)
@@ -79,12 +81,14 @@ def test_listing_and_resume(tmp_path) -> None:
     keys = [content_key({"seed": s}) for s in range(4)]
     for k in keys[:2]:
         store.write_json(k, {"k": k})
-    (tmp_path / "other.json").write_text("{}")                        # not this store's
-    (tmp_path / f".verdict-{keys[2]}.json.tmp-abcd1234").write_text("{")   # a killed writer's temporary
+    (tmp_path / "other.json").write_text("{}")  # not this store's
+    (tmp_path / f".verdict-{keys[2]}.json.tmp-abcd1234").write_text(
+        "{"
+    )  # a killed writer's temporary
     assert store.keys() == sorted(keys[:2])
     assert store.missing(keys) == keys[2:]
     assert [p.name for p in store.temporaries()] == [f".verdict-{keys[2]}.json.tmp-abcd1234"]
-    again = RunStore(tmp_path, prefix="verdict-")                     # a rerun sees the same records
+    again = RunStore(tmp_path, prefix="verdict-")  # a rerun sees the same records
     assert [again.read_json(k) for k in keys[:2]] == [{"k": k} for k in keys[:2]]
 
 
@@ -101,7 +105,7 @@ def test_concurrent_writers_of_one_key_leave_one_whole_record(tmp_path) -> None:
         p.start()
     store = RunStore(tmp_path)
     seen = 0
-    while any(p.is_alive() for p in procs):                          # a reader never sees a torn record
+    while any(p.is_alive() for p in procs):  # a reader never sees a torn record
         path = store.path("same")
         if path.is_file():
             rec = json.loads(path.read_text())

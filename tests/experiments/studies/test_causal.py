@@ -11,7 +11,10 @@ from experiments.studies.train import TextTask, predict_proba
 
 
 def _task():
-    seqs = [[CLS_ID, 2000 + i, 2100 + i, 2200, SEP_ID] if i % 2 else [CLS_ID, 3000 + i, SEP_ID] for i in range(12)]
+    seqs = [
+        [CLS_ID, 2000 + i, 2100 + i, 2200, SEP_ID] if i % 2 else [CLS_ID, 3000 + i, SEP_ID]
+        for i in range(12)
+    ]
     seqs.append([CLS_ID, 2000, 2001, 2002, 2003, 2004, SEP_ID])
     v = Vocabulary.from_sequences(seqs)
     pad = int(v.lookup[0])
@@ -28,7 +31,12 @@ def test_remove_tokens_deletes_and_shifts():
     orig = task.rows[i].tolist()
     assert sub.rows[0].tolist()[:6] == orig[:2] + orig[3:7] and int(sub.lengths[0]) == 6
     assert sub.rows[0, 6] == task.pad
-    assert sub.rows[1].tolist()[:4] == [task.rows[1, 0], task.rows[1, 2], task.rows[1, 3], task.rows[1, 4]]
+    assert sub.rows[1].tolist()[:4] == [
+        task.rows[1, 0],
+        task.rows[1, 2],
+        task.rows[1, 3],
+        task.rows[1, 4],
+    ]
 
 
 def test_causal_test_on_a_tiny_model():
@@ -36,10 +44,10 @@ def test_causal_test_on_a_tiny_model():
     m = TextClassifier(EncoderConfig(blocks=1, heads=2, width=8, max_len=8), v, seed=0)
     idx = np.arange(len(task.lengths))
     ch = choose_tokens(m, task, idx, seed=0, device=torch.device("cpu"))
-    assert len(ch["idx"]) == 7                             # reviews with a single content token are left out
+    assert len(ch["idx"]) == 7  # reviews with a single content token are left out
     for r in RULES:
         lengths = task.lengths[torch.as_tensor(ch["idx"])].numpy()
-        assert ((ch[r] >= 1) & (ch[r] <= lengths - 2)).all()   # never [CLS] or [SEP]
+        assert ((ch[r] >= 1) & (ch[r] <= lengths - 2)).all()  # never [CLS] or [SEP]
     # the most-attended token is the argmax of the pooled attention
     j = int(ch["idx"][-1])
     (rows, mask), _ = task.batch(torch.tensor([j]), torch.device("cpu"))

@@ -6,8 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from experiments.studies.models import (CLS_ID, FULL_VOCAB, PAD_ID, SEP_ID, EncoderConfig, TextClassifier,
-                                        VisionTransformer, Vocabulary, attention_matrices, weight_matrices)
+from experiments.studies.models import (
+    CLS_ID,
+    FULL_VOCAB,
+    PAD_ID,
+    SEP_ID,
+    EncoderConfig,
+    TextClassifier,
+    VisionTransformer,
+    Vocabulary,
+    attention_matrices,
+    weight_matrices,
+)
 
 
 def _vocab():
@@ -43,7 +53,7 @@ def test_text_shapes_and_padding_does_not_change_the_output():
         out2, a2 = m(long, torch.tensor([[True] * 4 + [False] * 3]))
     assert out1.shape == (1, 2) and a1.shape == (1, 2, 4, 4) and a2.shape == (1, 2, 7, 7)
     torch.testing.assert_close(out1, out2, rtol=1e-5, atol=1e-6)
-    assert float(a2[0, :, :, 4:].abs().max()) == 0.0        # no attention on padding
+    assert float(a2[0, :, :, 4:].abs().max()) == 0.0  # no attention on padding
     torch.testing.assert_close(a2.sum(-1)[0, :, :4], torch.ones(2, 4))
 
 

@@ -12,7 +12,7 @@ from experiments.studies.runner import FORMAT, open_study, run_key
 
 def test_run_key_is_a_content_hash():
     a = run_key({"lr": 0.1, "seed": 0, "model": {"width": 8}})
-    assert a == run_key({"model": {"width": 8}, "seed": 0, "lr": 0.1})      # key order does not matter
+    assert a == run_key({"model": {"width": 8}, "seed": 0, "lr": 0.1})  # key order does not matter
     assert a != run_key({"lr": 0.1, "seed": 1, "model": {"width": 8}})
     assert len(a) == 64
 
@@ -29,10 +29,13 @@ def test_finished_units_are_not_redone(tmp_path):
     r2 = ctx.run_unit({"seed": 2}, work)
     assert calls == [1, 2] and ctx.trained == 2 and r1["result"] == {"value": 2, "nan": None}
     ctx2 = open_study(tmp_path / "s", kind="k", options={}, device="cpu", progress=False)
-    assert ctx2.run_unit({"seed": 1}, work) == r1 and ctx2.run_unit({"seed": 2}, work)["key"] == r2["key"]
+    assert (
+        ctx2.run_unit({"seed": 1}, work) == r1
+        and ctx2.run_unit({"seed": 2}, work)["key"] == r2["key"]
+    )
     assert calls == [1, 2] and ctx2.trained == 0 and ctx2.reused == 2
     files = sorted(p.name for p in (tmp_path / "s" / "runs").iterdir())
-    assert files == sorted([r1["key"] + ".json", r2["key"] + ".json"])       # no temporary left
+    assert files == sorted([r1["key"] + ".json", r2["key"] + ".json"])  # no temporary left
     assert json.loads((tmp_path / "s" / "study.json").read_text())["format"] == FORMAT
 
 

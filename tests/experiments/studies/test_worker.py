@@ -14,5 +14,9 @@ def test_the_worker_spec_travels_to_a_spawned_process() -> None:
     spec = StudyWorker("sentiment", config, 2)
     again = pickle.loads(pickle.dumps(spec))
     assert again == spec and again.config.size == "3" and again.threads == 2
-    init = pickle.loads(pickle.dumps(spec.init))                 # the pool's initializer, a bound method
-    assert init.__self__ == spec and callable(again) and remote_unit.__module__ == "experiments.studies.worker"
+    init = pickle.loads(pickle.dumps(spec.init))  # the pool's initializer, a bound method
+    assert (
+        init.__self__ == spec
+        and callable(again)
+        and remote_unit.__module__ == "experiments.studies.worker"
+    )

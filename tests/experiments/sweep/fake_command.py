@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=1, help="a factor, 1 to 100")
     parser.add_argument("--p", default="2", help="an exact decimal > 1")
     parser.add_argument("--mode", choices=MODES, default="ok")
-    parser.add_argument("--loud", action="store_true", help="also print to stdout and stderr while running")
+    parser.add_argument(
+        "--loud", action="store_true", help="also print to stdout and stderr while running"
+    )
     parser.add_argument("-o", "--output", default=None, help="result JSON")
 
 
@@ -63,7 +65,13 @@ class Config:
             raise MdcertError(f"--p must be an exact decimal, got {options['p']!r}") from None
         if p <= 1:
             raise MdcertError(f"--p must be > 1, got {options['p']!r}")
-        return cls(problem=Path(options["problem"]), n=n, p=p, mode=str(options["mode"]), loud=bool(options["loud"]))
+        return cls(
+            problem=Path(options["problem"]),
+            n=n,
+            p=p,
+            mode=str(options["mode"]),
+            loud=bool(options["loud"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -92,7 +100,9 @@ def run(config: Config) -> Result:
     if config.mode == "warn":
         warnings.warn(f"{config.problem.name} looks suspicious", InputWarning, stacklevel=1)
     value = config.problem.stat().st_size * config.n
-    return Result(value=value, p=str(config.p), exit_code={"answer": 2, "fails": 5}.get(config.mode, 0))
+    return Result(
+        value=value, p=str(config.p), exit_code={"answer": 2, "fails": 5}.get(config.mode, 0)
+    )
 
 
 def parity(record: Path, code: int) -> str:
@@ -100,9 +110,18 @@ def parity(record: Path, code: int) -> str:
     return "even" if json.loads((record / "fake.json").read_text())["value"] % 2 == 0 else "odd"
 
 
-FAKE = JobKind(name=NAME, command=NAME, grid=("problem", "n", "p", "mode", "loud"), files=("problem",),
-               decimals=("p",), output_flag="-o", output_name="fake.json", ok_codes=frozenset({0, 2}),
-               verdict=parity, verdicts=("even", "odd"))
+FAKE = JobKind(
+    name=NAME,
+    command=NAME,
+    grid=("problem", "n", "p", "mode", "loud"),
+    files=("problem",),
+    decimals=("p",),
+    output_flag="-o",
+    output_name="fake.json",
+    ok_codes=frozenset({0, 2}),
+    verdict=parity,
+    verdicts=("even", "odd"),
+)
 
 
 def register() -> None:

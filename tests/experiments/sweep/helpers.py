@@ -12,8 +12,19 @@ from pathlib import Path
 from certify import synthetic_problem
 from experiments.cli.main import main
 
-__all__ = ["make_problems", "write_spec", "single_certificate", "strip_timing", "sweep_certificates",
-           "assert_complete", "descends_from", "chdir", "CERTIFY_SPEC", "tagged_pids", "TAG_VAR"]
+__all__ = [
+    "make_problems",
+    "write_spec",
+    "single_certificate",
+    "strip_timing",
+    "sweep_certificates",
+    "assert_complete",
+    "descends_from",
+    "chdir",
+    "CERTIFY_SPEC",
+    "tagged_pids",
+    "TAG_VAR",
+]
 
 #: environment variable that marks every process a test's driver starts (inherited by Ray's)
 TAG_VAR = "MDCERT_TEST_TAG"
@@ -28,7 +39,9 @@ digits = [30]
 """
 
 
-def make_problems(folder: Path, seeds=(1, 2, 3, 4), *, n: int = 6, T: int = 8, d: int = 10) -> list[Path]:
+def make_problems(
+    folder: Path, seeds=(1, 2, 3, 4), *, n: int = 6, T: int = 8, d: int = 10
+) -> list[Path]:
     """Seeded synthetic problems ``folder/data/pSEED.npz``."""
     data = folder / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -53,10 +66,25 @@ def strip_timing(cert: dict) -> dict:
     return out
 
 
-def single_certificate(problem: Path, p: str, out: Path, *, digits: int = 30, alpha: str = "opt") -> dict:
+def single_certificate(
+    problem: Path, p: str, out: Path, *, digits: int = 30, alpha: str = "opt"
+) -> dict:
     """What ``mdcert certify`` writes for one job, run as the single command."""
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["certify", str(problem), "--p", p, "--alpha", alpha, "--digits", str(digits), "-o", str(out)])
+        code = main(
+            [
+                "certify",
+                str(problem),
+                "--p",
+                p,
+                "--alpha",
+                alpha,
+                "--digits",
+                str(digits),
+                "-o",
+                str(out),
+            ]
+        )
     assert code == 0
     return json.loads(out.read_text())
 
@@ -129,5 +157,5 @@ def tagged_pids(tag: str) -> dict[int, str]:
         except OSError:
             continue
         if needle in env and stat[stat.rindex(")") + 2] != "Z":
-            out[int(entry)] = stat[stat.index("(") + 1: stat.rindex(")")]
+            out[int(entry)] = stat[stat.index("(") + 1 : stat.rindex(")")]
     return out

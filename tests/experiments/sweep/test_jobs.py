@@ -18,9 +18,15 @@ def test_key_depends_on_content_not_on_path(tmp_path) -> None:
     kc = job_key("certify", {"problem": str(copy), "p": "2"}, {"problem": file_sha256(copy)}, "1")
     kb = job_key("certify", {"problem": str(b), "p": "2"}, {"problem": file_sha256(b)}, "1")
     assert ka == kc != kb and len(ka) == 64
-    assert ka != job_key("certify", {"problem": str(a), "p": "2"}, {"problem": file_sha256(a)}, "2")   # version
-    assert ka != job_key("certify", {"problem": str(a), "p": "3"}, {"problem": file_sha256(a)}, "1")   # params
-    assert ka != job_key("check", {"problem": str(a), "p": "2"}, {"problem": file_sha256(a)}, "1")     # kind
+    assert ka != job_key(
+        "certify", {"problem": str(a), "p": "2"}, {"problem": file_sha256(a)}, "2"
+    )  # version
+    assert ka != job_key(
+        "certify", {"problem": str(a), "p": "3"}, {"problem": file_sha256(a)}, "1"
+    )  # params
+    assert ka != job_key(
+        "check", {"problem": str(a), "p": "2"}, {"problem": file_sha256(a)}, "1"
+    )  # kind
     # a type change is a different job: digits 30 is not the text "30"
     assert job_key("synth", {"n": 3}, {}, "1") != job_key("synth", {"n": "3"}, {}, "1")
 
@@ -38,9 +44,11 @@ def test_iter_jobs_is_lazy_and_hashes_each_file_once(tmp_path, monkeypatch) -> N
     first = next(it)
     assert len(calls) == 1 and first.version == mdcert_version()
     rest = list(it)
-    assert len(rest) == 7 and len(calls) == 4                                  # 4 files, 8 jobs
+    assert len(rest) == 7 and len(calls) == 4  # 4 files, 8 jobs
     assert len({j.key for j in [first, *rest]}) == 8
-    assert dict(first.labels)["problem"] == "data/p1.npz" and first.inputs[0][1] == real(first.inputs[0][0])
+    assert dict(first.labels)["problem"] == "data/p1.npz" and first.inputs[0][1] == real(
+        first.inputs[0][0]
+    )
     # editing an input gives new keys
     make_problems(tmp_path, seeds=(9,))
     shutil.copy(tmp_path / "data" / "p9.npz", tmp_path / "data" / "p1.npz")

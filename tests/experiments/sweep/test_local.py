@@ -18,7 +18,12 @@ import pytest
 from experiments.sweep.runner import run_sweep
 from experiments.sweep.spec import load_spec
 
-from tests.experiments.sweep.helpers import assert_complete, descends_from, make_problems, write_spec
+from tests.experiments.sweep.helpers import (
+    assert_complete,
+    descends_from,
+    make_problems,
+    write_spec,
+)
 
 #: certifications of a few tenths of a second each on these machines (N = 180 constraints)
 SLOW_SPEC = 'kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["1.75"]\nalpha = ["opt"]\ndigits = [30]\n'
@@ -72,7 +77,12 @@ def test_killed_worker_is_retried_nothing_lost_or_duplicated(slow_spec, tmp_path
     by_key = {r["key"]: r for r in records}
     assert by_key[killed[0]]["attempt"] == 2 and by_key[killed[0]]["pid"] != killed[1]
     rerun = run_sweep(slow_spec, out, engine="local", workers=2, progress=False)
-    assert (rerun.done, rerun.failed, rerun.skipped, rerun.startup_s) == (0, 0, 4, 0.0)   # nothing started
+    assert (rerun.done, rerun.failed, rerun.skipped, rerun.startup_s) == (
+        0,
+        0,
+        4,
+        0.0,
+    )  # nothing started
 
 
 def test_retries_exhausted_is_failed_and_a_rerun_completes(slow_spec, tmp_path) -> None:
@@ -108,6 +118,10 @@ def test_a_worker_killed_between_jobs_costs_no_job(slow_spec, tmp_path, monkeypa
         return seconds
 
     monkeypatch.setattr(LocalEngine, "start", start_then_kill)
-    res = run_sweep(slow_spec, tmp_path / "out", engine="local", workers=2, retries=0, progress=False)
+    res = run_sweep(
+        slow_spec, tmp_path / "out", engine="local", workers=2, retries=0, progress=False
+    )
     assert killed and (res.done, res.failed) == (4, 0)
-    assert all(r["status"] == "done" and r["attempt"] == 1 for r in assert_complete(tmp_path / "out", 4))
+    assert all(
+        r["status"] == "done" and r["attempt"] == 1 for r in assert_complete(tmp_path / "out", 4)
+    )

@@ -25,10 +25,17 @@ from experiments.sweep.runner import run_sweep  # noqa: E402
 from experiments.sweep.spec import load_spec  # noqa: E402
 
 from tests.experiments.sweep.helpers import (  # noqa: E402
-    CERTIFY_SPEC, assert_complete, descends_from, make_problems, single_certificate, strip_timing,
-    sweep_certificates, write_spec)
+    CERTIFY_SPEC,
+    assert_complete,
+    descends_from,
+    make_problems,
+    single_certificate,
+    strip_timing,
+    sweep_certificates,
+    write_spec,
+)
 
-RUNNING, FINISHED, FAILED = 8, 11, 12     # ray.core.generated.common_pb2.TaskStatus
+RUNNING, FINISHED, FAILED = 8, 11, 12  # ray.core.generated.common_pb2.TaskStatus
 
 
 def running_task_pids(name: str = "execute") -> list[int]:
@@ -41,15 +48,23 @@ def running_task_pids(name: str = "execute") -> list[int]:
         pids = []
         for ev in state._get_all_task_events():
             times = ev.state_updates.state_ts_ns
-            if ev.task_info.name == name and ev.state_updates.worker_pid and RUNNING in times \
-                    and FINISHED not in times and FAILED not in times:
+            if (
+                ev.task_info.name == name
+                and ev.state_updates.worker_pid
+                and RUNNING in times
+                and FINISHED not in times
+                and FAILED not in times
+            ):
                 pids.append(ev.state_updates.worker_pid)
         return pids
     except (ImportError, AttributeError):  # another Ray version: its public state API
         from ray.util.state import list_tasks
 
-        return [t.worker_pid for t in list_tasks(filters=[("state", "=", "RUNNING"), ("name", "=", name)])
-                if t.worker_pid]
+        return [
+            t.worker_pid
+            for t in list_tasks(filters=[("state", "=", "RUNNING"), ("name", "=", name)])
+            if t.worker_pid
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +97,24 @@ def test_cli_ray_sweep_equals_the_single_commands(ray_engine, tmp_path, capsys) 
     problems = make_problems(tmp_path)
     spec = write_spec(tmp_path, CERTIFY_SPEC)
     out = tmp_path / "sweep"
-    assert main(["sweep", str(spec), "-o", str(out), "--engine", "ray", "--workers", "2", "--progress", "off"]) == 0
-    assert ray.is_initialized()                                # a connected caller's Ray is left up
+    assert (
+        main(
+            [
+                "sweep",
+                str(spec),
+                "-o",
+                str(out),
+                "--engine",
+                "ray",
+                "--workers",
+                "2",
+                "--progress",
+                "off",
+            ]
+        )
+        == 0
+    )
+    assert ray.is_initialized()  # a connected caller's Ray is left up
     text = capsys.readouterr().out
     assert "8 done and 0 failed" in text and "engine start-up" in text
     got = sweep_certificates(out)
@@ -94,12 +125,16 @@ def test_cli_ray_sweep_equals_the_single_commands(ray_engine, tmp_path, capsys) 
             assert strip_timing(got[(f"data/{path.name}", p)]) == strip_timing(want)
     assert_complete(out, 8)
     assert main(["sweep", str(spec), "-o", str(out), "--engine", "ray", "--progress", "off"]) == 0
-    assert "8 already finished, 0 done" in capsys.readouterr().out    # a rerun runs 0 jobs
+    assert "8 already finished, 0 done" in capsys.readouterr().out  # a rerun runs 0 jobs
 
 
-def test_a_ray_worker_killed_mid_sweep_is_retried_nothing_lost_or_duplicated(ray_engine, tmp_path) -> None:
-    make_problems(tmp_path, seeds=(0, 1, 2, 3), n=50, T=16, d=14)     # about a second each
-    spec = load_spec(write_spec(tmp_path, 'kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["1.75"]\n'))
+def test_a_ray_worker_killed_mid_sweep_is_retried_nothing_lost_or_duplicated(
+    ray_engine, tmp_path
+) -> None:
+    make_problems(tmp_path, seeds=(0, 1, 2, 3), n=50, T=16, d=14)  # about a second each
+    spec = load_spec(
+        write_spec(tmp_path, 'kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["1.75"]\n')
+    )
     out = tmp_path / "sweep"
     result: dict = {}
     done = threading.Event()
@@ -116,7 +151,7 @@ def test_a_ray_worker_killed_mid_sweep_is_retried_nothing_lost_or_duplicated(ray
     deadline = time.monotonic() + 90
     while killed is None and time.monotonic() < deadline and not done.is_set():
         for pid in running_task_pids():
-            if descends_from(pid, os.getpid()):              # a worker of the Ray this module started
+            if descends_from(pid, os.getpid()):  # a worker of the Ray this module started
                 os.kill(pid, signal.SIGKILL)
                 killed = pid
                 break
@@ -128,8 +163,8 @@ def test_a_ray_worker_killed_mid_sweep_is_retried_nothing_lost_or_duplicated(ray
     records = assert_complete(out, 4)
     assert all(r["status"] == "done" and r["verdict"] == "optimal" for r in records)
     assert killed not in {r["pid"] for r in records}
-    assert max(r["attempt"] for r in records) == 2                    # the killed job ran again, once
-    assert ray.is_initialized()                                        # a connected caller's Ray is left up
+    assert max(r["attempt"] for r in records) == 2  # the killed job ran again, once
+    assert ray.is_initialized()  # a connected caller's Ray is left up
     rerun = run_sweep(spec, out, engine="ray", workers=2, progress=False)
     assert (rerun.done, rerun.skipped) == (0, 4)
     lines = [json.loads(t) for t in (out / "index.jsonl").read_text().splitlines()]

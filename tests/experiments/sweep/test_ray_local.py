@@ -24,7 +24,13 @@ import pytest
 
 pytest.importorskip("ray")
 
-from tests.experiments.sweep.helpers import TAG_VAR, assert_complete, make_problems, tagged_pids, write_spec  # noqa: E402
+from tests.experiments.sweep.helpers import (
+    TAG_VAR,
+    assert_complete,
+    make_problems,
+    tagged_pids,
+    write_spec,
+)  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = 'kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["1.75", "2"]\n'
@@ -32,10 +38,29 @@ SPEC = 'kind = "certify"\n[grid]\nproblem = ["data/*.npz"]\np = ["1.75", "2"]\n'
 
 def _driver(tmp_path: Path, tag: str, *extra: str) -> subprocess.Popen:
     (tmp_path / "home").mkdir(exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path),
-           TAG_VAR: tag}
-    cmd = [sys.executable, "-m", "experiments.cli", "sweep", str(tmp_path / "sweep.toml"), "-o",
-           str(tmp_path / "SWEEP"), "--engine", "ray", "--workers", "2", "--progress", "off", *extra]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp_path),
+        TAG_VAR: tag,
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "experiments.cli",
+        "sweep",
+        str(tmp_path / "sweep.toml"),
+        "-o",
+        str(tmp_path / "SWEEP"),
+        "--engine",
+        "ray",
+        "--workers",
+        "2",
+        "--progress",
+        "off",
+        *extra,
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
@@ -48,7 +73,9 @@ def _wait_for(predicate, timeout_s: float) -> bool:
     return False
 
 
-def _finish(proc: subprocess.Popen, tag: str, *, after_s: float = 5.0) -> tuple[str, dict[int, str]]:
+def _finish(
+    proc: subprocess.Popen, tag: str, *, after_s: float = 5.0
+) -> tuple[str, dict[int, str]]:
     """The driver's stderr and the tagged processes alive ``after_s`` after it exited (then killed, by pid)."""
     try:
         _, err = proc.communicate(timeout=120)
@@ -71,32 +98,49 @@ def _jobs_indexed(out: Path) -> int:
     return index.read_text().count("\n") if index.is_file() else 0
 
 
-@pytest.mark.parametrize("sig, when", [(signal.SIGINT, "start-up"),
-                                       pytest.param(signal.SIGTERM, "jobs", marks=pytest.mark.slow)])
-def test_a_signal_gives_one_line_its_exit_code_and_leaves_no_ray_process(tmp_path, sig, when) -> None:
+@pytest.mark.parametrize(
+    "sig, when",
+    [(signal.SIGINT, "start-up"), pytest.param(signal.SIGTERM, "jobs", marks=pytest.mark.slow)],
+)
+def test_a_signal_gives_one_line_its_exit_code_and_leaves_no_ray_process(
+    tmp_path, sig, when
+) -> None:
     make_problems(tmp_path, seeds=range(6), n=30, T=12, d=10)
     write_spec(tmp_path, SPEC)
     tag = f"signal-{os.getpid()}-{sig}"
     proc = _driver(tmp_path, tag)
-    if when == "start-up":     # Ray's raylet exists: the driver is starting Ray or connecting to it
-        seen = _wait_for(lambda: "raylet" in tagged_pids(tag).values() or proc.poll() is not None, 120)
-    else:                      # jobs are running
-        seen = _wait_for(lambda: _jobs_indexed(tmp_path / "SWEEP") >= 1 or proc.poll() is not None, 180)
+    if when == "start-up":  # Ray's raylet exists: the driver is starting Ray or connecting to it
+        seen = _wait_for(
+            lambda: "raylet" in tagged_pids(tag).values() or proc.poll() is not None, 120
+        )
+    else:  # jobs are running
+        seen = _wait_for(
+            lambda: _jobs_indexed(tmp_path / "SWEEP") >= 1 or proc.poll() is not None, 180
+        )
     assert seen and proc.poll() is None, "the sweep ended before the signal"
     proc.send_signal(sig)
     err, left = _finish(proc, tag)
     assert proc.returncode == 128 + sig, err
     lines = err.strip().splitlines()
     word = "interrupted" if sig == signal.SIGINT else r"terminated \(SIGTERM\)"
-    assert len(lines) == 1 and re.match(rf"mdcert sweep: {word}[:;] .*rerun the same command to resume", lines[0]), err
+    assert len(lines) == 1 and re.match(
+        rf"mdcert sweep: {word}[:;] .*rerun the same command to resume", lines[0]
+    ), err
     assert left == {}, f"processes left 5 s after the driver exited: {left}"
-    if when == "jobs":      # every indexed job has its whole record; a job that finished while the
-        out = tmp_path / "SWEEP"     # driver stopped may have a record the index lacks (the next run indexes it)
+    if when == "jobs":  # every indexed job has its whole record; a job that finished while the
+        out = (
+            tmp_path / "SWEEP"
+        )  # driver stopped may have a record the index lacks (the next run indexes it)
         kept = int(re.search(r": (\d+) of 12 job", lines[0]).group(1))
         indexed = {json.loads(t)["key"] for t in (out / "index.jsonl").read_text().splitlines()}
-        records = {r["key"]: r for r in map(json.loads, map(Path.read_text, out.glob("records/*/*/record.json")))}
+        records = {
+            r["key"]: r
+            for r in map(json.loads, map(Path.read_text, out.glob("records/*/*/record.json")))
+        }
         assert kept >= 1 and len(indexed) == kept and indexed <= set(records)
-        assert all(r["status"] == "done" for r in records.values()), [r["error"] for r in records.values()]
+        assert all(r["status"] == "done" for r in records.values()), [
+            r["error"] for r in records.values()
+        ]
         assert not list(out.glob("records/*/.*"))
 
 
@@ -115,12 +159,15 @@ def test_a_dead_raylet_stops_the_sweep_with_one_line(tmp_path) -> None:
     err, left = _finish(proc, tag)
     assert proc.returncode == 1, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and re.match(r"mdcert sweep: error: .*(raylet|Ray instance).*stopping the sweep "
-                                        r"\(finished records are kept; rerun to resume\)", lines[0]), err
+    assert len(lines) == 1 and re.match(
+        r"mdcert sweep: error: .*(raylet|Ray instance).*stopping the sweep "
+        r"\(finished records are kept; rerun to resume\)",
+        lines[0],
+    ), err
     assert time.monotonic() - t0 < 60
     assert left == {}, f"processes left 5 s after the driver exited: {left}"
     records = assert_complete(tmp_path / "SWEEP", _count_records(tmp_path / "SWEEP"))
-    assert all(r["status"] == "done" for r in records)        # no job charged with the instance's death
+    assert all(r["status"] == "done" for r in records)  # no job charged with the instance's death
 
 
 @pytest.mark.slow
@@ -132,7 +179,7 @@ def test_a_killed_driver_takes_its_ray_instance_with_it(tmp_path) -> None:
     assert _wait_for(lambda: "raylet" in tagged_pids(tag).values() or proc.poll() is not None, 120)
     assert proc.poll() is None
     ours = {p for p in Path(tempfile.gettempdir()).glob("mdcert-ray-*") if _holds_tag(p, tag)}
-    proc.kill()                                                   # SIGKILL: the driver cannot clean up
+    proc.kill()  # SIGKILL: the driver cannot clean up
     _, left = _finish(proc, tag)
     assert left == {}, f"processes left 5 s after the driver was killed: {left}"
     assert ours and not any(p.exists() for p in ours), "the instance's temporary directory was left"
@@ -140,8 +187,11 @@ def test_a_killed_driver_takes_its_ray_instance_with_it(tmp_path) -> None:
 
 def _holds_tag(folder: Path, tag: str) -> bool:
     """Whether a Ray temporary directory belongs to this test's driver (its supervisor's environment)."""
-    return any(tag.encode() in Path(f"/proc/{pid}/environ").read_bytes() for pid in tagged_pids(tag)
-               if str(folder) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"))
+    return any(
+        tag.encode() in Path(f"/proc/{pid}/environ").read_bytes()
+        for pid in tagged_pids(tag)
+        if str(folder) in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    )
 
 
 def _count_records(out: Path) -> int:
@@ -158,8 +208,11 @@ def test_an_address_where_nothing_listens_fails_in_seconds_with_one_line(tmp_pat
     assert time.monotonic() - t0 < 30
     assert proc.returncode == 1
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and re.match(r"mdcert sweep: error: cannot reach the Ray cluster at '127\.0\.0\.1:1' "
-                                        r"\(.*\); start it with 'ray start --head' or check --address", lines[0]), err
+    assert len(lines) == 1 and re.match(
+        r"mdcert sweep: error: cannot reach the Ray cluster at '127\.0\.0\.1:1' "
+        r"\(.*\); start it with 'ray start --head' or check --address",
+        lines[0],
+    ), err
     assert left == {}
 
 
@@ -177,7 +230,9 @@ def test_probe_address_refuses_a_closed_port_and_accepts_a_listening_one() -> No
         probe_address(f"ray://127.0.0.1:{port}")
     for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}", "nonexistent.invalid:6379"):
         t0 = time.monotonic()
-        with pytest.raises(MdcertError, match=r"cannot reach the Ray cluster at .* check --address"):
+        with pytest.raises(
+            MdcertError, match=r"cannot reach the Ray cluster at .* check --address"
+        ):
             probe_address(address, timeout_s=5)
         assert time.monotonic() - t0 < 15
-    probe_address("auto")                                      # Ray finds (or refuses) a local cluster itself
+    probe_address("auto")  # Ray finds (or refuses) a local cluster itself

@@ -29,10 +29,13 @@ def test_a_record_missing_from_the_index_is_indexed_on_the_next_run(tmp_path) ->
     run_sweep(spec, out, workers=1, progress=False)
     index = out / "index.jsonl"
     first, second = index.read_text().splitlines()
-    index.write_text(first + "\n" + second[: len(second) // 2])          # a driver killed mid-line
+    index.write_text(first + "\n" + second[: len(second) // 2])  # a driver killed mid-line
     res = run_sweep(spec, out, workers=1, progress=False)
     assert (res.skipped, res.done) == (2, 0)
-    lines = [json.loads(t) for t in index.read_text().splitlines()[:1] + index.read_text().splitlines()[2:]]
+    lines = [
+        json.loads(t)
+        for t in index.read_text().splitlines()[:1] + index.read_text().splitlines()[2:]
+    ]
     assert {ln["key"] for ln in lines} == {json.loads(first)["key"], json.loads(second)["key"]}
 
 
@@ -61,6 +64,6 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys) -> None:
     bar = runner._progress(10, True)
     assert bar.enabled
     bar.update(5)
-    bar.stage("failed=0", force=True)   # redraws now
+    bar.stage("failed=0", force=True)  # redraws now
     bar.close()
     assert "5/10" in capsys.readouterr().err and not runner._progress(0, True).enabled

@@ -16,8 +16,11 @@ KEY = "ab" + "0" * 62
 def _record(store: Store, key: str, *, status: str = "done", payload: str = "x") -> dict:
     tmp = store.new_tmp(key)
     (tmp / "out.txt").write_text(payload)
-    rec = {"key": key, "status": status,
-           "outputs": {"out.txt": {"bytes": len(payload), "sha256": file_sha256(tmp / "out.txt")}}}
+    rec = {
+        "key": key,
+        "status": status,
+        "outputs": {"out.txt": {"bytes": len(payload), "sha256": file_sha256(tmp / "out.txt")}},
+    }
     (tmp / RECORD).write_text(json.dumps(rec))
     assert store.commit(tmp, key) is None or status == "done"
     return rec
@@ -29,7 +32,7 @@ def test_commit_is_a_rename_and_a_finished_record_wins(tmp_path) -> None:
     assert store.finished(KEY)["outputs"]["out.txt"]["bytes"] == 5
     tmp = store.new_tmp(KEY)
     (tmp / RECORD).write_text(json.dumps({"key": KEY, "status": "done", "outputs": {}}))
-    assert store.commit(tmp, KEY)["outputs"]["out.txt"]["bytes"] == 5      # the first stays
+    assert store.commit(tmp, KEY)["outputs"]["out.txt"]["bytes"] == 5  # the first stays
     assert not tmp.exists() and store.stale_attempts(KEY) == 0
 
 
@@ -46,13 +49,13 @@ def test_finished_verifies_key_and_outputs(tmp_path) -> None:
     store = Store(tmp_path)
     _record(store, KEY)
     out = store.record_dir(KEY) / "out.txt"
-    out.write_text("y")                                    # same size, other bytes
+    out.write_text("y")  # same size, other bytes
     assert store.finished(KEY) is None
     out.write_text("x")
     assert store.finished(KEY) is not None
     rec = store.record_dir(KEY) / RECORD
     rec.write_text(rec.read_text().replace(KEY, "ab" + "1" * 62))
-    assert store.finished(KEY) is None                     # a record of another key
+    assert store.finished(KEY) is None  # a record of another key
     rec.write_text("{not json")
     assert store.finished(KEY) is None and store.read_record(KEY) is None
     assert store.finished("cd" + "0" * 62) is None
@@ -76,7 +79,7 @@ def test_one_driver_per_directory(tmp_path) -> None:
         with pytest.raises(MdcertError, match="another mdcert sweep is writing"):
             with Store(tmp_path / "s").locked():
                 pass
-    with Store(tmp_path / "s").locked():        # released
+    with Store(tmp_path / "s").locked():  # released
         pass
 
 

@@ -15,22 +15,43 @@ from experiments.sweep.spec import load_spec
 
 from tests.experiments.sweep.helpers import assert_complete, write_spec
 
-TINY = ('study = ["sentiment"]\noptimizers = ["1.1,2"]\nlr = [0.3]\nseed = { start = 0, stop = 2 }\nseeds = [1]\n'
-        'quick = [true]\nwidth = [3]\ntrain_limit = [60]\ntest_limit = [20]\nfinetune_steps = [1]\nepochs = [1]\n')
+TINY = (
+    'study = ["sentiment"]\noptimizers = ["1.1,2"]\nlr = [0.3]\nseed = { start = 0, stop = 2 }\nseeds = [1]\n'
+    "quick = [true]\nwidth = [3]\ntrain_limit = [60]\ntest_limit = [20]\nfinetune_steps = [1]\nepochs = [1]\n"
+)
 
 
 def test_study_argv_is_accepted_by_the_study_command() -> None:
-    argv = get_kind("study").argv({"study": "vision", "optimizers": "1.1,adam", "lr": "0.1", "seed": 3, "seeds": 2,
-                                   "quick": True}, "/r")
+    argv = get_kind("study").argv(
+        {
+            "study": "vision",
+            "optimizers": "1.1,adam",
+            "lr": "0.1",
+            "seed": 3,
+            "seeds": 2,
+            "quick": True,
+        },
+        "/r",
+    )
     assert argv[:2] == ["study", "vision"] and argv[-2:] == ["-o", "/r/study"]
     args = build_parser()[0].parse_args(argv)
-    assert (args.kind, args.optimizers, args.lr, args.seed_start, args.seeds, args.quick) == ("vision", "1.1,adam", 0.1, 3, 2, True)
+    assert (args.kind, args.optimizers, args.lr, args.seed_start, args.seeds, args.quick) == (
+        "vision",
+        "1.1,adam",
+        0.1,
+        3,
+        2,
+        True,
+    )
 
 
 def test_spec_values_the_study_would_refuse_are_refused(tmp_path) -> None:
     load_spec(write_spec(tmp_path, 'kind = "study"\n[grid]\n' + TINY))
-    for bad, msg in (('study = ["poetry"]\n', "study"), ('study = ["vision"]\noptimizers = ["sgd"]\n', "unknown optimizer"),
-                     ('study = ["vision"]\nseeds = [0]\n', "seeds")):
+    for bad, msg in (
+        ('study = ["poetry"]\n', "study"),
+        ('study = ["vision"]\noptimizers = ["sgd"]\n', "unknown optimizer"),
+        ('study = ["vision"]\nseeds = [0]\n', "seeds"),
+    ):
         with pytest.raises(MdcertError, match=msg):
             load_spec(write_spec(tmp_path, 'kind = "study"\n[grid]\n' + bad))
 

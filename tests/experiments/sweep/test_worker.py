@@ -12,14 +12,24 @@ from experiments.sweep.spec import load_spec
 from experiments.sweep.store import Store
 from experiments.sweep.worker import execute, failed_record
 
-from tests.experiments.sweep.helpers import make_problems, single_certificate, strip_timing, write_spec
+from tests.experiments.sweep.helpers import (
+    make_problems,
+    single_certificate,
+    strip_timing,
+    write_spec,
+)
 
 
 @pytest.fixture()
 def jobs(tmp_path):
     make_problems(tmp_path, seeds=(1,))
-    spec = load_spec(write_spec(tmp_path, 'kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\n'
-                                          'p = ["2"]\nalpha = ["opt", "0,1"]\n'))
+    spec = load_spec(
+        write_spec(
+            tmp_path,
+            'kind = "certify"\n[grid]\nproblem = ["data/p1.npz"]\n'
+            'p = ["2"]\nalpha = ["opt", "0,1"]\n',
+        )
+    )
     return list(iter_jobs(spec, tmp_path / "out"))
 
 
@@ -28,24 +38,35 @@ def test_a_done_job_is_the_single_command(jobs, tmp_path) -> None:
     assert line["status"] == "done" and line["verdict"] == "optimal" and line["exit_code"] == 0
     store = Store(tmp_path / "out")
     rec = store.finished(jobs[0].key)
-    assert rec["argv"] == ["certify", str(tmp_path.resolve() / "data" / "p1.npz"), "--p=2", "--alpha=opt",
-                           "-o", "cert.json"]
+    assert rec["argv"] == [
+        "certify",
+        str(tmp_path.resolve() / "data" / "p1.npz"),
+        "--p=2",
+        "--alpha=opt",
+        "-o",
+        "cert.json",
+    ]
     assert set(rec["outputs"]) == {"cert.json", "stdout.txt", "stderr.txt"} and rec["attempt"] == 1
     got = json.loads((store.record_dir(jobs[0].key) / "cert.json").read_text())
-    want = single_certificate(tmp_path / "data" / "p1.npz", "2", tmp_path / "single.json", digits=60)
+    want = single_certificate(
+        tmp_path / "data" / "p1.npz", "2", tmp_path / "single.json", digits=60
+    )
     assert strip_timing(got) == strip_timing(want)
     assert "status: optimal" in (store.record_dir(jobs[0].key) / "stdout.txt").read_text()
 
 
 def test_a_failing_job_is_recorded_with_its_one_line(jobs, tmp_path) -> None:
-    line = execute(jobs[1])                                   # alpha 0,1 for 6 examples: bad input
+    line = execute(jobs[1])  # alpha 0,1 for 6 examples: bad input
     assert line["status"] == "failed" and line["exit_code"] == 1 and line["verdict"] is None
-    assert line["error"].startswith("mdcert certify: error: ") and "one token index per example" in line["error"]
+    assert (
+        line["error"].startswith("mdcert certify: error: ")
+        and "one token index per example" in line["error"]
+    )
     assert Store(tmp_path / "out").read_record(jobs[1].key)["status"] == "failed"
 
 
 def test_a_changed_input_is_not_run(jobs, tmp_path, monkeypatch) -> None:
-    make_problems(tmp_path, seeds=(1,), n=5)                   # p1.npz now holds other bytes
+    make_problems(tmp_path, seeds=(1,), n=5)  # p1.npz now holds other bytes
     monkeypatch.setattr(worker, "run_job", lambda *a: pytest.fail("must not run"))
     line = execute(jobs[0])
     assert line["status"] == "failed" and "changed since the sweep started" in line["error"]
@@ -56,7 +77,9 @@ def test_a_finished_record_is_reused_and_failed_record_defers_to_it(jobs, monkey
     monkeypatch.setattr(worker, "run_job", lambda *a: pytest.fail("must not run twice"))
     assert execute(jobs[0])["status"] == "done"
     assert failed_record(jobs[0], "worker died", attempts=3)["status"] == "done"
-    line = failed_record(jobs[1], "worker process killed by signal 9 (SIGKILL) on all 3 attempts", attempts=3)
+    line = failed_record(
+        jobs[1], "worker process killed by signal 9 (SIGKILL) on all 3 attempts", attempts=3
+    )
     assert line["status"] == "failed" and line["attempt"] == 3 and "SIGKILL" in line["error"]
 
 
@@ -65,7 +88,11 @@ def test_an_internal_error_is_exit_70(jobs, monkeypatch) -> None:
 
     monkeypatch.setattr(cmd, "run", lambda config: 1 / 0)
     line = execute(jobs[0])
-    assert line["status"] == "failed" and line["exit_code"] == 70 and "internal error: ZeroDivisionError" in line["error"]
+    assert (
+        line["status"] == "failed"
+        and line["exit_code"] == 70
+        and "internal error: ZeroDivisionError" in line["error"]
+    )
 
 
 def test_a_warm_worker_charges_no_start_up_to_its_first_job(tmp_path) -> None:
@@ -96,8 +123,13 @@ def test_a_warm_worker_charges_no_start_up_to_its_first_job(tmp_path) -> None:
             print(argv[0], ",".join(new))
     """
     root = Path(__file__).resolve().parents[3]
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), str(tmp_path / "data" / "p1.npz")],
-                         capture_output=True, text=True, cwd=root, timeout=300,
-                         env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path), str(tmp_path / "data" / "p1.npz")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:2] == ["certify ", "check "], out.stdout

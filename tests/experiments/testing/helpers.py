@@ -68,10 +68,24 @@ def checks_dual_only(W, G, lr, p):
 class Mirror(torch.optim.Optimizer):
     """A configurable l_p mirror-descent optimizer: correct by default, one defect per flag."""
 
-    def __init__(self, params, lr=0.1, p=2.0, *, group_p=True, group_lr=True, skip_none=True, closure=True,
-                 normalize=None, eps=0.0, no_grad_closure=False):
+    def __init__(
+        self,
+        params,
+        lr=0.1,
+        p=2.0,
+        *,
+        group_p=True,
+        group_lr=True,
+        skip_none=True,
+        closure=True,
+        normalize=None,
+        eps=0.0,
+        no_grad_closure=False,
+    ):
         super().__init__(params, dict(lr=lr, p=p))
-        self.flags = dict(group_p=group_p, group_lr=group_lr, skip_none=skip_none, normalize=normalize, eps=eps)
+        self.flags = dict(
+            group_p=group_p, group_lr=group_lr, skip_none=skip_none, normalize=normalize, eps=eps
+        )
         self.takes_closure, self.no_grad_closure = closure, no_grad_closure
 
     def step(self, *args):
@@ -90,7 +104,9 @@ class Mirror(torch.optim.Optimizer):
             for group in self.param_groups:
                 p = group["p"] if self.flags["group_p"] else self.defaults["p"]
                 lr = group["lr"] if self.flags["group_lr"] else self.defaults["lr"]
-                params = [w for w in group["params"] if w.grad is not None or not self.flags["skip_none"]]
+                params = [
+                    w for w in group["params"] if w.grad is not None or not self.flags["skip_none"]
+                ]
                 grads = [w.grad for w in params]
                 q = p / (p - 1)
                 if self.flags["normalize"] == "global":
@@ -116,5 +132,8 @@ class HalfWritten(torch.optim.Optimizer):
             for w in group["params"]:
                 new = clipping(w, w.grad, group["lr"], group["p"])
                 w.copy_(new)
-                if not torch.isfinite(w.grad).all() or (new.abs() == torch.finfo(new.dtype).max).any():
+                if (
+                    not torch.isfinite(w.grad).all()
+                    or (new.abs() == torch.finfo(new.dtype).max).any()
+                ):
                     raise FloatingPointError("overflow detected after writing")

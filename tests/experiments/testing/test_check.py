@@ -17,18 +17,23 @@ def test_check_mirror_update_returns_the_report_or_raises_with_the_failing_cells
     report = check_mirror_update(good_step, p="7/4", **FAST)
     assert report.ok and {r.regime for r in report.results} == {"below_two"}
     with pytest.raises(AssertionError) as info:
-        check_mirror_update(checks_dual_only, properties=("overflow",), regimes=("near_one", "two"), **FAST)
+        check_mirror_update(
+            checks_dual_only, properties=("overflow",), regimes=("near_one", "two"), **FAST
+        )
     text = str(info.value)
     assert "FAILING: overflow" in text and "1 < p <= 1.1" in text and "p = 2" not in text
 
 
-@pytest.mark.parametrize("options, pattern", [
-    ({"properties": ("speed",)}, r"unknown properties"),
-    ({"regimes": ("p<1",)}, r"unknown regimes"),
-    ({"normalize": "l2"}, r"normalize must be"),
-    ({"norm": 0.5}, r"norm must be"),
-    ({"dtypes": (torch.float16,)}, r"dtypes must be"),
-])
+@pytest.mark.parametrize(
+    "options, pattern",
+    [
+        ({"properties": ("speed",)}, r"unknown properties"),
+        ({"regimes": ("p<1",)}, r"unknown regimes"),
+        ({"normalize": "l2"}, r"normalize must be"),
+        ({"norm": 0.5}, r"norm must be"),
+        ({"dtypes": (torch.float16,)}, r"dtypes must be"),
+    ],
+)
 def test_bad_options_are_refused(options, pattern):
     with pytest.raises(KitUsageError, match=pattern):
         run_kit(good_step, **options)
@@ -41,9 +46,11 @@ def test_cuda_without_cuda_is_refused():
 
 
 def test_report_table():
-    cells = (CellResult("overflow", "near_one", "float64", "cpu", Outcome.FAILED, "overflow fails: x"),
-             CellResult("overflow", "two", "float64", "cpu", Outcome.PASSED, "", 5),
-             CellResult("closure", "two", "float64", "cpu", Outcome.SKIPPED, "needs an optimizer"))
+    cells = (
+        CellResult("overflow", "near_one", "float64", "cpu", Outcome.FAILED, "overflow fails: x"),
+        CellResult("overflow", "two", "float64", "cpu", Outcome.PASSED, "", 5),
+        CellResult("closure", "two", "float64", "cpu", Outcome.SKIPPED, "needs an optimizer"),
+    )
     report = KitReport("f as a step function", "p passed as float", cells)
     assert not report.ok and report.failed_properties() == ["overflow"]
     text = report.format()
@@ -57,6 +64,8 @@ def test_report_table():
 @pytest.mark.slow
 def test_full_default_run_on_the_project_optimizer():
     report = check_mirror_update(LpMirrorDescent, gd_bitwise=True)
-    per_tensor = check_mirror_update(lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, normalize_gradient=True),
-                                     normalize="per_tensor")
+    per_tensor = check_mirror_update(
+        lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, normalize_gradient=True),
+        normalize="per_tensor",
+    )
     assert report.ok and per_tensor.ok

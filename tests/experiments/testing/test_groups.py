@@ -13,7 +13,9 @@ from experiments import LpMirrorDescent
 from experiments.testing import run_kit
 from tests.experiments.testing.helpers import Mirror
 
-FAST = dict(max_examples=6, dtypes=(torch.float64,), shrink=False, regimes=("near_one", "above_two"))
+FAST = dict(
+    max_examples=6, dtypes=(torch.float64,), shrink=False, regimes=("near_one", "above_two")
+)
 GROUPS = ("param_groups", "grad_none", "closure")
 
 
@@ -24,13 +26,24 @@ def test_defect_free_multi_parameter_optimizers_pass(update):
     assert len([r for r in report.results if r.outcome.value == "passed"]) == 6
 
 
-@pytest.mark.parametrize("flags, prop, pattern", [
-    ({"group_p": False}, "param_groups", r"group 1 \(p=.*\) was updated with p=.*: its p is ignored"),
-    ({"group_lr": False}, "param_groups", r"its lr is ignored"),
-    ({"skip_none": False}, "grad_none", r"raised TypeError: .* whose \.grad is None"),
-    ({"closure": False}, "closure", r"step\(closure\) raised TypeError: step\(\) takes no closure"),
-    ({"no_grad_closure": True}, "closure", r"the closure ran with grad disabled"),
-])
+@pytest.mark.parametrize(
+    "flags, prop, pattern",
+    [
+        (
+            {"group_p": False},
+            "param_groups",
+            r"group 1 \(p=.*\) was updated with p=.*: its p is ignored",
+        ),
+        ({"group_lr": False}, "param_groups", r"its lr is ignored"),
+        ({"skip_none": False}, "grad_none", r"raised TypeError: .* whose \.grad is None"),
+        (
+            {"closure": False},
+            "closure",
+            r"step\(closure\) raised TypeError: step\(\) takes no closure",
+        ),
+        ({"no_grad_closure": True}, "closure", r"the closure ran with grad disabled"),
+    ],
+)
 def test_each_multi_parameter_defect_is_caught_per_regime(flags, prop, pattern):
     report = run_kit(partial(Mirror, **flags), kind="optimizer", properties=(prop,), **FAST)
     fails = report.failures()
@@ -46,8 +59,14 @@ def test_global_and_per_tensor_normalization_are_told_apart():
     assert run_kit(glob, normalize="global", **opts).ok
     wrong = run_kit(per, normalize="global", **opts)
     assert {r.prop for r in wrong.failures()} == {"normalization", "param_groups"}
-    assert any("matches" in r.message and "per-tensor ||G||_q" in r.message for r in wrong.failures())
-    eps = run_kit(partial(Mirror, normalize="per_tensor", eps=2.220446049250313e-16), normalize="per_tensor", **opts)
+    assert any(
+        "matches" in r.message and "per-tensor ||G||_q" in r.message for r in wrong.failures()
+    )
+    eps = run_kit(
+        partial(Mirror, normalize="per_tensor", eps=2.220446049250313e-16),
+        normalize="per_tensor",
+        **opts,
+    )
     assert any("plus 2.22e-16 (an epsilon added to the norm)" in r.message for r in eps.failures())
 
 

@@ -25,17 +25,30 @@ FAST = dict(max_examples=6, dtypes=(torch.float64,), shrink=False)
 SINGLE = ("stationarity", "gradient_descent", "round_trip", "descent", "overflow")
 
 
-@pytest.mark.parametrize("update, options", [
-    (good_step, {}),
-    (lambda W, G, lr, p: mirror_step(W, G, lr, p), {"mirror_map": mirror.mirror_map,
-                                                    "inverse_mirror_map": mirror.inverse_mirror_map}),
-    (LpMirrorDescent, {"gd_bitwise": True}),
-    (lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, foreach=True), {"p_as": "fraction"}),
-])
+@pytest.mark.parametrize(
+    "update, options",
+    [
+        (good_step, {}),
+        (
+            lambda W, G, lr, p: mirror_step(W, G, lr, p),
+            {"mirror_map": mirror.mirror_map, "inverse_mirror_map": mirror.inverse_mirror_map},
+        ),
+        (LpMirrorDescent, {"gd_bitwise": True}),
+        (
+            lambda params, lr, p: LpMirrorDescent(params, lr=lr, p=p, foreach=True),
+            {"p_as": "fraction"},
+        ),
+    ],
+)
 def test_correct_updates_pass_in_every_regime(update, options):
     report = run_kit(update, properties=SINGLE, **FAST, **options)
     assert report.ok, report.format(failures_only=True)
-    assert {r.regime for r in report.results if r.outcome.value == "passed"} == {"near_one", "below_two", "two", "above_two"}
+    assert {r.regime for r in report.results if r.outcome.value == "passed"} == {
+        "near_one",
+        "below_two",
+        "two",
+        "above_two",
+    }
 
 
 def test_float32_passes_without_false_alarm():
@@ -43,21 +56,30 @@ def test_float32_passes_without_false_alarm():
     assert report.ok, report.format(failures_only=True)
 
 
-@pytest.mark.parametrize("update, prop, pattern", [
-    (wrong_exponent, "stationarity", r"stationarity fails: grad psi\(W\+\) != grad psi\(W\) - lr\*G"),
-    (wrong_exponent, "round_trip", r"round trip fails: a zero-gradient step moved W"),
-    (no_sign, "stationarity", r"stationarity fails"),
-    (clipping, "overflow", r"overflow fails: .* instead of raising FloatingPointError"),
-    (ascent, "descent", r"descent fails: L\(W\+\) - L\(W\) = .* > 0"),
-    (ascent, "gradient_descent", r"p = 2 is not gradient descent"),
-    (in_place, "stationarity", r"modified its input W in place"),
-    (HalfWritten, "overflow", r"half-written"),
-])
+@pytest.mark.parametrize(
+    "update, prop, pattern",
+    [
+        (
+            wrong_exponent,
+            "stationarity",
+            r"stationarity fails: grad psi\(W\+\) != grad psi\(W\) - lr\*G",
+        ),
+        (wrong_exponent, "round_trip", r"round trip fails: a zero-gradient step moved W"),
+        (no_sign, "stationarity", r"stationarity fails"),
+        (clipping, "overflow", r"overflow fails: .* instead of raising FloatingPointError"),
+        (ascent, "descent", r"descent fails: L\(W\+\) - L\(W\) = .* > 0"),
+        (ascent, "gradient_descent", r"p = 2 is not gradient descent"),
+        (in_place, "stationarity", r"modified its input W in place"),
+        (HalfWritten, "overflow", r"half-written"),
+    ],
+)
 def test_each_defect_is_caught_and_named(update, prop, pattern):
     report = run_kit(update, properties=(prop,), regimes=("below_two", "two"), **FAST)
     fails = report.failures()
     assert fails and all(r.prop == prop for r in fails)
-    assert all(__import__("re").search(pattern, r.message) for r in fails), [r.message for r in fails]
+    assert all(__import__("re").search(pattern, r.message) for r in fails), [
+        r.message for r in fails
+    ]
 
 
 def test_overflow_of_the_inverse_map_is_shown_in_its_own_regime():
@@ -84,9 +106,22 @@ def test_normalized_step_with_an_epsilon_is_diagnosed():
 
     # 30 draws: the epsilon shows only on gradients scaled by 10^-12 or less (3 of the 5 scales); with
     # 6 draws the kit missed it in 2 of about 10 landings (not derandomized outside CI)
-    report = run_kit(eps_step, properties=("stationarity",), regimes=("below_two",), normalize="per_tensor",
-                     **{**FAST, "shrink": True, "max_examples": 30})
-    assert not report.ok and "plus 2.22e-16 (an epsilon added to the norm)" in report.failures()[0].message
-    ok = run_kit(exact_step, properties=("stationarity", "descent", "round_trip", "normalization"),
-                 regimes=("below_two", "above_two"), normalize="per_tensor", **FAST)
+    report = run_kit(
+        eps_step,
+        properties=("stationarity",),
+        regimes=("below_two",),
+        normalize="per_tensor",
+        **{**FAST, "shrink": True, "max_examples": 30},
+    )
+    assert (
+        not report.ok
+        and "plus 2.22e-16 (an epsilon added to the norm)" in report.failures()[0].message
+    )
+    ok = run_kit(
+        exact_step,
+        properties=("stationarity", "descent", "round_trip", "normalization"),
+        regimes=("below_two", "above_two"),
+        normalize="per_tensor",
+        **FAST,
+    )
     assert ok.ok, ok.format(failures_only=True)

@@ -23,7 +23,16 @@ import numpy as np
 
 from certify import AttentionProblem, synthetic_problem
 
-__all__ = ["CASE_TIMEOUT", "build_files", "digest", "expand", "run_case", "listing", "check_case", "params"]
+__all__ = [
+    "CASE_TIMEOUT",
+    "build_files",
+    "digest",
+    "expand",
+    "run_case",
+    "listing",
+    "check_case",
+    "params",
+]
 
 #: seconds a single case may take before the run is ended with a stack dump
 CASE_TIMEOUT = 120
@@ -81,19 +90,23 @@ def build_files(d: Path) -> Path:
     (d / "deep.json").write_text("[" * 200_000)
     (d / "deep_obj.json").write_text('{"X": ' * 100_000 + "1" + "}" * 100_000)
     data = pr.to_dict()
-    (d / "bigint.json").write_text(json.dumps({**data, "X": [[["BIG", 0]] * 3] * 2}).replace('"BIG"', "9" * 5000))
+    (d / "bigint.json").write_text(
+        json.dumps({**data, "X": [[["BIG", 0]] * 3] * 2}).replace('"BIG"', "9" * 5000)
+    )
     (d / "bigexp.json").write_text(json.dumps(data).replace(repr(data["X"][0][0][0]), "1e999", 1))
     (d / "nan.json").write_text(json.dumps(data).replace(repr(data["X"][0][0][0]), "NaN", 1))
     (d / "binary.json").write_bytes(b"\xff\xfe\x00\x01")
-    (d / "ragged.json").write_text(json.dumps({"X": [[[1, 2], [3]]], "y": [1], "z": [[1, 2]], "v": [1, 2]}))
+    (d / "ragged.json").write_text(
+        json.dumps({"X": [[[1, 2], [3]]], "y": [1], "z": [[1, 2]], "v": [1, 2]})
+    )
     (d / "alpha_dict.json").write_text(json.dumps({**data, "alpha": {"x": 1}}))
     (d / "prob.txt").write_text("hello")
     (d / "adir.npz").mkdir()
     (d / "afile").write_text("x")
     os.symlink(d / "missing_target.npz", d / "dangling.npz")
-    os.symlink("/proc/self/mem", d / "unreadable.npz")   # reading fails with EIO, even as root
+    os.symlink("/proc/self/mem", d / "unreadable.npz")  # reading fails with EIO, even as root
     os.symlink("/proc/self/mem", d / "unreadable.json")
-    X = pr.X.copy()                                      # two distinct tokens with the (equal) largest score
+    X = pr.X.copy()  # two distinct tokens with the (equal) largest score
     X[:, 0] = np.stack([2.0 * pr.y, np.zeros(2)], axis=1)
     X[:, 1] = np.stack([2.0 * pr.y, np.ones(2)], axis=1)
     X[:, 2, 0] = -pr.y
@@ -102,7 +115,21 @@ def build_files(d: Path) -> Path:
     # certificates
     from experiments.cli.main import main
 
-    assert main(["certify", str(d / "good.npz"), "--p", "2", "--digits", "10", "-o", str(d / "cert.json")]) == 0
+    assert (
+        main(
+            [
+                "certify",
+                str(d / "good.npz"),
+                "--p",
+                "2",
+                "--digits",
+                "10",
+                "-o",
+                str(d / "cert.json"),
+            ]
+        )
+        == 0
+    )
     text = (d / "cert.json").read_text()
     (d / "cert_trunc.json").write_text(text[: len(text) // 2])
     (d / "cert_list.json").write_text("[1, 2]")
@@ -130,19 +157,27 @@ def build_files(d: Path) -> Path:
     os.symlink(d / "good.npz", d / "good_link.npz")
     os.link(d / "good.json", d / "good_hard.json")
     # run directories for plot
-    for name, summary in (("run_nosummary", None), ("run_corrupt", '{"kind": '), ("run_list", "[1]"),
-                          ("run_kind", '{"kind": "zzz"}'), ("run_paths_empty", '{"kind": "paths"}'),
-                          ("run_nonempty", '{"kind": "paths"}'), ("run_deep", "[" * 200_000),
-                          ("run_deep_ok", "[" * 500 + "]" * 500), ("run_bigint", '{"kind": ' + "9" * 5000 + "}"),
-                          ("run_empty_file", ""), ("run_regpath_empty", '{"kind": "regpath"}'),
-                          ("run_paths_junk", '{"kind": "paths", "per_p": [{"p_exact": "2/1", "lr": 0.1}]}'),
-                          ("run_nan", '{"kind": NaN}')):
+    for name, summary in (
+        ("run_nosummary", None),
+        ("run_corrupt", '{"kind": '),
+        ("run_list", "[1]"),
+        ("run_kind", '{"kind": "zzz"}'),
+        ("run_paths_empty", '{"kind": "paths"}'),
+        ("run_nonempty", '{"kind": "paths"}'),
+        ("run_deep", "[" * 200_000),
+        ("run_deep_ok", "[" * 500 + "]" * 500),
+        ("run_bigint", '{"kind": ' + "9" * 5000 + "}"),
+        ("run_empty_file", ""),
+        ("run_regpath_empty", '{"kind": "regpath"}'),
+        ("run_paths_junk", '{"kind": "paths", "per_p": [{"p_exact": "2/1", "lr": 0.1}]}'),
+        ("run_nan", '{"kind": NaN}'),
+    ):
         (d / name).mkdir()
         if summary is not None:
             (d / name / "summary.json").write_text(summary)
-    (d / "userdir").mkdir()                                    # a directory of the user's files, not a run
+    (d / "userdir").mkdir()  # a directory of the user's files, not a run
     (d / "userdir" / "notes.txt").write_text("mine")
-    (d / "study_dir" / "runs").mkdir(parents=True)             # a study directory: never replaced by a run
+    (d / "study_dir" / "runs").mkdir(parents=True)  # a study directory: never replaced by a run
     (d / "study_dir" / "study.json").write_text('{"format": "mdcert-study-1", "kind": "synthetic"}')
     (d / "study_dir" / "summary.json").write_text('{"kind": "synthetic"}')
     (d / "run_paths_junk" / "arrays.npz").write_bytes(b"PK\x03\x04junk")
@@ -151,8 +186,8 @@ def build_files(d: Path) -> Path:
     (d / "run_unreadable").mkdir()
     os.symlink("/proc/self/mem", d / "run_unreadable" / "summary.json")
     (d / "run_sparse").mkdir()
-    with open(d / "run_sparse" / "summary.json", "wb") as fh:   # 300 MB, sparse: no disk used
-        fh.truncate(300 * 2 ** 20)
+    with open(d / "run_sparse" / "summary.json", "wb") as fh:  # 300 MB, sparse: no disk used
+        fh.truncate(300 * 2**20)
     (d / "run_linked").mkdir()
     (d / "run_linked" / "summary.json").write_text('{"kind": "paths", "per_p": []}')
     os.link(d / "run_linked" / "summary.json", d / "run_linked" / "bregman.png")
@@ -164,13 +199,24 @@ def build_files(d: Path) -> Path:
 
     regression_problem("block", N=2, seed=1).save(d / "reg.npz")
     regression_problem("gaussian", N=2, D=5, seed=1).save(d / "reg.json")
-    _npz(d / "reg_nan.npz", kind=np.array("regression"), X=np.array([[1.0, np.nan, 0.0]]), y=np.array([1.0]))
-    _npz(d / "reg_bigint.npz", kind=np.array("regression"), X=np.array([[2**53 + 1, 1, 0]], dtype=np.int64),
-         y=np.array([1.0]))
+    _npz(
+        d / "reg_nan.npz",
+        kind=np.array("regression"),
+        X=np.array([[1.0, np.nan, 0.0]]),
+        y=np.array([1.0]),
+    )
+    _npz(
+        d / "reg_bigint.npz",
+        kind=np.array("regression"),
+        X=np.array([[2**53 + 1, 1, 0]], dtype=np.int64),
+        y=np.array([1.0]),
+    )
     _npz(d / "reg_noy.npz", kind=np.array("regression"), X=np.ones((1, 3)))
     _npz(d / "reg_shape.npz", kind=np.array("regression"), X=np.ones((2, 3)), y=np.ones(3))
     (d / "reg_dupkey.json").write_text('{"kind": "regression", "X": [[1, 2]], "y": [1], "y": [2]}')
-    RegressionProblem(np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 1.0]]), np.array([1.0, 1.0, 1.0])).save(d / "reg_inc.json")
+    RegressionProblem(
+        np.array([[1.0, 1.0], [2.0, 2.0], [0.0, 1.0]]), np.array([1.0, 1.0, 1.0])
+    ).save(d / "reg_inc.json")
     return d
 
 
@@ -183,7 +229,7 @@ def digest(root: Path) -> dict[str, str]:
             out[rel] = "link:" + os.readlink(p)
         elif p.is_dir():
             out[rel] = "dir"
-        elif p.stat().st_size > 2 ** 26:
+        elif p.stat().st_size > 2**26:
             out[rel] = f"size:{p.stat().st_size}:{p.stat().st_mtime_ns}"
         else:
             out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
@@ -216,8 +262,16 @@ def run_case(argv: list[str], capsys) -> tuple[int, str, str, float]:
     return rc, out.out, out.err, time.perf_counter() - t0
 
 
-def check_case(argv: list[str], match: str, *, files: Path, out_dir: Path, capsys, rc: int = 1,
-               prefix: str | None = None) -> str:
+def check_case(
+    argv: list[str],
+    match: str,
+    *,
+    files: Path,
+    out_dir: Path,
+    capsys,
+    rc: int = 1,
+    prefix: str | None = None,
+) -> str:
     """Run one case and make every assertion of the table; returns the stderr line."""
     before = digest(files)
     argv = expand(argv, files, out_dir)
@@ -240,6 +294,6 @@ def params(cases: list[tuple]) -> list:
 
     out = []
     for case in cases:
-        argv, match, rc, prefix = list(case) + [1, None][len(case) - 2:]
+        argv, match, rc, prefix = list(case) + [1, None][len(case) - 2 :]
         out.append(pytest.param(argv, match, rc, prefix, id=" ".join(argv)[:80]))
     return out

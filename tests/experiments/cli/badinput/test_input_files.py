@@ -14,7 +14,7 @@ import pytest
 from certify import synthetic_problem
 from tests.experiments.cli.badinput.kit import check_case, params
 
-B = 2 ** 53
+B = 2**53
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,9 @@ def inputs(tmp_path_factory):
     X = np.array([[[0, 0], [1, B + 1], [-3, -(3 * B + 3)]]], dtype=np.int64)
     with open(d / "int64.npz", "wb") as fh:
         np.savez(fh, X=X, y=np.array([1]), z=np.array([[1, 0]]), v=np.array([1, 0]))
-    (d / "int.json").write_text(json.dumps({"X": [[[B + 1, 1], [B, 1]]], "y": [1], "z": [[1, 0]], "v": [1, 0]}))
+    (d / "int.json").write_text(
+        json.dumps({"X": [[[B + 1, 1], [B, 1]]], "y": [1], "z": [[1, 0]], "v": [1, 0]})
+    )
     text = json.dumps({k: v.tolist() for k, v in good.items()})
     (d / "dup.json").write_text(text[:-1] + ', "y": [1, 1]}')
     (d / "bool_alpha.json").write_text(text[:-1] + ', "alpha": [true, 0]}')
@@ -36,9 +38,13 @@ def inputs(tmp_path_factory):
     np.save(d / "W0_zero.npy", np.zeros((2, 2)))
     np.save(d / "W0_huge.npy", np.full((2, 2), 1e300))
     np.save(d / "W0_int.npy", np.array([[B + 1, 0], [0, 1]]))
-    with zipfile.ZipFile(d / "bomb.npz", "w", compression=zipfile.ZIP_DEFLATED) as zf:   # X: 16 MB of zeros
+    with zipfile.ZipFile(
+        d / "bomb.npz", "w", compression=zipfile.ZIP_DEFLATED
+    ) as zf:  # X: 16 MB of zeros
         with zf.open("X.npy", "w") as fh:
-            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (2, 2, 500_000)})
+            np.lib.format.write_array_header_1_0(
+                fh, {"descr": "<f8", "fortran_order": False, "shape": (2, 2, 500_000)}
+            )
             for _ in range(4):
                 fh.write(bytes(4_000_000))
     os.mkfifo(special / "fifo.npz")
@@ -49,30 +55,68 @@ def inputs(tmp_path_factory):
 
 
 PAT_ROUND = r"X\[0, \d, [01]\] = -?\d+ .*(would round|names a number float64 cannot hold)"
-PATHS = ["paths", "--p", "2", "--steps", "3", "--lr", "0.1", "--workers", "0", "--progress", "off", "--no-certify",
-         "-o", "{o}/run"]
+PATHS = [
+    "paths",
+    "--p",
+    "2",
+    "--steps",
+    "3",
+    "--lr",
+    "0.1",
+    "--workers",
+    "0",
+    "--progress",
+    "off",
+    "--no-certify",
+    "-o",
+    "{o}/run",
+]
 CASES = [
-    *[(argv, m) for f, m in [("int64.npz", PAT_ROUND), ("int.json", PAT_ROUND),
-                             ("dup.json", r"duplicate key 'y' in a JSON object"),
-                             ("bool_alpha.json", r"alpha\[0\] = true is a boolean where an integer is expected"),
-                             ("{s}/fifo.npz", r"is not a regular file \(it is a FIFO"),
-                             ("{s}/zero.npz", r"is not a regular file \(it is a character device\)"),
-                             ("{s}/zero.json", r"is not a regular file")]
-      for argv in (["certify", f"{{d}}/{f}", "--p", "2"], ["check", f"{{d}}/{f}", "--p", "2"],
-                   ["info", f"{{d}}/{f}"], ["paths", f"{{d}}/{f}", *PATHS[1:]])],
-    (["certify", "{d}/bomb.npz", "--p", "2", "--memory-budget", "8M"],
-     r"problem .*bomb\.npz' would need about 137 MiB of memory to read \(X\.npy inflates to 15 MiB from .*\), more "
-     r"than half of the memory budget 8 MiB"),
-    (["certify", "{d}/good.npz", "--p", "2", "--alpha", "\u0660,\u0661"], r"invalid alpha .*ASCII digits"),
+    *[
+        (argv, m)
+        for f, m in [
+            ("int64.npz", PAT_ROUND),
+            ("int.json", PAT_ROUND),
+            ("dup.json", r"duplicate key 'y' in a JSON object"),
+            ("bool_alpha.json", r"alpha\[0\] = true is a boolean where an integer is expected"),
+            ("{s}/fifo.npz", r"is not a regular file \(it is a FIFO"),
+            ("{s}/zero.npz", r"is not a regular file \(it is a character device\)"),
+            ("{s}/zero.json", r"is not a regular file"),
+        ]
+        for argv in (
+            ["certify", f"{{d}}/{f}", "--p", "2"],
+            ["check", f"{{d}}/{f}", "--p", "2"],
+            ["info", f"{{d}}/{f}"],
+            ["paths", f"{{d}}/{f}", *PATHS[1:]],
+        )
+    ],
+    (
+        ["certify", "{d}/bomb.npz", "--p", "2", "--memory-budget", "8M"],
+        r"problem .*bomb\.npz' would need about 137 MiB of memory to read \(X\.npy inflates to 15 MiB from .*\), more "
+        r"than half of the memory budget 8 MiB",
+    ),
+    (
+        ["certify", "{d}/good.npz", "--p", "2", "--alpha", "\u0660,\u0661"],
+        r"invalid alpha .*ASCII digits",
+    ),
     (["check", "{d}/good.npz", "--p", "2", "--alpha", "0,\u0661"], r"invalid alpha .*ASCII digits"),
     (["certify", "{d}/good.npz", "--p", "2", "--alpha", "0,1_0"], r"invalid alpha"),
-    *[(argv, m) for w, m in [("W0_zero.npy", r"--init .* is the zero matrix"),
-                             ("W0_int.npy", r"--init .*\[0, 0\] = 9007199254740993 \(int64\) would round"),
-                             ("{s}/fifo.npy", r"--init .* is not a regular file")]
-      for argv in (["check", "{d}/good.npz", "--p", "2", "--init", f"{{d}}/{w}", "--lr", "0.1"],
-                   ["paths", "{d}/good.npz", "--init", f"{{d}}/{w}", *PATHS[1:]])],
-    (["paths", "{d}/good.npz", "--init", "{d}/W0_huge.npy", *PATHS[1:]],
-     r"--init .*\|\|W0\|\|_p\^p of matrix 0 overflows float64 at p = 2 \(largest entry 1e\+300\)"),
+    *[
+        (argv, m)
+        for w, m in [
+            ("W0_zero.npy", r"--init .* is the zero matrix"),
+            ("W0_int.npy", r"--init .*\[0, 0\] = 9007199254740993 \(int64\) would round"),
+            ("{s}/fifo.npy", r"--init .* is not a regular file"),
+        ]
+        for argv in (
+            ["check", "{d}/good.npz", "--p", "2", "--init", f"{{d}}/{w}", "--lr", "0.1"],
+            ["paths", "{d}/good.npz", "--init", f"{{d}}/{w}", *PATHS[1:]],
+        )
+    ],
+    (
+        ["paths", "{d}/good.npz", "--init", "{d}/W0_huge.npy", *PATHS[1:]],
+        r"--init .*\|\|W0\|\|_p\^p of matrix 0 overflows float64 at p = 2 \(largest entry 1e\+300\)",
+    ),
 ]
 
 
@@ -83,8 +127,14 @@ def test_bad_input_file(argv, match, rc, prefix, inputs, tmp_path, capsys) -> No
     check_case(argv, match, files=d, out_dir=tmp_path, capsys=capsys, rc=rc, prefix=prefix)
 
 
-@pytest.mark.parametrize("argv", [["certify", "{d}/pad.npz", "--p", "2", "--digits", "5"], ["info", "{d}/pad.npz"],
-                                  ["paths", "{d}/pad.npz", *PATHS[1:]]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["certify", "{d}/pad.npz", "--p", "2", "--digits", "5"],
+        ["info", "{d}/pad.npz"],
+        ["paths", "{d}/pad.npz", *PATHS[1:]],
+    ],
+)
 def test_padding_without_lengths_warns_once(argv, tmp_path, capsys) -> None:
     from certify import AttentionProblem
     from tests.experiments.cli.badinput.kit import expand, run_case
@@ -97,4 +147,7 @@ def test_padding_without_lengths_warns_once(argv, tmp_path, capsys) -> None:
     lines = err.strip().splitlines()
     assert rc == 0, err
     assert len([ln for ln in lines if "warning:" in ln]) == 1, err
-    assert any(ln.startswith(f"mdcert {argv[0]}: warning: problem ") and "no 'lengths'" in ln for ln in lines), err
+    assert any(
+        ln.startswith(f"mdcert {argv[0]}: warning: problem ") and "no 'lengths'" in ln
+        for ln in lines
+    ), err

@@ -11,24 +11,30 @@ from tests.experiments.cli.badinput.kit import check_case, params
 
 P = "{d}/cls_good.npz"
 CASES = [
-    *[(["pgd", P, *extra, "-o", "{o}/run"], match) for extra, match in [
-        (["--p", "1"], r"--p values must lie in \(1, 20\]"),
-        (["--p", "25"], r"--p values must lie in \(1, 20\]"),
-        (["--p", "junk"], r"--p must be comma-separated numbers"),
-        (["--p", "2,2"], r"--p has a repeated value"),
-        (["--lr", "0"], r"--lr values must be finite and > 0"),
-        (["--lr", "nan"], r"--lr values must be finite and > 0"),
-        (["--lr=-1"], r"--lr values must be finite and > 0"),
-        (["--inits", "0"], r"--inits must be an integer in \[1, 4096\]"),
-        (["--steps", "0"], r"--steps must be an integer"),
-        (["--records", "1"], r"--records must be an integer"),
-        (["--init-scale", "nan"], r"--init-scale must be finite"),
-        (["--seed=-1"], r"--seed -1"),
-        (["--digits", "0"], r"invalid --digits 0"),
-        (["--loss", "hinge"], r"invalid choice: 'hinge'"),
-    ]],
+    *[
+        (["pgd", P, *extra, "-o", "{o}/run"], match)
+        for extra, match in [
+            (["--p", "1"], r"--p values must lie in \(1, 20\]"),
+            (["--p", "25"], r"--p values must lie in \(1, 20\]"),
+            (["--p", "junk"], r"--p must be comma-separated numbers"),
+            (["--p", "2,2"], r"--p has a repeated value"),
+            (["--lr", "0"], r"--lr values must be finite and > 0"),
+            (["--lr", "nan"], r"--lr values must be finite and > 0"),
+            (["--lr=-1"], r"--lr values must be finite and > 0"),
+            (["--inits", "0"], r"--inits must be an integer in \[1, 4096\]"),
+            (["--steps", "0"], r"--steps must be an integer"),
+            (["--records", "1"], r"--records must be an integer"),
+            (["--init-scale", "nan"], r"--init-scale must be finite"),
+            (["--seed=-1"], r"--seed -1"),
+            (["--digits", "0"], r"invalid --digits 0"),
+            (["--loss", "hinge"], r"invalid choice: 'hinge'"),
+        ]
+    ],
     (["pgd", P], r"-o RUN is required"),
-    (["pgd", "{d}/good.npz", "-o", "{o}/run"], r"is an attention problem; mdcert pgd needs a classification"),
+    (
+        ["pgd", "{d}/good.npz", "-o", "{o}/run"],
+        r"is an attention problem; mdcert pgd needs a classification",
+    ),
     (["pgd", "{d}/cls_nan.npz", "-o", "{o}/run"], r"finite|NaN|nan"),
     (["pgd", "{d}/no_such_file.npz", "-o", "{o}/run"], r"(?i)not found|does not exist|no such"),
     (["pgd", P, "-o", "{d}/run_nonempty"], r"not empty; use --overwrite"),

@@ -57,9 +57,13 @@ COMMANDS = {
     "regpath": ["regpath", "{d}/FILE", "--p", "2", "--radii", "1:10:2", "-o", "{o}/run"],
 }
 
-CASES = [([a.replace("FILE", f) for a in argv], m) for argv in COMMANDS.values() for f, m in BAD_PROBLEMS
-         # verify and check take tied problems (no alpha needed to read or to check a theorem's hypotheses)
-         if not (f == "tie.npz" and argv[0] in ("verify", "check"))]
+CASES = [
+    ([a.replace("FILE", f) for a in argv], m)
+    for argv in COMMANDS.values()
+    for f, m in BAD_PROBLEMS
+    # verify and check take tied problems (no alpha needed to read or to check a theorem's hypotheses)
+    if not (f == "tie.npz" and argv[0] in ("verify", "check"))
+]
 
 
 @pytest.mark.parametrize("argv,match,rc,prefix", params(CASES))

@@ -16,7 +16,10 @@ CASES = [
     (["synth", "--n", "1e3", "-o", "{o}/x.npz"], r"invalid int value"),
     (["synth", "--n", "99999999999999999999", "-o", "{o}/x.npz"], r"invalid n: .*at most"),
     (["synth", "--d", "99999999999999999999999999", "-o", "{o}/x.npz"], r"invalid d: .*at most"),
-    (["synth", "--n", "10000", "--T", "1000", "--d", "1000", "-o", "{o}/x.npz"], r"would need about .* of memory"),
+    (
+        ["synth", "--n", "10000", "--T", "1000", "--d", "1000", "-o", "{o}/x.npz"],
+        r"would need about .* of memory",
+    ),
     (["synth", "-o", "{o}/x.txt"], r"\.npz or \.json"),
     (["synth", "-o", "{o}/nodir/x.npz"], r"does not exist"),
     (["synth", "-o", "{d}/adir.npz"], r"is a directory"),
@@ -26,10 +29,19 @@ CASES = [
     (["synth"], r"required: -o"),
     # demo: validated before anything is created (the float64 path it trains needs a moderate p)
     (["demo", "--quick", "--p", "1", "-o", "{o}/demo"], r"--p > 1"),
-    (["demo", "--quick", "--p", "1e400", "-o", "{o}/demo"], r"outside the range of the float64 training paths"),
-    (["demo", "--quick", "--p", "1.0000000000000000000000000001", "-o", "{o}/demo"], r"outside the range"),
+    (
+        ["demo", "--quick", "--p", "1e400", "-o", "{o}/demo"],
+        r"outside the range of the float64 training paths",
+    ),
+    (
+        ["demo", "--quick", "--p", "1.0000000000000000000000000001", "-o", "{o}/demo"],
+        r"outside the range",
+    ),
     (["demo", "--quick", "--seed=-1", "-o", "{o}/demo"], r"--seed -1"),
-    (["demo", "--quick", "--seed", "99999999999999999999999999", "-o", "{o}/demo"], r"invalid --seed"),
+    (
+        ["demo", "--quick", "--seed", "99999999999999999999999999", "-o", "{o}/demo"],
+        r"invalid --seed",
+    ),
     (["demo", "--quick", "-o", "{d}/afile"], r"already exists"),
     (["demo", "--quick", "-o", "{d}/run_nonempty"], r"already exists"),
     (["demo", "--quick", "-o", "{d}/afile/x"], r"is a file, not a directory"),
@@ -43,12 +55,17 @@ CASES = [
     (["sweep", "{d}/prob.txt", "-o", "{o}/s"], r"use a \.toml or \.yaml file"),
     (["sweep", "{d}/sweep_bad.toml", "-o", "{o}/s", "--workers", "0"], r"invalid --workers 0"),
     (["sweep", "{d}/sweep_bad.toml", "-o", "{o}/s", "--retries=-1"], r"invalid --retries -1"),
-    (["sweep", "{d}/sweep_bad.toml", "-o", "{o}/s", "--address", "x"], r"--address is for --engine ray"),
+    (
+        ["sweep", "{d}/sweep_bad.toml", "-o", "{o}/s", "--address", "x"],
+        r"--address is for --engine ray",
+    ),
     (["sweep", "{d}/sweep_bad.toml", "-o", ""], r"-o is empty"),
 ]
 
-MAIN = [(["bogus"], r"invalid choice: 'bogus'", 1, "mdcert: error: "),
-        (["--bogus"], r"unrecognized arguments|required|invalid", 1, "mdcert: error: ")]
+MAIN = [
+    (["bogus"], r"invalid choice: 'bogus'", 1, "mdcert: error: "),
+    (["--bogus"], r"unrecognized arguments|required|invalid", 1, "mdcert: error: "),
+]
 
 
 @pytest.mark.parametrize("argv,match,rc,prefix", params(CASES + MAIN))

@@ -25,8 +25,18 @@ CASES = [
     (["verify", P, C, "--svm", "bogus"], r"invalid choice"),
     (["verify", P], r"required: certificate"),
     (["verify", P, C, "--p", "3"], r"^NOT verified: p: certificate p = 2, expected 3$", 1, NOT),
-    (["verify", P, C, "--p", "1e400"], r"^NOT verified: p: certificate p = 2, expected 1e400$", 1, NOT),
-    (["verify", P, C, "--svm", "decoder"], r"svm: certificate svm = attention, expected decoder", 1, NOT),
+    (
+        ["verify", P, C, "--p", "1e400"],
+        r"^NOT verified: p: certificate p = 2, expected 1e400$",
+        1,
+        NOT,
+    ),
+    (
+        ["verify", P, C, "--svm", "decoder"],
+        r"svm: certificate svm = attention, expected decoder",
+        1,
+        NOT,
+    ),
     (["verify", "{d}/other.npz", C], r"data_hash: .*other data", 1, NOT),
 ]
 

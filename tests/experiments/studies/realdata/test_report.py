@@ -10,16 +10,35 @@ def _f(ratio, opt, trained=(1, 0, 0)):
         total = sum(c)
         counts = dict(zip(("feasible", "infeasible", "undecided"), c))
         return {"counts": counts, "fractions": {k: v / total for k, v in counts.items()}}
-    return {"nominal_ratio": ratio, "subsets": sum(opt), "opt": entry(opt), "trained": entry(trained)}
+
+    return {
+        "nominal_ratio": ratio,
+        "subsets": sum(opt),
+        "opt": entry(opt),
+        "trained": entry(trained),
+    }
 
 
 def test_frontier_summary_reads_the_first_crossing() -> None:
-    fr = [_f(0.5, (2, 0, 0)), _f(1.0, (2, 0, 0)), _f(2.0, (1, 1, 0)), _f(4.0, (2, 0, 0)), _f(8.0, (0, 2, 0)),
-          _f(16.0, (0, 1, 1))]
+    fr = [
+        _f(0.5, (2, 0, 0)),
+        _f(1.0, (2, 0, 0)),
+        _f(2.0, (1, 1, 0)),
+        _f(4.0, (2, 0, 0)),
+        _f(8.0, (0, 2, 0)),
+        _f(16.0, (0, 1, 1)),
+    ]
     s = frontier_summary(fr)
     # all feasible up to 1.0 (4.0 is feasible again, after a mixed size: not counted), all infeasible from 8.0
-    assert s["opt"] == {"all_feasible_up_to": 1.0, "all_infeasible_from": 8.0, "undecided": 1, "subsets": 12}
-    assert s["trained"]["all_feasible_up_to"] == 16.0 and s["trained"]["all_infeasible_from"] is None
+    assert s["opt"] == {
+        "all_feasible_up_to": 1.0,
+        "all_infeasible_from": 8.0,
+        "undecided": 1,
+        "subsets": 12,
+    }
+    assert (
+        s["trained"]["all_feasible_up_to"] == 16.0 and s["trained"]["all_infeasible_from"] is None
+    )
 
 
 def test_frontier_summary_without_feasible_sizes() -> None:

@@ -1,5 +1,5 @@
 """``mdcert study KIND -o DIR``: the paper's transformer experiments (sentiment encoder, small ViT)
-and the real-data study, offline, resumable (docs/theory.md sections 6.5-6.6; the directory:
+and the real-data study, offline, resumable (docs/theory.md sections 6.5 and 6.6; the directory:
 docs/formats.md). Argument parsing only: the work is `experiments.commands.study`.
 
 Ctrl-C kills the worker processes at once, keeps every finished run, prints one line and exits 130.

@@ -1,6 +1,6 @@
 """``mdcert study KIND -o DIR`` in the application layer's shape (`experiments.commands`).
 
-The paper's transformer experiments and the real-data study (docs/theory.md sections 6.5-6.6; the
+The paper's transformer experiments and the real-data study (docs/theory.md sections 6.5 and 6.6; the
 directory: docs/formats.md). `add_arguments` builds one sub-parser per kind of
 `experiments.studies.kinds.KINDS` (the kind's own options and the common ones); `Config` is the
 frozen, picklable configuration (the common options as fields, the kind's own in ``kind_options``,

@@ -1,6 +1,6 @@
 """The panels of the ``mdcert paths`` figures (`experiments.paths.plots`): quantile bands over
 trajectories, log axes, 2-D projections of normalized paths, the rate-fit panel and the norm-growth
-panel (docs/theory.md sections 6.2-6.4). Each draws into a given matplotlib ``Axes``."""
+panel (docs/theory.md sections 6.2, 6.3 and 6.4). Each draws into a given matplotlib ``Axes``."""
 
 from __future__ import annotations
 

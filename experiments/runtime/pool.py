@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import multiprocessing
 import multiprocessing.context
 import os
@@ -117,7 +118,7 @@ def _bootstrap(
     parent: int,
     blas_threads: int | None,
     ready,
-    initializer: tuple[str, str] | None,
+    initializer: tuple[str, str] | Callable | None,
     initargs: tuple,
 ) -> None:
     """A worker's first code: thread counts, die with ``parent``, the initializer, ready."""
@@ -127,11 +128,13 @@ def _bootstrap(
     from certify.process import die_with_parent
 
     die_with_parent(parent)
-    if initializer is not None:
+    if isinstance(initializer, tuple):  # a module-level function, imported by name only now
         fn: Any = importlib.import_module(initializer[0])
         for part in initializer[1].split("."):
             fn = getattr(fn, part)
         fn(*initargs)
+    elif initializer is not None:  # a bound method or callable object, unpickled with its state
+        initializer(*initargs)
     ready.release()
 
 
@@ -140,8 +143,9 @@ class Pool:
 
     Args:
         workers: processes (>= 1).
-        initializer: a module-level function run in each worker before its first task (imported
-            there by name, after the thread counts are set).
+        initializer: run in each worker before its first task: a module-level function is
+            imported there by name, after the thread counts are set; a bound method or other
+            picklable callable (e.g. a worker object's ``init``) is sent pickled, with its state.
         initargs: its (picklable) arguments.
         blas_threads: BLAS/OpenMP threads per worker (None: leave the environment alone).
     """
@@ -159,7 +163,9 @@ class Pool:
         self.workers = int(workers)
         self._context = _Context()
         self._ready = self._context.Semaphore(0)
-        init = None if initializer is None else (initializer.__module__, initializer.__qualname__)
+        init: Any = initializer
+        if inspect.isfunction(initializer) and "<locals>" not in initializer.__qualname__:
+            init = (initializer.__module__, initializer.__qualname__)
         with _sigint_blocked():  # the pool's threads, which start every worker, keep SIGINT blocked
             self._pool: pebble.ProcessPool | None = pebble.ProcessPool(
                 max_workers=self.workers,

@@ -46,6 +46,16 @@ def failing_init() -> None:
     raise RuntimeError("no warm-up here")
 
 
+class Marker:
+    """A worker object whose bound ``init`` runs in each worker with its own state."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def init(self, suffix: str) -> None:
+        os.environ["MDCERT_TEST_MARK"] = self.value + suffix
+
+
 def _children(pid: int) -> set[int]:
     out = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -75,6 +85,14 @@ def test_results_and_blas_threads_in_workers() -> None:
         env = pool.submit(environment, BLAS_THREAD_VARS).result(timeout=60)
     for name in BLAS_THREAD_VARS:
         assert env[name] == os.environ.get(name, "1")
+
+
+def test_a_bound_method_initializer_runs_with_its_state_and_arguments() -> None:
+    with Pool(1, initializer=Marker("study").init, initargs=("-7",)) as pool:
+        pool.wait_ready(timeout=120)
+        assert pool.submit(environment, ("MDCERT_TEST_MARK",)).result(timeout=120) == {
+            "MDCERT_TEST_MARK": "study-7"
+        }
 
 
 def test_a_task_past_its_timeout_fails_and_the_pool_goes_on() -> None:

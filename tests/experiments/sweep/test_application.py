@@ -58,7 +58,11 @@ def test_grid_parameters_come_from_the_commands_parser(fake) -> None:
         ),
         "loud": (ParamType.BOOL, "--loud", False, ()),
     }
-    assert kind.worker_preload() == ("experiments.commands", FAKE_MODULE)
+    assert kind.worker_preload() == (
+        "experiments.commands",
+        "experiments.commands.outcome",
+        FAKE_MODULE,
+    )
     argv = kind.argv({"problem": "/a", "n": 2, "p": "1.5", "loud": True}, "/r")
     assert argv == ["fake", "/a", "--n=2", "--p=1.5", "--loud", "-o", "/r/fake.json"]
 

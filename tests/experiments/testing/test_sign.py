@@ -94,19 +94,19 @@ def test_adam_without_momentum_is_the_smoothed_sign_step_on_the_band(form):
         (BANDS[0], "float64"),
         (BANDS[0], "float32"),
     }
-    for r in (
-        report.failures()
-    ):  # only where torch's own float32 sqrt(g*g) is not |g| (docs/theory.md 8.6)
-        assert (
-            r.dtype == "float32" and not form.get("fused") and "torch's sqrt(G*G) = " in r.message
-        ), r.message
+    for r in report.failures():
+        # only where torch's own sqrt(g*g) is not |g|: float32 on AVX2 kernels, float64 too on
+        # AVX512 ones (docs/theory.md 8.6); the fused form never takes that square root apart
+        assert not form.get("fused") and "torch's sqrt(G*G) = " in r.message, r.message
     for dtype in DTYPES:
         s = sample_smoothed_sign(
             partial(adam, **form), kind="optimizer", dtype=dtype, n=1 << 16, seed=1
         )
         assert s.checked == 1 << 16 and s.unexplained == 0, s.first
-        if dtype == torch.float64 or form.get("fused"):
+        if form.get("fused"):
             assert s.mismatches == 0, s.first
+        if s.mismatches:  # each one is torch's square root, not the kit
+            assert s.sqrt_inexact >= 1, s
 
 
 def test_outside_the_band_adam_differs_and_the_report_shows_it():

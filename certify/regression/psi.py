@@ -199,12 +199,16 @@ def _certify(problem: RegressionProblem, alpha: Fraction, bits: int, refine_step
                 break
             d_ints, d_exp = _to_ints(d)
             e = min(m_exp, d_exp)
-            m_ints = [a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)]
+            m_ints = [
+                a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)
+            ]
             m_exp = e
         s = min(dy.exp, dx.exp + b_exp)
         beta = _projection(Zx, dx.exp, R, s, b_ints, b_exp)
         if beta is None:
-            return refused("X X^T is singular (X lacks full row rank); remove dependent rows", steps)
+            return refused(
+                "X X^T is singular (X lacks full row rank); remove dependent rows", steps
+            )
         mu_vec = ExactVec(tuple(m_ints), m_exp)
         ub = upper_ball(psi_ball(beta, alpha))
         lb = lower_ball(dual_ball(Zx, dx.exp, Zy, dy.exp, mu_vec, alpha))

@@ -51,7 +51,9 @@ def parse_alpha(text) -> Fraction:
     """The initialization scale alpha > 0 as an exact rational (decimal or ``num/den``)."""
     a = parse_fraction(text) if not isinstance(text, Fraction) else text
     if a <= 0 or max(a.numerator.bit_length(), a.denominator.bit_length()) > 4096:
-        raise MdcertError(f"alpha must be a positive rational of at most 4096 bits, got {text!r:.40}")
+        raise MdcertError(
+            f"alpha must be a positive rational of at most 4096 bits, got {text!r:.40}"
+        )
     return a
 
 
@@ -90,7 +92,9 @@ class PsiCertificate:
     def from_json(cls, obj) -> "PsiCertificate":
         """Parse and shape-check; a field the status does not carry is refused."""
         if not isinstance(obj, dict) or obj.get("format") != PSI_FORMAT:
-            raise MdcertError(f"not a psi interpolation certificate (format must be {PSI_FORMAT!r})")
+            raise MdcertError(
+                f"not a psi interpolation certificate (format must be {PSI_FORMAT!r})"
+            )
         status = {s.value: s for s in (InterpStatus.OPTIMAL, InterpStatus.NO_VERIFIED_RESULT)}.get(
             obj.get("status")
         )

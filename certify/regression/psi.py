@@ -33,6 +33,7 @@ from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import (
     PsiCertificate,
     dual_ball,
+    long_product,
     parse_alpha,
     psi_ball,
     psi_distance,
@@ -132,7 +133,7 @@ def _projection(Zx: IntMatrix, ex: int, R: list[int], s: int, b: list[int], eb: 
     for i in range(N):
         dw = math.lcm(dw, int(z[i, 0].q))
     w = [int(z[i, 0].p) * (dw // int(z[i, 0].q)) for i in range(N)]
-    step = Zx.rmatvec(w)
+    step = long_product(Zx, w, transpose=True)
     e = min(eb, s - ex)
     ints = [bi * dw * (1 << (eb - e)) + si * (1 << (s - ex - e)) for bi, si in zip(b, step)]
     return ExactVec(tuple(ints), e, dw)

@@ -70,12 +70,16 @@ def _dual_newton(X: np.ndarray, y: np.ndarray, a2: float, *, max_iter: int = 200
             v = float(y @ m - 2 * a2 * np.sum(np.cosh(X.T @ m) - 1))
         return v if np.isfinite(v) else -np.inf
 
-    f, steps, scale = value(mu), 0, max(np.linalg.norm(y), 1e-300)
+    f, steps, scale, best = value(mu), 0, max(np.linalg.norm(y), 1e-300), np.inf
     for steps in range(1, max_iter + 1):
         u = X.T @ mu
         g = y - X @ (2 * a2 * np.sinh(u))
-        if np.linalg.norm(g) <= 1e-15 * scale:
+        gn = np.linalg.norm(g) / scale
+        if gn <= 1e-15 or (
+            gn < 1e-9 and gn > 0.5 * best
+        ):  # converged, or stalled at float accuracy
             break
+        best = min(best, gn)
         H = (X * (2 * a2 * np.cosh(u))) @ X.T
         try:
             d = np.linalg.solve(H, g)

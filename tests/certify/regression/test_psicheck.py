@@ -119,3 +119,12 @@ def test_the_checker_loads_no_solver() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "['certify.regression.psicheck']"
+
+
+def test_theory_states_its_line_count() -> None:
+    import re
+
+    text = (ROOT / "docs" / "theory.md").read_text()
+    stated = int(re.search(r"`certify\.regression\.psicheck` \((\d+) lines", text).group(1))
+    lines = len((ROOT / "certify" / "regression" / "psicheck.py").read_text().splitlines())
+    assert abs(lines - stated) <= stated // 10, lines

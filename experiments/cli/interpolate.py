@@ -4,7 +4,9 @@ Reads a regression problem (``kind = "regression"``, X and y; docs/formats.md), 
 ``min ||beta||_p s.t. X beta = y`` and re-checks the certificate with the independent checker before
 writing it. Exit 0 optimal, 3 when the system X beta = y is proven inconsistent (the certificate is
 written), 2 when nothing could be verified, 1 on bad input. ``--synth block|gaussian`` writes a seeded
-problem first (``--N``, ``--D``, ``--seed``) to the PROBLEM path.
+problem first (``--N``, ``--D``, ``--seed``) to the PROBLEM path. ``--potential psi --alpha A`` certifies
+instead the gradient-descent limit ``min Q_alpha(beta) s.t. X beta = y`` of a depth-2 diagonal network
+from ``w+- = alpha 1`` (docs/theory.md section 8.9).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """``mdcert interpolate`` in the application layer (`experiments.commands`): certified
-minimum-l_p-norm interpolation ``min ||beta||_p s.t. X beta = y`` (docs/theory.md section 8.3).
+minimum-l_p-norm interpolation ``min ||beta||_p s.t. X beta = y`` (docs/theory.md section 8.3), or
+with ``--potential psi --alpha A`` the gradient-descent limit of a depth-2 diagonal network,
+``min Q_alpha(beta) s.t. X beta = y`` (section 8.9).
 
 `run` reads a regression problem (``kind = "regression"``, docs/formats.md; with ``--synth block|gaussian``
 it first writes a seeded one to the PROBLEM path, its input), certifies the program and re-checks the
@@ -25,8 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--p",
-        required=True,
-        help="exponent p > 1, exact decimal or num/den (3/2: sign descent's eps -> 0 idealization)",
+        default=None,
+        help="exponent p > 1, exact decimal or num/den (3/2: sign descent's eps -> 0 idealization); "
+        "required for the l_p program",
+    )
+    parser.add_argument(
+        "--potential",
+        choices=("lp", "psi"),
+        default="lp",
+        help="the program: lp (min ||beta||_p, default) or psi (min Q_alpha(beta), the limit of "
+        "gradient descent on a depth-2 diagonal network from w+- = alpha 1; needs --alpha)",
+    )
+    parser.add_argument(
+        "--alpha",
+        default=None,
+        help="initialization scale alpha > 0 of --potential psi, exact decimal or num/den",
     )
     parser.add_argument("-o", "--output", default=None, help="certificate JSON to write")
     parser.add_argument(
@@ -60,7 +75,9 @@ class Config:
     exact p, the refinement's bits, the outputs."""
 
     problem: str
-    p: Fraction
+    p: Fraction | None
+    potential: str = "lp"
+    alpha: Fraction | None = None
     output: str | None = None
     export_beta: str | None = None
     bits: int = 200
@@ -82,7 +99,23 @@ class Config:
             options.get("output"),
             options.get("export_beta"),
         )
-        p = parse_p(options["p"])
+        potential, alpha = options.get("potential", "lp"), options.get("alpha")
+        if potential == "psi":
+            from certify.regression.psicheck import parse_alpha
+
+            if options.get("p") is not None:
+                raise MdcertError("--p does not apply to --potential psi (give --alpha)")
+            if alpha is None:
+                raise MdcertError("--potential psi needs --alpha A (the initialization scale)")
+            p, alpha = None, parse_alpha(alpha)
+        else:
+            if alpha is not None:
+                raise MdcertError("--alpha applies to --potential psi only")
+            if options.get("p") is None:
+                raise MdcertError(
+                    "the following arguments are required: --p (or --potential psi --alpha A)"
+                )
+            p = parse_p(options["p"])
         bits = options.get("bits", 200)
         if not 16 <= bits <= 4096:
             raise MdcertError(f"invalid --bits {bits}; give 16..4096")
@@ -101,6 +134,8 @@ class Config:
         return cls(
             problem=problem,
             p=p,
+            potential=potential,
+            alpha=alpha,
             output=output,
             export_beta=export_beta,
             bits=bits,
@@ -162,10 +197,20 @@ class Result:
             f"{report.name}: {report.verdict.value.upper()} - {report.message}"
             for report in self.reports
         ]
+        what = f"p = {cfg.p}" if cfg.potential == "lp" else f"potential psi, alpha = {cfg.alpha}"
         lines.append(
-            f"problem: N={problem.N} D={problem.D} ({problem.data_hash()[:19]}...), p = {cfg.p}"
+            f"problem: N={problem.N} D={problem.D} ({problem.data_hash()[:19]}...), {what}"
         )
-        if cert.status is InterpStatus.OPTIMAL:
+        if cert.status is InterpStatus.OPTIMAL and cfg.potential == "psi":
+            lines.append(
+                f"OPT = min Q_alpha(beta) in [{format_sci(cert.opt_lower, 12)}, "
+                f"{format_sci(cert.opt_upper, 12)}]"
+            )
+            lines.append(
+                f"||beta^ - beta*||_2 <= {format_sci(cert.distance_upper)} (beta^ solves X beta = y "
+                "exactly; beta* the gradient-descent limit)"
+            )
+        elif cert.status is InterpStatus.OPTIMAL:
             lines.append(
                 f"OPT = min ||beta||_p in [{format_sci(cert.opt_lower, 12)}, {format_sci(cert.opt_upper, 12)}]"
             )
@@ -186,7 +231,8 @@ class Result:
         if cfg.output is not None:
             lines.append(f"wrote {cfg.output}")
         if cfg.export_beta is not None and cert.status is InterpStatus.OPTIMAL:
-            lines.append(f"wrote {cfg.export_beta} (beta~ as float64, rounded once)")
+            point = "beta^" if cfg.potential == "psi" else "beta~"
+            lines.append(f"wrote {cfg.export_beta} ({point} as float64, rounded once)")
         return lines
 
     def messages(self) -> list[str]:
@@ -219,8 +265,15 @@ def run(config: Config) -> Result:
         from theorems.signdescent import assumption_3_2, assumption_3_8
 
         reports = (assumption_3_2(problem), assumption_3_8(problem))
-    solve = certify_interpolation(problem, config.p, bits=config.bits)
-    check = check_interpolation(problem, solve.certificate, p=config.p)
+    if config.potential == "psi":
+        from certify.regression.psi import certify_psi
+        from certify.regression.psicheck import check_psi
+
+        solve = certify_psi(problem, config.alpha, bits=config.bits)
+        check = check_psi(problem, solve.certificate, alpha=config.alpha)
+    else:
+        solve = certify_interpolation(problem, config.p, bits=config.bits)
+        check = check_interpolation(problem, solve.certificate, p=config.p)
     if not check.ok:  # never write a certificate the checker does not accept
         raise RuntimeError(
             f"the independent checker rejected the solver's certificate: {check.failures[0]}"

@@ -20,6 +20,8 @@ from experiments.commands.interpolate import Config, run
 def _options(**kw) -> dict:
     base = dict(
         p="1.5",
+        potential="lp",
+        alpha=None,
         output=None,
         export_beta=None,
         bits=200,
@@ -121,3 +123,44 @@ def test_inconsistent_data_exit_3_and_overdetermined_data_warn(tmp_path) -> None
         "warning: N = 2 >= D = 2: the sign-descent theory needs D > N"
     )
     assert regression_problem("block", N=2, seed=0).D == 4
+
+
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(p=None), r"^the following arguments are required: --p \(or --potential psi"),
+        (dict(alpha="0.1"), r"^--alpha applies to --potential psi only$"),
+        (dict(potential="psi"), r"^--p does not apply to --potential psi"),
+        (dict(potential="psi", p=None), r"^--potential psi needs --alpha A"),
+        (dict(potential="psi", p=None, alpha="0"), r"^alpha must be a positive rational"),
+        (dict(potential="psi", p=None, alpha="abc"), r"not an exact rational"),
+    ],
+)
+def test_bad_potential_options_are_one_line_before_any_work(tmp_path, kw, pattern) -> None:
+    with pytest.raises(MdcertError) as err:
+        Config.from_options(_options(**{"problem": str(tmp_path / "reg.json"), **kw}))
+    assert re.search(pattern, str(err.value)) and "\n" not in str(err.value)
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_psi_potential_round_trip(tmp_path) -> None:
+    reg, out, beta = tmp_path / "reg.npz", tmp_path / "c.json", tmp_path / "beta.npy"
+    argv = [str(reg), "--potential", "psi", "--alpha", "0.1", "-o", str(out)]
+    argv += ["--export-beta", str(beta), "--synth", "gaussian", "--N", "3"]
+    config = parse("interpolate", argv)
+    parser, _ = build_parser()
+    assert config == Config.from_options(vars(parser.parse_args(["interpolate", *argv])))
+    assert config.potential == "psi" and config.alpha == Fraction(1, 10) and config.p is None
+    result = run(config)
+    result.write()
+    data = json.loads(out.read_text())
+    assert data["format"] == "mdcert-psi-interpolation-1" and data["status"] == "optimal"
+    assert data["alpha"] == "1/10" and np.load(beta).shape == (6,)
+    lines = result.lines(100)
+    assert lines[1].startswith("problem: N=3 D=6 (") and lines[1].endswith(
+        "potential psi, alpha = 1/10"
+    )
+    assert lines[2].startswith("OPT = min Q_alpha(beta) in [")
+    assert lines[3].startswith("||beta^ - beta*||_2 <= ")
+    assert lines[-2:] == [f"wrote {out}", f"wrote {beta} (beta^ as float64, rounded once)"]
+    assert result.exit_code == 0

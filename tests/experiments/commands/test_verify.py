@@ -127,3 +127,30 @@ def test_an_interpolation_certificate_is_verified(files) -> None:
     assert lines[-1].startswith(f"verified: all {len(lines) - 1} claims hold (status optimal, ")
     other = run(parse("verify", [str(reg), str(reg_cert), "--p", "2"]))
     assert other.exit_code == 1 and other.messages()[0].startswith("NOT verified: p")
+
+
+def test_a_psi_certificate_is_verified_and_a_tampered_one_is_not(files, tmp_path) -> None:
+    from certify.regression import certify_psi
+
+    _, _, reg, _ = files
+    cert = tmp_path / "psi.json"
+    data = certify_psi(load_regression(reg), "1/4").certificate.to_json()
+    cert.write_text(json.dumps(data))
+    result = run(parse("verify", [str(reg), str(cert), "-v"]))
+    lines = result.lines(100)
+    assert result.exit_code == 0 and all(ln.startswith("  ok   ") for ln in lines[:-1])
+    assert [ln.split()[1] for ln in lines[:-1]] == [
+        "data_hash",
+        "shape",
+        "feasible",
+        "opt_upper",
+        "opt_lower",
+        "distance_upper",
+    ]
+    with pytest.raises(MdcertError, match=r"^--p does not apply to a psi certificate"):
+        run(parse("verify", [str(reg), str(cert), "--p", "2"]))
+    data["opt_lower"] = data["opt_upper"]
+    data["opt_upper"] = "0/1"
+    cert.write_text(json.dumps(data))
+    bad = run(parse("verify", [str(reg), str(cert)]))
+    assert bad.exit_code == 1 and bad.messages()[0].startswith("NOT verified: opt_upper")

@@ -180,7 +180,7 @@ def run(config: Config) -> Result:
     from certify.errors import MdcertError
     from certify.problem import AttentionProblem
     from experiments.commands.check.training import load_init, train_path
-    from experiments.linear.files import is_classification_file
+    from experiments.runtime.problemkind import is_classification_file
     from experiments.runtime.progress import progress
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext

@@ -1,4 +1,4 @@
-"""Which commands' data a problem file holds: `is_classification_file` says whether a file carries
+"""The kind of a problem file: `is_classification_file` says whether a file carries
 ``kind = "classification"`` (docs/formats.md) without reading its arrays, so that ``mdcert check``
 and ``mdcert paths`` can send a classification problem to the p-GD work (docs/theory.md section 7)
 before they load it."""

@@ -114,6 +114,8 @@ def test_base_install_certifies_and_verifies_without_torch(tmp_path: Path) -> No
         ["certify", "problem.npz", "--p", "1.75", "-o", "cert.json"],
         ["verify", "problem.npz", "cert.json", "--p", "1.75"],
         ["check", "problem.npz", "--p", "1.75", "--theorem", "10", "--alpha", "opt"],
+        ["synth", "--classification", "--n", "12", "--d", "3", "-o", "points.npz"],
+        ["check", "points.npz", "--p", "1.5", "--theorem", "pgd"],  # no path: no torch
     ):
         out = _mdcert_without_extras(tmp_path, *argv)
         assert out.returncode == 0, (argv, out.stderr)

@@ -100,6 +100,7 @@ def separable(cert) -> HypothesisReport:
 
 def loss_exponential_tail(loss: str) -> HypothesisReport:
     """The loss assumption (`theorems.loss.loss_admissible`) and the exponential tail (named losses)."""
+    loss = getattr(loss, "value", loss)  # a str Enum (experiments.linear.Loss) prints as its name
     if loss not in TAILED_LOSSES:
         raise MdcertError(f"loss must be one of {', '.join(TAILED_LOSSES)}, got {loss!r}")
     base = loss_admissible(loss).check()

@@ -104,3 +104,40 @@ def test_reported_svm_bounds_come_only_from_checked_certificates(monkeypatch):
     rep = check_theorem("6", LOCAL_NOT_GLOBAL, p="2")
     assert rep.quantities["attention_svm"]["status"] == "rejected by the independent checker"
     assert "opt_lower" not in rep.quantities["attention_svm"]
+
+
+def test_check_pgd_names_the_statement_and_the_hypotheses_sources() -> None:
+    from certify import classification_problem
+    from theorems.catalogue import PGD, PGD_SOURCES, PGD_STATEMENT, check_pgd
+
+    rep = check_pgd(classification_problem(n=12, d=3, seed=0), p="2")
+    assert rep.theorem == PGD and "2205.12808" in rep.reference and "standard" in rep.reference
+    assert tuple(h.name for h in rep.hypotheses) == PGD_STATEMENT.hypotheses
+    assert rep.hypothesis("separable").verdict is Verdict.HOLDS
+    assert rep.hypothesis("step_size_measured").verdict is Verdict.UNDECIDED  # no path given
+    assert rep.quantities["hypothesis_sources"] == PGD_SOURCES
+    assert all("not a quoted condition" in s for s in PGD_SOURCES.values())
+
+
+def test_check_pgd_refutes_separability_and_the_step_size() -> None:
+    from certify import ClassificationProblem
+    from theorems.catalogue import check_pgd
+
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [0.5, -1.0]])
+    rep = check_pgd(
+        ClassificationProblem(X=X, y=np.array([1.0, -1.0, 1.0])),
+        p="3/2",
+        loss="exponential",
+        smoothness=[0.5, -0.25],
+    )
+    assert rep.verdict is Verdict.FAILS
+    assert rep.hypothesis("separable").verdict is Verdict.FAILS
+    assert rep.hypothesis("step_size_measured").verdict is Verdict.FAILS
+    assert rep.quantities["max_margin"] == {
+        "status": "infeasible",
+        "checker": "accepted",
+        "opt_lower": None,
+        "opt_upper": None,
+        "direction_error_upper": None,
+        "support_counts": None,
+    }

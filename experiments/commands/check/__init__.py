@@ -14,8 +14,12 @@ the run's measured conclusions concern one trajectory. ``--alpha locally-optimal
 reads alpha as the argmax of the final attention (as the paper's code does) and then checks whether
 it is locally optimal. Exit 0 when the check ran (whatever the verdicts), 1 on bad input.
 
+``--theorem pgd`` on a classification problem checks the hypotheses of the p-GD result instead
+(`pgd`: the path run by ``mdcert pgd``'s engine; docs/theory.md section 7.7); an attention theorem on a
+classification file, or ``pgd`` on an attention file, is refused in one line.
+
 Modules: `config` (options and their validation), `training` (the path), `work` (`run`,
-`Result`), `text` (the table and summary lines).
+`Result`), `text` (the table and summary lines), `pgd` (``--theorem pgd``).
 """
 
 from __future__ import annotations

@@ -41,7 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "required unless --run gives it",
     )
     parser.add_argument(
-        "--theorem", default="10", help="theorem number: 6, 8, 10, 11 or 31 (default 10)"
+        "--theorem",
+        default="10",
+        help="theorem number: 6, 8, 10, 11 or 31 (default 10) on an attention problem, or pgd "
+        "(the p-GD result of arXiv:2205.12808) on a classification problem",
     )
     parser.add_argument(
         "--alpha",
@@ -280,6 +283,10 @@ def _validate(o: dict[str, Any]) -> Config:
     o["trajectory"] = _integer(o["trajectory"], "--trajectory")
     o["normalize"] = _flag(o["normalize"], "--normalize")
     o["segment"] = _flag(o["segment"], "--segment")
+    if str(o["theorem"]).strip().lower() == "pgd":  # a classification problem (docs/theory.md 7.6)
+        from experiments.commands.check.pgd import pgd_fields
+
+        return Config(**pgd_fields(o, default_steps=DEFAULT_STEPS))
     theorem = get_theorem(o["theorem"])
     _from_run(o)  # --run DIR --trajectory K: fills --p, --lr, --steps and the step rule
     if o["problem"] is None and o["run"] is None:

@@ -147,8 +147,32 @@ def path_notes(config: Config, report, trajectory, problem, run_traj) -> PathNot
     return PathNotes(tuple(lines), out)
 
 
+def _classification(config: Config):
+    """``--theorem pgd`` on a classification problem (`experiments.commands.check.pgd`); any other
+    pairing of theorem and problem kind is refused in one line naming the one to use."""
+    from certify.classification import ClassificationProblem, load_problem
+    from certify.errors import MdcertError
+    from experiments.commands.check.pgd import run_pgd
+
+    if config.theorem != "pgd":
+        raise MdcertError(
+            f"{config.problem!r} is a classification problem; theorem {config.theorem} is about "
+            f"attention problems: check the p-GD result on it with --theorem pgd"
+        )
+    problem = load_problem(config.problem)
+    if not isinstance(problem, ClassificationProblem):
+        raise MdcertError(
+            f"{config.problem!r} is an attention problem; --theorem pgd needs a classification "
+            f"problem (kind = 'classification': X, y): check attention problems with --theorem 6, "
+            f"8, 10, 11 or 31"
+        )
+    return run_pgd(config, problem)
+
+
 def run(config: Config) -> Result:
-    """Check ``config.theorem``'s hypotheses (after running the training path, when it has one)."""
+    """Check ``config.theorem``'s hypotheses (after running the training path, when it has one);
+    ``--theorem pgd`` on a classification problem returns a `experiments.commands.check.pgd.PgdResult`
+    (the same ``lines``, ``to_json``, ``write`` and ``exit_code``)."""
     from fractions import Fraction
 
     import numpy as np
@@ -156,11 +180,16 @@ def run(config: Config) -> Result:
     from certify.errors import MdcertError
     from certify.problem import AttentionProblem
     from experiments.commands.check.training import load_init, train_path
+    from experiments.runtime.problemkind import is_classification_file
     from experiments.runtime.progress import progress
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext
 
     t0 = time.perf_counter()
+    if config.theorem == "pgd" or (
+        config.problem is not None and is_classification_file(config.problem)
+    ):
+        return _classification(config)
     theorem = get_theorem(config.theorem)
     run_traj = None
     if config.run is not None:

@@ -28,6 +28,10 @@ temporary directory renamed at the end, and `Result.lines(width)` gives, per (p,
 trajectories ended at the optimal tokens and every D and rate with the SVM it is measured against,
 ``vs SVM(alpha_final)`` and, where they differ, ``vs SVM(opt)`` (`experiments.paths.text.per_p_lines`;
 docs/theory.md sections 6.2 and 6.3).
+
+On one classification problem file, ``mdcert paths`` runs the p-GD paths of ``mdcert pgd`` instead
+(`experiments.commands.paths.linear`, docs/theory.md section 7.7): its options mapped, a ``pgd`` run
+directory, the options of the attention model refused in one line.
 """
 
 from __future__ import annotations

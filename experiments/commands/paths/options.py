@@ -199,15 +199,18 @@ class Config:
         return {"auto": None, "on": True, "off": False}[self.progress]
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> Config:
+    def from_options(cls, options: Mapping[str, Any]) -> Any:
         """Validate ``options`` (an argparse namespace's ``vars``, or any mapping with the names of
         `DEFAULTS` and ``out``; ``argv`` optional) before any work: the run directory against the
         inputs, the data and init options, the grid, the sizes and their memory, the device (a CUDA
-        device where CUDA is missing). Problem and ``--init`` files are read by `run`.
+        device where CUDA is missing). Problem and ``--init`` files are read by `run`. On a
+        classification problem file it returns the `experiments.commands.paths.linear.LinearConfig`
+        of its p-GD paths instead.
 
         Raises:
             MdcertError: one line naming the option and the fix.
         """
+        from experiments.runtime.problemkind import is_classification_file
         from experiments.runtime.outputs import check_outside
         from experiments.paths.config import parse_config
         from experiments.paths.inputs import check_input_options
@@ -219,6 +222,11 @@ class Config:
             if o[name] not in allowed:
                 raise MdcertError(f"--{name} must be one of {', '.join(allowed)}, got {o[name]!r}")
         problems = tuple(str(x) for x in o["problems"] or ())
+        kinds = [is_classification_file(x) for x in problems]
+        if any(kinds):  # the p-GD paths of a linear classifier (mdcert pgd's work)
+            from experiments.commands.paths.linear import linear_config
+
+            return linear_config(o, problems, kinds, DEFAULTS)
         check_outside(
             o["out"],
             {f"the problem file {x!r}": x for x in problems} | {"the --init file": o["init"]},

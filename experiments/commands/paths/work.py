@@ -82,9 +82,15 @@ class Result:
         return out
 
 
-def run(config: Config) -> Result:
+def run(config: Config):
     """Read the inputs, check their sizes and the run directory, then train every path, certify the
-    reference SVMs (in worker processes, while the paths still run) and analyse the curves."""
+    reference SVMs (in worker processes, while the paths still run) and analyse the curves. A
+    `experiments.commands.paths.linear.LinearConfig` (a classification problem) runs the p-GD paths
+    of ``mdcert pgd`` instead and returns its `LinearResult`."""
+    from experiments.commands.paths.linear import LinearConfig, run_linear
+
+    if isinstance(config, LinearConfig):
+        return run_linear(config)
     from experiments.paths.inputs import build, check_init_range, resolve_inputs
 
     inputs = resolve_inputs(

@@ -22,7 +22,7 @@ KINDS = ("attention", "classification", "regression")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``mdcert data`` (a sub-command per source: ``text``, ``digits``)."""
+    """The options of ``mdcert data`` (a sub-command per source: ``text``, ``digits``, ``features``)."""
     sub = parser.add_subparsers(dest="source", metavar="SOURCE", parser_class=type(parser))
     text = sub.add_parser(
         "text",
@@ -101,6 +101,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     digits.add_argument(
         "--z", choices=("mean",), default="mean", help="z per image: the mean token"
     )
+    feats = sub.add_parser(
+        "features",
+        help="last-layer features of a network of 'mdcert study pgd --save-features'",
+        description="a trained DigitsMLP's last hidden layer as a K = 10 classification problem",
+    )
+    feats.add_argument("--kind", choices=("classification",), default="classification")
+    feats.add_argument(
+        "--study", required=True, help="the study directory (-o of mdcert study pgd)"
+    )
+    feats.add_argument(
+        "--run", default=None, help="the run's key or a unique prefix (default: the only one)"
+    )
+    feats.add_argument(
+        "--split", choices=("train", "test"), default="train", help="images (default train)"
+    )
+    feats.add_argument(
+        "--n", type=int, default=None, help="examples drawn (default: the whole split)"
+    )
+    feats.add_argument("--seed", type=int, default=0, help="selection seed (default 0)")
+    feats.add_argument(
+        "--no-bias", dest="bias", action="store_false", help="do not append the constant 1 feature"
+    )
+    feats.add_argument("-o", "--output", required=True, help="problem file to write, .npz or .json")
 
 
 def _check_sizes(*, source: str, n: int, T: int, d: int | None, max_d: int) -> None:
@@ -160,6 +183,10 @@ class Config:
     limit: int | None = None
     classes: tuple[int, ...] = (3, 8)
     patch: int = 2
+    study: str | None = None
+    run: str | None = None
+    split: str = "train"
+    bias: bool = True
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "Config":
@@ -174,9 +201,9 @@ class Config:
             raise MdcertError(
                 "give a source: mdcert data text ... or mdcert data digits ... (see 'mdcert data --help')"
             )
-        if source not in ("text", "digits"):
-            raise MdcertError(f"unknown source {source!r}; use text or digits")
-        kind = options.get("kind") or "attention"
+        if source not in ("text", "digits", "features"):
+            raise MdcertError(f"unknown source {source!r}; use text, digits or features")
+        kind = options.get("kind") or ("classification" if source == "features" else "attention")
         if kind not in KINDS:
             raise MdcertError(
                 f"unknown --kind {kind!r}; use attention, classification or regression"
@@ -243,33 +270,15 @@ class Config:
 
     @classmethod
     def _points(cls, options: Mapping[str, Any], *, source: str, kind: str) -> "Config":
-        """`from_options` for ``--kind classification|regression`` (`experiments.data.points`)."""
-        from experiments.data.extras import check_installed
-        from experiments.data.points import check_point_options, parse_point_classes
-        from experiments.runtime.outputs import check_distinct, check_output_file, check_seed
+        """`from_options` for plain points (`experiments.data.points.point_options`)."""
+        from experiments.data.points import point_options
+        from experiments.runtime.outputs import check_distinct, check_output_file
 
-        seed, limit = options.get("seed", 0), options.get("limit")
-        check_seed(seed, bounded=False)
-        if source == "digits":
-            classes = parse_point_classes(options.get("classes"), kind=kind)
-            check_installed("sklearn")
-        else:
-            classes = (1, -1)
-            check_installed("tokenizers", "safetensors", "torch", "transformers")
-        n = check_point_options(
-            source=source, kind=kind, n=options.get("n"), classes=classes, limit=limit
-        )
+        fields = point_options(options, source=source, kind=kind)
+        inputs = fields.pop("inputs", None) or _inputs(source)
         out = check_output_file(options["output"], option="-o", suffixes=(".npz", ".json"))
-        check_distinct({"-o": out}, _inputs(source))
-        return cls(
-            source=source,
-            kind=kind,
-            n=n,
-            seed=seed,
-            output=str(options["output"]),
-            limit=limit if source == "text" else None,
-            classes=classes,
-        )
+        check_distinct({"-o": out}, inputs)
+        return cls(source=source, kind=kind, output=str(options["output"]), **fields)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -325,7 +334,18 @@ def run(config: Config) -> Result:
     if config.kind != "attention":
         from experiments.data.points import digits_points, text_points
 
-        if config.source == "digits":
+        if config.source == "features":
+            from experiments.data.features import features_points
+
+            data = features_points(
+                study=config.study,
+                run=config.run,
+                split=config.split,
+                n=config.n,
+                seed=config.seed,
+                bias=config.bias,
+            )
+        elif config.source == "digits":
             data = digits_points(
                 kind=config.kind, n=config.n, seed=config.seed, classes=config.classes
             )

@@ -35,8 +35,12 @@ __all__ = [
     "PointData",
     "parse_point_classes",
     "check_point_options",
+    "point_options",
     "digits_points",
     "text_points",
+    "select_ids",
+    "check_counts",
+    "point_record",
 ]
 
 POINT_KINDS = ("classification", "regression")
@@ -107,6 +111,40 @@ def check_point_options(
     return n
 
 
+def point_options(options, *, source: str, kind: str) -> dict[str, Any]:
+    """The validated fields of a ``mdcert data SOURCE --kind classification|regression`` config
+    (``experiments.commands.data.Config``) and the input files it reads; one line on bad input."""
+    from experiments.data.extras import check_installed
+    from experiments.runtime.outputs import check_seed
+
+    seed, n = options.get("seed", 0), options.get("n")
+    check_seed(seed, bounded=False)
+    if source == "features":
+        from experiments.data.features import SPLITS, features_file
+
+        split = options.get("split") or "train"
+        if kind != "classification" or split not in SPLITS:
+            raise MdcertError(
+                f"features give a classification problem of the train or test split; "
+                f"got --kind {kind} --split {split}"
+            )
+        if n is not None and n < 1:
+            raise MdcertError(f"invalid --n {n}: give a number of examples >= 1")
+        path = features_file(options.get("study") or ".", options.get("run"))
+        fields = dict(study=str(options.get("study")), run=options.get("run"), split=split)
+        fields["bias"] = bool(options.get("bias", True))
+        return {"seed": seed, "n": n, **fields, "inputs": {"the features file": path}}
+    limit = options.get("limit") if source == "text" else None
+    if source == "digits":
+        classes = parse_point_classes(options.get("classes"), kind=kind)
+        check_installed("sklearn")
+    else:
+        classes = (1, -1)
+        check_installed("tokenizers", "safetensors", "torch", "transformers")
+    n = check_point_options(source=source, kind=kind, n=n, classes=classes, limit=limit)
+    return {"seed": seed, "n": n, "limit": limit, "classes": classes}
+
+
 @dataclass(frozen=True, eq=False)
 class PointData:
     """The points of a classification or regression problem and their provenance.
@@ -138,7 +176,8 @@ class PointData:
         return RegressionProblem(self.X, self.y, provenance=self.provenance)
 
 
-def _select(pool: np.ndarray, n: int | None, seed: int) -> np.ndarray:
+def select_ids(pool: np.ndarray, n: int | None, seed: int) -> np.ndarray:
+    """``n`` of ``pool`` drawn by ``default_rng(seed)`` without replacement, sorted (None: all)."""
     if n is None:
         return pool.copy()
     if not 1 <= n <= len(pool):
@@ -146,7 +185,8 @@ def _select(pool: np.ndarray, n: int | None, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(pool, size=n, replace=False))
 
 
-def _check_counts(kind: str, y: np.ndarray, names: dict[float, str], n: int, seed: int) -> dict:
+def check_counts(kind: str, y: np.ndarray, names: dict[float, str], n: int, seed: int) -> dict:
+    """The count of each label (by its name); a classification label without an example is refused."""
     counts = {names[v]: int(np.sum(y == v)) for v in names}
     if kind == "classification":
         for value, name in names.items():
@@ -158,7 +198,8 @@ def _check_counts(kind: str, y: np.ndarray, names: dict[float, str], n: int, see
     return counts
 
 
-def _record(source: str, kind: str, n, seed: int, ids: np.ndarray, **parts) -> dict:
+def point_record(source: str, kind: str, n, seed: int, ids: np.ndarray, **parts) -> dict:
+    """The provenance record: format, source, kind, the source's ``parts``, options, selection."""
     return {
         "format": PROVENANCE_FORMAT,
         "source": source,
@@ -180,7 +221,7 @@ def digits_points(
 
     images, target, path, file_sha = digits_arrays()
     pool = np.flatnonzero(np.isin(target, classes))
-    ids = _select(pool, n, seed)
+    ids = select_ids(pool, n, seed)
     X = images[ids].reshape(len(ids), 64).astype(np.float64) / 16.0
     multi = len(classes) > 2
     if multi:
@@ -196,8 +237,8 @@ def digits_points(
         y = np.where(target[ids] == a, 1.0, -1.0)
         names = {1.0: f"digit {a} (+1)", -1.0: f"digit {b} (-1)"}
         rule = f"digit {a} = +1, digit {b} = -1"
-    counts = _check_counts(kind, y, names, len(ids), seed)
-    record = _record(
+    counts = check_counts(kind, y, names, len(ids), seed)
+    record = point_record(
         "digits",
         kind,
         n,
@@ -233,11 +274,11 @@ def text_points(
     from experiments.data.sentence import encoder_record, sentence_embeddings
 
     corpus = read_corpus(limit=limit)
-    pick = _select(np.arange(len(corpus)), n, seed)
+    pick = select_ids(np.arange(len(corpus)), n, seed)
     y = corpus.labels[pick].astype(np.float64)
-    counts = _check_counts(kind, y, {1.0: "fresh (+1)", -1.0: "rotten (-1)"}, len(pick), seed)
+    counts = check_counts(kind, y, {1.0: "fresh (+1)", -1.0: "rotten (-1)"}, len(pick), seed)
     X = sentence_embeddings([corpus.texts[i] for i in pick], progress=progress)
-    record = _record(
+    record = point_record(
         "text",
         kind,
         n,

@@ -102,7 +102,7 @@ POINTS = dict(source="digits", kind="classification", n=None, seed=0, classes=No
             dict(kind="bogus"),
             r"^unknown --kind 'bogus'; use attention, classification or regression$",
         ),
-        (dict(source="images"), r"^unknown source 'images'; use text or digits$"),
+        (dict(source="images"), r"^unknown source 'images'; use text, digits or features$"),
         (dict(kind="regression", n=64), r"^invalid --n 64: .*overparameterized, N < D = 64"),
         (dict(source="text", kind="regression", n=400), r"^invalid --n 400: .*N < D = 384"),
         (dict(n=0), r"^invalid --n 0: give a number of examples >= 1$"),
@@ -177,3 +177,33 @@ def test_points_run_write_lines_round_trip(tmp_path) -> None:
     assert load_regression(out).X.shape == (40, 64)
     [line] = result.lines(80)
     assert line.startswith(f"wrote {out}: digits regression N=40 D=64 seed=0, digit 3 (+1): ")
+
+
+def test_features_options_are_checked_before_any_work(tmp_path) -> None:
+    base = dict(source="features", study=str(tmp_path), run=None, split="train", n=None, seed=0)
+    cases = [
+        (dict(), r"is not a study directory"),
+        (dict(kind="regression"), r"features give a classification problem"),
+        (dict(split="val"), r"features give a classification problem .* --split val"),
+        (dict(n=0), r"^invalid --n 0"),
+    ]
+    for kw, pattern in cases:
+        with pytest.raises(MdcertError) as err:
+            Config.from_options({**base, "output": str(tmp_path / "p.npz"), **kw})
+        assert re.search(pattern, str(err.value)) and "\n" not in str(err.value)
+    assert not list(tmp_path.iterdir())
+    (tmp_path / "study.json").write_text('{"kind": "pgd"}')
+    (tmp_path / "features").mkdir()
+    (tmp_path / "features" / "abc.npz").write_bytes(b"")
+    argv = ["features", "--study", str(tmp_path), "--no-bias", "-o", str(tmp_path / "p.npz")]
+    config = parse("data", argv)
+    parser, _ = build_parser()
+    assert config == Config.from_options(vars(parser.parse_args(["data", *argv])))
+    assert (config.kind, config.run, config.split, config.bias) == (
+        "classification",
+        None,
+        "train",
+        False,
+    )
+    with pytest.raises(MdcertError, match=r"inputs are never overwritten"):
+        parse("data", [*argv[:-1], str(tmp_path / "features" / "abc.npz")])

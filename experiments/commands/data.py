@@ -208,7 +208,7 @@ class Config:
             raise MdcertError(
                 f"unknown --kind {kind!r}; use attention, classification or regression"
             )
-        if kind != "attention":
+        if kind != "attention" or source == "features":
             return cls._points(options, source=source, kind=kind)
         n, T, d, seed = (
             100 if options.get("n") is None else options["n"],
@@ -271,10 +271,15 @@ class Config:
     @classmethod
     def _points(cls, options: Mapping[str, Any], *, source: str, kind: str) -> "Config":
         """`from_options` for plain points (`experiments.data.points.point_options`)."""
+        from experiments.data.features import features_options
         from experiments.data.points import point_options
         from experiments.runtime.outputs import check_distinct, check_output_file
 
-        fields = point_options(options, source=source, kind=kind)
+        fields = (
+            features_options(options, kind=kind)
+            if source == "features"
+            else point_options(options, source=source, kind=kind)
+        )
         inputs = fields.pop("inputs", None) or _inputs(source)
         out = check_output_file(options["output"], option="-o", suffixes=(".npz", ".json"))
         check_distinct({"-o": out}, inputs)

@@ -19,7 +19,7 @@ import numpy as np
 from certify.errors import MdcertError
 from experiments.data.points import PointData, check_counts, point_record, select_ids
 
-__all__ = ["SPLITS", "features_file", "features_points"]
+__all__ = ["SPLITS", "features_file", "features_options", "features_points"]
 
 SPLITS = ("train", "test")
 FORMAT = "mdcert-pgd-features/1"
@@ -53,6 +53,27 @@ def features_file(study: str | Path, run: str | None) -> Path:
             f"{', ...' if len(files) > 8 else ''}); give --run KEY (a unique prefix)"
         )
     return found[0]
+
+
+def features_options(options, *, kind: str) -> dict:
+    """The validated fields of a ``mdcert data features`` config (``experiments.commands.data.Config``)
+    and the file it reads (``inputs``); one line on bad input, before any work."""
+    from experiments.runtime.outputs import check_seed
+
+    seed, n = options.get("seed", 0), options.get("n")
+    check_seed(seed, bounded=False)
+    split = options.get("split") or "train"
+    if kind != "classification" or split not in SPLITS:
+        raise MdcertError(
+            f"features give a classification problem of the train or test split; "
+            f"got --kind {kind} --split {split}"
+        )
+    if n is not None and n < 1:
+        raise MdcertError(f"invalid --n {n}: give a number of examples >= 1")
+    path = features_file(options.get("study") or ".", options.get("run"))
+    fields = dict(study=str(options.get("study")), run=options.get("run"), split=split)
+    fields["bias"] = bool(options.get("bias", True))
+    return {"seed": seed, "n": n, **fields, "inputs": {"the features file": path}}
 
 
 def _read(path: Path) -> dict:

@@ -112,28 +112,13 @@ def check_point_options(
 
 
 def point_options(options, *, source: str, kind: str) -> dict[str, Any]:
-    """The validated fields of a ``mdcert data SOURCE --kind classification|regression`` config
-    (``experiments.commands.data.Config``) and the input files it reads; one line on bad input."""
+    """The validated fields of a ``mdcert data digits|text --kind classification|regression`` config
+    (``experiments.commands.data.Config``); one line on bad input."""
     from experiments.data.extras import check_installed
     from experiments.runtime.outputs import check_seed
 
     seed, n = options.get("seed", 0), options.get("n")
     check_seed(seed, bounded=False)
-    if source == "features":
-        from experiments.data.features import SPLITS, features_file
-
-        split = options.get("split") or "train"
-        if kind != "classification" or split not in SPLITS:
-            raise MdcertError(
-                f"features give a classification problem of the train or test split; "
-                f"got --kind {kind} --split {split}"
-            )
-        if n is not None and n < 1:
-            raise MdcertError(f"invalid --n {n}: give a number of examples >= 1")
-        path = features_file(options.get("study") or ".", options.get("run"))
-        fields = dict(study=str(options.get("study")), run=options.get("run"), split=split)
-        fields["bias"] = bool(options.get("bias", True))
-        return {"seed": seed, "n": n, **fields, "inputs": {"the features file": path}}
     limit = options.get("limit") if source == "text" else None
     if source == "digits":
         classes = parse_point_classes(options.get("classes"), kind=kind)

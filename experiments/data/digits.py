@@ -31,6 +31,7 @@ from experiments.data.provenance import DataProblem, data_problem
 __all__ = [
     "DIGITS_SHA256",
     "PATCHES",
+    "digits_arrays",
     "digits_source",
     "digits_problem",
     "patch_tokens",
@@ -102,6 +103,12 @@ def _load() -> tuple[np.ndarray, np.ndarray, Path, str]:
             f"reinstall scikit-learn (pip install --force-reinstall 'scikit-learn>=1.4')"
         )
     return images, target, path, sha256_file(path) if path.is_file() else "unknown"
+
+
+def digits_arrays() -> tuple[np.ndarray, np.ndarray, Path, str]:
+    """``(images (1797, 8, 8), targets int64, file path, file sha256)`` of ``load_digits``, the
+    content hash verified (one line naming the reinstall otherwise)."""
+    return _load()
 
 
 def digits_source(*, classes: tuple[int, int] = (3, 8), patch: int = 2) -> Sequences:

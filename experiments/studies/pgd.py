@@ -13,6 +13,10 @@ on validation (seed 0, one run per value of its grid, best final validation accu
 scores -1; ``--quick`` (one value per p) and ``--lr`` are not tuned), then seeds ``seed_start ..`` train with it.
 Every run, timing and certificate is one record of the study directory (`experiments.studies.runner`),
 stored as it finishes, so an interrupted study resumes. Runs are in-process (``--workers`` unused).
+``--save-features`` also writes, for each final run trained now, the last hidden layer of its train
+and test images and the head's weights to ``DIR/features/KEY.npz``
+(`experiments.studies.pgdnet.save_features`; ``mdcert data features`` reads them as a
+classification problem, `experiments.data.features`).
 """
 
 from __future__ import annotations
@@ -103,6 +107,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="interleaved timed steps per optimizer (default 50; --quick 10)",
     )
+    parser.add_argument(
+        "--save-features",
+        action="store_true",
+        help="also write each final run's last-hidden-layer features of the train and test images "
+        "to DIR/features/KEY.npz (read by 'mdcert data features'); runs reused are not rewritten",
+    )
 
 
 def build_setups(args) -> list[PgdConfig]:
@@ -177,7 +187,7 @@ def _cert_index(train: np.ndarray, n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).permutation(train)[:n])
 
 
-def _work(cfg: PgdConfig, unit: dict, device) -> dict:
+def _work(cfg: PgdConfig, unit: dict, device, features_to=None) -> dict:
     import torch
 
     from experiments.studies.pgdnet import DigitsMLP, feature_margin, step_times, weight_stats
@@ -229,6 +239,18 @@ def _work(cfg: PgdConfig, unit: dict, device) -> dict:
             digits=cfg.cert_digits,
             time_limit=cfg.cert_time_limit,
         )
+    if features_to is not None:
+        from experiments.data.provenance import mdcert_version
+        from experiments.studies.pgdnet import save_features
+
+        record = {
+            "key": features_to.stem,
+            "config": unit,
+            "test_acc": res["test_acc"],
+            "train_acc": res["train_acc"],
+            "mdcert_version": mdcert_version(),
+        }
+        save_features(features_to, model.cpu(), task, {"train": train, "test": test}, record)
     return res
 
 
@@ -266,9 +288,14 @@ def run(args, ctx) -> dict:
     }
 
     with ctx.bar(total, "pgd study") as bar:
+        save = bool(getattr(args, "save_features", False))
 
         def unit(config: dict, label: str) -> dict:
-            rec = ctx.run_unit(config, lambda c: _work(cfg, c, ctx.device), label=label)
+            from experiments.studies.runner import run_key
+
+            final = save and config["phase"] == "final"
+            to = ctx.root / "features" / f"{run_key(config)}.npz" if final else None
+            rec = ctx.run_unit(config, lambda c: _work(cfg, c, ctx.device, to), label=label)
             bar.update(1)
             return rec
 

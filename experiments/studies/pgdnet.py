@@ -18,6 +18,8 @@ sees).
 - `step_times`: wall seconds of one training step (zero_grad, forward, loss, backward, step) with
   `LpMirrorDescent` and with ``torch.optim.SGD`` on two copies of one model and one batch,
   interleaved (the order alternates every repeat), median of N: measured, load-dependent.
+- `save_features`: the features of a trained model's train and test images and its head, as one
+  ``.npz`` (``mdcert study pgd --save-features``; read by `experiments.data.features`).
 """
 
 from __future__ import annotations
@@ -40,8 +42,12 @@ __all__ = [
     "features",
     "feature_margin",
     "step_times",
+    "FEATURES_FORMAT",
+    "save_features",
 ]
 
+#: the ``format`` of a ``features/KEY.npz`` file (docs/formats.md, study directory of pgd)
+FEATURES_FORMAT = "mdcert-pgd-features/1"
 #: relative thresholds r of the sparsity fractions ``#{|w| < r max|w|} / size``
 REL_THRESHOLDS = (0.01, 0.05, 0.1)
 #: bins of ``w / max|w|`` (per matrix)
@@ -245,3 +251,24 @@ def step_times(
     if error:
         res["error"] = error
     return res
+
+
+def save_features(path, model, task, split: dict, record: dict) -> None:
+    """Write ``path`` (``.npz``, atomically): per split ``NAME_features`` (float64 copies of the
+    float32 last hidden layer, eval mode), ``NAME_labels`` and ``NAME_ids`` (indices into
+    ``load_digits()``), the head's ``head_weight`` and ``head_bias``, and ``record`` (JSON text)."""
+    import json
+
+    from certify.io.atomic import write_npz_atomic
+
+    arrays = {"format": np.array(FEATURES_FORMAT), "record": np.array(json.dumps(record))}
+    for name, idx in split.items():
+        ids = np.asarray(idx, dtype=np.int64)
+        arrays[f"{name}_features"] = features(model, task.images[ids])
+        arrays[f"{name}_labels"] = task.labels[ids].numpy().astype(np.int64)
+        arrays[f"{name}_ids"] = ids
+    head = model.head
+    arrays["head_weight"] = head.weight.detach().double().cpu().numpy()
+    arrays["head_bias"] = head.bias.detach().double().cpu().numpy()
+    path.parent.mkdir(exist_ok=True)
+    write_npz_atomic(path, arrays)

@@ -204,3 +204,56 @@ def test_bad_input_no_traceback_in_a_subprocess(tmp_path) -> None:
     )
     assert res.returncode == 1 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_digits_classification_certified_and_verified(tmp_path, capsys) -> None:
+    """A binary pair of digits: written with provenance, certified at p = 2 and re-checked."""
+    out, cert = tmp_path / "d38.npz", tmp_path / "c.json"
+    assert (
+        main(["data", "digits", "--kind", "classification", "--classes", "3,8", "-o", str(out)])
+        == 0
+    )
+    line = capsys.readouterr().out
+    assert line.startswith(f"wrote {out}: digits classification n=357 d=64 binary seed=0")
+    assert "digit 3 (+1): 183, digit 8 (-1): 174" in line
+    assert main(["certify", str(out), "--p", "2", "--digits", "20", "-o", str(cert)]) == 0
+    assert "status: optimal" in capsys.readouterr().out
+    assert main(["verify", str(out), str(cert), "--p", "2"]) == 0
+
+
+def test_regression_interpolated_at_three_halves(tmp_path, capsys) -> None:
+    """N = 40 < D = 64 digits (+-1 for 3 and 8): minimum-l_{3/2} interpolation, certified and verified;
+    the sign-descent paper's Assumptions 3.2 and 3.8 fail exactly on such data."""
+    out, cert = tmp_path / "reg.npz", tmp_path / "c.json"
+    assert main(["data", "digits", "--kind", "regression", "--n", "40", "-o", str(out)]) == 0
+    assert f"wrote {out}: digits regression N=40 D=64 seed=0" in capsys.readouterr().out
+    argv = ["interpolate", str(out), "--p", "3/2", "--assumptions", "-o", str(cert)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "assumption_3_2: FAILS" in text and "assumption_3_8: FAILS" in text
+    assert "N=40 D=64" in text and "OPT = min ||beta||_p in [" in text
+    assert main(["verify", str(out), str(cert)]) == 0
+
+
+POINT_CASES = [
+    (["digits", "--kind", "regression", "--n", "64"], r"N < D = 64 \(digits features\)"),
+    (["text", "--kind", "regression", "--n", "384"], r"N < D = 384 \(text features\)"),
+    (["digits", "--kind", "classification", "--n", "0"], r"invalid --n 0"),
+    (["digits", "--kind", "classification", "--n", "5"], r"digit \d has no example among the 5"),
+    (["digits", "--kind", "classification", "--classes", "all,3"], r"invalid --classes"),
+    (["digits", "--kind", "bogus"], r"invalid choice: 'bogus'"),
+    (["text", "--kind", "classification", "--n", "9", "--limit", "3"], r"there are 3 labelled"),
+]
+
+
+@pytest.mark.parametrize(("argv", "pattern"), POINT_CASES)
+def test_points_bad_input_one_line_exit_1_nothing_written(tmp_path, capsys, argv, pattern) -> None:
+    try:
+        rc = main(["data", *argv, "-o", str(tmp_path / "p.npz")])
+    except SystemExit as stop:  # argparse's own errors (one line, exit 1 by the CLI's parser)
+        rc = stop.code
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mdcert data") and ": error: " in err and err.count("\n") == 1, err
+    assert __import__("re").search(pattern, err), err
+    assert not list(tmp_path.iterdir())

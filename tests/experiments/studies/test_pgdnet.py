@@ -77,3 +77,23 @@ def test_step_times_are_interleaved_medians():
     for k in ("pgd_step", "sgd_step", "pgd_update", "sgd_update"):
         assert 0 < t[k]["q1"] <= t[k]["median"] <= t[k]["q3"]
     assert t["ratio_step"] > 0 and "error" not in t
+
+
+def test_save_features_writes_both_splits_and_the_head(tmp_path):
+    import json
+
+    from experiments.studies.pgdnet import FEATURES_FORMAT, features, save_features
+    from experiments.studies.train import ImageTask
+
+    m = DigitsMLP(8, seed=1)
+    images = torch.rand(7, 1, 8, 8)
+    task = ImageTask(images, torch.arange(7) % 3)
+    out = tmp_path / "features" / "k.npz"
+    save_features(out, m, task, {"train": [0, 2, 4], "test": [6]}, {"key": "k"})
+    with np.load(out) as fh:
+        assert str(fh["format"]) == FEATURES_FORMAT and json.loads(str(fh["record"])) == {
+            "key": "k"
+        }
+        assert np.array_equal(fh["train_features"], features(m, images[[0, 2, 4]]))
+        assert fh["train_labels"].tolist() == [0, 2, 1] and fh["test_ids"].tolist() == [6]
+        assert np.array_equal(fh["head_weight"], m.head.weight.detach().double().numpy())

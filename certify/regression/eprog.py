@@ -77,26 +77,35 @@ def _dual_newton(X: np.ndarray, y: np.ndarray, a: np.ndarray, *, max_iter: int =
     ts = [2.0**k for k in range(-40, 41)]  # the best multiple of the least-squares dual
     mu = max((t * mu for t in ts), key=value)
     f, steps, scale = value(mu), 0, max(np.linalg.norm(y), 1e-300)
+    best, damp = (
+        np.inf,
+        1e-12,
+    )  # Levenberg-Marquardt: raised where the generalized Hessian is (nearly) singular
     for steps in range(1, max_iter + 1):
         u = X.T @ mu
         g = y - X @ _primal_float(u, a)
-        if np.linalg.norm(g) / scale <= 1e-15:
+        gn = np.linalg.norm(g) / scale
+        if gn <= 1e-15 or (
+            gn < 1e-9 and gn > 0.5 * best
+        ):  # converged, or stalled at float accuracy
             break
+        best = min(best, gn)
         H = (X * (2 * np.abs(u) * (np.abs(u) > a))) @ X.T
-        lam = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
-        try:
-            d = np.linalg.solve(H + lam * np.eye(len(y)), g)
-        except np.linalg.LinAlgError:
-            d = np.linalg.lstsq(H, g, rcond=None)[0]
-        t = 1.0
-        while t > 1e-14:
-            f_new = value(mu + t * d)
-            if f_new >= f + 1e-4 * t * float(g @ d):
+        size = max(float(np.max(np.diag(H))), float(np.max(np.diag(G))) * 1e-12, 1e-300)
+        while damp < 1e20:
+            d = np.linalg.solve(H + damp * size * np.eye(len(y)), g)
+            t = 1.0
+            while t > 1e-6:
+                f_new = value(mu + t * d)
+                if f_new >= f + 1e-4 * t * float(g @ d):
+                    break
+                t /= 2
+            if t > 1e-6:
                 break
-            t /= 2
-        if t <= 1e-14:  # no ascent left at float accuracy
+            damp *= 1e3
+        if damp >= 1e20:  # no ascent left at float accuracy
             break
-        mu, f = mu + t * d, f_new
+        mu, f, damp = mu + t * d, f_new, max(damp / 1e3, 1e-12)
     return mu, steps
 
 

@@ -186,12 +186,13 @@ def e_distance(ub: Fraction, lb: Fraction, beta: ExactVec, v: ExactVec) -> Fract
     bscale = Fraction(2) ** beta.exp / beta.den
     for k, a in zip(beta.ints, absv):
         at_point = upper_ball(abs(arb(int(k)) * _arb(bscale)) + _arb(a * a))
-        level = upper_ball((_arb(3 * slack / 2 + a**3)) ** (arb(2) / 3))
+        x = 3 * slack / 2 + a**3
+        level = upper_ball(_arb(x) ** (arb(2) / 3)) if x > 0 else Fraction(0)
         if at_point is None or level is None:
             return None
         k_up = max(k_up, at_point, level)
-    if k_up <= 0:
-        return None
+    if k_up <= 0:  # |beta_i| + c_i <= 0 on the box: beta^ = beta* = 0
+        return Fraction(0)
     m = lower_ball(1 / (2 * _arb(k_up).sqrt()))
     if m is None or m <= 0:
         return None

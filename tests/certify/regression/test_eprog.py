@@ -104,6 +104,16 @@ def test_at_v_zero_it_is_the_minimum_l_three_halves_point(kind, N, D) -> None:
     assert abs(float(res.certificate.opt_upper) - 2 * norm**1.5 / 3) < 1e-12
 
 
+@pytest.mark.parametrize("v", [[0.0, 0.0, 0.0], [0.5, 0.0, 1.0]])
+def test_a_zero_target_gives_the_zero_point(v) -> None:
+    problem = RegressionProblem(np.array([[1.0, 2.0, 3.0], [0.0, 1.0, -1.0]]), np.zeros(2))
+    cert = certify_e(problem, np.array(v)).certificate
+    assert cert.status is InterpStatus.OPTIMAL and not any(cert.beta.ints)
+    cubes = sum(Fraction(w) ** 3 for w in v) * 2 / 3
+    assert cert.opt_lower <= cubes <= cert.opt_upper
+    assert cert.distance_upper < Fraction(1, 10**60) and check_e(problem, cert).ok
+
+
 def test_dependent_rows_and_large_n_are_refused_with_a_reason(monkeypatch) -> None:
     X = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0]])
     cert = certify_e(RegressionProblem(X, np.array([1.0, 2.0])), np.zeros(3)).certificate

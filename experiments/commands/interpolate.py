@@ -293,6 +293,9 @@ def load_v(path: str, D: int):
         arr = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise MdcertError(f"--v {path!r}: not a readable .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray):
+        arr.close()
+        raise MdcertError(f"--v {path!r}: not a .npy array (an .npz archive?)")
     v = exact_float64("v", arr, 1)
     if v.shape != (D,):
         raise MdcertError(f"--v {path!r}: v must have D = {D} entries, got {v.shape[0]}")

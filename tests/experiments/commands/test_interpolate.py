@@ -205,3 +205,18 @@ def test_the_e_potential_round_trip(tmp_path) -> None:
         Config.from_options(
             _options(problem=str(reg), potential="E", p=None, v_file=str(v), export_beta=str(v))
         )
+
+
+def test_a_bad_v_file_is_one_line(tmp_path) -> None:
+    from experiments.commands.interpolate import load_v
+
+    with pytest.raises(MdcertError, match=r"^--v .*not a readable .npy array"):
+        load_v(str(tmp_path / "missing.npy"), 3)
+    np.savez(tmp_path / "v.npz", v=np.zeros(3))
+    with pytest.raises(MdcertError, match=r"^--v .*not a .npy array"):
+        load_v(str(tmp_path / "v.npz"), 3)
+    np.save(tmp_path / "nan.npy", np.array([0.0, np.nan, 1.0]))
+    with pytest.raises(MdcertError, match=r"v"):
+        load_v(str(tmp_path / "nan.npy"), 3)
+    np.save(tmp_path / "ok.npy", np.array([0.0, 0.5, 1.0]))
+    assert load_v(str(tmp_path / "ok.npy"), 3).tolist() == [0.0, 0.5, 1.0]

@@ -1,7 +1,8 @@
 """``mdcert interpolate`` in the application layer (`experiments.commands`): certified
 minimum-l_p-norm interpolation ``min ||beta||_p s.t. X beta = y`` (docs/theory.md section 8.3), or
 with ``--potential psi --alpha A`` the gradient-descent limit of a depth-2 diagonal network,
-``min Q_alpha(beta) s.t. X beta = y`` (section 8.9).
+``min Q_alpha(beta) s.t. X beta = y`` (section 8.9), or with ``--potential E --v FILE.npy`` the smoothed-sign
+limit ``min E(beta) s.t. X beta = y`` with a trained network's realized v (section 8.10).
 
 `run` reads a regression problem (``kind = "regression"``, docs/formats.md; with ``--synth block|gaussian``
 it first writes a seeded one to the PROBLEM path, its input), certifies the program and re-checks the
@@ -33,10 +34,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--potential",
-        choices=("lp", "psi"),
+        choices=("lp", "psi", "E"),
         default="lp",
-        help="the program: lp (min ||beta||_p, default) or psi (min Q_alpha(beta), the limit of "
-        "gradient descent on a depth-2 diagonal network from w+- = alpha 1; needs --alpha)",
+        help="the program: lp (min ||beta||_p, default), psi (min Q_alpha(beta), the limit of "
+        "gradient descent on a depth-2 diagonal network from w+- = alpha 1; needs --alpha) or E "
+        "(min (2/3) sum (|beta_i| + v_i^2)^(3/2), the smoothed-sign limit; needs --v)",
+    )
+    parser.add_argument(
+        "--v",
+        default=None,
+        dest="v_file",
+        metavar="FILE.npy",
+        help="the realized v of --potential E: a float64 .npy of D entries (the non-dominant "
+        "weights min(|w+_i|, |w-_i|) of a trained network)",
     )
     parser.add_argument(
         "--alpha",
@@ -78,6 +88,7 @@ class Config:
     p: Fraction | None
     potential: str = "lp"
     alpha: Fraction | None = None
+    v_file: str | None = None
     output: str | None = None
     export_beta: str | None = None
     bits: int = 200
@@ -100,7 +111,16 @@ class Config:
             options.get("export_beta"),
         )
         potential, alpha = options.get("potential", "lp"), options.get("alpha")
-        if potential == "psi":
+        v_file = options.get("v_file")
+        if v_file is not None and potential != "E":
+            raise MdcertError("--v applies to --potential E only")
+        if potential == "E":
+            if options.get("p") is not None or alpha is not None:
+                raise MdcertError("--p and --alpha do not apply to --potential E (give --v)")
+            if v_file is None:
+                raise MdcertError("--potential E needs --v FILE.npy (the realized v)")
+            p = None
+        elif potential == "psi":
             from certify.regression.psicheck import parse_alpha
 
             if options.get("p") is not None:
@@ -125,7 +145,10 @@ class Config:
         ):
             if path is not None:
                 check_output_file(path, option=opt, suffixes=suffixes)
-        check_distinct({"-o": output, "--export-beta": export_beta}, {"the problem file": problem})
+        check_distinct(
+            {"-o": output, "--export-beta": export_beta},
+            {"the problem file": problem, "the --v file": v_file},
+        )
         synth, N, D = options.get("synth"), options.get("N", 5), options.get("D")
         if synth is not None:
             if not (1 <= N <= 10**5 and (D is None or 1 <= D <= 10**6)):
@@ -136,6 +159,7 @@ class Config:
             p=p,
             potential=potential,
             alpha=alpha,
+            v_file=v_file,
             output=output,
             export_beta=export_beta,
             bits=bits,
@@ -197,7 +221,11 @@ class Result:
             f"{report.name}: {report.verdict.value.upper()} - {report.message}"
             for report in self.reports
         ]
-        what = f"p = {cfg.p}" if cfg.potential == "lp" else f"potential psi, alpha = {cfg.alpha}"
+        what = {
+            "lp": f"p = {cfg.p}",
+            "psi": f"potential psi, alpha = {cfg.alpha}",
+            "E": f"potential E, v from {cfg.v_file}",
+        }[cfg.potential]
         lines.append(
             f"problem: N={problem.N} D={problem.D} ({problem.data_hash()[:19]}...), {what}"
         )
@@ -209,6 +237,15 @@ class Result:
             lines.append(
                 f"||beta^ - beta*||_2 <= {format_sci(cert.distance_upper)} (beta^ solves X beta = y "
                 "exactly; beta* the gradient-descent limit)"
+            )
+        elif cert.status is InterpStatus.OPTIMAL and cfg.potential == "E":
+            lines.append(
+                f"OPT = min E(beta) in [{format_sci(cert.opt_lower, 12)}, "
+                f"{format_sci(cert.opt_upper, 12)}]"
+            )
+            lines.append(
+                f"||beta^ - beta*||_2 <= {format_sci(cert.distance_upper)} (beta^ solves X beta = y "
+                "exactly; beta* the minimizer of E with the given v)"
             )
         elif cert.status is InterpStatus.OPTIMAL:
             lines.append(
@@ -231,7 +268,7 @@ class Result:
         if cfg.output is not None:
             lines.append(f"wrote {cfg.output}")
         if cfg.export_beta is not None and cert.status is InterpStatus.OPTIMAL:
-            point = "beta^" if cfg.potential == "psi" else "beta~"
+            point = "beta~" if cfg.potential == "lp" else "beta^"
             lines.append(f"wrote {cfg.export_beta} ({point} as float64, rounded once)")
         return lines
 
@@ -243,6 +280,26 @@ class Result:
             f"warning: N = {self.problem.N} >= D = {self.problem.D}: the sign-descent theory needs D > N "
             "(overparameterized); the program is still certified where it is well posed"
         ]
+
+
+def load_v(path: str, D: int):
+    """The realized v of ``--potential E``: a float64 ``.npy`` of D finite entries (read exactly)."""
+    import numpy as np
+
+    from certify.errors import MdcertError
+    from certify.regression.problem import exact_float64
+
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise MdcertError(f"--v {path!r}: not a readable .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray):
+        arr.close()
+        raise MdcertError(f"--v {path!r}: not a .npy array (an .npz archive?)")
+    v = exact_float64("v", arr, 1)
+    if v.shape != (D,):
+        raise MdcertError(f"--v {path!r}: v must have D = {D} entries, got {v.shape[0]}")
+    return v
 
 
 def run(config: Config) -> Result:
@@ -271,6 +328,13 @@ def run(config: Config) -> Result:
 
         solve = certify_psi(problem, config.alpha, bits=config.bits)
         check = check_psi(problem, solve.certificate, alpha=config.alpha)
+    elif config.potential == "E":
+        from certify.regression.echeck import check_e
+        from certify.regression.eprog import certify_e
+
+        v = load_v(config.v_file, problem.D)
+        solve = certify_e(problem, v, bits=config.bits)
+        check = check_e(problem, solve.certificate, v=v)
     else:
         solve = certify_interpolation(problem, config.p, bits=config.bits)
         check = check_interpolation(problem, solve.certificate, p=config.p)

@@ -1,7 +1,8 @@
 """``mdcert verify`` in the application layer (`experiments.commands`): re-check every claim of a
 certificate with the independent checker (`certify.check`; `certify.regression.check_interpolation`
 for an interpolation certificate of a regression problem, `certify.regression.psicheck.check_psi` for
-a certificate of the gradient-descent potential, ``mdcert interpolate --potential psi``).
+a certificate of the gradient-descent potential, ``mdcert interpolate --potential psi``;
+`certify.regression.echeck.check_e` for one of ``--potential E``).
 
 `Result.exit_code` is 0 when every claim is verified, 1 otherwise (the first failing claim on stderr);
 bad input raises (exit 1). ``--p``, ``--svm`` and ``--alpha`` reject a certificate about anything
@@ -178,16 +179,26 @@ def _regression(config: Config) -> Result:
     from certify.limits import read_json_file
     from certify.regression import InterpolationCertificate, check_interpolation, load_regression
 
+    from certify.regression.echeck import E_FORMAT, ECertificate, check_e
     from certify.regression.psicheck import PSI_FORMAT, PsiCertificate, check_psi
 
     problem = load_regression(config.problem)
     data = read_json_file(config.certificate, what=f"certificate {str(config.certificate)!r}")
-    psi = isinstance(data, dict) and data.get("format") == PSI_FORMAT
+    kind = data.get("format") if isinstance(data, dict) else None
+    psi, e_prog = kind == PSI_FORMAT, kind == E_FORMAT
     if psi and config.p is not None:
         raise MdcertError("--p does not apply to a psi certificate (min Q_alpha, not an l_p norm)")
-    cert = PsiCertificate.from_json(data) if psi else InterpolationCertificate.from_json(data)
+    if e_prog and config.p is not None:
+        raise MdcertError("--p does not apply to an E certificate (min E(beta), not an l_p norm)")
+    if e_prog:
+        cert = ECertificate.from_json(data)
+    else:
+        cert = PsiCertificate.from_json(data) if psi else InterpolationCertificate.from_json(data)
     t0 = time.perf_counter()
-    result = check_psi(problem, cert) if psi else check_interpolation(problem, cert, p=config.p)
+    if e_prog:
+        result = check_e(problem, cert)
+    else:
+        result = check_psi(problem, cert) if psi else check_interpolation(problem, cert, p=config.p)
     seconds = time.perf_counter() - t0
     claims = tuple(
         (name, not any(f.startswith(name) for f in result.failures), None)

@@ -164,3 +164,59 @@ def test_the_psi_potential_round_trip(tmp_path) -> None:
     assert lines[3].startswith("||beta^ - beta*||_2 <= ")
     assert lines[-2:] == [f"wrote {out}", f"wrote {beta} (beta^ as float64, rounded once)"]
     assert result.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "kw, pattern",
+    [
+        (dict(potential="E", p=None), r"^--potential E needs --v FILE.npy"),
+        (dict(potential="E", v_file="v.npy"), r"^--p and --alpha do not apply to --potential E"),
+        (dict(v_file="v.npy"), r"^--v applies to --potential E only$"),
+    ],
+)
+def test_bad_e_options_are_one_line_before_any_work(tmp_path, kw, pattern) -> None:
+    with pytest.raises(MdcertError) as err:
+        Config.from_options(_options(**{"problem": str(tmp_path / "reg.json"), **kw}))
+    assert re.search(pattern, str(err.value)) and "\n" not in str(err.value)
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_e_potential_round_trip(tmp_path) -> None:
+    reg, out, beta, v = (tmp_path / n for n in ("reg.npz", "c.json", "beta.npy", "v.npy"))
+    np.save(v, np.array([0.1, 0.0, 1e-3, 0.5, 0.0, 0.25]))
+    argv = [str(reg), "--potential", "E", "--v", str(v), "-o", str(out)]
+    argv += ["--export-beta", str(beta), "--synth", "gaussian", "--N", "3"]
+    config = parse("interpolate", argv)
+    assert config.potential == "E" and config.v_file == str(v) and config.p is None
+    result = run(config)
+    result.write()
+    data = json.loads(out.read_text())
+    assert data["format"] == "mdcert-e-interpolation-1" and data["status"] == "optimal"
+    lines = result.lines(100)
+    assert lines[1].endswith(f"potential E, v from {v}")
+    assert lines[2].startswith("OPT = min E(beta) in [")
+    assert lines[3].startswith("||beta^ - beta*||_2 <= ")
+    assert lines[-2:] == [f"wrote {out}", f"wrote {beta} (beta^ as float64, rounded once)"]
+    assert result.exit_code == 0
+    np.save(v, np.zeros(5))
+    with pytest.raises(MdcertError, match=r"v must have D = 6 entries, got 5"):
+        run(config)
+    with pytest.raises(MdcertError, match=r"the --v file"):
+        Config.from_options(
+            _options(problem=str(reg), potential="E", p=None, v_file=str(v), export_beta=str(v))
+        )
+
+
+def test_a_bad_v_file_is_one_line(tmp_path) -> None:
+    from experiments.commands.interpolate import load_v
+
+    with pytest.raises(MdcertError, match=r"^--v .*not a readable .npy array"):
+        load_v(str(tmp_path / "missing.npy"), 3)
+    np.savez(tmp_path / "v.npz", v=np.zeros(3))
+    with pytest.raises(MdcertError, match=r"^--v .*not a .npy array"):
+        load_v(str(tmp_path / "v.npz"), 3)
+    np.save(tmp_path / "nan.npy", np.array([0.0, np.nan, 1.0]))
+    with pytest.raises(MdcertError, match=r"v"):
+        load_v(str(tmp_path / "nan.npy"), 3)
+    np.save(tmp_path / "ok.npy", np.array([0.0, 0.5, 1.0]))
+    assert load_v(str(tmp_path / "ok.npy"), 3).tolist() == [0.0, 0.5, 1.0]

@@ -154,3 +154,31 @@ def test_a_psi_certificate_is_verified_and_a_tampered_one_is_not(files, tmp_path
     cert.write_text(json.dumps(data))
     bad = run(parse("verify", [str(reg), str(cert)]))
     assert bad.exit_code == 1 and bad.messages()[0].startswith("NOT verified: opt_upper")
+
+
+def test_an_e_certificate_is_verified_and_a_tampered_one_is_not(files, tmp_path) -> None:
+    from certify.regression import certify_e
+
+    _, _, reg, _ = files
+    problem = load_regression(reg)
+    cert = tmp_path / "e.json"
+    v = np.linspace(0.0, 0.5, problem.D)
+    data = certify_e(problem, v).certificate.to_json()
+    cert.write_text(json.dumps(data))
+    result = run(parse("verify", [str(reg), str(cert), "-v"]))
+    lines = result.lines(100)
+    assert result.exit_code == 0 and all(ln.startswith("  ok   ") for ln in lines[:-1])
+    assert [ln.split()[1] for ln in lines[:-1]] == [
+        "data_hash",
+        "shape",
+        "feasible",
+        "opt_upper",
+        "opt_lower",
+        "distance_upper",
+    ]
+    with pytest.raises(MdcertError, match=r"^--p does not apply to an E certificate"):
+        run(parse("verify", [str(reg), str(cert), "--p", "2"]))
+    data["distance_upper"] = "1/1000000000000000000000000000000000000000000000000000000000000"
+    cert.write_text(json.dumps(data))
+    bad = run(parse("verify", [str(reg), str(cert)]))
+    assert bad.exit_code == 1 and bad.messages()[0].startswith("NOT verified: distance_upper")

@@ -26,3 +26,13 @@ def test_unreadable_files_are_left_to_the_loader(tmp_path) -> None:
     assert not is_classification_file(tmp_path / "bad.npz")
     (tmp_path / "problem.txt").write_text("kind = classification")
     assert not is_classification_file(tmp_path / "problem.txt")
+
+
+def test_a_fifo_is_never_opened(tmp_path) -> None:
+    """Opening a FIFO blocks until a writer comes: the kind check must not open one (the loader
+    then refuses it in one line)."""
+    import os
+
+    for name in ("pipe.npz", "pipe.json"):
+        os.mkfifo(tmp_path / name)
+        assert is_classification_file(tmp_path / name) is False

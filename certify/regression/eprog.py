@@ -18,7 +18,6 @@ c_i)_+``. Pipeline (everything before the last step is a warm start, never evide
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -30,6 +29,7 @@ from certify.regression.certificate import ExactVec, InterpStatus
 from certify.regression.check import lower_ball, residual_of, upper_ball
 from certify.regression.echeck import ECertificate, e_ball, e_distance, e_dual_ball, v_vector
 from certify.regression.intmat import IntMatrix
+from certify.regression.exactstep import exact_projection, round_dyadic, to_ints
 from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import long_product
 
@@ -109,11 +109,6 @@ def _dual_newton(X: np.ndarray, y: np.ndarray, a: np.ndarray, *, max_iter: int =
     return mu, steps
 
 
-def _to_ints(v: np.ndarray) -> tuple[list[int], int]:
-    d = dyadic(np.asarray(v, dtype=np.float64))
-    return [int(k) for k in d.ints.ravel()], int(d.exp)
-
-
 def _primal_exact(u: list[int], eu: int, v: ExactVec, bits: int) -> tuple[list[int], int]:
     """``sign(u)(u^2 - v^2)_+`` for ``u 2^eu`` (exact) rounded toward zero to about ``bits`` bits."""
     e0 = min(2 * eu, 2 * v.exp)
@@ -124,29 +119,6 @@ def _primal_exact(u: list[int], eu: int, v: ExactVec, bits: int) -> tuple[list[i
     top = max((abs(x).bit_length() for x in vals), default=0)
     shift = max(top - bits, 0)
     return [x >> shift if x >= 0 else -((-x) >> shift) for x in vals], e0 + shift
-
-
-def _projection(Zx: IntMatrix, ex: int, R: list[int], s: int, b: list[int], eb: int):
-    """``beta~ + X^T (X X^T)^-1 r`` for ``r = R 2^s``, ``beta~ = b 2^eb`` exactly, or None when
-    ``X X^T`` is singular."""
-    import flint
-
-    if not any(R):
-        return ExactVec(tuple(b), eb)
-    N = len(R)
-    A = flint.fmpz_mat(N, N, [int(x) for x in Zx.gram().ravel()])
-    try:
-        z = A.solve(flint.fmpz_mat(N, 1, [int(k) for k in R]))
-    except (ZeroDivisionError, ValueError):
-        return None
-    dw = 1
-    for i in range(N):
-        dw = math.lcm(dw, int(z[i, 0].q))
-    w = [int(z[i, 0].p) * (dw // int(z[i, 0].q)) for i in range(N)]
-    step = long_product(Zx, w, transpose=True)
-    e = min(eb, s - ex)
-    ints = [bi * dw * (1 << (eb - e)) + si * (1 << (s - ex - e)) for bi, si in zip(b, step)]
-    return ExactVec(tuple(ints), e, dw)
 
 
 def certify_e(
@@ -197,7 +169,7 @@ def _certify(problem: RegressionProblem, v: ExactVec, bits: int, refine_steps: i
     if not np.all(np.isfinite(mu)):
         return refused("the float dual solve did not converge", steps)
     with ctx.workprec(prec):
-        m_ints, m_exp = _to_ints(mu)
+        m_ints, m_exp = to_ints(mu)
         for it in range(refine_steps + 1):
             u = long_product(Zx, m_ints, transpose=True)
             b_ints, b_exp = _primal_exact(u, dx.exp + m_exp, v, bits)
@@ -213,14 +185,14 @@ def _certify(problem: RegressionProblem, v: ExactVec, bits: int, refine_steps: i
                 break
             if not np.all(np.isfinite(d)):
                 break
-            d_ints, d_exp = _to_ints(d)
+            d_ints, d_exp = to_ints(d)
             e = min(m_exp, d_exp)
             m_ints = [
                 p * (1 << (m_exp - e)) + q * (1 << (d_exp - e)) for p, q in zip(m_ints, d_ints)
             ]
             m_exp = e
         s = min(dy.exp, dx.exp + b_exp)
-        beta = _projection(Zx, dx.exp, R, s, b_ints, b_exp)
+        beta = exact_projection(Zx, dx.exp, R, s, b_ints, b_exp)
         if beta is None:
             return refused(
                 "X X^T is singular (X lacks full row rank); remove dependent rows", steps
@@ -239,20 +211,10 @@ def _certify(problem: RegressionProblem, v: ExactVec, bits: int, refine_steps: i
         v,
         h,
         shape,
-        opt_lower=_round(lb - abs(lb) * slack - slack, prec, down=True),
-        opt_upper=_round(ub + abs(ub) * slack + slack, prec, down=False),
-        distance_upper=_round(dist * (1 + slack) + slack, prec, down=False),
+        opt_lower=round_dyadic(lb - abs(lb) * slack - slack, prec, down=True),
+        opt_upper=round_dyadic(ub + abs(ub) * slack + slack, prec, down=False),
+        distance_upper=round_dyadic(dist * (1 + slack) + slack, prec, down=False),
         beta=beta,
         mu=mu_vec,
     )
     return EResult(cert, time.perf_counter() - t0, steps)
-
-
-def _round(x: Fraction, bits: int, *, down: bool) -> Fraction:
-    """``x`` rounded to a dyadic of ``bits`` significant bits, down or up."""
-    if x == 0:
-        return x
-    e = (abs(x.numerator).bit_length() - x.denominator.bit_length()) - bits
-    k = x / Fraction(2) ** e
-    k = k.__floor__() if down else k.__ceil__()
-    return Fraction(k) * Fraction(2) ** e

@@ -18,7 +18,6 @@ warm start, never evidence):
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -29,11 +28,11 @@ from certify.exact import dyadic
 from certify.regression.certificate import ExactVec, InterpStatus
 from certify.regression.check import lower_ball, residual_of, upper_ball
 from certify.regression.intmat import IntMatrix
+from certify.regression.exactstep import exact_projection, round_dyadic, to_ints
 from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import (
     PsiCertificate,
     dual_ball,
-    long_product,
     parse_alpha,
     psi_ball,
     psi_distance,
@@ -97,11 +96,6 @@ def _dual_newton(X: np.ndarray, y: np.ndarray, a2: float, *, max_iter: int = 200
     return mu, steps
 
 
-def _to_ints(v: np.ndarray) -> tuple[list[int], int]:
-    d = dyadic(np.asarray(v, dtype=np.float64))
-    return [int(k) for k in d.ints.ravel()], d.exp
-
-
 def _primal(u: list[int], ue: int, a2: Fraction, bits: int) -> tuple[list[int], int]:
     """``2 alpha^2 sinh(u 2^ue)`` rounded to integers times ``2^e`` (about ``bits`` bits each)."""
     from flint import arb, fmpq
@@ -116,31 +110,6 @@ def _primal(u: list[int], ue: int, a2: Fraction, bits: int) -> tuple[list[int], 
         man, ex = int(man), int(ex) - e
         out.append(man << ex if ex >= 0 else -((-man) >> -ex) if man < 0 else man >> -ex)
     return out, e
-
-
-def _projection(Zx: IntMatrix, ex: int, R: list[int], s: int, b: list[int], eb: int):
-    """``beta~ + X^T (X X^T)^-1 r`` for ``r = R 2^s``, ``beta~ = b 2^eb`` exactly, or None when
-    ``X X^T`` is singular. With ``G = Zx Zx^T`` and ``w / dw = G^-1 R``: the step is
-    ``(Zx^T w) 2^(s - ex) / dw``."""
-    import flint
-
-    if not any(R):
-        return ExactVec(tuple(b), eb)
-    N = len(R)
-    G = Zx.gram()
-    A = flint.fmpz_mat(N, N, [int(x) for x in G.ravel()])
-    try:
-        z = A.solve(flint.fmpz_mat(N, 1, [int(k) for k in R]))
-    except (ZeroDivisionError, ValueError):
-        return None
-    dw = 1
-    for i in range(N):
-        dw = math.lcm(dw, int(z[i, 0].q))
-    w = [int(z[i, 0].p) * (dw // int(z[i, 0].q)) for i in range(N)]
-    step = long_product(Zx, w, transpose=True)
-    e = min(eb, s - ex)
-    ints = [bi * dw * (1 << (eb - e)) + si * (1 << (s - ex - e)) for bi, si in zip(b, step)]
-    return ExactVec(tuple(ints), e, dw)
 
 
 def certify_psi(
@@ -187,7 +156,7 @@ def _certify(problem: RegressionProblem, alpha: Fraction, bits: int, refine_step
         return refused("the float dual solve did not converge", steps)
     X = problem.X
     with ctx.workprec(prec):
-        m_ints, m_exp = _to_ints(mu)
+        m_ints, m_exp = to_ints(mu)
         for it in range(refine_steps + 1):
             u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
             b_ints, b_exp = _primal(u, dx.exp + m_exp, a2, bits)
@@ -202,14 +171,14 @@ def _certify(problem: RegressionProblem, alpha: Fraction, bits: int, refine_step
                 break
             if not np.all(np.isfinite(d)):
                 break
-            d_ints, d_exp = _to_ints(d)
+            d_ints, d_exp = to_ints(d)
             e = min(m_exp, d_exp)
             m_ints = [
                 a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)
             ]
             m_exp = e
         s = min(dy.exp, dx.exp + b_exp)
-        beta = _projection(Zx, dx.exp, R, s, b_ints, b_exp)
+        beta = exact_projection(Zx, dx.exp, R, s, b_ints, b_exp)
         if beta is None:
             return refused(
                 "X X^T is singular (X lacks full row rank); remove dependent rows", steps
@@ -228,20 +197,10 @@ def _certify(problem: RegressionProblem, alpha: Fraction, bits: int, refine_step
         alpha,
         h,
         shape,
-        opt_lower=_round(lb - abs(lb) * slack - slack, prec, down=True),
-        opt_upper=_round(ub + abs(ub) * slack + slack, prec, down=False),
-        distance_upper=_round(dist * (1 + slack) + slack, prec, down=False),
+        opt_lower=round_dyadic(lb - abs(lb) * slack - slack, prec, down=True),
+        opt_upper=round_dyadic(ub + abs(ub) * slack + slack, prec, down=False),
+        distance_upper=round_dyadic(dist * (1 + slack) + slack, prec, down=False),
         beta=beta,
         mu=mu_vec,
     )
     return PsiResult(cert, time.perf_counter() - t0, steps)
-
-
-def _round(x: Fraction, bits: int, *, down: bool) -> Fraction:
-    """``x`` rounded to a dyadic of ``bits`` significant bits, down or up."""
-    if x == 0:
-        return x
-    e = (abs(x.numerator).bit_length() - x.denominator.bit_length()) - bits
-    k = x / Fraction(2) ** e
-    k = k.__floor__() if down else k.__ceil__()
-    return Fraction(k) * Fraction(2) ** e

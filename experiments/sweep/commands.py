@@ -119,6 +119,7 @@ CHECK = JobKind(
         "theorems.loss_parse",
         "certify.check",
         "experiments.runtime.terminal",
+        "experiments.runtime.problemkind",
         "experiments.paths.trajectory",
         "sympy",
         "sympy.combinatorics",

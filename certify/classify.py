@@ -21,11 +21,17 @@ import numpy as np
 
 __all__ = ["row_norm_bounds", "inactive_mask"]
 
+_BLOCK = 4096  # rows converted to Python integers at once
+
 
 def _norm2_upper(M: np.ndarray) -> list[int]:
     """Per row, an integer >= the Euclidean norm of the integer row (object or int64 array)."""
-    sq = (M.astype(object) ** 2).sum(axis=1) if M.shape[1] else np.zeros(M.shape[0], dtype=object)
-    return [math.isqrt(int(s)) + 1 if s else 0 for s in sq]
+    out: list[int] = []
+    for i0 in range(0, M.shape[0], _BLOCK):  # Python integers for one block of rows at a time
+        blk = M[i0 : i0 + _BLOCK].astype(object)
+        sq = (blk**2).sum(axis=1) if M.shape[1] else [0] * len(blk)
+        out.extend(math.isqrt(int(s)) + 1 if s else 0 for s in sq)
+    return out
 
 
 def row_norm_bounds(ops) -> tuple[list[int], int]:

@@ -55,3 +55,51 @@ def test_ldexp_int_huge_and_tiny():
     assert ldexp_int(1, 5000) == float("inf")
     assert ldexp_int(0, 7) == 0.0
     assert np.array_equal(int_vector_to_float([1, -2, 0], -1), [0.5, -1.0, 0.0])
+
+
+def _loop_representatives(ops: ExactOps) -> list[int]:
+    """The reference: the per-row Python-integer keys of `ExactOps._representatives`."""
+    from certify.ops import _primitive
+
+    keys: dict = {}
+    out = []
+    L, R = ops.L, ops.R
+    for r in range(ops.N):
+        key = _primitive(L[r])
+        if R is not None:
+            kz = _primitive(R[r])
+            key = (key[0], kz[0], key[1] * kz[1])
+        out.append(keys.setdefault(key, r))
+    return out
+
+
+def test_int64_representatives_equal_the_python_integer_keys():
+    from certify import AttentionProblem
+
+    rng = np.random.default_rng(3)
+    n, T, d = 6, 5, 3
+    X = rng.integers(-3, 4, size=(n, T, d)).astype(np.float64)
+    X[0, 2] = X[0, 3]  # coinciding rows within one example
+    X[1, 1] = X[1, 0] + 2 * (X[1, 0] - X[1, 2])  # l = -2 * l' (content and sign)
+    z = rng.integers(-3, 4, size=(n, d)).astype(np.float64)
+    z[1] = 2 * z[1] + np.array([1.0, 0.0, 0.0])  # nonzero and even in its first entry
+    z[2], X[2] = -z[1] / 2, -2 * X[1]  # (-2 l)(-z/2)^T = l z^T: equal rows across examples
+    z[3] = 0.0  # zero right factor: zero rows (distinct keys by l, as before)
+    X[4, 1] = X[4, 0]  # zero left factor (a duplicated token)
+    pr = AttentionProblem(X, np.ones(n), z, np.array([1.0, 0.0, 0.0]), alpha=[0] * n)
+    cs = pr.attention_constraints()
+    ops = ExactOps(cs)
+    assert cs.left.ints.dtype == np.int64 and ops._lay.L.dtype == np.int64  # no object copy
+    rep = ops.representatives().tolist()
+    assert rep == _loop_representatives(ops)
+    per = T - 1  # rows of each example
+    assert rep[2 * per : 3 * per] == list(range(per, 2 * per))  # example 2 repeats example 1
+    sub = ops.subset([7, 3, 9, 2, 11, 10, 6])
+    assert sub.representatives().tolist() == _loop_representatives(sub)
+    # object (beyond 62-bit) data takes the Python-integer path: the same answer
+    Xo = X.copy()
+    Xo[5, 0, 0] = 2.0**-1000  # a tiny entry: integers of about 1000 bits
+    cso = AttentionProblem(Xo, np.ones(n), z, np.array([1.0, 0.0, 0.0]), alpha=[0] * n)
+    opso = ExactOps(cso.attention_constraints())
+    assert opso._lay.L.dtype == object
+    assert opso.representatives().tolist() == _loop_representatives(opso)

@@ -21,6 +21,10 @@ from certify.problem import ConstraintSystem
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
 
 
+#: rows of the exact Gram matrix formed at once (`ExactOps.gram_factors`)
+_GRAM_BLOCK = 256
+
+
 def ldexp_int(k: int, e: int) -> float:
     """``k * 2**e`` as float64 (no OverflowError on huge k; +-inf beyond the float range)."""
     k = int(k)
@@ -179,8 +183,16 @@ class ExactOps:
         """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
         `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
         ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
-        Lmat = self._lmat()
-        G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)
+        Lt = self._lmat().transpose()
+        L = self._lay.L[self.rows]
+        G = np.empty((self.N, self.N), dtype=object)
+        for i0 in range(0, self.N, _GRAM_BLOCK):  # never the whole N x N fmpz_mat besides G
+            blk = _fmpz(
+                len(L[i0 : i0 + _GRAM_BLOCK]), self.d, L[i0 : i0 + _GRAM_BLOCK].ravel().tolist()
+            )
+            G[i0 : i0 + _GRAM_BLOCK] = np.array((blk * Lt).tolist(), dtype=object).reshape(
+                -1, self.N
+            )
         if self.kind != "attention":
             return (G,)
         n = len(self.groups)

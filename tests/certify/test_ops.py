@@ -103,3 +103,19 @@ def test_int64_representatives_equal_the_python_integer_keys():
     opso = ExactOps(cso.attention_constraints())
     assert opso._lay.L.dtype == object
     assert opso.representatives().tolist() == _loop_representatives(opso)
+
+
+@pytest.mark.parametrize("svm", ["attention", "decoder"])
+def test_gram_factors_by_row_blocks_equal_the_exact_gram(svm, monkeypatch):
+    import certify.ops as ops_mod
+
+    monkeypatch.setattr(ops_mod, "_GRAM_BLOCK", 2)  # several blocks and a short last one
+    pr = synthetic_problem(n=3, T=4, d=5, seed=2)
+    cs = pr.attention_constraints("opt") if svm == "attention" else pr.decoder_constraints("opt")
+    sub = ExactOps(cs).subset([4, 0, 2, 7, 5] if svm == "attention" else [2, 0, 1])
+    Z, _ = cs.exact_rows()
+    Zs = Z[sub.rows]
+    factors = sub.gram_factors()
+    M = factors[0] if len(factors) == 1 else factors[0] * factors[1]
+    assert M.dtype == object and M.shape == (sub.N, sub.N)
+    assert [[int(x) for x in r] for r in M] == [[int(x) for x in r] for r in Zs.dot(Zs.T)]

@@ -273,18 +273,28 @@ class ExactOps:
         L, R = self._lay.L[self.rows], None if self._lay.R is None else self._lay.R[self.rows]
         if L.dtype != object and (R is None or R.dtype != object):
             return self._representatives_int64(L, R)
-        keys: dict = {}
+        zkeys: dict = {}
+
+        def key(r: int) -> tuple:
+            kl = _primitive(L[r])
+            if R is None:
+                return kl
+            g = int(self.ex[r]) if self.kind == "attention" else r
+            if g not in zkeys:
+                zkeys[g] = _primitive(R[r])
+            kz = zkeys[g]
+            return kl[0], kz[0], kl[1] * kz[1]
+
+        # only the keys' hashes are kept (a key holds d Python integers: kept for every row, they
+        # were the largest transient of a big system); an equal hash is confirmed on the keys
+        heads: dict[int, list[int]] = {}
         rep = np.empty(self.N, dtype=np.int64)
-        zkeys = {}
         for r in range(self.N):
-            key = _primitive(L[r])
-            if R is not None:
-                g = int(self.ex[r]) if self.kind == "attention" else r
-                if g not in zkeys:
-                    zkeys[g] = _primitive(R[r])
-                kz = zkeys[g]
-                key = (key[0], kz[0], key[1] * kz[1])
-            rep[r] = keys.setdefault(key, r)
+            k = key(r)
+            bucket = heads.setdefault(hash(k), [])
+            rep[r] = next((c for c in bucket if key(c) == k), r)
+            if rep[r] == r:
+                bucket.append(r)
         return rep
 
     def _representatives_int64(self, L: np.ndarray, R: np.ndarray | None) -> np.ndarray:

@@ -105,6 +105,24 @@ def test_int64_representatives_equal_the_python_integer_keys():
     assert opso.representatives().tolist() == _loop_representatives(opso)
 
 
+def test_representatives_confirm_equal_hashes_on_the_keys(monkeypatch):
+    import certify.ops as ops_mod
+    from certify import AttentionProblem
+
+    monkeypatch.setattr(ops_mod, "hash", lambda key: 0, raising=False)  # every key collides
+    rng = np.random.default_rng(4)
+    X = rng.integers(-2, 3, size=(4, 4, 2)).astype(np.float64)
+    X[1] = X[0]
+    X[3, 3, 1] = 2.0**-1000  # beyond 62 bits: the Python-integer path
+    z = rng.integers(1, 3, size=(4, 2)).astype(np.float64)
+    z[1] = z[0]
+    pr = AttentionProblem(X, np.ones(4), z, np.array([1.0, 0.0]), alpha=[0] * 4)
+    ops = ExactOps(pr.attention_constraints())
+    assert ops._lay.L.dtype == object
+    rep = ops.representatives().tolist()
+    assert rep == _loop_representatives(ops) and rep[3:6] == [0, 1, 2]
+
+
 @pytest.mark.parametrize("svm", ["attention", "decoder"])
 def test_gram_factors_by_row_blocks_equal_the_exact_gram(svm, monkeypatch):
     import certify.ops as ops_mod

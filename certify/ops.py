@@ -186,13 +186,14 @@ class ExactOps:
         Lt = self._lmat().transpose()
         L = self._lay.L[self.rows]
         G = np.empty((self.N, self.N), dtype=object)
-        for i0 in range(0, self.N, _GRAM_BLOCK):  # never the whole N x N fmpz_mat besides G
+        for i0 in range(0, self.N, _GRAM_BLOCK):  # never the whole N x N fmpz_mat beside G
             blk = _fmpz(
                 len(L[i0 : i0 + _GRAM_BLOCK]), self.d, L[i0 : i0 + _GRAM_BLOCK].ravel().tolist()
             )
-            G[i0 : i0 + _GRAM_BLOCK] = np.array((blk * Lt).tolist(), dtype=object).reshape(
-                -1, self.N
-            )
+            # Python integers: about 70 bytes an entry with the array, python-flint's fmpz 95
+            G[i0 : i0 + _GRAM_BLOCK] = np.array(
+                [int(x) for x in (blk * Lt).entries()], dtype=object
+            ).reshape(-1, self.N)
         if self.kind != "attention":
             return (G,)
         n = len(self.groups)

@@ -17,12 +17,15 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
+from certify.splitexact import SplitDyadic, nonzero, take
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
 
 
 #: rows of the exact Gram matrix formed at once (`ExactOps.gram_factors`)
 _GRAM_BLOCK = 256
+#: rows whose left factors `ExactOps.representatives` holds as Python integers at once
+_REP_BLOCK = 4096
 
 
 def ldexp_int(k: int, e: int) -> float:
@@ -53,12 +56,13 @@ def _fmpz(rows: int, cols: int, values) -> "object":
 class _Layout:
     """Per-system exact data shared by every `ExactOps` of one `ConstraintSystem` (cached on it): the
     factors' integers as the system holds them (int64 blocks with the common exponent, 8 bytes an
-    entry; object arrays only for data beyond 62 bits), the example of each row and its offset in
-    the example, and the per-example ``fmpz_mat`` blocks of left factors (built on first use).
-    Python integers are made a block at a time, never for the whole row set."""
+    entry; a `certify.splitexact.SplitDyadic` of two float64 for data beyond 62 bits), the example
+    of each row and its offset in the example, and the per-example ``fmpz_mat`` blocks of left
+    factors (built on first use). Python integers are made a block of rows at a time (`Lrows`)."""
 
     def __init__(self, cs: ConstraintSystem) -> None:
-        self.L = cs.left.ints
+        self.left = cs.left
+        self.d = cs.d
         self.R = cs.right.ints if cs.right is not None else None
         self.blocks: dict[int, object] = {}
         if cs.kind != "attention":
@@ -80,8 +84,16 @@ class _Layout:
         """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
         if e not in self.blocks:
             rows = self.members[e]
-            self.blocks[e] = _fmpz(len(rows), self.L.shape[1], self.L[rows].ravel().tolist())
+            self.blocks[e] = _fmpz(len(rows), self.d, self.Lrows(rows).ravel().tolist())
         return self.blocks[e]
+
+    def Lrows(self, idx) -> np.ndarray:
+        """The exact integers of left factors ``idx`` (int64, or object for data beyond 62 bits)."""
+        return take(self.left, idx)
+
+    def int64(self) -> bool:
+        """Whether the left factors are an int64 array."""
+        return not isinstance(self.left, SplitDyadic) and self.left.ints.dtype != object
 
 
 def _layout(cs: ConstraintSystem) -> _Layout:
@@ -121,7 +133,7 @@ class ExactOps:
     def L(self) -> np.ndarray:
         """Exact left factors of these rows as an object array of Python ints (N x d), made on each
         call from the system's int64 blocks: for subsets (a basis, a support), not a large system."""
-        return self._lay.L[self.rows].astype(object)
+        return self._lay.Lrows(self.rows).astype(object)
 
     @property
     def R(self) -> np.ndarray | None:
@@ -137,7 +149,7 @@ class ExactOps:
         if "Lmat" not in self._cache:
 
             def build():
-                return _fmpz(self.N, self.d, self.cs.left.ints[self.rows].ravel().tolist())
+                return _fmpz(self.N, self.d, self._lay.Lrows(self.rows).ravel().tolist())
 
             # one fmpz_mat of the whole system, shared by its ExactOps
             self._cache["Lmat"] = self.cs.derived("Lmat", build) if self.N == self.cs.N else build()
@@ -184,7 +196,7 @@ class ExactOps:
         `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
         ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
         Lt = self._lmat().transpose()
-        L = self._lay.L[self.rows]
+        L = self._lay.Lrows(self.rows)
         G = np.empty((self.N, self.N), dtype=object)
         for i0 in range(0, self.N, _GRAM_BLOCK):  # never the whole N x N fmpz_mat beside G
             blk = _fmpz(
@@ -271,13 +283,21 @@ class ExactOps:
         return self._cache["rep"]
 
     def _representatives(self) -> np.ndarray:
-        L, R = self._lay.L[self.rows], None if self._lay.R is None else self._lay.R[self.rows]
-        if L.dtype != object and (R is None or R.dtype != object):
-            return self._representatives_int64(L, R)
+        R = None if self._lay.R is None else self._lay.R[self.rows]
+        if self._lay.int64() and (R is None or R.dtype != object):
+            return self._representatives_int64(self._lay.Lrows(self.rows), R)
         zkeys: dict = {}
+        block: dict = {}  # the Python integers of one block of rows at a time
 
-        def key(r: int) -> tuple:
-            kl = _primitive(L[r])
+        def lrow(r: int) -> np.ndarray:
+            b = r // _REP_BLOCK
+            if b not in block:
+                block.clear()
+                block[b] = self._lay.Lrows(self.rows[b * _REP_BLOCK : (b + 1) * _REP_BLOCK])
+            return block[b][r - b * _REP_BLOCK]
+
+        def key(r: int, lr=None) -> tuple:
+            kl = _primitive(lrow(r) if lr is None else lr)
             if R is None:
                 return kl
             g = int(self.ex[r]) if self.kind == "attention" else r
@@ -293,7 +313,9 @@ class ExactOps:
         for r in range(self.N):
             k = key(r)
             bucket = heads.setdefault(hash(k), [])
-            rep[r] = next((c for c in bucket if key(c) == k), r)
+            rep[r] = next(
+                (c for c in bucket if key(c, self._lay.Lrows([int(self.rows[c])])[0]) == k), r
+            )
             if rep[r] == r:
                 bucket.append(r)
         return rep
@@ -320,7 +342,7 @@ class ExactOps:
 
     def structural_zero_columns(self) -> np.ndarray:
         """Boolean mask of columns that are identically zero on these rows."""
-        Lnz = (self._lay.L[self.rows] != 0).astype(np.int64)
+        Lnz = nonzero(self._lay.left)[self.rows].astype(np.int64)
         if self.kind == "attention":
             Rnz = (self._lay.R[self.rows] != 0).astype(np.int64)
             return ((Lnz.T @ Rnz) == 0).ravel()

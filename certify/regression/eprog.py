@@ -26,10 +26,10 @@ import numpy as np
 
 from certify.exact import dyadic
 from certify.regression.certificate import ExactVec, InterpStatus
-from certify.regression.check import lower_ball, residual_of, upper_ball
+from certify.regression.check import lower_ball, upper_ball
 from certify.regression.echeck import ECertificate, e_ball, e_distance, e_dual_ball, v_vector
 from certify.regression.intmat import IntMatrix
-from certify.regression.exactstep import exact_projection, round_dyadic, to_ints
+from certify.regression.exactstep import refine_feasible, round_dyadic
 from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import long_product
 
@@ -169,35 +169,22 @@ def _certify(problem: RegressionProblem, v: ExactVec, bits: int, refine_steps: i
     if not np.all(np.isfinite(mu)):
         return refused("the float dual solve did not converge", steps)
     with ctx.workprec(prec):
-        m_ints, m_exp = to_ints(mu)
-        for it in range(refine_steps + 1):
-            u = long_product(Zx, m_ints, transpose=True)
-            b_ints, b_exp = _primal_exact(u, dx.exp + m_exp, v, bits)
-            R, scale = residual_of(Zx, dx.exp, Zy, dy.exp, ExactVec(tuple(b_ints), b_exp))
-            if it == refine_steps or not any(R):
-                break
-            r = np.array([float(Fraction(k) * scale) for k in R])
-            uf = np.array([float(Fraction(k) * Fraction(2) ** (dx.exp + m_exp)) for k in u])
-            H = (X * (2 * np.abs(uf) * (np.abs(uf) > a))) @ X.T
-            try:
-                d = np.linalg.solve(H, r)
-            except np.linalg.LinAlgError:
-                break
-            if not np.all(np.isfinite(d)):
-                break
-            d_ints, d_exp = to_ints(d)
-            e = min(m_exp, d_exp)
-            m_ints = [
-                p * (1 << (m_exp - e)) + q * (1 << (d_exp - e)) for p, q in zip(m_ints, d_ints)
-            ]
-            m_exp = e
-        s = min(dy.exp, dx.exp + b_exp)
-        beta = exact_projection(Zx, dx.exp, R, s, b_ints, b_exp)
+        beta, mu_vec = refine_feasible(
+            X,
+            Zx,
+            dx.exp,
+            Zy,
+            dy.exp,
+            mu,
+            primal=lambda u, ue: _primal_exact(u, ue, v, bits),
+            weights=lambda uf: 2 * np.abs(uf) * (np.abs(uf) > a),
+            times_xt=lambda m: long_product(Zx, m, transpose=True),
+            steps=refine_steps,
+        )
         if beta is None:
             return refused(
                 "X X^T is singular (X lacks full row rank); remove dependent rows", steps
             )
-        mu_vec = ExactVec(tuple(m_ints), m_exp)
         ub = upper_ball(e_ball(beta, v))
         lb = lower_ball(e_dual_ball(Zx, dx.exp, Zy, dy.exp, mu_vec, v))
         if ub is None or lb is None or lb > ub:

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
 from certify.exact import dyadic
 from certify.regression.certificate import ExactVec
 from certify.regression.intmat import IntMatrix
+from certify.regression.check import residual_of
 from certify.regression.psicheck import long_product
 
-__all__ = ["to_ints", "exact_projection", "round_dyadic"]
+__all__ = ["to_ints", "exact_projection", "round_dyadic", "refine_feasible"]
 
 
 def to_ints(v: np.ndarray) -> tuple[list[int], int]:
@@ -57,3 +59,47 @@ def round_dyadic(x: Fraction, bits: int, *, down: bool) -> Fraction:
     k = x / Fraction(2) ** e
     k = k.__floor__() if down else k.__ceil__()
     return Fraction(k) * Fraction(2) ** e
+
+
+def refine_feasible(
+    X: np.ndarray,
+    Zx: IntMatrix,
+    dx_exp: int,
+    Zy: list[int],
+    dy_exp: int,
+    mu: np.ndarray,
+    *,
+    primal: Callable[[list[int], int], tuple[list[int], int]],
+    weights: Callable[[np.ndarray], np.ndarray],
+    times_xt: Callable[[list[int]], list[int]],
+    steps: int,
+) -> tuple[ExactVec | None, ExactVec]:
+    """Newton steps on the dual at high precision, then the exact feasible point.
+
+    From the float dual ``mu``: ``u = X^T mu`` exactly (``times_xt``), the primal point
+    ``primal(u, exponent)`` (integers times a power of two), its exact residual ``y - X beta``; a
+    float Newton step ``(X diag(weights(u)) X^T) d = r`` on the dual, added exactly, at most
+    ``steps`` times or until the residual is 0. Returns the exact projection of the last primal
+    point onto ``{X beta = y}`` (None when ``X X^T`` is singular) and the dual vector used.
+    """
+    m_ints, m_exp = to_ints(mu)
+    for it in range(steps + 1):
+        u = times_xt(m_ints)  # X^T mu = u 2^(ex + m_exp)
+        b_ints, b_exp = primal(u, dx_exp + m_exp)
+        R, scale = residual_of(Zx, dx_exp, Zy, dy_exp, ExactVec(tuple(b_ints), b_exp))
+        if it == steps or not any(R):
+            break
+        r = np.array([float(Fraction(k) * scale) for k in R])
+        uf = np.array([float(Fraction(k) * Fraction(2) ** (dx_exp + m_exp)) for k in u])
+        try:
+            d = np.linalg.solve((X * weights(uf)) @ X.T, r)
+        except np.linalg.LinAlgError:
+            break
+        if not np.all(np.isfinite(d)):
+            break
+        d_ints, d_exp = to_ints(d)
+        e = min(m_exp, d_exp)
+        m_ints = [a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)]
+        m_exp = e
+    beta = exact_projection(Zx, dx_exp, R, min(dy_exp, dx_exp + b_exp), b_ints, b_exp)
+    return beta, ExactVec(tuple(m_ints), m_exp)

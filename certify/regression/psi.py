@@ -25,10 +25,10 @@ from fractions import Fraction
 import numpy as np
 
 from certify.exact import dyadic
-from certify.regression.certificate import ExactVec, InterpStatus
-from certify.regression.check import lower_ball, residual_of, upper_ball
+from certify.regression.certificate import InterpStatus
+from certify.regression.check import lower_ball, upper_ball
 from certify.regression.intmat import IntMatrix
-from certify.regression.exactstep import exact_projection, round_dyadic, to_ints
+from certify.regression.exactstep import refine_feasible, round_dyadic
 from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import (
     PsiCertificate,
@@ -156,34 +156,22 @@ def _certify(problem: RegressionProblem, alpha: Fraction, bits: int, refine_step
         return refused("the float dual solve did not converge", steps)
     X = problem.X
     with ctx.workprec(prec):
-        m_ints, m_exp = to_ints(mu)
-        for it in range(refine_steps + 1):
-            u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
-            b_ints, b_exp = _primal(u, dx.exp + m_exp, a2, bits)
-            R, scale = residual_of(Zx, dx.exp, Zy, dy.exp, ExactVec(tuple(b_ints), b_exp))
-            if it == refine_steps or not any(R):
-                break
-            r = np.array([float(Fraction(k) * scale) for k in R])
-            uf = np.array([float(Fraction(k) * Fraction(2) ** (dx.exp + m_exp)) for k in u])
-            try:
-                d = np.linalg.solve((X * (2 * float(a2) * np.cosh(uf))) @ X.T, r)
-            except np.linalg.LinAlgError:
-                break
-            if not np.all(np.isfinite(d)):
-                break
-            d_ints, d_exp = to_ints(d)
-            e = min(m_exp, d_exp)
-            m_ints = [
-                a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)
-            ]
-            m_exp = e
-        s = min(dy.exp, dx.exp + b_exp)
-        beta = exact_projection(Zx, dx.exp, R, s, b_ints, b_exp)
+        beta, mu_vec = refine_feasible(
+            X,
+            Zx,
+            dx.exp,
+            Zy,
+            dy.exp,
+            mu,
+            primal=lambda u, ue: _primal(u, ue, a2, bits),
+            weights=lambda uf: 2 * float(a2) * np.cosh(uf),
+            times_xt=Zx.rmatvec,
+            steps=refine_steps,
+        )
         if beta is None:
             return refused(
                 "X X^T is singular (X lacks full row rank); remove dependent rows", steps
             )
-        mu_vec = ExactVec(tuple(m_ints), m_exp)
         ub = upper_ball(psi_ball(beta, alpha))
         lb = lower_ball(dual_ball(Zx, dx.exp, Zy, dy.exp, mu_vec, alpha))
         if ub is None or lb is None or lb > ub:

@@ -148,9 +148,7 @@ def child(spec: dict) -> None:
 
     with single_thread_blas():
         out = CASES[spec["what"]](spec)
-    use = resource.getrusage(resource.RUSAGE_SELF)
-    out["rss_mb"] = use.ru_maxrss / 1024
-    out["cpu_s"] = use.ru_utime + use.ru_stime  # the case's process, start-up included
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print("RESULT " + json.dumps(out, default=str), flush=True)
 
 
@@ -180,11 +178,6 @@ def run_case(spec: dict, timeout: float) -> dict:
     return {**{k: v for k, v in spec.items() if k != "cert"}, **out}
 
 
-def _cpu(r: dict) -> str:
-    """`` (cpu X s)``: the CPU seconds of the case's process (meaningful under load, unlike wall)."""
-    return f" (cpu {r['cpu_s']:.1f})" if r.get("cpu_s") is not None else ""
-
-
 def _fmt_ours(r: dict, chk: dict) -> str:
     status = r.get("status")
     if status == "optimal":
@@ -197,11 +190,11 @@ def _fmt_ours(r: dict, chk: dict) -> str:
             else f"no verified result ({r['info'].get('reason', '')[:60]})"
         )
     check = (
-        f"{chk['seconds']:.1f} s{_cpu(chk)} {'ok' if chk.get('ok') else 'REJECTED'}, {chk['rss_mb']:.0f} MB"
+        f"{chk['seconds']:.1f} s {'ok' if chk.get('ok') else 'REJECTED'}, {chk['rss_mb']:.0f} MB"
         if chk.get("seconds")
         else chk.get("status", "-")
     )
-    sec = f"{r['seconds']:.1f}{_cpu(r)}" if r.get("seconds") is not None else "-"
+    sec = f"{r['seconds']:.1f}" if r.get("seconds") is not None else "-"
     return (
         f"| ({r['n']},{r['T']},{r['d']}) {r['kind']} | {r['n'] * (r['T'] - 1)} x {r['d'] ** 2} | {r['p']} | ours | {sec} | "
         f"{r.get('rss_mb', 0):.0f} | {verdict} | checker {check} | {r['load'][0]:.1f}-{r['load'][1]:.1f} |"

@@ -16,13 +16,11 @@ __all__ = ["solve_bytes"]
 def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> int:
     """Estimated peak bytes of `certify_svm` on a system of N rows (n examples of T tokens).
 
-    Exact data and float factors take O(N d + n T d): the float64 data, the rows' exact factors as
-    int64 or float64 pairs (`certify.splitexact`), the right factors, their float copies and the
-    per-example python-flint blocks, at most 64 bytes per row entry (Python integers are formed a
-    block of rows at a time, never for all of them); the dense path holds the N x m float rows and N x N Hessians; the structured path
+    Exact data (Python integers, about 48 bytes each, and python-flint copies) and float factors take
+    O(N d + n T d); the dense path holds the N x m float rows and N x N Hessians; the structured path
     a working set of about ``min(N, m)`` dense rows (it is capped to the budget as it grows, see
     `certify.workingset`) and the refinement's systems on the active set ``|S| <= min(N, m)``."""
-    data = 16 * n * T * d + 64 * N * d
+    data = 48 * (n * T * d + 3 * N * d) + 8 * 8 * N * d
     if not structured:
         return data + 8 * (3 * N * m + 4 * N * N)
     from certify.bounds import TIGHT_LIMIT

@@ -21,21 +21,11 @@ import numpy as np
 
 __all__ = ["row_norm_bounds", "inactive_mask"]
 
-_BLOCK = 4096  # rows converted to Python integers at once
 
-
-def _norm2_upper(M) -> list[int]:
-    """Per row, an integer >= the Euclidean norm of the integer row (an object or int64 array, or
-    the exact factors of a system: `certify.splitexact.take` gives their integers)."""
-    from certify.splitexact import take
-
-    out: list[int] = []
-    for i0 in range(0, M.shape[0], _BLOCK):  # Python integers for one block of rows at a time
-        rows = slice(i0, i0 + _BLOCK)
-        blk = (M[rows] if isinstance(M, np.ndarray) else take(M, rows)).astype(object)
-        sq = (blk**2).sum(axis=1) if M.shape[1] else [0] * len(blk)
-        out.extend(math.isqrt(int(s)) + 1 if s else 0 for s in sq)
-    return out
+def _norm2_upper(M: np.ndarray) -> list[int]:
+    """Per row, an integer >= the Euclidean norm of the integer row (object or int64 array)."""
+    sq = (M.astype(object) ** 2).sum(axis=1) if M.shape[1] else np.zeros(M.shape[0], dtype=object)
+    return [math.isqrt(int(s)) + 1 if s else 0 for s in sq]
 
 
 def row_norm_bounds(ops) -> tuple[list[int], int]:
@@ -43,7 +33,7 @@ def row_norm_bounds(ops) -> tuple[list[int], int]:
 
     def build() -> tuple[list[int], int]:
         cs = ops.cs
-        left = _norm2_upper(cs.left)
+        left = _norm2_upper(cs.left.ints)
         if cs.right is None:
             return left, cs.left.exp
         from certify.structured import row_factors

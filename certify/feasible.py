@@ -25,7 +25,6 @@ from certify.certificate import ExactVector
 from certify.exact import dyadic
 from certify.ops import ExactOps
 from certify.problem import AttentionProblem, ConstraintSystem
-from certify.splitexact import attention_system, nonzero
 
 __all__ = [
     "FeasibilityResult",
@@ -60,8 +59,8 @@ class FeasibilityResult(NamedTuple):
 def constraint_system(problem: AttentionProblem, svm: str, alpha) -> ConstraintSystem:
     from certify.errors import MdcertError
 
-    if svm == "attention":  # the rows of attention_constraints, in float64 pairs beyond int64
-        return attention_system(problem, alpha)
+    if svm == "attention":
+        return problem.attention_constraints(alpha)
     if svm == "decoder":
         return problem.decoder_constraints(alpha)
     raise MdcertError(f"unknown svm {svm!r}; use 'attention' or 'decoder'")
@@ -257,7 +256,7 @@ def _feasibility_system(cs: ConstraintSystem) -> FeasibilityResult:
     ops = ExactOps(cs)
     index = cs.index
     # trivial certificates: a zero row (e.g. a duplicated token) makes A w >= 1 infeasible
-    zero = ~nonzero(cs.left).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
+    zero = ~np.asarray(cs.left.ints != 0).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
     if cs.right is not None and cs.N:
         zero |= ~np.asarray(cs.right.ints != 0).any(axis=1)
     zero_rows = np.flatnonzero(zero).tolist()

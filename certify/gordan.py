@@ -16,7 +16,6 @@ import numpy as np
 from certify.certificate import ExactVector
 from certify.exact import dyadic
 from certify.ops import ExactOps
-from certify.splitexact import take
 from certify.structured import row_factors
 from certify.check.verified import kron_solution_bound
 
@@ -55,7 +54,7 @@ def near_gordan(cs, lam: np.ndarray) -> tuple[ExactVector, tuple[int, ...]] | No
     ops = ExactOps(cs)
     U = ops.rmatvec(G)  # exact Z^T G
     beta = kron_solution_bound(
-        take(cs.left, B).astype(object),
+        cs.left.ints[B].astype(object),
         None if cs.right is None else cs.right.ints[B].astype(object),
         U,
     )

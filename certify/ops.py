@@ -17,15 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
-from certify.splitexact import SplitDyadic, nonzero, take
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
-
-
-#: rows of the exact Gram matrix formed at once (`ExactOps.gram_factors`)
-_GRAM_BLOCK = 256
-#: rows whose left factors `ExactOps.representatives` holds as Python integers at once
-_REP_BLOCK = 4096
 
 
 def ldexp_int(k: int, e: int) -> float:
@@ -54,16 +47,13 @@ def _fmpz(rows: int, cols: int, values) -> "object":
 
 
 class _Layout:
-    """Per-system exact data shared by every `ExactOps` of one `ConstraintSystem` (cached on it): the
-    factors' integers as the system holds them (int64 blocks with the common exponent, 8 bytes an
-    entry; a `certify.splitexact.SplitDyadic` of two float64 for data beyond 62 bits), the example
-    of each row and its offset in the example, and the per-example ``fmpz_mat`` blocks of left
-    factors (built on first use). Python integers are made a block of rows at a time (`Lrows`)."""
+    """Per-system exact data shared by every `ExactOps` of one `ConstraintSystem` (cached on it):
+    object copies of the factors, the example of each row and its offset in the example, and the
+    per-example ``fmpz_mat`` blocks of left factors (built on first use)."""
 
     def __init__(self, cs: ConstraintSystem) -> None:
-        self.left = cs.left
-        self.d = cs.d
-        self.R = cs.right.ints if cs.right is not None else None
+        self.L = cs.left.as_object()
+        self.R = cs.right.as_object() if cs.right is not None else None
         self.blocks: dict[int, object] = {}
         if cs.kind != "attention":
             return
@@ -84,16 +74,8 @@ class _Layout:
         """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
         if e not in self.blocks:
             rows = self.members[e]
-            self.blocks[e] = _fmpz(len(rows), self.d, self.Lrows(rows).ravel().tolist())
+            self.blocks[e] = _fmpz(len(rows), self.L.shape[1], self.L[rows].ravel())
         return self.blocks[e]
-
-    def Lrows(self, idx) -> np.ndarray:
-        """The exact integers of left factors ``idx`` (int64, or object for data beyond 62 bits)."""
-        return take(self.left, idx)
-
-    def int64(self) -> bool:
-        """Whether the left factors are an int64 array."""
-        return not isinstance(self.left, SplitDyadic) and self.left.ints.dtype != object
 
 
 def _layout(cs: ConstraintSystem) -> _Layout:
@@ -122,7 +104,7 @@ class ExactOps:
             )  # local example id per row
             self.ex = self.ex.ravel()
             self.Zu = self._lay.Zu[self.groups]  # distinct right factors (one per example)
-            self.Zmat = _fmpz(len(self.groups), self.d, self.Zu.ravel().tolist())
+            self.Zmat = _fmpz(len(self.groups), self.d, self.Zu.ravel())
             order = np.argsort(self.ex, kind="stable")
             counts = np.bincount(self.ex, minlength=len(self.groups))
             self._members = np.split(order, np.cumsum(counts)[:-1]) if len(self.groups) else []
@@ -131,16 +113,15 @@ class ExactOps:
 
     @property
     def L(self) -> np.ndarray:
-        """Exact left factors of these rows as an object array of Python ints (N x d), made on each
-        call from the system's int64 blocks: for subsets (a basis, a support), not a large system."""
-        return self._lay.Lrows(self.rows).astype(object)
+        """Exact left factors of these rows (object array of Python ints, N x d)."""
+        return self._lay.L if self.N == self.cs.N else self._lay.L[self.rows]
 
     @property
     def R(self) -> np.ndarray | None:
-        """Exact right factors of these rows (attention; object array as `L`), else None."""
+        """Exact right factors of these rows (attention), else None."""
         if self._lay.R is None:
             return None
-        return self._lay.R[self.rows].astype(object)
+        return self._lay.R if self.N == self.cs.N else self._lay.R[self.rows]
 
     def subset(self, rows: Sequence[int]) -> "ExactOps":
         return ExactOps(self.cs, self.rows[np.asarray(rows, dtype=np.int64)])
@@ -149,7 +130,11 @@ class ExactOps:
         if "Lmat" not in self._cache:
 
             def build():
-                return _fmpz(self.N, self.d, self._lay.Lrows(self.rows).ravel().tolist())
+                ints = self.cs.left.ints
+                vals = (
+                    ints[self.rows].ravel().tolist() if ints.dtype != object else self.L.ravel()
+                )  # int64: fast
+                return _fmpz(self.N, self.d, vals)
 
             # one fmpz_mat of the whole system, shared by its ExactOps
             self._cache["Lmat"] = self.cs.derived("Lmat", build) if self.N == self.cs.N else build()
@@ -195,23 +180,12 @@ class ExactOps:
         """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
         `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
         ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
-        Lt = self._lmat().transpose()
-        L = self._lay.Lrows(self.rows)
-        G = np.empty((self.N, self.N), dtype=object)
-        for i0 in range(0, self.N, _GRAM_BLOCK):  # never the whole N x N fmpz_mat beside G
-            blk = _fmpz(
-                len(L[i0 : i0 + _GRAM_BLOCK]), self.d, L[i0 : i0 + _GRAM_BLOCK].ravel().tolist()
-            )
-            # Python integers: about 70 bytes an entry with the array, python-flint's fmpz 95
-            G[i0 : i0 + _GRAM_BLOCK] = np.array(
-                list(map(int, (blk * Lt).entries())), dtype=object
-            ).reshape(-1, self.N)
+        Lmat = self._lmat()
+        G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)
         if self.kind != "attention":
             return (G,)
         n = len(self.groups)
-        # Python integers as G's: their entrywise products (in the verification) are the fastest
-        H = np.array(list(map(int, (self.Zmat * self.Zmat.transpose()).entries())), dtype=object)
-        H = H.reshape(n, n)
+        H = np.array((self.Zmat * self.Zmat.transpose()).tolist(), dtype=object).reshape(n, n)
         return G, H[np.ix_(self.ex, self.ex)]
 
     def gram(self):
@@ -285,68 +259,33 @@ class ExactOps:
         return self._cache["rep"]
 
     def _representatives(self) -> np.ndarray:
-        R = None if self._lay.R is None else self._lay.R[self.rows]
-        if self._lay.int64() and (R is None or R.dtype != object):
-            return self._representatives_int64(self._lay.Lrows(self.rows), R)
-        zkeys: dict = {}
-        block: dict = {}  # the Python integers of one block of rows at a time
-
-        def lrow(r: int) -> np.ndarray:
-            b = r // _REP_BLOCK
-            if b not in block:
-                block.clear()
-                block[b] = self._lay.Lrows(self.rows[b * _REP_BLOCK : (b + 1) * _REP_BLOCK])
-            return block[b][r - b * _REP_BLOCK]
-
-        def key(r: int, lr=None) -> tuple:
-            kl = _primitive(lrow(r) if lr is None else lr)
-            if R is None:
-                return kl
-            g = int(self.ex[r]) if self.kind == "attention" else r
-            if g not in zkeys:
-                zkeys[g] = _primitive(R[r])
-            kz = zkeys[g]
-            return kl[0], kz[0], kl[1] * kz[1]
-
-        # only the keys' hashes are kept (a key holds d Python integers: kept for every row, they
-        # were the largest transient of a big system); an equal hash is confirmed on the keys
-        heads: dict[int, list[int]] = {}
-        rep = np.empty(self.N, dtype=np.int64)
-        for r in range(self.N):
-            k = key(r)
-            bucket = heads.setdefault(hash(k), [])
-            rep[r] = next(
-                (c for c in bucket if key(c, self._lay.Lrows([int(self.rows[c])])[0]) == k), r
+        if (
+            self.R is None and self.cs.left.ints.dtype != object
+        ):  # plain int64 rows: equal keys = equal rows
+            _, first, inv = np.unique(
+                self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True
             )
-            if rep[r] == r:
-                bucket.append(r)
-        return rep
-
-    def _representatives_int64(self, L: np.ndarray, R: np.ndarray | None) -> np.ndarray:
-        """`_representatives` on int64 factors, vectorized: the same keys (primitive parts of l
-        and z, product of their contents) as row blocks of int64, the contents' products in Python
-        integers (one per row)."""
-        if R is None:  # plain int64 rows: equal keys = equal rows
-            _, first, inv = np.unique(L, axis=0, return_index=True, return_inverse=True)
             return first[inv.ravel()].astype(np.int64)
-        lp, lc = _primitive_int64(L)
-        if self.kind == "attention":
-            zp, zc = _primitive_int64(self.Zu)  # one right factor per example
-            zp, zc = zp[self.ex], zc[self.ex]
-        else:
-            zp, zc = _primitive_int64(R)
-        _, cls = np.unique(np.hstack([lp, zp]), axis=0, return_inverse=True)
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
-        for r, (k, a, b) in enumerate(zip(cls.ravel().tolist(), lc.tolist(), zc.tolist())):
-            rep[r] = keys.setdefault((k, a * b), r)
+        L, R = self.L, self.R
+        zkeys = {}
+        for r in range(self.N):
+            key = _primitive(L[r])
+            if R is not None:
+                g = int(self.ex[r]) if self.kind == "attention" else r
+                if g not in zkeys:
+                    zkeys[g] = _primitive(R[r])
+                kz = zkeys[g]
+                key = (key[0], kz[0], key[1] * kz[1])
+            rep[r] = keys.setdefault(key, r)
         return rep
 
     def structural_zero_columns(self) -> np.ndarray:
         """Boolean mask of columns that are identically zero on these rows."""
-        Lnz = nonzero(self._lay.left)[self.rows].astype(np.int64)
+        Lnz = (self.L != 0).astype(np.int64)
         if self.kind == "attention":
-            Rnz = (self._lay.R[self.rows] != 0).astype(np.int64)
+            Rnz = (self.R != 0).astype(np.int64)
             return ((Lnz.T @ Rnz) == 0).ravel()
         return ~Lnz.any(axis=0)
 
@@ -360,16 +299,6 @@ def _primitive(v) -> tuple[tuple[int, ...], int]:
     first = next(k for k in ints if k)
     g = g if first > 0 else -g
     return tuple(k // g for k in ints), g
-
-
-def _primitive_int64(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_primitive` of every row of an int64 matrix (entries below 2^62 in magnitude): the primitive
-    rows (a zero row stays zero) and the signed contents (0 for a zero row)."""
-    g = np.gcd.reduce(M, axis=1) if M.shape[1] else np.zeros(M.shape[0], dtype=np.int64)
-    nz = g != 0
-    first = M[np.arange(M.shape[0]), np.argmax(M != 0, axis=1)] if M.shape[1] else g
-    c = np.where(first < 0, -g, g)
-    return np.where(nz[:, None], M // np.where(nz, c, 1)[:, None], M), c
 
 
 def float_to_fixed(x: float, e: int) -> int:

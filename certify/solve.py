@@ -16,7 +16,6 @@ from certify.feasible import FeasibilityResult, feasibility_system
 from certify.gordan import near_gordan
 from certify.ops import ExactOps
 from certify.refine import refine
-from certify.splitexact import nonzero
 from certify.structured import row_factors
 from certify.warmstart import warm_start
 from certify.workingset import working_set_bytes, working_set_start
@@ -75,7 +74,7 @@ def solve(
         return Certificate(status=CertStatus.NO_VERIFIED_RESULT, info=info, **base)
 
     # a zero row (duplicated token) is infeasible outright
-    zero = ~nonzero(cs.left).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
+    zero = ~np.asarray(cs.left.ints != 0).any(axis=1) if cs.N else np.zeros(0, dtype=bool)
     if cs.right is not None and cs.N:
         zero |= ~np.asarray(cs.right.ints != 0).any(axis=1)
     if zero.any():

@@ -35,20 +35,6 @@ def _to_float(ints: np.ndarray, exp: int) -> np.ndarray:
     return ldexp_array(ints, exp)
 
 
-def _left_float(left) -> np.ndarray:
-    """`_to_float` of the left factors: a `certify.splitexact.SplitDyadic` holds the correctly
-    rounded values already (its rows with subnormal values are rounded through their integers)."""
-    from certify.splitexact import SplitDyadic
-
-    if not isinstance(left, SplitDyadic):
-        return _to_float(left.ints, left.exp)
-    out = left.hi.copy()
-    rows = left.tiny_rows()
-    if len(rows):
-        out[rows] = _to_float(left.take(rows), left.exp)
-    return out
-
-
 @dataclass(frozen=True, eq=False)
 class RowFactors:
     """Float64 factors of the rows of one `ConstraintSystem` (solver use only).
@@ -126,7 +112,7 @@ def row_factors(cs: ConstraintSystem) -> RowFactors:
     """The float factors of ``cs`` (cached on the system)."""
 
     def build() -> RowFactors:
-        left = _left_float(cs.left)
+        left = _to_float(cs.left.ints, cs.left.exp)
         if cs.kind != "attention":
             return RowFactors(cs.kind, cs.d, left, None, None)
         else:

@@ -18,10 +18,6 @@ from certify.limits import TIGHT_GROUPS
 
 __all__ = ["Rows", "check_optimal"]
 
-#: rows whose exact products are formed at once (the transient Python integers of A w, A^T lam and
-#: the row norms stay a block, not N x d); rows of an exact Gram matrix formed at once
-_ROWS, _GRAM_ROWS = 4096, 256
-
 
 class Rows:
     """Exact rows ``a_r = vec(l_r r_r^T) * 2**exp`` (attention) or ``l_r * 2**exp`` (decoder, and the
@@ -72,33 +68,20 @@ class Rows:
         V = (
             self._fm(self.R[self.starts]) * flint.fmpz_mat(self.d, self.d, list(w)).transpose()
         ).tolist()
-        V = np.array(V, dtype=object).reshape(-1, self.d)
-        out: list[int] = []
-        for i0 in range(0, self.N, _ROWS):  # the products of one block of rows at a time
-            rows = slice(i0, i0 + _ROWS)
-            out.extend(int(x) for x in (self.L[rows] * V[self.group[rows]]).sum(axis=1))
-        return out
+        return [
+            int(x)
+            for x in (self.L * np.array(V, dtype=object).reshape(-1, self.d)[self.group]).sum(
+                axis=1
+            )
+        ]
 
     def ATlam(self, lam) -> list[int]:
         """``A^T lam`` exactly: ``sum_r lam_r l_r`` (decoder), or ``vec(sum_i S_i z_i^T)`` with
         ``S_i = sum_{r of example i} lam_r l_r`` (attention: every row of example i has ``r_r = z_i``)."""
-        lam = np.array([int(k) for k in lam], dtype=object)
+        weighted = self.L * np.array([int(k) for k in lam], dtype=object)[:, None]
         if self.R is None:
-            total = [0] * self.d
-            for i0 in range(0, self.N, _ROWS):  # the products of one block of rows at a time
-                part = (self.L[i0 : i0 + _ROWS] * lam[i0 : i0 + _ROWS, None]).sum(axis=0)
-                total = [a + int(b) for a, b in zip(total, part)]
-            return total
-        ends = np.r_[self.starts[1:], self.N].astype(np.int64)  # example j: rows starts[j]..ends[j]
-        S, j0 = [], 0
-        while j0 < len(self.starts):  # S_i of whole examples, a block of about _ROWS rows at a time
-            r0 = int(self.starts[j0])
-            j1 = max(j0 + 1, int(np.searchsorted(ends, r0 + _ROWS, side="right")))
-            r1 = int(ends[j1 - 1])
-            weighted = self.L[r0:r1] * lam[r0:r1, None]
-            S.append(np.add.reduceat(weighted, self.starts[j0:j1] - r0, axis=0))
-            j0 = j1
-        S = self._fm(np.concatenate(S) if S else np.zeros((0, self.d), dtype=object))
+            return [int(x) for x in weighted.sum(axis=0)] if self.N else [0] * self.d
+        S = self._fm(np.add.reduceat(weighted, self.starts, axis=0))
         return [int(x) for x in (S.transpose() * self._fm(self.R[self.starts])).entries()]
 
     def key(self, r: int) -> tuple:
@@ -120,15 +103,9 @@ class Rows:
         """The exact Gram matrix of ``rows`` as the arguments of `inverse_diagonal_upper`: ``L L^T``
         (decoder) or the factors of ``(L L^T) o (Z Z^T)`` (attention), arrays of exact integers."""
 
-        def gram(F):  # a block of rows at a time, as Python integers (never a whole fmpz copy)
-            Ft, n = self._fm(F).transpose(), len(F)
-            G = np.empty((n, n), dtype=object)
-            for i0 in range(0, n, _GRAM_ROWS):
-                P = self._fm(F[i0 : i0 + _GRAM_ROWS]) * Ft
-                G[i0 : i0 + _GRAM_ROWS] = np.array(
-                    [int(x) for x in P.entries()], dtype=object
-                ).reshape(-1, n)
-            return G
+        def gram(F):
+            Fm = self._fm(F)
+            return np.array((Fm * Fm.transpose()).tolist(), dtype=object).reshape(len(F), len(F))
 
         if self.R is None:
             return (gram(self.L[rows]),)
@@ -324,11 +301,7 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         else None
     )
     sq = [
-        [
-            math.isqrt(int(v)) + 1
-            for i0 in range(0, len(inactive), _ROWS)  # one block of rows at a time
-            for v in (F[inactive[i0 : i0 + _ROWS]] ** 2).sum(axis=1)
-        ]
+        [math.isqrt(int(v)) + 1 for v in (F[inactive] ** 2).sum(axis=1)]
         if F is not None and inactive
         else None
         for F in (rows.L, rows.R)

@@ -19,7 +19,6 @@ c_i)_+``. Pipeline (everything before the last step is a warm start, never evide
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -29,7 +28,7 @@ from certify.regression.certificate import ExactVec, InterpStatus
 from certify.regression.check import lower_ball, upper_ball
 from certify.regression.echeck import ECertificate, e_ball, e_distance, e_dual_ball, v_vector
 from certify.regression.intmat import IntMatrix
-from certify.regression.exactstep import refine_feasible, round_dyadic
+from certify.regression.exactstep import SolveResult, refine_feasible, round_dyadic
 from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import long_product
 
@@ -39,20 +38,8 @@ __all__ = ["EResult", "certify_e", "EXACT_PROJECTION_LIMIT"]
 EXACT_PROJECTION_LIMIT = 400
 
 
-@dataclass(frozen=True)
-class EResult:
-    """A certificate plus what the solve measured (wall seconds; not evidence)."""
-
-    certificate: ECertificate
-    seconds: float
-    newton_steps: int
-
-    @property
-    def point(self) -> np.ndarray:
-        """beta^ as float64 (rounded; the certificate holds the exact vector)."""
-        b = self.certificate.beta
-        scale = Fraction(2) ** b.exp / b.den
-        return np.array([float(k * scale) for k in b.ints])
+#: what `certify_e` returns (`certify.regression.exactstep.SolveResult`)
+EResult = SolveResult
 
 
 def _primal_float(u: np.ndarray, a: np.ndarray) -> np.ndarray:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -17,7 +18,23 @@ from certify.regression.intmat import IntMatrix
 from certify.regression.check import residual_of
 from certify.regression.psicheck import long_product
 
-__all__ = ["to_ints", "exact_projection", "round_dyadic", "refine_feasible"]
+__all__ = ["SolveResult", "to_ints", "exact_projection", "round_dyadic", "refine_feasible"]
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """A certificate of one interpolation program (l_p, psi or E) plus what the solve measured
+    (wall seconds, Newton steps; not evidence)."""
+
+    certificate: Any
+    seconds: float
+    newton_steps: int
+
+    @property
+    def point(self) -> np.ndarray:
+        """The certificate's point as float64 (rounded; the certificate holds the exact vector)."""
+        b = self.certificate.beta
+        return np.array([float(b.entry(i)) for i in range(len(b.ints))])
 
 
 def to_ints(v: np.ndarray) -> tuple[list[int], int]:

@@ -19,7 +19,6 @@ python-flint's exact nullspace when N is at most `EXACT_KERNEL_LIMIT`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from certify.exact import conjugate, dyadic, parse_p
 from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
 from certify.regression.check import distance_upper, lower_bound_ball, norm_ball, residual_bound
+from certify.regression.exactstep import SolveResult
 from certify.regression.intmat import IntMatrix
 from certify.regression.closed_form import block_l32_solution
 from certify.regression.problem import RegressionProblem
@@ -37,19 +37,8 @@ __all__ = ["certify_interpolation", "InterpResult", "EXACT_KERNEL_LIMIT"]
 EXACT_KERNEL_LIMIT = 400
 
 
-@dataclass(frozen=True)
-class InterpResult:
-    """A certificate plus what the solve measured (wall seconds; not evidence)."""
-
-    certificate: InterpolationCertificate
-    seconds: float
-    newton_steps: int
-
-    @property
-    def point(self) -> np.ndarray:
-        """beta~ as float64 (rounded; the certificate holds the exact vector)."""
-        b = self.certificate.beta
-        return np.array([float(b.entry(i)) for i in range(len(b.ints))])
+#: what `certify_interpolation` returns (`certify.regression.exactstep.SolveResult`)
+InterpResult = SolveResult
 
 
 def _phi(u: np.ndarray, q: float) -> np.ndarray:

@@ -19,7 +19,6 @@ warm start, never evidence):
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -28,7 +27,7 @@ from certify.exact import dyadic
 from certify.regression.certificate import InterpStatus
 from certify.regression.check import lower_ball, upper_ball
 from certify.regression.intmat import IntMatrix
-from certify.regression.exactstep import refine_feasible, round_dyadic
+from certify.regression.exactstep import SolveResult, refine_feasible, round_dyadic
 from certify.regression.problem import RegressionProblem
 from certify.regression.psicheck import (
     PsiCertificate,
@@ -44,20 +43,8 @@ __all__ = ["PsiResult", "certify_psi", "EXACT_PROJECTION_LIMIT"]
 EXACT_PROJECTION_LIMIT = 400
 
 
-@dataclass(frozen=True)
-class PsiResult:
-    """A certificate plus what the solve measured (wall seconds; not evidence)."""
-
-    certificate: PsiCertificate
-    seconds: float
-    newton_steps: int
-
-    @property
-    def point(self) -> np.ndarray:
-        """beta^ as float64 (rounded; the certificate holds the exact vector)."""
-        b = self.certificate.beta
-        scale = Fraction(2) ** b.exp / b.den
-        return np.array([float(k * scale) for k in b.ints])
+#: what `certify_psi` returns (`certify.regression.exactstep.SolveResult`)
+PsiResult = SolveResult
 
 
 def _dual_newton(X: np.ndarray, y: np.ndarray, a2: float, *, max_iter: int = 200):

@@ -119,7 +119,6 @@ CHECK = JobKind(
         "theorems.loss_parse",
         "certify.check",
         "experiments.runtime.terminal",
-        "experiments.runtime.problemkind",
         "experiments.paths.trajectory",
         "sympy",
         "sympy.combinatorics",

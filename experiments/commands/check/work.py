@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from experiments.commands.check.config import Config
+from experiments.runtime.problemkind import is_classification_file
 
 __all__ = ["PathNotes", "Result", "run", "path_notes"]
 
@@ -180,7 +181,6 @@ def run(config: Config) -> Result:
     from certify.errors import MdcertError
     from certify.problem import AttentionProblem
     from experiments.commands.check.training import load_init, train_path
-    from experiments.runtime.problemkind import is_classification_file
     from experiments.runtime.progress import progress
     from theorems.catalogue import check_theorem, get_theorem
     from theorems.context import CheckContext

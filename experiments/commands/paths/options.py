@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from certify.errors import MdcertError
+from experiments.runtime.problemkind import is_classification_file
 
 __all__ = ["DEFAULTS", "add_arguments", "Config"]
 
@@ -210,7 +211,6 @@ class Config:
         Raises:
             MdcertError: one line naming the option and the fix.
         """
-        from experiments.runtime.problemkind import is_classification_file
         from experiments.runtime.outputs import check_outside
         from experiments.paths.config import parse_config
         from experiments.paths.inputs import check_input_options

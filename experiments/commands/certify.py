@@ -33,12 +33,6 @@ __all__ = [
     "Result",
     "add_arguments",
     "run",
-    "parse_size",
-    "add_export_options",
-    "check_export_paths",
-    "prepare_export",
-    "write_export",
-    "export_lines",
 ]
 
 

@@ -13,7 +13,8 @@ from certify import AttentionProblem, check_certificate, synthetic_problem
 from certify.errors import MdcertError
 from experiments.cli.main import build_parser
 from experiments.commands import parse
-from experiments.commands.certify import Config, parse_size, run
+from experiments.commands.certify import Config, run
+from experiments.commands.exports import parse_size
 
 
 @pytest.fixture(scope="module")

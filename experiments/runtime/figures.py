@@ -84,18 +84,10 @@ def subplots(
 
 
 def save_png(fig, path: Path, *, tight: bool = False) -> Path:
-    """Write ``fig`` to ``path`` (dpi 110) atomically (`certify.io.atomic`), close it."""
+    """Write ``fig`` (a `matplotlib.figure.Figure`, e.g. from `subplots`) to ``path`` (dpi 110)
+    atomically (`certify.io.atomic`). mdcert makes no pyplot figure, so there is nothing to close."""
     from certify.io.atomic import atomic_file
 
-    try:
-        with atomic_file(path) as fh:
-            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight" if tight else None)
-    finally:
-        import sys
-
-        plt = sys.modules.get(
-            "matplotlib.pyplot"
-        )  # a `Figure()` made without pyplot needs no close
-        if plt is not None:
-            plt.close(fig)
+    with atomic_file(path) as fh:
+        fig.savefig(fh, format="png", dpi=110, bbox_inches="tight" if tight else None)
     return Path(path)

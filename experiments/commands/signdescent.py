@@ -63,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--steps", type=int, default=100_000, help="steps per trajectory (default 1e5)"
     )
     parser.add_argument("--betas", default="0.9,0.999", help="Adam's betas (rule adam only)")
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=2,
+        help="H in beta = w+^H - w-^H (default 2, the paper's); the eps -> 0 reference becomes "
+        "min ||beta||_(2-1/H); E, delta-KKT and the gd limit Q_alpha are depth-2 facts",
+    )
     parser.add_argument("-o", "--output", required=True, help="run directory to write")
     parser.add_argument(
         "--overwrite", action="store_true", help="replace an existing run directory"
@@ -95,7 +102,9 @@ def _study(options: Mapping[str, Any]):
     betas = _floats(betas_text, "--betas")
     if len(betas) != 2:
         raise MdcertError(f"--betas needs two numbers, got {betas_text!r}")
-    steps = options.get("steps", 100_000)
+    steps, depth = options.get("steps", 100_000), options.get("depth", 2)
+    if not isinstance(depth, int) or not 2 <= depth <= 64:
+        raise MdcertError(f"--depth must be an integer in 2..64, got {depth!r}")
     study = SignConfig(
         rules=rules,
         eps=_floats(options.get("eps", "1e-3,1e-2,0.025"), "--eps"),
@@ -105,6 +114,7 @@ def _study(options: Mapping[str, Any]):
         record_every=max(1, steps // 100),
         betas=betas,
         threads=options.get("threads"),
+        depth=depth,
     )
     for rule in rules:
         study.diag(rule)  # validates the grid before anything is written

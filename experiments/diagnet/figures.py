@@ -92,8 +92,10 @@ def plot_trajectories(
     return _save(fig, path)
 
 
-def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
-    """Per rule (rows of a summary's ``trajectories``, finished ones): delta and distances vs eps."""
+def plot_vs_eps(path: Path, rows: list[dict], *, title: str, p: str = "3/2") -> Path:
+    """Per rule (rows of a summary's ``trajectories``, finished ones): delta and distances vs eps
+    (``p``: the exponent of the min-l_p reference, 2 - 1/H at depth H). Rows without delta-KKT facts
+    (depth > 2) leave those panels empty."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12.5, 3.8), layout="constrained")
@@ -110,17 +112,17 @@ def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
         c, mk = f"C{j}", _MARK.get(rule, "o")
         ax_d.plot(
             eps,
-            [r["delta_upper_float"] for r in rs],
+            [r.get("delta_upper_float", np.nan) for r in rs],
             color=c,
             marker=mk,
             label=f"{rule}: delta (proven upper bound)",
         )
         ax_32.plot(
             eps,
-            [r["dist_l32"] for r in rs],
+            [r["dist_lp"] for r in rs],
             color=c,
             marker=mk,
-            label=f"{rule}: to min-l3/2 interpolator",
+            label=f"{rule}: to min-l{p} interpolator",
         )
         ax_32.plot(
             eps,
@@ -131,6 +133,16 @@ def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
             mfc="none",
             label=f"{rule}: to min-l2 interpolator",
         )
+        if any(r.get("dist_psi") is not None for r in rs):
+            ax_32.plot(
+                eps,
+                [np.nan if r.get("dist_psi") is None else r["dist_psi"] for r in rs],
+                color=c,
+                marker=mk,
+                ls="--",
+                mfc="none",
+                label=f"{rule}: to the gd limit argmin Q_alpha",
+            )
         e = [
             np.nan
             if r.get("distance_to_E_opt_upper_float") is None
@@ -149,6 +161,20 @@ def plot_vs_eps(path: Path, rows: list[dict], *, title: str) -> Path:
         (ax_32, "||beta_inf - beta_ref||_2 (measured)"),
         (ax_e, "||beta_f - argmin E||_2 upper bound"),
     ):
+        ys = [y for line in ax.get_lines() for y in np.asarray(line.get_ydata(), dtype=float)]
+        if not any(np.isfinite(y) and y > 0 for y in ys):
+            # e.g. depth > 2: E and delta-KKT are depth-2 facts; say so instead of an empty log axis
+            ax.text(
+                0.5,
+                0.5,
+                "not defined for these rows\n(depth > 2 or not finished)",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+            )
+            ax.set_xlabel("eps (smoothing of the sign / Adam's eps)")
+            ax.set_ylabel(ylab)
+            continue
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("eps (smoothing of the sign / Adam's eps)")

@@ -43,8 +43,15 @@ class Part:
     run: Callable[[dict], dict]
 
 
+#: the layout of a part's result; a record of another layout is never reused (2: references ``lp``,
+#: ``l2``, ``psi`` and rows ``dist_lp`` / ``dist_psi`` instead of ``l32`` / ``dist_l32``)
+RECORD_SCHEMA = 2
+
+
 def config_key(config: dict) -> str:
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
+    """The reuse key of a part: its config and `RECORD_SCHEMA`."""
+    keyed = {"schema": RECORD_SCHEMA, **config}
+    return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _problem(cfg: dict):

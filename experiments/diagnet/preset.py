@@ -175,8 +175,15 @@ def _refs(summary: dict) -> list[str]:
     ref = summary["references"]
     return [
         (
-            f"certified references: min ||beta||_3/2 = {ref['l32']['opt']} (distance of the certified point <= "
-            f"{float(_frac(ref['l32']['distance_upper'])):.1e}), min ||beta||_2 = {ref['l2']['opt']}."
+            f"certified references: min ||beta||_{ref['lp']['p']} = {ref['lp']['opt']} (distance of the "
+            f"certified point <= {float(_frac(ref['lp']['distance_upper'])):.1e}), min ||beta||_2 = "
+            f"{ref['l2']['opt']}"
+            + "".join(
+                f", min Q_alpha at alpha = {a} (the gradient-descent limit) = {v['opt']}"
+                for a, v in ref.get("psi", {}).items()
+                if isinstance(v, dict) and "opt" in v
+            )
+            + "."
         )
     ]
 
@@ -190,7 +197,8 @@ def _frac(text: str):
 def _traj_table(rows: list[dict], extra: list[float] | None = None) -> list[str]:
     head = (
         "| rule | eps | lr | status | final loss (measured) | delta <= (proven) | to min-l3/2 (measured) | "
-        "to min-l2 (measured) | to argmin E <= (proven) | T0, T (steps, measured) | lr > eps |"
+        "to min-l2 (measured) | to gd limit (measured) | to argmin E <= (proven) | "
+        "T0, T (steps, measured) | lr > eps |"
     )
     if extra is not None:
         head += " to sign (measured) |"
@@ -203,8 +211,9 @@ def _traj_table(rows: list[dict], extra: list[float] | None = None) -> list[str]
             t["status"],
             f"{t['final_loss']:.2e}",
             _fmt(t.get("delta_upper_float")),
-            _fmt(t.get("dist_l32")),
+            _fmt(t.get("dist_lp")),
             _fmt(t.get("dist_l2")),
+            _fmt(t.get("dist_psi")),
             _fmt(t.get("distance_to_E_opt_upper_float")),
             f"{t['t0_step']}, {t['t_step']}",
             "yes" if t["lr_vs_eps"] else "no",

@@ -6,10 +6,12 @@ For each rule (gd, sign, adam) the grid eps x alpha x lr is trained as one batch
 (`experiments.diagnet.engine`); every final network then gets, from its exact float64 weights:
 the certified delta-KKT facts of section 8.4 (`certify.regression.delta_kkt`: residual, delta upper
 bound, distance to the minimizer of the paper's E with this network's own v), and its l2 distance to
-the certified minimum-l_{3/2}-norm interpolator (section 8.3; the eps -> 0 idealization) and to the
-certified minimum-l2-norm interpolator (what gradient descent from a small init approaches), each
-as ``measured +- the certificate's distance bound`` (``||.||_2 <= ||.||_p`` for p <= 2). The
-gradient-descent potential Psi_alpha's program is not certified yet: the summary says so.
+three certified references: the minimum-l_p-norm interpolator with p = 2 - 1/H (section 8.3; the
+eps -> 0 idealization, l_{3/2} at the paper's depth H = 2), the minimum-l2-norm interpolator, and
+(depth 2) the gradient-descent limit ``argmin Q_alpha`` at the row's alpha (section 8.9, what gradient
+descent from ``alpha 1`` converges to), each as ``measured +- the certificate's distance bound``.
+At depth H > 2 (``SignConfig.depth``) the paper's E, its delta-KKT facts and Q_alpha are not
+defined (they are the depth-2 potentials): those rows carry the reason instead.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +27,7 @@ import numpy as np
 from certify.errors import MdcertError
 from certify.exact import format_fraction
 from certify.io.jsonenc import dumps
-from certify.regression import RegressionProblem, certify_interpolation, delta_kkt
+from certify.regression import RegressionProblem, certify_interpolation, certify_psi, delta_kkt
 from experiments.diagnet.engine import DiagConfig, DiagStatus, Rule, run_diag_paths
 
 __all__ = ["SignConfig", "SignResult", "assumption_warnings", "run_signdescent"]
@@ -43,6 +46,12 @@ class SignConfig:
     betas: tuple[float, float] = (0.9, 0.999)
     device: str = "cpu"
     threads: int | None = None  #: torch threads while training (None: the engine's choice)
+    depth: int = 2  #: H in beta = w+^H - w-^H (the paper's H = 2)
+
+    @property
+    def p(self) -> Fraction:
+        """The exponent of the eps -> 0 potential at this depth, ``2 - 1/H`` (3/2 at H = 2)."""
+        return 2 - Fraction(1, self.depth)
 
     def diag(self, rule: Rule) -> DiagConfig:
         return DiagConfig(
@@ -52,6 +61,7 @@ class SignConfig:
             lr=self.lr,
             steps=self.steps,
             record_every=self.record_every,
+            depth=self.depth,
             betas=self.betas if rule is Rule.ADAM else (0.0, 0.0),
         )
 
@@ -81,10 +91,10 @@ class SignResult:
                 "lr": list(cfg.lr),
                 "steps": cfg.steps,
                 "adam_betas": list(cfg.betas),
+                "depth": cfg.depth,
             },
             "references": self.references,
             "trajectories": list(self.rows),
-            "not_built": "the certified minimizer of the gradient-descent potential D_Psi_alpha (eq. 14)",
             "seconds_wall": self.seconds,
         }
 
@@ -126,18 +136,26 @@ class SignResult:
                 plot_vs_eps(
                     d / "vs_eps.png",
                     list(self.rows),
-                    title=f"N = {self.shape[0]}, D = {self.shape[1]}: "
+                    title=f"N = {self.shape[0]}, D = {self.shape[1]}, depth {self.config.depth}: "
                     "delta and distances to the certified optima against eps",
+                    p=self.references["lp"]["p"],
                 )
             )
         return out
 
     def lines(self) -> list[str]:
         """Terminal lines: one per trajectory, each number named."""
+        ref, psi = self.references, self.references["psi"]
+        gd = "; ".join(
+            f"alpha={a}: " + (v["opt"] if "opt" in v else f"not certified ({v['reason']})")
+            for a, v in psi.items()
+            if a != "not_defined"
+        )
         out = [
             (
-                f"references: min ||beta||_3/2 = {self.references['l32']['opt']}, "
-                f"min ||beta||_2 = {self.references['l2']['opt']} (certified)"
+                f"references (certified): min ||beta||_{ref['lp']['p']} = {ref['lp']['opt']}, "
+                f"min ||beta||_2 = {ref['l2']['opt']}, "
+                + (f"min Q_alpha (gd limit) {gd}" if gd else f"Q_alpha: {psi['not_defined']}")
             )
         ]
         for r in self.rows:
@@ -148,12 +166,32 @@ class SignResult:
                 )
                 continue
             flag = " [lr > eps: the discrete run need not follow the ODE]" if r["lr_vs_eps"] else ""
+            delta = (
+                f"delta <= {r['delta_upper_float']:.4g} (proven; float {r['delta_float']:.4g})"
+                if "delta_upper" in r
+                else "delta: not defined at this depth"
+            )
+            psi = "" if r.get("dist_psi") is None else f", to gd limit {r['dist_psi']:.3g}"
             out.append(
-                f"{head} loss {r['final_loss']:.2e}; delta <= {r['delta_upper_float']:.4g} (proven; "
-                f"float {r['delta_float']:.4g}); to l3/2 interp. {r['dist_l32']:.3g} (l2), "
-                f"to l2 interp. {r['dist_l2']:.3g}; T0={r['t0_step']} T={r['t_step']} steps{flag}"
+                f"{head} loss {r['final_loss']:.2e}; {delta}; to l{ref['lp']['p']} interp. "
+                f"{r['dist_lp']:.3g} (l2), to l2 interp. {r['dist_l2']:.3g}{psi}; "
+                f"T0={r['t0_step']} T={r['t_step']} steps{flag}"
             )
         return out
+
+
+def _facts(ref: dict, cert) -> tuple[dict, np.ndarray, float]:
+    """``ref`` completed from an optimal certificate: OPT (12 digits and exact), the distance bound."""
+    ref.update(
+        {
+            "opt": f"{float(cert.opt_lower):.12g}",
+            "opt_lower": format_fraction(cert.opt_lower),
+            "opt_upper": format_fraction(cert.opt_upper),
+            "distance_upper": format_fraction(cert.distance_upper),
+        }
+    )
+    beta = np.array([float(cert.beta.entry(i)) for i in range(len(cert.beta.ints))])
+    return ref, beta, float(cert.distance_upper)
 
 
 def _reference(problem: RegressionProblem, p: str) -> tuple[dict, np.ndarray, float]:
@@ -168,14 +206,57 @@ def _reference(problem: RegressionProblem, p: str) -> tuple[dict, np.ndarray, fl
             f"the min-l_{p} interpolation program has no certified optimum here "
             f"({cert.status.value}: {cert.reason}); nothing was trained"
         )
-    beta = np.array([float(cert.beta.entry(i)) for i in range(problem.D)])
-    ref = {
-        "opt": f"{float(cert.opt_lower):.12g}",
-        "opt_lower": format_fraction(cert.opt_lower),
-        "opt_upper": format_fraction(cert.opt_upper),
-        "distance_upper": format_fraction(cert.distance_upper),
-    }
-    return ref, beta, float(cert.distance_upper)
+    return _facts({"p": p}, cert)
+
+
+def _gd_limits(problem: RegressionProblem, config: SignConfig) -> tuple[dict, dict]:
+    """The certified ``argmin Q_alpha`` per alpha of the grid (docs/theory.md section 8.9; alpha as
+    its shortest decimal, e.g. 0.1 = 1/10 exactly): the JSON entries and {alpha: (point, bound)}.
+    Depth > 2: the entry ``not_defined`` says why there is none."""
+    if config.depth != 2:
+        reason = (
+            f"Q_alpha is the gradient-descent potential of depth 2, not of depth {config.depth}"
+        )
+        return {"not_defined": reason}, {}
+    refs, points = {}, {}
+    for a in dict.fromkeys(config.alpha):
+        cert = certify_psi(problem, repr(float(a))).certificate
+        if cert.opt_lower is None:
+            refs[repr(float(a))] = {"status": cert.status.value, "reason": cert.reason}
+            continue
+        ref, beta, dist = _facts({}, cert)
+        refs[repr(float(a))], points[a] = ref, (beta, dist)
+    return refs, points
+
+
+def _distances(row: dict, beta: np.ndarray, refs: dict) -> None:
+    """The measured l2 distances of ``beta`` to the references, with their proven +- bounds."""
+    (bp, dp), (b2, d2), psi = refs["lp"], refs["l2"], refs["psi"].get(row["alpha"])
+    row.update(
+        {
+            "dist_lp": float(np.linalg.norm(beta - bp)),
+            "dist_lp_pm": dp,
+            "rel_dist_lp": float(np.linalg.norm(beta - bp) / max(np.linalg.norm(bp), 1e-300)),
+            "dist_l2": float(np.linalg.norm(beta - b2)),
+            "dist_l2_pm": d2,
+            "dist_psi": None if psi is None else float(np.linalg.norm(beta - psi[0])),
+            "dist_psi_pm": None if psi is None else psi[1],
+        }
+    )
+
+
+def _kkt_facts(problem: RegressionProblem, w_plus, w_minus) -> tuple[dict, np.ndarray]:
+    """Section 8.4's proven facts of one depth-2 network and its beta."""
+    facts = delta_kkt(problem, w_plus, w_minus)
+    e_dist = facts.distance_to_e_opt_upper
+    return {
+        "residual_l2_upper": format_fraction(facts.residual_l2_upper),
+        "delta_upper": format_fraction(facts.delta_upper),
+        "delta_upper_float": float(facts.delta_upper),
+        "delta_float": facts.delta_float,
+        "distance_to_E_opt_upper": None if e_dist is None else format_fraction(e_dist),
+        "distance_to_E_opt_upper_float": None if e_dist is None else float(e_dist),
+    }, facts.beta
 
 
 def run_signdescent(
@@ -185,8 +266,11 @@ def run_signdescent(
     (a callable taking one line) gets `assumption_warnings` once the references are certified, so a
     problem refused for having none gets its one error line and no warnings."""
     t0 = time.perf_counter()
-    l32, beta32, d32 = _reference(problem, "3/2")
+    p = config.p
+    lp, beta_p, d_p = _reference(problem, str(p))
     l2, beta2, d2 = _reference(problem, "2")
+    psi, psi_points = _gd_limits(problem, config)
+    refs = {"lp": (beta_p, d_p), "l2": (beta2, d2), "psi": psi_points}
     t_ref = time.perf_counter() - t0
     if warn is not None:
         for line in assumption_warnings(problem):
@@ -200,6 +284,7 @@ def run_signdescent(
         t_train += time.perf_counter() - t1
         paths[rule.value] = {"steps": res.record_steps, "beta": res.beta, "loss": res.loss}
         t1 = time.perf_counter()
+        finals = res.beta_final
         for b in range(len(res.eps)):
             row = {
                 "rule": rule.value,
@@ -214,36 +299,22 @@ def run_signdescent(
                 "final_loss": float(res.loss[b, -1]),
             }
             if res.status[b] is DiagStatus.FINISHED:
-                facts = delta_kkt(problem, res.w_plus[b], res.w_minus[b])
-                beta = facts.beta
-                row.update(
-                    {
-                        "residual_l2_upper": format_fraction(facts.residual_l2_upper),
-                        "delta_upper": format_fraction(facts.delta_upper),
-                        "delta_upper_float": float(facts.delta_upper),
-                        "delta_float": facts.delta_float,
-                        "distance_to_E_opt_upper": None
-                        if facts.distance_to_e_opt_upper is None
-                        else format_fraction(facts.distance_to_e_opt_upper),
-                        "distance_to_E_opt_upper_float": None
-                        if facts.distance_to_e_opt_upper is None
-                        else float(facts.distance_to_e_opt_upper),
-                        "dist_l32": float(np.linalg.norm(beta - beta32)),
-                        "dist_l32_pm": d32,
-                        "dist_l2": float(np.linalg.norm(beta - beta2)),
-                        "dist_l2_pm": d2,
-                        "rel_dist_l32": float(
-                            np.linalg.norm(beta - beta32) / max(np.linalg.norm(beta32), 1e-300)
-                        ),
-                    }
-                )
+                if config.depth == 2:
+                    facts, beta = _kkt_facts(problem, res.w_plus[b], res.w_minus[b])
+                    row.update(facts)
+                else:
+                    beta = finals[b]
+                    row["delta_kkt"] = (
+                        f"not defined: the paper's E and delta-KKT are for depth 2, not {config.depth}"
+                    )
+                _distances(row, beta, refs)
             rows.append(row)
         t_cert += time.perf_counter() - t1
     return SignResult(
         config,
         problem.data_hash(),
         (problem.N, problem.D),
-        {"l32": l32, "l2": l2},
+        {"lp": lp, "l2": l2, "psi": psi},
         tuple(rows),
         {
             "references": round(t_ref, 2),

@@ -88,6 +88,8 @@ BAD = [
     (["block.npz", "--betas", "0.9"], r"--betas needs two numbers"),
     (["block.npz", "--rules", "adam", "--betas", "0.9,1"], r"Adam betas must lie in \[0, 1\)"),
     (["block.npz", "--threads", "0"], r"--threads must be in 1\.\.1024"),
+    (["block.npz", "--depth", "1"], r"--depth must be an integer in 2\.\.64, got 1"),
+    (["block.npz", "--depth", "65"], r"--depth must be an integer in 2\.\.64"),
     (["block.npz", "--quick"], r"--quick applies only to --preset paper"),
     (
         ["inconsistent.npz"],

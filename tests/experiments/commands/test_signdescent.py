@@ -97,7 +97,7 @@ def test_run_write_lines_round_trip(block, tmp_path) -> None:
     assert data["kind"] == "signdescent" and len(data["trajectories"]) == 4
     assert {p.name for p in out.iterdir()} == {"summary.json", "paths.npz", ".mdcert-run"}
     lines = result.lines(100)
-    assert lines[0].startswith("references: min ||beta||_3/2 = ") and len(lines) == 6
+    assert lines[0].startswith("references (certified): min ||beta||_3/2 = ") and len(lines) == 6
     assert lines[-1].startswith("wall: references ") and lines[-1].endswith(
         f"; wrote {out}/ (summary.json, paths.npz, figures)"
     )

@@ -67,4 +67,4 @@ def test_a_shortened_part_runs_with_certified_references(name) -> None:
         assert set(res["adam"]) == {"0.9", "0.999"} and all(
             d >= 0 for a in res["adam"].values() for d in a["dist_to_sign"]
         )
-        assert res["sign"]["references"]["l32"]["opt_lower"]
+        assert res["sign"]["references"]["lp"]["opt_lower"]

@@ -5,7 +5,10 @@ hundred) thousands of times. On a loaded 2-core machine OpenBLAS's second thread
 measured 15 ms instead of 0.3 ms per L-BFGS-B iteration at N = 42 (scipy 1.17, OpenBLAS 0.3.31).
 `single_thread_blas` limits every loaded BLAS (numpy's and scipy's copies) to one thread with
 threadpoolctl and restores the previous counts on exit; `all_cpu_blas` lifts that limit again for
-the large dense products where a second thread pays (`usable_cpus` of them).
+the large dense products where a second thread pays: `free_cpus` of them, the usable CPUs less the
+other work already running, so that on a loaded machine a second thread that would only wait for a
+busy core is not started (docs/scaling.md, "Threads under load"). ``MDCERT_BLAS_THREADS=K`` fixes the
+count (1 <= K; capped at `usable_cpus`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import os
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["single_thread_blas", "all_cpu_blas", "usable_cpus"]
+__all__ = ["single_thread_blas", "all_cpu_blas", "free_cpus", "usable_cpus"]
+
+#: environment variable that fixes the thread count of `all_cpu_blas`
+THREADS_ENV = "MDCERT_BLAS_THREADS"
 
 
 def usable_cpus() -> int:
@@ -23,6 +29,31 @@ def usable_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def free_cpus(*, usable: int | None = None, load: float | None = None, own: float = 1.0) -> int:
+    """Threads worth starting now: ``usable`` CPUs (default `usable_cpus`) less the runnable work of
+    other processes, estimated as the 1-minute load average ``load`` (default `os.getloadavg`) less
+    ``own`` (this process's own running thread), rounded; at least 1, at most ``usable``.
+
+    Quiet 2-core machine (load about 1): 2. Two busy processes beside this one (load about 3): 1,
+    where a second BLAS thread would wait for a core each time the team synchronises."""
+    usable = usable_cpus() if usable is None else usable
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # pragma: no cover - no load average
+            return usable
+    others = max(0.0, load - own)
+    return max(1, min(usable, usable - int(others + 0.5)))
+
+
+def _threads_now() -> int:
+    """`free_cpus`, or the count fixed by ``MDCERT_BLAS_THREADS`` (capped at `usable_cpus`)."""
+    fixed = os.environ.get(THREADS_ENV, "").strip()
+    if fixed.isdigit() and int(fixed) >= 1:
+        return min(int(fixed), usable_cpus())
+    return free_cpus()
 
 
 @contextmanager
@@ -38,8 +69,9 @@ def single_thread_blas() -> Iterator[None]:
 
 @contextmanager
 def all_cpu_blas() -> Iterator[None]:
-    """Context manager: `usable_cpus` BLAS threads inside (also inside `single_thread_blas`)."""
+    """Context manager: `free_cpus` BLAS threads inside (also inside `single_thread_blas`), or the
+    count ``MDCERT_BLAS_THREADS`` fixes."""
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=usable_cpus(), user_api="blas"):
+    with threadpool_limits(limits=_threads_now(), user_api="blas"):
         yield

@@ -8,7 +8,9 @@ from threadpoolctl import threadpool_info
 
 import os
 
-from certify.blas import all_cpu_blas, single_thread_blas, usable_cpus
+import pytest
+
+from certify.blas import THREADS_ENV, all_cpu_blas, free_cpus, single_thread_blas, usable_cpus
 
 
 def _blas_threads() -> list[int]:
@@ -34,11 +36,48 @@ def test_restores_after_an_exception():
     assert _blas_threads() == before
 
 
-def test_all_cpu_blas_lifts_the_single_thread_limit_and_restores_it():
+def test_all_cpu_blas_lifts_the_single_thread_limit_and_restores_it(monkeypatch):
+    monkeypatch.setenv(THREADS_ENV, str(usable_cpus()))
     with single_thread_blas():
         with all_cpu_blas():
             assert _blas_threads() and all(n == usable_cpus() for n in _blas_threads())
         assert all(n == 1 for n in _blas_threads())
+
+
+def test_all_cpu_blas_takes_the_free_cpus_without_the_override(monkeypatch):
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    with single_thread_blas():
+        with all_cpu_blas():
+            got = _blas_threads()
+            assert got and all(1 <= n <= usable_cpus() for n in got)
+
+
+@pytest.mark.parametrize(
+    "usable, load, expect",
+    [
+        (2, 1.0, 2),  # quiet: this process alone
+        (2, 0.0, 2),
+        (2, 1.6, 1),  # most of another core busy
+        (2, 3.0, 1),  # two busy loops beside this process: one thread, never a waiting second
+        (2, 40.0, 1),
+        (16, 1.0, 16),
+        (16, 5.2, 12),
+        (1, 0.0, 1),
+    ],
+)
+def test_free_cpus_subtracts_the_other_work(usable, load, expect):
+    assert free_cpus(usable=usable, load=load) == expect
+
+
+@pytest.mark.parametrize("value, expect", [("1", 1), ("999", None), ("0", None), ("x", None)])
+def test_the_override_is_capped_and_ignores_nonsense(monkeypatch, value, expect):
+    monkeypatch.setenv(THREADS_ENV, value)
+    with all_cpu_blas():
+        got = _blas_threads()
+    if expect is not None:
+        assert all(n == expect for n in got)
+    else:
+        assert all(1 <= n <= usable_cpus() for n in got)
 
 
 def test_usable_cpus_is_the_affinity_mask():

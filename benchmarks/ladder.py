@@ -1,0 +1,114 @@
+"""The constraint-heavy ladder in one run: certify (and re-check) planted or random attention SVMs
+(n, T, d) for a list of n, then fit the scaling exponents of time and memory in N = n(T-1).
+
+Every case runs in its own subprocess through `scale_bench.run_case` (its peak RSS is its own; the
+1-minute load average is recorded before and after). The fit is ordinary least squares of
+``log(seconds)`` and ``log(peak RSS)`` on ``log(N)`` over the cases that finished, with a 95%
+t-interval on the slope (n - 2 degrees of freedom; no interval with fewer than three points). Times
+are wall seconds of the solve alone (``certify_svm`` inside the child, start-up excluded); the
+checker's are reported beside them and fitted the same way.
+
+Usage:
+  python benchmarks/ladder.py [--ns 250,500,1000,2000] [--T 32] [--d 64] [--p 2] [--kind planted]
+                              [--timeout 1200] [--no-checker] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale_bench import run_case  # noqa: E402  (a sibling script, not a package)
+
+__all__ = ["fit_exponent", "main"]
+
+
+def fit_exponent(N: list[float], y: list[float]) -> tuple[float, tuple[float, float] | None]:
+    """Slope of log(y) on log(N) and its 95% t-interval (None with fewer than three points)."""
+    from scipy import stats
+
+    if len(N) < 2:
+        raise ValueError("a slope needs at least two points")
+    res = stats.linregress([math.log(v) for v in N], [math.log(v) for v in y])
+    if len(N) < 3:
+        return float(res.slope), None
+    half = float(stats.t.ppf(0.975, len(N) - 2)) * float(res.stderr)
+    return float(res.slope), (float(res.slope) - half, float(res.slope) + half)
+
+
+def _fmt_fit(name: str, N: list[float], y: list[float]) -> str:
+    if len(N) < 2:
+        return f"- {name}: fewer than two finished cases, no fit"
+    slope, ci = fit_exponent(N, y)
+    band = "no interval (two points)" if ci is None else f"95% CI [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return (
+        f"- {name} ~ N^{slope:.2f}, {band}, over {len(N)} cases (N = {int(min(N))}..{int(max(N))})"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ns", default="250,500,1000,2000", help="comma-separated n (examples)")
+    ap.add_argument("--T", type=int, default=32)
+    ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--p", default="2")
+    ap.add_argument("--kind", choices=("planted", "random"), default="planted")
+    ap.add_argument("--timeout", type=float, default=1200.0, help="limit of each case (s)")
+    ap.add_argument("--no-checker", action="store_true")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    ns = [int(v) for v in args.ns.split(",")]
+    print(
+        f"# ladder {args.kind} (n, {args.T}, {args.d}) p = {args.p}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        "| n | N x m | solve wall (s) | solve RSS (MB) | verdict | checker (s) | checker RSS (MB) | load |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in ns:
+            spec = dict(kind=args.kind, n=n, T=args.T, d=args.d, p=args.p)
+            spec["cert"] = str(Path(tmp) / f"cert{n}.json")
+            ours = run_case({**spec, "what": "ours"}, args.timeout)
+            chk = {}
+            if ours.get("seconds") is not None and not args.no_checker:
+                chk = run_case({**spec, "what": "check"}, args.timeout)
+            N = n * (args.T - 1)
+            verdict = ours.get("status")
+            if verdict == "optimal":
+                verdict = f"optimal, {ours['digits']} digits, {ours['support'][2]} undecided"
+            sec = "-" if ours.get("seconds") is None else f"{ours['seconds']:.1f}"
+            csec = "-" if chk.get("seconds") is None else f"{chk['seconds']:.1f}"
+            crss = "-" if not chk else f"{chk.get('rss_mb', 0):.0f}"
+            ok = "" if not chk else (" ok" if chk.get("ok") else " REJECTED")
+            print(
+                f"| {n} | {N} x {args.d**2} | {sec} | {ours.get('rss_mb', 0):.0f} | {verdict} | "
+                f"{csec}{ok} | {crss} | {ours['load'][0]:.1f}-{ours['load'][1]:.1f} |",
+                flush=True,
+            )
+            rows.append({"N": N, "ours": ours, "check": chk})
+    done = [r for r in rows if r["ours"].get("seconds") is not None]
+    N = [r["N"] for r in done]
+    print(_fmt_fit("solve time", N, [r["ours"]["seconds"] for r in done]))
+    print(_fmt_fit("solve peak RSS", N, [r["ours"]["rss_mb"] for r in done]))
+    checked = [r for r in done if r["check"].get("seconds") is not None]
+    if checked:
+        Nc = [r["N"] for r in checked]
+        print(_fmt_fit("checker time", Nc, [r["check"]["seconds"] for r in checked]))
+        print(_fmt_fit("checker peak RSS", Nc, [r["check"]["rss_mb"] for r in checked]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()

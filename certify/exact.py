@@ -19,6 +19,7 @@ from certify.errors import MdcertError
 __all__ = [
     "DyadicArray",
     "dyadic",
+    "odd_mantissas",
     "parse_p",
     "parse_nonnegative",
     "conjugate",
@@ -318,15 +319,9 @@ def ldexp_array(ints: np.ndarray, exp: int) -> np.ndarray:
         return np.frompyfunc(lambda k: _ldexp_round(k, exp), 1, 1)(ints).astype(np.float64)
 
 
-def dyadic(values: np.ndarray) -> DyadicArray:
-    """Exact integer-times-power-of-two view of a finite float64 array.
-
-    Args:
-        values: finite float64 array of any shape.
-
-    Returns:
-        `DyadicArray` whose value equals ``values`` exactly (no rounding).
-    """
+def odd_mantissas(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(k, e, nonzero)`` with ``values == k * 2**e`` exactly entrywise: ``k`` int64 odd (or 0),
+    ``|k| < 2**53``, ``e`` int64 (0 where the value is 0). ``values``: finite float64."""
     a = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(a)):
         raise MdcertError("array contains NaN or Inf; exact arithmetic needs finite float64 data")
@@ -334,13 +329,25 @@ def dyadic(values: np.ndarray) -> DyadicArray:
     k = (mant * 2.0**53).astype(np.int64)  # exact integer mantissa
     e = e.astype(np.int64) - 53
     nz = k != 0
-    if not np.any(nz):
-        return DyadicArray(np.zeros(a.shape, dtype=np.int64), 0)
     low = k & -k  # lowest set bit
     tz = np.zeros(a.shape, dtype=np.int64)
     tz[nz] = np.round(np.log2(np.abs(low[nz]).astype(np.float64))).astype(np.int64)
-    k = np.where(nz, k >> tz, 0)
-    e = np.where(nz, e + tz, 0)
+    return np.where(nz, k >> tz, 0), np.where(nz, e + tz, 0), nz
+
+
+def dyadic(values: np.ndarray) -> DyadicArray:
+    """Exact integer-times-power-of-two view of a finite float64 array.
+
+    Args:
+        values: finite float64 array of any shape.
+
+    Returns:
+        `DyadicArray` whose value equals ``values`` exactly (no rounding); its exponent is the
+        smallest ``e`` of `odd_mantissas` over the nonzero entries (0 for an all-zero array).
+    """
+    k, e, nz = odd_mantissas(values)
+    if not np.any(nz):
+        return DyadicArray(np.zeros(k.shape, dtype=np.int64), 0)
     common = int(e[nz].min())
     shift = np.where(nz, e - common, 0)
     bits = np.where(nz, np.floor(np.log2(np.maximum(np.abs(k), 1))).astype(np.int64) + 1, 0)

@@ -20,6 +20,7 @@ import numpy as np
 
 from certify.errors import InputWarning, MdcertError
 from certify.exact import DyadicArray, dyadic
+from certify.exactdot import exact_dot
 from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
 from certify.rows import ConstraintSystem, OptimalTokens
 from certify.alpha import alpha_indices, resolve_alpha
@@ -188,12 +189,13 @@ class AttentionProblem:
         return self.y[:, None] * np.einsum("ntd,d->nt", self.X, self.v)
 
     def token_scores_exact(self) -> tuple[np.ndarray, int]:
-        """Exact token scores as (object array of ints (n, T), binary exponent)."""
+        """Exact token scores as (object array of ints (n, T), binary exponent): ``X v`` by
+        `certify.exactdot.exact_dot` (int64 limbs; equal to the product of ``exact("X")`` and
+        ``exact("v")`` without forming either as Python integers), times the labels' signs."""
         if "gamma" not in self._cache:
-            X, v = self.exact("X"), self.exact("v")
-            prod = np.einsum("ntd,d->nt", X.as_object(), v.as_object())
+            prod, exp = exact_dot(self.X, self.v)
             sign = np.where(self.y > 0, 1, -1).astype(object)
-            self._cache["gamma"] = (prod * sign[:, None], X.exp + v.exp)
+            self._cache["gamma"] = (prod * sign[:, None], exp)
         return self._cache["gamma"]
 
     def optimal_indices(self) -> OptimalTokens:

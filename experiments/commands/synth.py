@@ -16,6 +16,8 @@ __all__ = ["Config", "Result", "add_arguments", "run"]
 
 #: largest n, T or d accepted (the problem must fit in memory; the memory check comes after)
 MAX_SIZE = 10**7
+#: attention problems with more examples than this get no list of optimal tokens in the summary line
+LIST_LIMIT = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -147,12 +149,24 @@ class Result:
         if cfg.classification:
             how = "planted separable" if cfg.separable else "random labels"
             return [f"wrote {Path(cfg.output)}: {problem.describe()}, {how}, seed={cfg.seed}"]
+        head = f"wrote {Path(cfg.output)}: n={problem.n} T={problem.T} d={problem.d}"
+        if problem.n > LIST_LIMIT:
+            # the exact token scores of a large problem cost time and memory the write does not
+            # need (Python integers per entry); `mdcert info` / `certify` compute them when asked
+            spread = (
+                ""
+                if problem.lengths is None
+                else f" lengths {int(min(problem.lengths))}..{int(max(problem.lengths))}"
+            )
+            return [
+                f"{head}{spread} seed={cfg.seed}; globally optimal tokens not listed for n > "
+                f"{LIST_LIMIT} (`mdcert info {Path(cfg.output).name}` gives them)"
+            ]
         tokens = problem.optimal_indices()
         ties = f", ties in {len(tokens.ties)} example(s)" if tokens.ties else ""
         lengths = "" if problem.lengths is None else f" lengths={[int(k) for k in problem.lengths]}"
         return [
-            f"wrote {Path(cfg.output)}: n={problem.n} T={problem.T} d={problem.d}{lengths} seed={cfg.seed}, "
-            f"globally optimal tokens {list(tokens.indices)}{ties}"
+            f"{head}{lengths} seed={cfg.seed}, globally optimal tokens {list(tokens.indices)}{ties}"
         ]
 
 

@@ -134,3 +134,17 @@ def test_synth_classes_needs_classification(tmp_path, capsys) -> None:
     assert main(["synth", "--classes", "3", "-o", str(tmp_path / "p.npz")]) == 1
     assert "--classes needs --classification" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_large_problem_gets_one_short_line_without_its_token_list(tmp_path, capsys) -> None:
+    """n = 2,000: the summary is one line of bounded length (no 2,000-entry list, no exact token
+    scores computed for it) and points to `mdcert info`."""
+    out = tmp_path / "big.npz"
+    assert (
+        main(["synth", "--n", "2000", "--T", "4", "--d", "3", "--min-T", "2", "-o", str(out)]) == 0
+    )
+    text = capsys.readouterr().out.strip()
+    assert text.count("\n") == 0 and len(text) < 300
+    assert "not listed for n > 20" in text and "mdcert info big.npz" in text
+    assert "lengths 2..4" in text
+    assert AttentionProblem.load(out).n == 2000

@@ -19,6 +19,7 @@ from certify.errors import MdcertError
 __all__ = [
     "DyadicArray",
     "dyadic",
+    "dyadic_parts",
     "parse_p",
     "parse_nonnegative",
     "conjugate",
@@ -318,6 +319,28 @@ def ldexp_array(ints: np.ndarray, exp: int) -> np.ndarray:
         return np.frompyfunc(lambda k: _ldexp_round(k, exp), 1, 1)(ints).astype(np.float64)
 
 
+def dyadic_parts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The exact parts of a finite float64 array: ``values = k * 2**(shift + common)`` entrywise, with
+    ``k`` int64 odd (``|k| < 2^53``; 0 where the value is 0), ``shift >= 0`` int64 (0 where the value
+    is 0) and ``common`` the smallest exponent of a nonzero entry (`dyadic` is ``k << shift``)."""
+    a = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise MdcertError("array contains NaN or Inf; exact arithmetic needs finite float64 data")
+    mant, e = np.frexp(a)  # a = mant * 2**e, 0.5 <= |mant| < 1
+    k = (mant * 2.0**53).astype(np.int64)  # exact integer mantissa
+    e = e.astype(np.int64) - 53
+    nz = k != 0
+    if not np.any(nz):
+        return np.zeros(a.shape, dtype=np.int64), np.zeros(a.shape, dtype=np.int64), 0
+    low = k & -k  # lowest set bit
+    tz = np.zeros(a.shape, dtype=np.int64)
+    tz[nz] = np.round(np.log2(np.abs(low[nz]).astype(np.float64))).astype(np.int64)
+    k = np.where(nz, k >> tz, 0)
+    e = np.where(nz, e + tz, 0)
+    common = int(e[nz].min())
+    return k, np.where(nz, e - common, 0), common
+
+
 def dyadic(values: np.ndarray) -> DyadicArray:
     """Exact integer-times-power-of-two view of a finite float64 array.
 
@@ -327,22 +350,10 @@ def dyadic(values: np.ndarray) -> DyadicArray:
     Returns:
         `DyadicArray` whose value equals ``values`` exactly (no rounding).
     """
-    a = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        raise MdcertError("array contains NaN or Inf; exact arithmetic needs finite float64 data")
-    mant, e = np.frexp(a)  # a = mant * 2**e, 0.5 <= |mant| < 1
-    k = (mant * 2.0**53).astype(np.int64)  # exact integer mantissa
-    e = e.astype(np.int64) - 53
+    k, shift, common = dyadic_parts(values)
     nz = k != 0
     if not np.any(nz):
-        return DyadicArray(np.zeros(a.shape, dtype=np.int64), 0)
-    low = k & -k  # lowest set bit
-    tz = np.zeros(a.shape, dtype=np.int64)
-    tz[nz] = np.round(np.log2(np.abs(low[nz]).astype(np.float64))).astype(np.int64)
-    k = np.where(nz, k >> tz, 0)
-    e = np.where(nz, e + tz, 0)
-    common = int(e[nz].min())
-    shift = np.where(nz, e - common, 0)
+        return DyadicArray(np.zeros(k.shape, dtype=np.int64), 0)
     bits = np.where(nz, np.floor(np.log2(np.maximum(np.abs(k), 1))).astype(np.int64) + 1, 0)
     if int((bits + shift).max()) <= 62:
         return DyadicArray(np.where(nz, k << shift, 0).astype(np.int64), common)

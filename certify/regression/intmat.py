@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["IntMatrix", "int_matvec", "int_rmatvec", "int_gram"]
+__all__ = ["IntMatrix"]
 
 _B = 16
 _MASK = (1 << _B) - 1
@@ -48,16 +48,12 @@ def _digits_of(Z: np.ndarray) -> list[np.ndarray]:
     Z = np.asarray(Z)
     if Z.dtype != object and Z.dtype != np.int64:
         raise ValueError("integer arrays must be int64 or Python ints")
-    top = max(abs(int(Z.max())), abs(int(Z.min()))).bit_length() if Z.size else 0
-    count = _count(top)
     if Z.dtype == np.int64:
+        count = _count(max(abs(int(Z.max())), abs(int(Z.min()))).bit_length() if Z.size else 0)
         digits = [(Z >> (_B * k)) & _MASK for k in range(count - 1)]
         return digits + [Z >> (_B * (count - 1))]  # floor shift: -2^15 <= top digit < 2^15
-    flat = [int(x) for x in Z.ravel()]
-    buf = b"".join(x.to_bytes(2 * count, "little", signed=True) for x in flat)
-    D = np.frombuffer(buf, dtype="<u2").reshape(len(flat), count).astype(np.int64)
-    D[:, -1] = np.frombuffer(buf, dtype="<i2").reshape(len(flat), count)[:, -1]
-    return [D[:, k].reshape(Z.shape) for k in range(count)]
+    D = _vector_digits(Z.ravel())
+    return [D[:, k].reshape(Z.shape) for k in range(D.shape[1])]
 
 
 def _float_digits(k: np.ndarray, shift: np.ndarray) -> list[np.ndarray]:
@@ -102,9 +98,8 @@ def _exact_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     for s in range(0, max(inner, 1), _BLOCK):
         a, b = A[:, s : s + _BLOCK], B[s : s + _BLOCK]
         if blas:
-            P = (a.astype(np.float64, copy=False) @ b.astype(np.float64, copy=False)).astype(
-                np.int64
-            )
+            a, b = a.astype(np.float64, copy=False), b.astype(np.float64, copy=False)
+            P = (a @ b).astype(np.int64)
         else:
             P = a.astype(np.int64, copy=False) @ b.astype(np.int64, copy=False)
         out = P if out is None else out + P
@@ -232,18 +227,3 @@ class IntMatrix:
                 products += [(j + k, P.ravel())] + ([(j + k, P.T.ravel())] if k != j else [])
         C = _digit_sums(products, (n * n, 2 * J - 1), _blocks(m))
         return np.array(_to_ints(C), dtype=object).reshape(n, n)
-
-
-def int_matvec(Z, v: Sequence[int]) -> list[int]:
-    """``Z v`` exactly (Z an `IntMatrix` or an integer array)."""
-    return (Z if isinstance(Z, IntMatrix) else IntMatrix(Z)).matvec(v)
-
-
-def int_rmatvec(Z, v: Sequence[int]) -> list[int]:
-    """``Z^T v`` exactly (Z an `IntMatrix` or an integer array)."""
-    return (Z if isinstance(Z, IntMatrix) else IntMatrix(Z)).rmatvec(v)
-
-
-def int_gram(Z) -> np.ndarray:
-    """``Z Z^T`` exactly (Z an `IntMatrix` or an integer array)."""
-    return (Z if isinstance(Z, IntMatrix) else IntMatrix(Z)).gram()

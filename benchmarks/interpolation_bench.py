@@ -104,10 +104,15 @@ def clarabel(kind: str, N: int, D: int, p: str) -> dict:
 def _child(case: str, part: str, timeout: float) -> dict:
     cmd = [sys.executable, __file__, "--one", case, "--part", part]
     t0 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {f"{part}_error": f"timed out after {time.perf_counter() - t0:.0f} s"}
+    except subprocess.TimeoutExpired:  # killed and waited for: its CPU time is in RUSAGE_CHILDREN
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return {
+            f"{part}_error": f"cut after {time.perf_counter() - t0:.0f} s wall ({cpu:.0f} s CPU)"
+        }
     if run.returncode != 0:
         return {f"{part}_error": f"failed: {run.stderr[-300:]}"}
     return json.loads(run.stdout.strip().splitlines()[-1])

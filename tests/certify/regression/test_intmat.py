@@ -100,7 +100,7 @@ def test_block_sums_and_the_python_int_fallback_are_exact(monkeypatch) -> None:
     rng = np.random.default_rng(2)
     Z = np.array([[int(k) << 70 for k in row] for row in rng.integers(-999, 999, (3, 11))], object)
     v = [int(k) << 100 for k in rng.integers(-(1 << 40), 1 << 40, size=11)]
-    for block, summands in ((4, 1 << 9), (4, 3), (1, 11)):
+    for block, summands in ((4, 1 << 9), (8, 3), (2, 11)):
         monkeypatch.setattr(intmat, "_BLOCK", block)
         monkeypatch.setattr(intmat, "_MAX_SUMMANDS", summands)
         M = IntMatrix(Z)

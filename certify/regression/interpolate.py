@@ -5,10 +5,12 @@ the minimum-norm interpolator. Pipeline (everything before the last step is a wa
 evidence):
 
 1. float dual Newton on ``max_mu y^T mu - (1/q)||X^T mu||_q^q`` (X, y rescaled by powers of two),
-   started at the least-squares dual ``(X X^T)^-1 y``, with a backtracking line search;
+   started at the least-squares dual ``(X X^T)^-1 y``, with a backtracking line search (for q < 2
+   through two intermediate exponents);
 2. high-precision refinement: each step forms ``X^T mu`` exactly, the primal point
-   ``beta = phi(X^T mu)`` (``phi(u) = sign(u)|u|^(q-1)``) in ``arb`` rounded to a dyadic vector, and
-   the dual residual ``y - X beta`` exactly, then takes a Newton step with the float Hessian;
+   ``beta = phi(X^T mu)`` (``phi(u) = sign(u)|u|^(q-1)``) rounded to a dyadic vector (integer
+   arithmetic for q = 2, 3, 3/2, ``arb`` otherwise), and the dual residual ``y - X beta`` exactly,
+   then takes a Newton step with one float Hessian;
 3. the certificate: ``beta~``, ``mu`` and bounds computed by the independent checker's own functions
    (`certify.regression.check`), so what the solver claims is exactly what the checker accepts.
 

@@ -19,6 +19,7 @@ from certify.errors import MdcertError
 __all__ = [
     "DyadicArray",
     "dyadic",
+    "dyadic_parts",
     "odd_mantissas",
     "parse_p",
     "parse_nonnegative",
@@ -335,6 +336,17 @@ def odd_mantissas(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return np.where(nz, k >> tz, 0), np.where(nz, e + tz, 0), nz
 
 
+def dyadic_parts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The exact parts of a finite float64 array: ``values = k * 2**(shift + common)`` entrywise, with
+    ``k`` int64 odd (``|k| < 2^53``; 0 where the value is 0), ``shift >= 0`` int64 (0 where the value
+    is 0) and ``common`` the smallest exponent of a nonzero entry (`dyadic` is ``k << shift``)."""
+    k, e, nz = odd_mantissas(values)
+    if not np.any(nz):
+        return k, np.zeros(k.shape, dtype=np.int64), 0
+    common = int(e[nz].min())
+    return k, np.where(nz, e - common, 0), common
+
+
 def dyadic(values: np.ndarray) -> DyadicArray:
     """Exact integer-times-power-of-two view of a finite float64 array.
 
@@ -345,11 +357,10 @@ def dyadic(values: np.ndarray) -> DyadicArray:
         `DyadicArray` whose value equals ``values`` exactly (no rounding); its exponent is the
         smallest ``e`` of `odd_mantissas` over the nonzero entries (0 for an all-zero array).
     """
-    k, e, nz = odd_mantissas(values)
+    k, shift, common = dyadic_parts(values)
+    nz = k != 0
     if not np.any(nz):
         return DyadicArray(np.zeros(k.shape, dtype=np.int64), 0)
-    common = int(e[nz].min())
-    shift = np.where(nz, e - common, 0)
     bits = np.where(nz, np.floor(np.log2(np.maximum(np.abs(k), 1))).astype(np.int64) + 1, 0)
     if int((bits + shift).max()) <= 62:
         return DyadicArray(np.where(nz, k << shift, 0).astype(np.int64), common)

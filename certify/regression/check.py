@@ -117,11 +117,12 @@ def residual_bound(Zx, ex: int, R: list[int], er: Fraction, p: Fraction) -> Frac
     return upper_ball(c * _arb(sq).sqrt())
 
 
-def lower_bound_ball(Zx, ex: int, Zy, ey: int, m_ints, q: Fraction):
-    """Ball of ``y^T mu / ||X^T mu||_q`` (the dyadic scale and denominator of mu cancel)."""
+def lower_bound_ball(Zx, ex: int, Zy, ey: int, m_ints, q: Fraction, *, u=None):
+    """Ball of ``y^T mu / ||X^T mu||_q`` (the dyadic scale and denominator of mu cancel); ``u``, when
+    the caller (the solver) has it, is ``Zx^T m_ints`` (the checker recomputes it)."""
     from flint import arb
 
-    u = Zx.rmatvec(m_ints)
+    u = Zx.rmatvec(m_ints) if u is None else u
     num = sum(int(a) * int(b) for a, b in zip(Zy, m_ints))
     if num <= 0 or not any(u):
         return arb(0)
@@ -194,16 +195,16 @@ def _check(
         claim("p", cert.p == p, f"certificate p = {cert.p}, expected {p}")
     if failures or cert.status is InterpStatus.NO_VERIFIED_RESULT:
         return InterpCheck(not failures, tuple(checked), tuple(failures))
-    dx, dy = dyadic(problem.X), dyadic(problem.y)
-    Zx, Zy = IntMatrix(dx.ints), [int(k) for k in dy.ints]
+    (Zx, ex), dy = IntMatrix.of_float(problem.X), dyadic(problem.y)
+    Zy = [int(k) for k in dy.ints]
     if cert.status is InterpStatus.INCONSISTENT:
         g = cert.kernel.ints
         claim("X^T g = 0", not any(Zx.rmatvec(g)), "X^T g is not exactly zero")
         claim("y^T g != 0", sum(a * b for a, b in zip(Zy, g)) != 0, "y^T g is zero")
         return InterpCheck(not failures, tuple(checked), tuple(failures))
     b, mu, pp = cert.beta, cert.mu, cert.p
-    R, scale = residual_of(Zx, dx.exp, Zy, dy.exp, b)
-    e = residual_bound(Zx, dx.exp, R, scale, pp)
+    R, scale = residual_of(Zx, ex, Zy, dy.exp, b)
+    e = residual_bound(Zx, ex, R, scale, pp)
     claim(
         "residual",
         e is not None and e <= cert.residual_upper,
@@ -214,7 +215,7 @@ def _check(
     if e is None:
         return InterpCheck(False, tuple(checked), tuple(failures))
     ub = norm_ball(b.ints, Fraction(2) ** b.exp / b.den, pp) + _arb(e)
-    lb = lower_bound_ball(Zx, dx.exp, Zy, dy.exp, mu.ints, conjugate(pp))
+    lb = lower_bound_ball(Zx, ex, Zy, dy.exp, mu.ints, conjugate(pp))
     ub_up, lb_lo = upper_ball(ub), lower_ball(lb)
     claim(
         "opt_upper",

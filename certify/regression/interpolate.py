@@ -5,10 +5,12 @@ the minimum-norm interpolator. Pipeline (everything before the last step is a wa
 evidence):
 
 1. float dual Newton on ``max_mu y^T mu - (1/q)||X^T mu||_q^q`` (X, y rescaled by powers of two),
-   started at the least-squares dual ``(X X^T)^-1 y``, with a backtracking line search;
+   started at the least-squares dual ``(X X^T)^-1 y``, with a backtracking line search (for q < 2
+   through two intermediate exponents);
 2. high-precision refinement: each step forms ``X^T mu`` exactly, the primal point
-   ``beta = phi(X^T mu)`` (``phi(u) = sign(u)|u|^(q-1)``) in ``arb`` rounded to a dyadic vector, and
-   the dual residual ``y - X beta`` exactly, then takes a Newton step with the float Hessian;
+   ``beta = phi(X^T mu)`` (``phi(u) = sign(u)|u|^(q-1)``) rounded to a dyadic vector (integer
+   arithmetic for q = 2, 3, 3/2, ``arb`` otherwise), and the dual residual ``y - X beta`` exactly,
+   then takes a Newton step with one float Hessian;
 3. the certificate: ``beta~``, ``mu`` and bounds computed by the independent checker's own functions
    (`certify.regression.check`), so what the solver claims is exactly what the checker accepts.
 
@@ -18,12 +20,13 @@ python-flint's exact nullspace when N is at most `EXACT_KERNEL_LIMIT`.
 
 from __future__ import annotations
 
+import math
 import time
 from fractions import Fraction
 
 import numpy as np
 
-from certify.exact import conjugate, dyadic, parse_p
+from certify.exact import conjugate, dyadic, ldexp_array, parse_p
 from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
 from certify.regression.check import distance_upper, lower_bound_ball, norm_ball, residual_bound
 from certify.regression.exactstep import SolveResult
@@ -48,28 +51,55 @@ def _phi(u: np.ndarray, q: float) -> np.ndarray:
 def _dual_newton(
     X: np.ndarray, y: np.ndarray, q: float, *, tol: float = 1e-14, max_iter: int = 100
 ):
-    """Float Newton on the concave dual; returns (mu, float Hessian factor, steps)."""
+    """Float Newton on the concave dual from the least-squares dual; for q < 2 (p > 2, where the
+    Hessian weights ``|u|^(q-2)`` blow up near ``u = 0``) through the exponents ``q + 0.6 (2 - q)``,
+    ``q + 0.3 (2 - q)`` first, which halves the Newton steps on Gaussian data. Returns (mu, steps)."""
     G = X @ X.T
-    mu = np.linalg.lstsq(G, y, rcond=None)[0]
+    try:  # an LU solve: the SVD of lstsq costs 2.6 s at N = 1,000 (kept where G is singular)
+        mu = np.linalg.solve(G, y)
+    except np.linalg.LinAlgError:
+        mu = np.full(len(y), np.nan)
+    if not np.all(np.isfinite(mu)):
+        mu = np.linalg.lstsq(G, y, rcond=None)[0]
+    total = 0
+    for qk in ([q + 0.6 * (2 - q), q + 0.3 * (2 - q)] if q < 2 else []) + [q]:
+        mu, steps = _newton(X, y, qk, mu, tol=tol if qk == q else 1e-3, max_iter=max_iter)
+        total += steps
+    return mu, total
+
+
+def _newton(X: np.ndarray, y: np.ndarray, q: float, mu: np.ndarray, *, tol: float, max_iter: int):
+    """Damped Newton (Armijo backtracking on the dual value); below a relative gradient of 1e-6,
+    where float64 cannot resolve the value's decrease, a full step is taken when it lowers the
+    gradient norm. Returns (mu, steps)."""
+    ny = max(np.linalg.norm(y), 1e-300)
 
     def value(m):
-        u = X.T @ m
-        return float(y @ m - np.sum(np.abs(u) ** q) / q)
+        return float(y @ m - np.sum(np.abs(X.T @ m) ** q) / q)
+
+    def gradient(m):
+        return y - X @ _phi(X.T @ m, q)
 
     steps, f, best = 0, value(mu), np.inf
+    g = gradient(mu)
     for steps in range(1, max_iter + 1):
-        u = X.T @ mu
-        g = y - X @ _phi(u, q)
-        gn = np.linalg.norm(g) / max(np.linalg.norm(y), 1e-300)
+        gn = np.linalg.norm(g) / ny
         if gn <= tol or (gn < 1e-9 and gn > 0.5 * best):  # converged, or stalled at float accuracy
             break
         best = min(best, gn)
+        u = X.T @ mu
         w = (q - 1) * np.maximum(np.abs(u), 1e-300) ** (q - 2)
         H = (X * w) @ X.T
         try:
             d = np.linalg.solve(H + 1e-300 * np.eye(len(y)), g)
         except np.linalg.LinAlgError:
             d = np.linalg.lstsq(H, g, rcond=None)[0]
+        if gn < 1e-6:
+            g_new = gradient(mu + d)
+            if np.linalg.norm(g_new) / ny < gn:
+                mu, g = mu + d, g_new
+                f = value(mu)
+                continue
         t = 1.0
         while t > 1e-12:
             f_new = value(mu + t * d)
@@ -77,6 +107,7 @@ def _dual_newton(
                 break
             t /= 2
         mu, f = mu + t * d, value(mu + t * d)
+        g = gradient(mu)
     return mu, steps
 
 
@@ -93,11 +124,26 @@ def _mid_int(v, shift: int) -> int:
     return man << exp if exp >= 0 else man >> -exp
 
 
+def _round_ints(ints: list[int], e: int, bits: int) -> tuple[list[int], int]:
+    """``ints 2^e`` floored to ``bits`` significant bits of the largest entry (a warm start only)."""
+    sh = (max(max(ints), -min(ints)).bit_length() if ints else 0) - bits
+    return ([k >> sh for k in ints], e + sh) if sh > 0 else (ints, e)
+
+
 def _phi_exact(u_ints: list[int], scale_exp: int, q: Fraction, bits: int) -> tuple[list[int], int]:
     """``phi(u)`` for ``u = u_ints 2^scale_exp``, rounded to integers times ``2^e`` (e chosen so the
-    largest entry has about ``bits`` bits). Exact for q = 3 (p = 3/2): ``phi(u) = u |u|``."""
+    largest entry has about ``bits`` bits): integer arithmetic for q = 2 (the identity), q = 3
+    (``u |u|``) and q = 3/2 (``sign(u) isqrt``), ``arb`` powers otherwise."""
+    if q == 2:
+        return _round_ints(u_ints, scale_exp, bits)
     if q == 3:
-        return [k * abs(k) for k in u_ints], 2 * scale_exp
+        return _round_ints([k * abs(k) for k in u_ints], 2 * scale_exp, bits)
+    if q == Fraction(3, 2):  # sqrt(|k| 2^se) = isqrt(|k| 2^(se - 2e)) 2^e
+        top = max(max(u_ints), -min(u_ints)).bit_length() if u_ints else 0
+        e = (top + scale_exp - 2 * bits) // 2
+        t = scale_exp - 2 * e
+        roots = [math.isqrt(abs(k) << t if t >= 0 else abs(k) >> -t) for k in u_ints]
+        return [r if k > 0 else -r for k, r in zip(u_ints, roots)], e
     from flint import arb, ctx, fmpq
 
     with ctx.workprec(bits + 64):
@@ -114,6 +160,40 @@ def _phi_exact(u_ints: list[int], scale_exp: int, q: Fraction, bits: int) -> tup
             for k, v in zip(u_ints, vals)
         ]
     return out, e
+
+
+def _refine(
+    X, Zx: IntMatrix, ex: int, Zy: list[int], ey: int, mu, q: Fraction, bits: int, steps: int
+):
+    """High-precision Newton steps on the dual (module docstring, step 2), with one float Hessian
+    ``X diag((q-1)|X^T mu|^(q-2)) X^T`` formed once at the float dual point (the steps move mu by
+    about 1e-14 relative). Returns ``(m, em, u, b, eb, R, s)``: the dual point ``m 2^em``,
+    ``X^T mu = u 2^(ex + em)`` exactly, the primal point ``beta~ = b 2^eb = phi(X^T mu)`` rounded and
+    its exact residual ``y - X beta~ = R 2^s``."""
+    qf = float(q)
+    m_ints, m_exp = _to_ints(mu)
+    w = (qf - 1) * np.maximum(np.abs(X.T @ mu), 1e-300) ** (qf - 2)
+    with np.errstate(all="ignore"):
+        H = (X * w) @ X.T
+    for it in range(steps + 1):
+        u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
+        b_ints, b_exp = _phi_exact(u, ex + m_exp, q, bits)
+        Xb = Zx.matvec(b_ints)
+        s = min(ey, ex + b_exp)
+        R = [(zy << (ey - s)) - (xb << (ex + b_exp - s)) for zy, xb in zip(Zy, Xb)]
+        if it == steps or not any(R):
+            break
+        try:
+            d = np.linalg.solve(H, ldexp_array(np.array(R, dtype=object), s))
+        except np.linalg.LinAlgError:
+            break
+        if not np.all(np.isfinite(d)):
+            break
+        d_ints, d_exp = _to_ints(d)
+        e = min(m_exp, d_exp)
+        m_ints = [(a << (m_exp - e)) + (c << (d_exp - e)) for a, c in zip(m_ints, d_ints)]
+        m_exp = e
+    return m_ints, m_exp, u, b_ints, b_exp, R, s
 
 
 #: below this many flops per Newton Hessian (N^2 D) the solve runs on one BLAS thread: small products
@@ -154,8 +234,8 @@ def _certify(
     t0 = time.perf_counter()
     pp = parse_p(p)
     q = conjugate(pp)
-    dx, dy = dyadic(problem.X), dyadic(problem.y)
-    Zx, Zy = IntMatrix(dx.ints), [int(k) for k in dy.ints]
+    (Zx, ex), dy = IntMatrix.of_float(problem.X), dyadic(problem.y)
+    Zy = [int(k) for k in dy.ints]
     h, shape = problem.data_hash(), (problem.N, problem.D)
     sx = float(np.abs(problem.X).max()) or 1.0
     sy = float(np.abs(problem.y).max()) or 1.0
@@ -189,52 +269,30 @@ def _certify(
     log_t = (float(pp) - 1) * np.log2(cy) - float(pp) * np.log2(cx)
     mu = mu * 2.0**log_t if abs(log_t) < 1000 else np.ldexp(mu, int(round(log_t)))
     with ctx.workprec(prec or bits + 64):
-        # refinement in the original units: u = X^T mu exactly, beta = phi(u), residual exactly
-        m_ints, m_exp = _to_ints(mu)
-        X_f = problem.X
-        for _ in range(refine_steps):
-            u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
-            b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
-            Xb = Zx.matvec(b_ints)
-            s = min(dy.exp, dx.exp + b_exp)
-            R = [
-                zy * (1 << (dy.exp - s)) - xb * (1 << (dx.exp + b_exp - s))
-                for zy, xb in zip(Zy, Xb)
-            ]
-            if not any(R):
-                break
-            r = np.array([float(Fraction(k) * Fraction(2) ** s) for k in R])
-            uf = np.array([float(Fraction(k) * Fraction(2) ** (dx.exp + m_exp)) for k in u])
-            w = (float(q) - 1) * np.maximum(np.abs(uf), 1e-300) ** (float(q) - 2)
-            try:
-                d = np.linalg.solve((X_f * w) @ X_f.T, r)
-            except np.linalg.LinAlgError:
-                break
-            d_ints, d_exp = _to_ints(d)
-            e = min(m_exp, d_exp)
-            m_ints = [
-                a * (1 << (m_exp - e)) + c * (1 << (d_exp - e)) for a, c in zip(m_ints, d_ints)
-            ]
-            m_exp = e
-        u = Zx.rmatvec(m_ints)
-        b_ints, b_exp = _phi_exact(u, dx.exp + m_exp, q, bits)
+        m_ints, m_exp, u, b_ints, b_exp, R, s = _refine(
+            problem.X, Zx, ex, Zy, dy.exp, mu, q, bits, refine_steps
+        )
         beta = ExactVec(tuple(b_ints), b_exp)
         if pp == Fraction(3, 2):  # block data: the exact closed form (docs/theory.md section 8.2)
-            beta = block_l32_solution(problem) or beta
-        cert = _certificate(pp, q, h, shape, Zx, dx.exp, Zy, dy.exp, beta, m_ints, m_exp)
+            closed = block_l32_solution(problem)
+            if closed is not None:
+                beta, R = closed, None
+        cert = _certificate(pp, q, h, shape, Zx, ex, Zy, dy.exp, beta, m_ints, m_exp, R, s, u)
     return InterpResult(cert, time.perf_counter() - t0, steps)
 
 
 def _certificate(
-    pp, q, h, shape, Zx, ex, Zy, ey, beta: ExactVec, m_ints, m_exp
+    pp, q, h, shape, Zx, ex, Zy, ey, beta: ExactVec, m_ints, m_exp, R, s: int, u
 ) -> InterpolationCertificate:
+    """The bounds of the certificate by the checker's own functions; ``R 2^s`` is the residual of
+    ``beta`` (None: recomputed) and ``u 2^(ex + m_exp) = X^T mu`` (both exact, from `_refine`)."""
     from certify.regression.check import (
         lower_ball,
         residual_of,
         upper_ball,
     )  # the checker's own functions
 
-    R, scale = residual_of(Zx, ex, Zy, ey, beta)
+    R, scale = residual_of(Zx, ex, Zy, ey, beta) if R is None else (R, Fraction(2) ** s)
     e = residual_bound(Zx, ex, R, scale, pp)
     if e is None:
         return InterpolationCertificate(
@@ -247,7 +305,7 @@ def _certificate(
             "X beta = y exactly; remove dependent rows",
         )
     ub = upper_ball(norm_ball(beta.ints, Fraction(2) ** beta.exp / beta.den, pp) + _arb_of(e))
-    lb = lower_ball(lower_bound_ball(Zx, ex, Zy, ey, m_ints, q))
+    lb = lower_ball(lower_bound_ball(Zx, ex, Zy, ey, m_ints, q, u=u))
     if ub is None or lb is None or lb <= 0:
         return InterpolationCertificate(
             InterpStatus.NO_VERIFIED_RESULT,

@@ -29,7 +29,7 @@ def test_chance_is_the_majority_training_label():
 
 def test_text_data_is_a_prefix_split_with_cached_embeddings(tmp_path):
     from experiments.data.corpus import read_corpus
-    from experiments.data.sentence import sentence_embeddings
+    from experiments.data.sentence import cached_sentence_embeddings, sentence_embeddings
 
     tc = pt.TaskConfig("text", 8, 1, 16, {}, snippets=60, cache_dir=str(tmp_path))
     task, train, val, test, info = pt.load_task(tc, reload=True)
@@ -40,8 +40,11 @@ def test_text_data_is_a_prefix_split_with_cached_embeddings(tmp_path):
     order = np.random.default_rng(0).permutation(len(corpus))[:60]
     assert np.array_equal(task.labels.numpy(), (corpus.labels[order] > 0).astype(int))
     assert info["fresh"] == int(task.labels.sum())
-    first = sentence_embeddings([corpus.texts[order[0]]])[0]
-    assert np.array_equal(task.images[0].double().numpy(), first)  # float32 values: exact
+    raw, _ = cached_sentence_embeddings(corpus, order, cache_dir=tmp_path)
+    assert np.array_equal(raw[0], sentence_embeddings([corpus.texts[order[0]]])[0])
+    z = (raw - raw[train].mean(axis=0)) / raw[train].std(axis=0)  # standardized by the train split
+    assert np.allclose(task.images.double().numpy(), z, atol=1e-5)
+    assert np.allclose(task.images[train].double().mean(0).numpy(), 0.0, atol=1e-5)
     again = pt.load_task(tc, reload=True)[4]
     assert again["cache"]["reused"] == 1 and again["cache"]["encoded"] == 0
     assert again["rows_sha256"] == info["rows_sha256"]

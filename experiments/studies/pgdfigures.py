@@ -144,6 +144,15 @@ def task_figures(root: Path, entry: dict) -> dict:
                     color="C0",
                     label="certified max-margin 1/OPT",
                 )
+            elif m["status"] == "infeasible":
+                ax.plot(
+                    [i - 0.1],
+                    [0.0],
+                    "s",
+                    color="grey",
+                    mfc="none",
+                    label="not separable (exact Gordan certificate), drawn at 0",
+                )
             ax.plot(
                 [i + 0.1],
                 [m["trained_margin"]],

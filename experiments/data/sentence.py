@@ -14,11 +14,20 @@ without sentence-transformers:
    sentence-transformers), in float64, divided by its l2 norm (the Normalize module);
 4. rounded to float32 (the encoder's own precision; the digits beyond it are rounding noise) and
    stored as float64, so every entry is a dyadic rational with a 24-bit significand.
+
+`cached_sentence_embeddings` (``mdcert study pgd --task text``, docs/theory.md section 7.4) keeps
+them in the one content-keyed store (`experiments.runtime.store`): the snippets are encoded in
+chunks of consecutive entries of the requested order, each chunk one record
+``<cache>/text-sentence-KEY.npz`` (float32 values, the file rows); KEY hashes the corpus digest, the
+chunk's file rows, the tokenizer and weights digests and the pooling, so a rerun, an interrupted
+encoding or a larger request that begins with the same order reuses every finished chunk. Since an
+embedding does not depend on the other snippets, the cached values are the ones computed.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -26,7 +35,23 @@ import numpy as np
 from experiments.data.extras import require
 from experiments.data.tokenizer import MODEL_FILES, load_tokenizer, model_file
 
-__all__ = ["MAX_SEQ_LENGTH", "POOLING", "WIDTH", "sentence_embeddings", "encoder_record"]
+__all__ = [
+    "MAX_SEQ_LENGTH",
+    "POOLING",
+    "WIDTH",
+    "CACHE_FORMAT",
+    "CACHE_PREFIX",
+    "CHUNK",
+    "sentence_embeddings",
+    "encoder_record",
+    "cached_sentence_embeddings",
+]
+
+#: the store records of `cached_sentence_embeddings`
+CACHE_FORMAT = "mdcert-sentence-embeddings/1"
+CACHE_PREFIX = "text-sentence-"
+#: snippets per cache record (about 10 s of encoding on one core)
+CHUNK = 500
 
 #: sentence_bert_config.json of the wheel
 MAX_SEQ_LENGTH = 256
@@ -89,3 +114,76 @@ def sentence_embeddings(texts: Sequence[str], *, progress: bool = False) -> np.n
         mean = hidden.astype(np.float64).mean(axis=0)
         out[i] = mean / np.linalg.norm(mean)
     return out.astype(np.float32).astype(np.float64)
+
+
+def _chunk_key(corpus, rows: np.ndarray) -> str:
+    from experiments.runtime.store import content_key
+
+    return content_key(
+        {
+            "format": CACHE_FORMAT,
+            "corpus": corpus.sha256,
+            "rows": [int(r) for r in rows],
+            "tokenizer": model_file("tokenizer.json")[1],
+            "weights": model_file("model.safetensors")[1],
+            "pooling": POOLING,
+            "max_seq_length": MAX_SEQ_LENGTH,
+        },
+        length=20,
+    )
+
+
+def _read_chunk(path: Path, rows: np.ndarray) -> np.ndarray | None:
+    try:
+        with np.load(path, allow_pickle=False) as fh:
+            X, back = fh["embeddings"], fh["rows"]
+    except Exception:  # a damaged or foreign file: recompute and replace it
+        return None
+    ok = X.shape == (len(rows), WIDTH) and X.dtype == np.float32 and np.array_equal(back, rows)
+    return X.astype(np.float64) if ok and np.isfinite(X).all() else None
+
+
+def cached_sentence_embeddings(
+    corpus,
+    order: Sequence[int],
+    *,
+    cache_dir: str | Path | None = None,
+    chunk: int = CHUNK,
+    progress: bool = False,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The embeddings of ``corpus.texts[i]`` for ``i`` in ``order`` (float64 rows, float32 values).
+
+    Chunk ``c`` is ``order[c * chunk : (c + 1) * chunk]``, one store record each (module docstring);
+    only missing chunks are encoded. Returns ``(X, info)``: ``info`` has ``cache_dir``, ``chunks``,
+    ``reused`` and ``encoded`` (chunk counts) and ``keys``.
+
+    Raises:
+        MdcertError: an unwritable cache directory, a missing library or wheel (one line).
+    """
+    from experiments.data.encoder import check_cache_dir
+    from experiments.runtime.store import RunStore
+
+    store = RunStore(check_cache_dir(cache_dir), prefix=CACHE_PREFIX, suffix=".npz")
+    order = np.asarray(order, dtype=np.int64)
+    parts, keys, reused = [], [], 0
+    for start in range(0, len(order), chunk):
+        idx = order[start : start + chunk]
+        rows = np.asarray(corpus.rows[idx], dtype=np.int64)
+        key = _chunk_key(corpus, rows)
+        path = store.path(key)
+        X = _read_chunk(path, rows) if path.is_file() else None
+        if X is None:
+            X = sentence_embeddings([corpus.texts[i] for i in idx], progress=progress)
+            store.write_npz(key, {"embeddings": X.astype(np.float32), "rows": rows})
+        else:
+            reused += 1
+        parts.append(X)
+        keys.append(key)
+    info = {
+        "cache_dir": str(store.root),
+        "chunks": len(keys),
+        "reused": reused,
+        "encoded": len(keys) - reused,
+        "keys": keys,
+    }
+    return (np.vstack(parts) if parts else np.zeros((0, WIDTH))), info

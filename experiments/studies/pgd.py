@@ -1,22 +1,25 @@
-"""``mdcert study pgd``: p-GD on a small MLP on scikit-learn's digits, measured (docs/theory.md section 7.4).
+"""``mdcert study pgd``: p-GD on small MLPs on scikit-learn's digits and on MiniLM sentence
+features of movie-review snippets, measured (docs/theory.md section 7.4).
 
 The deep-net claims of arXiv 2205.12808 about p-GD (mirror descent with ``psi = ||w||_p^p / p``,
-`LpMirrorDescent`), measured offline: test accuracy against p with intervals and the chance
+`LpMirrorDescent`), measured offline: test accuracy against p with intervals and the majority-class
 baseline, the weights' sparsity against p, the certified l_p max-margin of the last-layer features,
 and the time per training step against ``torch.optim.SGD``. Nothing of this study proves a property
 of the training; the margins are certified for the features the trained networks produce.
 
-Data and split: `experiments.studies.vision.load_digits_task` (the vision study's: 20% test, 10% of
-the rest validation, ``numpy`` seed 0). Model: `experiments.studies.pgdnet.DigitsMLP` (``--width``
-64: 64 -> 64 -> 32 -> 10). Protocol (like `experiments.studies.protocol`): each p's step size is tuned
-on validation (seed 0, one run per value of its grid, best final validation accuracy, a diverged run
-scores -1; ``--quick`` (one value per p) and ``--lr`` are not tuned), then seeds ``seed_start ..`` train with it.
-Every run, timing and certificate is one record of the study directory (`experiments.studies.runner`),
-stored as it finishes, so an interrupted study resumes. Runs are in-process (``--workers`` unused).
-``--save-features`` also writes, for each final run trained now, the last hidden layer of its train
-and test images and the head's weights to ``DIR/features/KEY.npz``
+Tasks (``--task digits|text|both``, default both; `experiments.studies.pgdtasks`): ``digits``
+(`experiments.studies.pgdnet.DigitsMLP` on the vision study's split) and ``text``
+(`experiments.studies.pgdnet.TextMLP` on cached MiniLM sentence embeddings of the Rotten Tomatoes
+snippets, fresh against rotten). Protocol per task (like `experiments.studies.protocol`): each p's
+step size is tuned on validation (seed 0, one run per value of its grid, best final validation
+accuracy, a diverged run scores -1; ``--quick`` (one value per p) and ``--lr`` are not tuned), then
+seeds ``seed_start ..`` train with it. Every run, timing and certificate is one record of the study
+directory (`experiments.studies.runner`), stored as it finishes, and every chunk of the sentence
+encoding one record of the embedding cache, so an interrupted study resumes. Runs are in-process
+(``--workers`` unused). ``--save-features`` also writes, for each digits final run trained now, the
+last hidden layer of its train and test images and the head's weights to ``DIR/features/KEY.npz``
 (`experiments.studies.pgdnet.save_features`; ``mdcert data features`` reads them as a
-classification problem, `experiments.data.features`).
+classification problem, `experiments.data.features`); text runs write none.
 """
 
 from __future__ import annotations
@@ -29,22 +32,10 @@ import numpy as np
 from certify.errors import MdcertError
 
 from experiments.studies.kinds import StudyKind
+from experiments.studies.pgdtasks import TaskConfig
 
-__all__ = ["STUDY", "GRIDS", "PgdConfig", "configure", "build_setups", "run", "chance_baseline"]
+__all__ = ["STUDY", "SGD_LR", "PgdConfig", "configure", "build_setups", "run"]
 
-#: step-size grids, three values per p, log-spaced by ~3, placed from pilot runs (width 64, 15 epochs,
-#: seed 0: p = 1.1 overflowed float32 at 0.3, p = 10 stayed at chance from 1e-5 on: its mirror map |w|^9
-#: makes the useful step tiny) and moved once after a default run picked an edge (p = 3: 0.1 of
-#: 0.01..0.1; p = 10: 1e-9 of 1e-9..1e-7)
-GRIDS = {
-    "p1.1": (0.03, 0.1, 0.3),
-    "p1.5": (0.1, 0.3, 1.0),
-    "p2": (0.1, 0.3, 1.0),
-    "p3": (0.03, 0.1, 0.3),
-    "p10": (3e-10, 1e-9, 3e-9),
-}
-#: ``--quick``: no tuning, one step size per p (the pilot runs' best at 10-15 epochs)
-QUICK_GRIDS = {"p1.1": (0.1,), "p1.5": (0.3,), "p2": (0.3,), "p3": (0.03,), "p10": (1e-8,)}
 SGD_LR = 0.1
 
 
@@ -52,11 +43,8 @@ SGD_LR = 0.1
 class PgdConfig:
     """Everything that defines the study's runs (recorded in summary.json)."""
 
-    width: int
-    epochs: int
-    batch: int
+    tasks: tuple[TaskConfig, ...]
     optimizers: tuple[str, ...]
-    grids: dict
     seeds: int
     seed_start: int
     fixed_lr: float | None
@@ -70,6 +58,15 @@ class PgdConfig:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from experiments.studies.pgdtasks import TASK_CHOICES
+
+    parser.add_argument(
+        "--task",
+        choices=TASK_CHOICES,
+        default="both",
+        help="digits (MLP on 8x8 images), text (MLP on MiniLM sentence embeddings of movie-review "
+        "snippets) or both (default)",
+    )
     parser.add_argument(
         "--optimizers", default="1.1,1.5,2,3,10", help="exponents p (default 1.1,1.5,2,3,10)"
     )
@@ -77,12 +74,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--width",
         type=int,
         default=None,
-        help="first hidden layer (second: half); default 64, --quick 32",
+        help="first hidden layer (digits: second is half); default 64, --quick 32",
     )
     parser.add_argument(
-        "--epochs", type=int, default=None, help="epochs per run (default 40; --quick 10)"
+        "--epochs",
+        type=int,
+        default=None,
+        help="epochs per run (default digits 40, text 20; --quick digits 10, text 20)",
     )
-    parser.add_argument("--batch", type=int, default=64, help="batch size (default 64)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=None,
+        help="batch size (default digits 64, text 128; --quick 64)",
+    )
+    parser.add_argument(
+        "--snippets",
+        type=int,
+        default=None,
+        help="text: labelled snippets used, a fixed random prefix (default all 12808; --quick 2000)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=None,
+        help="text: the sentence-embedding cache (default $MDCERT_CACHE_DIR, else ~/.cache/mdcert)",
+    )
     parser.add_argument(
         "--cert-points",
         type=int,
@@ -110,16 +126,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save-features",
         action="store_true",
-        help="also write each final run's last-hidden-layer features of the train and test images "
-        "to DIR/features/KEY.npz (read by 'mdcert data features'); runs reused are not rewritten",
+        help="also write each digits final run's last-hidden-layer features of the train and test "
+        "images to DIR/features/KEY.npz (read by 'mdcert data features'); runs reused are not rewritten",
     )
 
 
 def build_setups(args) -> list[PgdConfig]:
-    """Validate the options (one-line `MdcertError`) and load the data; returns ``[PgdConfig]``."""
+    """Validate the options (one-line `MdcertError`) and check the data; returns ``[PgdConfig]``."""
     from experiments.studies.kinds import parse_optimizers
+    from experiments.studies.pgdtasks import DEFAULTS, GRIDS, QUICK_GRIDS, task_names, text_size
     from experiments.studies.train import parse_optimizer
-    from experiments.studies.vision import load_digits_task
 
     quick = bool(args.quick)
     specs = [parse_optimizer(s) for s in str(args.optimizers).split(",")]
@@ -127,37 +143,59 @@ def build_setups(args) -> list[PgdConfig]:
         raise MdcertError(
             f"--optimizers {args.optimizers!r}: this study runs p-GD only; give exponents like 1.1,2,3"
         )
+    names = task_names(getattr(args, "task", None) or "both")
     grids = QUICK_GRIDS if quick else GRIDS
     if args.lr is None:
-        parse_optimizers(args.optimizers, grids)
-    width = args.width if args.width is not None else (32 if quick else 64)
-    epochs = args.epochs if args.epochs is not None else (10 if quick else 40)
+        parse_optimizers(args.optimizers, grids[names[0]])
     cert_points = args.cert_points if args.cert_points is not None else (100 if quick else 300)
     cert_seeds = args.cert_seeds if args.cert_seeds is not None else (1 if quick else args.seeds)
     repeats = args.timing_repeats if args.timing_repeats is not None else (10 if quick else 50)
-    if not 2 <= width <= 4096 or not 1 <= epochs <= 10000 or not 1 <= args.batch <= 65536:
-        raise MdcertError(
-            "--width, --epochs or --batch is out of range; give integers (width >= 2)"
-        )
     if not 20 <= cert_points <= 5000 or not 0 <= cert_seeds <= 1000 or not 1 <= repeats <= 10**5:
         raise MdcertError(
             "--cert-points (20..5000), --cert-seeds (0..1000) or --timing-repeats (>= 1) is out of range"
         )
     if not 0 < args.cert_time_limit <= 3600:
         raise MdcertError(f"--cert-time-limit {args.cert_time_limit}: give seconds in (0, 3600]")
-    task, train, _, _ = load_digits_task()
-    if cert_points > len(train):
-        raise MdcertError(
-            f"--cert-points {cert_points}: the training split has only {len(train)} points"
-        )
     keys = tuple(s.key for s in specs)
+    tasks = []
+    for name in names:
+        width, epochs, batch, snippets = DEFAULTS[name]["quick" if quick else "full"]
+        width = args.width if args.width is not None else width
+        epochs = args.epochs if args.epochs is not None else epochs
+        batch = args.batch if args.batch is not None else batch
+        if not 2 <= width <= 4096 or not 1 <= epochs <= 10000 or not 1 <= batch <= 65536:
+            raise MdcertError(
+                "--width, --epochs or --batch is out of range; give integers (width >= 2)"
+            )
+        cache_dir = getattr(args, "cache_dir", None)
+        if name == "text":
+            given = getattr(args, "snippets", None)
+            snippets = text_size(given if given is not None else snippets, cache_dir)
+            ntrain = snippets - round(0.2 * snippets)
+            ntrain -= round(0.1 * ntrain)
+        else:
+            from experiments.studies.vision import load_digits_task
+
+            ntrain = len(load_digits_task()[1])
+        if cert_points > ntrain:
+            raise MdcertError(
+                f"--cert-points {cert_points}: the {name} training split has only {ntrain} points"
+            )
+        tasks.append(
+            TaskConfig(
+                name=name,
+                width=width,
+                epochs=epochs,
+                batch=batch,
+                grids={k: list(grids[name][k]) if args.lr is None else [args.lr] for k in keys},
+                snippets=snippets if name == "text" else None,
+                cache_dir=None if name == "digits" or cache_dir is None else str(cache_dir),
+            )
+        )
     return [
         PgdConfig(
-            width=width,
-            epochs=epochs,
-            batch=args.batch,
+            tasks=tuple(tasks),
             optimizers=keys,
-            grids={k: list(grids[k]) if args.lr is None else [args.lr] for k in keys},
             seeds=args.seeds,
             seed_start=args.seed_start,
             fixed_lr=args.lr,
@@ -172,49 +210,38 @@ def build_setups(args) -> list[PgdConfig]:
     ]
 
 
-def chance_baseline(labels: np.ndarray, train: np.ndarray, test: np.ndarray) -> dict:
-    """Test accuracy of always predicting the most frequent training label (the majority-class baseline)."""
-    counts = np.bincount(labels[train], minlength=10)
-    k = int(counts.argmax())
-    return {
-        "class": k,
-        "test_acc": float((labels[test] == k).mean()),
-        "rule": "most frequent training label",
-    }
-
-
 def _cert_index(train: np.ndarray, n: int) -> np.ndarray:
     return np.sort(np.random.default_rng(0).permutation(train)[:n])
 
 
-def _work(cfg: PgdConfig, unit: dict, device, features_to=None) -> dict:
+def _work(cfg: PgdConfig, tc: TaskConfig, unit: dict, device, features_to=None) -> dict:
     import torch
 
-    from experiments.studies.pgdnet import DigitsMLP, feature_margin, step_times, weight_stats
+    from experiments.studies.pgdnet import feature_margin, step_times, weight_stats
+    from experiments.studies.pgdtasks import build_model, load_task
     from experiments.studies.train import OptimizerSpec, evaluate, train_model
-    from experiments.studies.vision import load_digits_task
 
-    task, train, val, test = load_digits_task()
+    task, train, val, test, _ = load_task(tc)
     spec = OptimizerSpec("md", unit["p"])
     if unit["phase"] == "timing":
-        x, y = task.batch(torch.as_tensor(train[: cfg.batch]), device)
+        x, y = task.batch(torch.as_tensor(train[: tc.batch]), device)
         return step_times(
-            lambda: DigitsMLP(cfg.width, seed=unit["seed"]).to(device),
+            lambda: build_model(tc, unit["seed"]).to(device),
             (x[0], y),
             p=unit["p"],
             lr=unit["lr"],
             sgd_lr=SGD_LR,
             repeats=cfg.timing_repeats,
         )
-    model = DigitsMLP(cfg.width, seed=unit["seed"])
+    model = build_model(tc, unit["seed"])
     curves = train_model(
         model,
         task,
         train,
         spec=spec,
         lr=unit["lr"],
-        epochs=cfg.epochs,
-        batch=cfg.batch,
+        epochs=tc.epochs,
+        batch=tc.batch,
         seed=unit["seed"],
         device=device,
         val=(task, val),
@@ -254,112 +281,117 @@ def _work(cfg: PgdConfig, unit: dict, device, features_to=None) -> dict:
     return res
 
 
-def run(args, ctx) -> dict:
-    """Tuning, final runs (with weights and certified margins), timing, then the report."""
-    from experiments.studies.pgdreport import write_report
-    from experiments.studies.vision import load_digits_task
+def _tuned(cfg: PgdConfig, tc: TaskConfig) -> int:
+    """Tuning runs of a task: every grid value, or none when each grid has one value."""
+    grids = [tc.grids[k] for k in cfg.optimizers]
+    return sum(map(len, grids)) if len(grids[0]) > 1 else 0
 
-    cfg = build_setups(args)[0]
-    task, train, val, test = load_digits_task()
-    base = {
-        "study": "pgd",
-        "model": f"DigitsMLP width {cfg.width}",
-        "epochs": cfg.epochs,
-        "batch": cfg.batch,
-        "split": "digits seed 0",
-        "train": len(train),
-        "val": len(val),
-        "test": len(test),
-    }
+
+def _units(cfg: PgdConfig, tc: TaskConfig, base: dict, unit, device) -> dict:
+    """One task's tuning, final runs (with weights and certified margins) and timing."""
     p_of = {k: k[1:] for k in cfg.optimizers}
-    tune = (
-        [(k, lr) for k in cfg.optimizers for lr in cfg.grids[k]]
-        if len(cfg.grids[cfg.optimizers[0]]) > 1
-        else []
-    )
+    tune = [(k, lr) for k in cfg.optimizers for lr in tc.grids[k]] if _tuned(cfg, tc) else []
     seeds = list(range(cfg.seed_start, cfg.seed_start + cfg.seeds))
-    total = len(tune) + len(cfg.optimizers) * (len(seeds) + 1)
-    res: dict = {
-        "tuning": {k: [] for k in cfg.optimizers},
-        "lr": {},
-        "edge": {},
-        "final": {},
-        "timing": {},
-    }
-
-    with ctx.bar(total, "pgd study") as bar:
-        save = bool(getattr(args, "save_features", False))
-
-        def unit(config: dict, label: str) -> dict:
-            from experiments.studies.runner import run_key
-
-            final = save and config["phase"] == "final"
-            to = ctx.root / "features" / f"{run_key(config)}.npz" if final else None
-            rec = ctx.run_unit(config, lambda c: _work(cfg, c, ctx.device, to), label=label)
-            bar.update(1)
-            return rec
-
-        for k, lr in tune:
-            res["tuning"][k].append(
-                unit(
-                    {**base, "phase": "tune", "p": p_of[k], "lr": lr, "seed": 0},
-                    f"tune p={p_of[k]} lr={lr:g}",
-                )
+    res: dict = {"tuning": {k: [] for k in cfg.optimizers}, "lr": {}, "edge": {}, "final": {}}
+    res["timing"] = {}
+    pre = "" if tc.name == "digits" else f"{tc.name} "
+    for k, lr in tune:
+        res["tuning"][k].append(
+            unit(
+                {**base, "phase": "tune", "p": p_of[k], "lr": lr, "seed": 0},
+                f"{pre}tune p={p_of[k]} lr={lr:g}",
             )
-        for k in cfg.optimizers:
-            recs = res["tuning"][k]
-            if recs:
-                scores = [
-                    -1.0 if r["result"]["diverged"] else (r["result"]["val_acc"] or -1.0)
-                    for r in recs
-                ]
-                best = int(np.argmax(scores))
-                res["lr"][k], res["edge"][k] = cfg.grids[k][best], best in (0, len(scores) - 1)
-            else:
-                res["lr"][k], res["edge"][k] = cfg.grids[k][0], False
-        cert = {
-            "points": cfg.cert_points,
-            "digits": cfg.cert_digits,
-            "time_limit": cfg.cert_time_limit,
-        }
-        for k in cfg.optimizers:
-            res["final"][k] = [
-                unit(
-                    {
-                        **base,
-                        "phase": "final",
-                        "p": p_of[k],
-                        "lr": res["lr"][k],
-                        "seed": s,
-                        "certify": cert if s - cfg.seed_start < cfg.cert_seeds else None,
-                    },
-                    f"final p={p_of[k]} seed {s}",
-                )
-                for s in seeds
+        )
+    for k in cfg.optimizers:
+        recs = res["tuning"][k]
+        if recs:
+            scores = [
+                -1.0 if r["result"]["diverged"] else (r["result"]["val_acc"] or -1.0) for r in recs
             ]
-        for k in cfg.optimizers:
-            res["timing"][k] = unit(
+            best = int(np.argmax(scores))
+            res["lr"][k], res["edge"][k] = tc.grids[k][best], best in (0, len(scores) - 1)
+        else:
+            res["lr"][k], res["edge"][k] = tc.grids[k][0], False
+    cert = {"points": cfg.cert_points, "digits": cfg.cert_digits, "time_limit": cfg.cert_time_limit}
+    for k in cfg.optimizers:
+        res["final"][k] = [
+            unit(
                 {
                     **base,
-                    "phase": "timing",
+                    "phase": "final",
                     "p": p_of[k],
                     "lr": res["lr"][k],
-                    "seed": cfg.seed_start,
-                    "sgd_lr": SGD_LR,
-                    "repeats": cfg.timing_repeats,
-                    "threads": cfg.threads,
-                    "device": str(ctx.device),
+                    "seed": s,
+                    "certify": cert if s - cfg.seed_start < cfg.cert_seeds else None,
                 },
-                f"timing p={p_of[k]}",
+                f"{pre}final p={p_of[k]} seed {s}",
             )
-    chance = chance_baseline(task.labels.numpy(), train, test)
-    return write_report(ctx, asdict(cfg), res, chance)
+            for s in seeds
+        ]
+    for k in cfg.optimizers:
+        res["timing"][k] = unit(
+            {
+                **base,
+                "phase": "timing",
+                "p": p_of[k],
+                "lr": res["lr"][k],
+                "seed": cfg.seed_start,
+                "sgd_lr": SGD_LR,
+                "repeats": cfg.timing_repeats,
+                "threads": cfg.threads,
+                "device": str(device),
+            },
+            f"{pre}timing p={p_of[k]}",
+        )
+    return res
+
+
+def run(args, ctx) -> dict:
+    """Per task: the data (text: encoded once, cached), tuning, final runs, timing; then the report."""
+    import time
+
+    from experiments.studies.pgdreport import write_report
+    from experiments.studies.pgdtasks import chance_baseline, describe, load_task
+    from experiments.studies.runner import run_key
+
+    cfg = build_setups(args)[0]
+    save = bool(getattr(args, "save_features", False))
+    data, res, chance = {}, {}, {}
+    for tc in cfg.tasks:
+        t0, c0 = time.perf_counter(), time.process_time()
+        task, train, val, test, info = load_task(
+            tc, progress=ctx.progress is not False, reload=True
+        )
+        data[tc.name] = {
+            **info,
+            "train": len(train),
+            "val": len(val),
+            "test": len(test),
+            "load_seconds": time.perf_counter() - t0,
+            "load_cpu_seconds": time.process_time() - c0,
+        }
+        chance[tc.name] = chance_baseline(task.labels.numpy(), train, test)
+    total = sum(_tuned(cfg, tc) + len(cfg.optimizers) * (cfg.seeds + 1) for tc in cfg.tasks)
+    with ctx.bar(total, "pgd study") as bar:
+        for tc in cfg.tasks:
+            base = describe(tc, *load_task(tc)[1:])
+            features = save and tc.name == "digits"
+
+            def unit(config: dict, label: str, tc=tc, features=features) -> dict:
+                final = features and config["phase"] == "final"
+                to = ctx.root / "features" / f"{run_key(config)}.npz" if final else None
+                rec = ctx.run_unit(config, lambda c: _work(cfg, tc, c, ctx.device, to), label=label)
+                bar.update(1)
+                return rec
+
+            res[tc.name] = _units(cfg, tc, base, unit, ctx.device)
+    return write_report(ctx, asdict(cfg), res, chance, data)
 
 
 STUDY = StudyKind(
     "pgd",
-    "p-GD (p in 1.1..10) on a small MLP on digits: accuracy, sparsity, certified "
-    "feature margins, step time against SGD",
+    "p-GD (p in 1.1..10) on small MLPs on digits and on MiniLM sentence features: accuracy, "
+    "sparsity, certified feature margins, step time against SGD",
     configure,
     build_setups,
     run,

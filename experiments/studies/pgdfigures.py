@@ -1,5 +1,6 @@
 """The figures of ``mdcert study pgd`` (accuracy, sparsity, weights, margin, timing; docs/theory.md
-section 7.4), drawn with matplotlib's object API and written through the one atomic writer."""
+section 7.4), drawn with matplotlib's object API and written through the one atomic writer. One set
+per task: ``accuracy.png`` ... for digits, ``text-accuracy.png`` ... for text."""
 
 from __future__ import annotations
 
@@ -24,10 +25,21 @@ def _bars(d: dict):
 
 
 def write_figures(root: Path, summary: dict) -> dict:
-    """accuracy.png, sparsity.png, weights.png, margin.png, timing.png; returns file -> record keys."""
+    """Every task's figures (`task_figures`); returns file -> record keys."""
+    figs: dict = {}
+    for entry in summary["sizes"]:
+        figs.update(task_figures(root, entry))
+    return figs
+
+
+def task_figures(root: Path, entry: dict) -> dict:
+    """PREFIX accuracy.png, sparsity.png, weights.png, margin.png, timing.png of one task's summary
+    entry (prefix ``text-`` for text, none for digits); returns file -> record keys."""
     from matplotlib.figure import Figure
 
-    s = summary["sizes"][0]["optimizers"]
+    task = entry.get("task", "digits")
+    pre = "" if task == "digits" else f"{task}-"
+    s = entry["optimizers"]
     keys = list(s)
     x = np.arange(len(keys))
     names = [s[k]["p"] for k in keys]
@@ -46,18 +58,18 @@ def write_figures(root: Path, summary: dict) -> dict:
         label="p-GD, mean and 95% t-interval",
     )
     ax.axhline(
-        100 * summary["chance"]["test_acc"], color="grey", ls="--", label="chance (majority class)"
+        100 * entry["chance"]["test_acc"], color="grey", ls="--", label="chance (majority class)"
     )
     ax.set(
         xticks=x,
         xticklabels=names,
         xlabel="p (step size tuned per p)",
         ylabel="test accuracy (%)",
-        title="digits MLP: test accuracy against p",
+        title=f"{task} MLP: test accuracy against p",
     )
     fig.legend(loc="outside right upper")
-    _save(fig, root / "accuracy.png")
-    figs["accuracy.png"] = runs
+    _save(fig, root / f"{pre}accuracy.png")
+    figs[f"{pre}accuracy.png"] = runs
 
     if all("sparsity" in s[k] for k in keys):
         fig = Figure(figsize=(10, 4), layout="constrained")
@@ -87,18 +99,18 @@ def write_figures(root: Path, summary: dict) -> dict:
             xticklabels=names,
             xlabel="p",
             ylabel="entries below threshold (%)",
-            title="near-zero weights",
+            title=f"{task}: near-zero weights",
         )
         a2.set(
             xticks=x,
             xticklabels=names,
             xlabel="p",
             ylabel="entries carrying the mass (%)",
-            title="l1-mass concentration",
+            title=f"{task}: l1-mass concentration",
         )
         fig.legend(loc="outside right upper")
-        _save(fig, root / "sparsity.png")
-        figs["sparsity.png"] = runs
+        _save(fig, root / f"{pre}sparsity.png")
+        figs[f"{pre}sparsity.png"] = runs
 
         from experiments.studies.pgdnet import HIST_EDGES
 
@@ -112,11 +124,11 @@ def write_figures(root: Path, summary: dict) -> dict:
             yscale="log",
             xlabel="w / max|w| of its matrix",
             ylabel="fraction of entries (mean over seeds)",
-            title="weight distribution against p",
+            title=f"{task}: weight distribution against p",
         )
         fig.legend(loc="outside right upper")
-        _save(fig, root / "weights.png")
-        figs["weights.png"] = runs
+        _save(fig, root / f"{pre}weights.png")
+        figs[f"{pre}weights.png"] = runs
 
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -132,6 +144,15 @@ def write_figures(root: Path, summary: dict) -> dict:
                     color="C0",
                     label="certified max-margin 1/OPT",
                 )
+            elif m["status"] == "infeasible":
+                ax.plot(
+                    [i - 0.1],
+                    [0.0],
+                    "s",
+                    color="grey",
+                    mfc="none",
+                    label="not separable (exact Gordan certificate), drawn at 0",
+                )
             ax.plot(
                 [i + 0.1],
                 [m["trained_margin"]],
@@ -144,13 +165,13 @@ def write_figures(root: Path, summary: dict) -> dict:
         xticklabels=names,
         xlabel="p (margin in the l_p norm of that p)",
         ylabel="normalized margin",
-        title="last-layer feature margins",
+        title=f"{task}: last-layer feature margins",
     )
     hl = dict(zip(*reversed(ax.get_legend_handles_labels())))
     if hl:
         fig.legend(list(hl.values()), list(hl), loc="outside right upper")
-    _save(fig, root / "margin.png")
-    figs["margin.png"] = mk
+    _save(fig, root / f"{pre}margin.png")
+    figs[f"{pre}margin.png"] = mk
 
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -173,9 +194,9 @@ def write_figures(root: Path, summary: dict) -> dict:
         xticklabels=names,
         xlabel="p",
         ylabel="wall ms per step (median, quartiles)",
-        title="time per training step, interleaved",
+        title=f"{task}: time per training step, interleaved",
     )
     fig.legend(loc="outside right upper")
-    _save(fig, root / "timing.png")
-    figs["timing.png"] = [s[k]["timing"]["key"] for k in keys]
+    _save(fig, root / f"{pre}timing.png")
+    figs[f"{pre}timing.png"] = [s[k]["timing"]["key"] for k in keys]
     return figs

@@ -3,7 +3,8 @@
 `DigitsMLP`: 8x8 digits flattened to 64 inputs, two ReLU hidden layers (``width`` and ``width // 2``
 units), a linear head to 10 classes; torch's default initialization from the run's seed. Its
 ``forward`` returns ``(logits, features)``, the features being the last hidden layer (what the head
-sees).
+sees). `TextMLP` (``--task text``): a 384-wide MiniLM sentence embedding, one ReLU hidden layer of
+``width`` units, a linear head to 2 classes (rotten, fresh); the same ``(logits, features)``.
 
 - `weight_stats`: sparsity of the trained weight matrices (biases excluded) against the largest
   entry of each matrix: the fraction of entries with ``|w| < r max|w|`` for each ``r`` of
@@ -35,6 +36,7 @@ from torch.nn import functional as F
 
 __all__ = [
     "DigitsMLP",
+    "TextMLP",
     "REL_THRESHOLDS",
     "HIST_EDGES",
     "weight_matrices",
@@ -65,6 +67,22 @@ class DigitsMLP(nn.Module):
             nn.Flatten(), nn.Linear(64, width), nn.ReLU(), nn.Linear(width, half), nn.ReLU()
         )
         self.head = nn.Linear(half, classes)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.body(x)
+        return self.head(h), h
+
+
+class TextMLP(nn.Module):
+    """inputs -> width -> classes, ReLU; ``forward(x) -> (logits, hidden features)``."""
+
+    def __init__(
+        self, width: int = 64, *, seed: int = 0, inputs: int = 384, classes: int = 2
+    ) -> None:
+        super().__init__()
+        torch.manual_seed(int(seed))
+        self.body = nn.Sequential(nn.Linear(inputs, width), nn.ReLU())
+        self.head = nn.Linear(width, classes)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.body(x)
@@ -127,7 +145,8 @@ def feature_margin(
     digits: int = 6,
     time_limit: float | None = 30.0,
 ) -> dict:
-    """Certified multiclass l_p max-margin of the features (+ a constant 1) of ``images`` at ``p``.
+    """Certified multiclass l_p max-margin of the features (+ a constant 1) of ``images`` at ``p``,
+    with K the head's outputs (10 for digits, 2 for text: the Crammer-Singer program with K = 2).
 
     Returns ``status`` (optimal / infeasible / no_verified_result / refused), for optimal the
     outward-rounded floats ``opt_lower <= OPT <= opt_upper`` and the margin ``1/OPT`` enclosure
@@ -161,7 +180,10 @@ def feature_margin(
     t0 = time.perf_counter()
     try:
         cert = certify_max_margin(
-            ClassificationProblem(H, y, classes=10), p, digits=digits, time_limit=time_limit
+            ClassificationProblem(H, y, classes=int(W.shape[0])),
+            p,
+            digits=digits,
+            time_limit=time_limit,
         )
     except MdcertError as exc:
         return {**out, "status": "refused", "reason": str(exc), "seconds": time.perf_counter() - t0}

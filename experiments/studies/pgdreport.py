@@ -1,5 +1,8 @@
 """The report of ``mdcert study pgd``: summary.json, report.md and figures (docs/theory.md section 7.4).
 
+One entry of ``sizes`` per task run (digits first, then text), each with its own chance baseline,
+data and per-p results; report.md has one section per task.
+
 Accuracies, sparsities and trained margins are means over the final seeds with Student-t 95%
 intervals (`experiments.studies.stats`); differences to GD (p = 2) are paired by seed. A certified
 margin is reported per seed as its exact enclosure (outward-rounded floats), or the Gordan verdict,
@@ -30,8 +33,8 @@ def _get(rec: dict, *path):
     return None if v is None or (isinstance(v, float) and not math.isfinite(v)) else v
 
 
-def summarize(cfg: dict, res: dict, chance: dict) -> dict:
-    """Per p: step size and tuning, test accuracy, sparsity, margins, timing."""
+def summarize(tc: dict, res: dict, chance: dict, data: dict | None = None) -> dict:
+    """One task's entry: per p, step size and tuning, test accuracy, sparsity, margins, timing."""
     from experiments.studies.report import verdict
 
     opts: dict = {}
@@ -97,7 +100,15 @@ def summarize(cfg: dict, res: dict, chance: dict) -> dict:
         t = res["timing"][k]
         o["timing"] = {**t["result"], "load": t.get("load"), "key": t["key"]}
         opts[k] = o
-    return {"size": cfg["width"], "optimizers": opts}
+    return {
+        "task": tc.get("name", "digits"),
+        "size": tc["width"],
+        "epochs": tc["epochs"],
+        "batch": tc["batch"],
+        "chance": chance,
+        "data": data or {},
+        "optimizers": opts,
+    }
 
 
 def _cert_text(m: dict) -> str:
@@ -112,21 +123,52 @@ def _above(a: dict) -> str:
     return ", ".join(k.replace("_", " ") for k in ("interval", "every_seed") if a[k]) or "not shown"
 
 
+def _model_text(e: dict) -> str:
+    w = e["size"]
+    if e["task"] == "digits":
+        return f"DigitsMLP width {w} (64 -> {w} -> {max(w // 2, 1)} ReLU -> 10) on scikit-learn's digits"
+    d = e["data"]
+    cache = d.get("cache", {})
+    return (
+        f"TextMLP width {w} (384 -> {w} ReLU -> 2) on MiniLM sentence embeddings of "
+        f"{d.get('snippets')} Rotten Tomatoes snippets (fresh {d.get('fresh')}; train {d.get('train')}, "
+        f"validation {d.get('val')}, test {d.get('test')}); embeddings: {cache.get('reused', 0)} of "
+        f"{cache.get('chunks', 0)} cache chunks reused, loading took {d.get('load_seconds', 0):.1f} s "
+        f"wall, {d.get('load_cpu_seconds', 0):.1f} s CPU"
+    )
+
+
 def markdown(summary: dict) -> str:
-    """report.md."""
-    cfg, ch, s = summary["config"], summary["chance"], summary["sizes"][0]["optimizers"]
+    """report.md: the setting, then one section per task."""
+    cfg = summary["config"]
     L = [
         "# mdcert study pgd",
         "",
-        f"DigitsMLP width {cfg['width']} ({cfg['width']} -> {max(cfg['width'] // 2, 1)} ReLU -> 10) on scikit-learn's digits, "
-        f"{cfg['epochs']} epochs, batch {cfg['batch']}, seeds {cfg['seed_start']}..{cfg['seed_start'] + cfg['seeds'] - 1}; "
-        f"{'--quick: step sizes not tuned (one per p)' if cfg['quick'] else 'step size tuned per p on validation (seed 0)'}. "
+        f"Tasks: {', '.join(e['task'] for e in summary['sizes'])}; seeds {cfg['seed_start']}.."
+        f"{cfg['seed_start'] + cfg['seeds'] - 1}; "
+        f"{'--quick: step sizes not tuned (one per p)' if cfg['quick'] else 'step size tuned per p and task on validation (seed 0)'}. "
         f"Machine: {os.cpu_count()} CPUs, load average {summary['load'][0]:.1f} / {summary['load'][1]:.1f} at the report; "
         "each run's load is in its record.",
         "",
+    ]
+    for e in summary["sizes"]:
+        L += _task_markdown(e, cfg)
+    L += ["", "## Figures", ""] + [
+        f"- {f}: runs {', '.join(k[:8] for k in keys)}" for f, keys in summary["figures"].items()
+    ]
+    return "\n".join(L) + "\n"
+
+
+def _task_markdown(e: dict, cfg: dict) -> list[str]:
+    ch, s, t = e["chance"], e["optimizers"], e["task"]
+    L = [
+        f"## Task {t}",
+        "",
+        f"{_model_text(e)}; {e['epochs']} epochs, batch {e['batch']}.",
+        "",
         f"Chance baseline ({ch['rule']}, class {ch['class']}): test accuracy {100 * ch['test_acc']:.2f}%.",
         "",
-        "## Test accuracy (%, mean and 95% t-interval over seeds)",
+        f"### {t}: test accuracy (%, mean and 95% t-interval over seeds)",
         "",
         "Above chance: 'interval' when the interval's lower end is above the baseline (with 2 seeds the "
         "t-interval is wide), 'every seed' when each seed's accuracy is.",
@@ -153,10 +195,11 @@ def markdown(summary: dict) -> str:
         )
     L += [
         "",
-        "## Weights against p (all weight matrices, biases excluded; float measurements)",
+        f"### {t}: weights against p (all weight matrices, biases excluded; float measurements)",
         "",
         "Fraction of entries with |w| < r max|w| (max per matrix), and the fraction of entries (largest first) "
-        "carrying 50% / 90% of the l1 mass (smaller = more concentrated). Histograms: weights.png.",
+        "carrying 50% / 90% of the l1 mass (smaller = more concentrated). Histograms: "
+        f"{'' if t == 'digits' else t + '-'}weights.png.",
         "",
         "| p | r=0.01 | r=0.05 | r=0.1 | l1 50% | l1 90% |",
         "|---|---|---|---|---|---|",
@@ -172,7 +215,7 @@ def markdown(summary: dict) -> str:
             )
     L += [
         "",
-        f"## Certified l_p margin of the last-layer features ({cfg['cert_points']} training points, a fixed "
+        f"### {t}: certified l_p margin of the last-layer features ({cfg['cert_points']} training points, a fixed "
         "subsample (numpy seed 0) of the training split; features plus a constant 1 for the head's bias; "
         "Crammer-Singer, at the optimizer's p; docs/theory.md section 7)",
         "",
@@ -189,36 +232,37 @@ def markdown(summary: dict) -> str:
             )
     L += [
         "",
-        "## Time per training step, p-GD against torch.optim.SGD (wall ms, median [quartiles] of interleaved "
+        f"### {t}: time per training step, p-GD against torch.optim.SGD (wall ms, median [quartiles] of interleaved "
         "steps; same model, same batch)",
         "",
         "| p | repeats | p-GD step | SGD step | ratio | p-GD update only | SGD update only | ratio | load |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for o in s.values():
-        t = o["timing"]
+        tm = o["timing"]
 
         def ms(d):
             return f"{1e3 * d['median']:.3f} [{1e3 * d['q1']:.3f}, {1e3 * d['q3']:.3f}]"
 
         L.append(
-            f"| {o['p']} | {t['repeats']} | {ms(t['pgd_step'])} | {ms(t['sgd_step'])} | {t['ratio_step']:.2f} | "
-            f"{ms(t['pgd_update'])} | {ms(t['sgd_update'])} | {t['ratio_update']:.2f} | {t['load'] or 0:.1f} |"
+            f"| {o['p']} | {tm['repeats']} | {ms(tm['pgd_step'])} | {ms(tm['sgd_step'])} | {tm['ratio_step']:.2f} | "
+            f"{ms(tm['pgd_update'])} | {ms(tm['sgd_update'])} | {tm['ratio_update']:.2f} | {tm['load'] or 0:.1f} |"
         )
-    L += ["", "## Figures", ""] + [
-        f"- {f}: runs {', '.join(k[:8] for k in keys)}" for f, keys in summary["figures"].items()
+    return L + [""]
+
+
+def write_report(ctx, cfg: dict, res: dict, chance: dict, data: dict) -> dict:
+    """Write summary.json, the figures and report.md into ``ctx.root``; returns the summary.
+    ``res``, ``chance``, ``data``: per task name, in the order of ``cfg["tasks"]``."""
+    sizes = [
+        summarize(tc, res[tc["name"]], chance[tc["name"]], data[tc["name"]]) for tc in cfg["tasks"]
     ]
-    return "\n".join(L) + "\n"
-
-
-def write_report(ctx, cfg: dict, res: dict, chance: dict) -> dict:
-    """Write summary.json, the figures and report.md into ``ctx.root``; returns the summary."""
-    size = summarize(cfg, res, chance)
     summary = {
         "kind": "pgd",
         "config": cfg,
-        "chance": chance,
-        "sizes": [size],
+        "tasks": [e["task"] for e in sizes],
+        "chance": sizes[0]["chance"],
+        "sizes": sizes,
         "load": list(os.getloadavg()),
         "cpus": os.cpu_count(),
         "trained": ctx.trained,
@@ -227,11 +271,11 @@ def write_report(ctx, cfg: dict, res: dict, chance: dict) -> dict:
         "cpu_seconds": ctx.cpu_seconds,
     }
     summary["figures"] = write_figures(ctx.root, summary)
-    o = size["optimizers"]
     summary["headline"] = [
-        f"{v['label']}: test accuracy {100 * (v['test_acc']['mean'] or math.nan):.2f}% "
-        f"(chance {100 * chance['test_acc']:.2f}%), step time {v['timing']['ratio_step']:.2f}x SGD"
-        for v in o.values()
+        f"{e['task']} {v['label']}: test accuracy {100 * (v['test_acc']['mean'] or math.nan):.2f}% "
+        f"(chance {100 * e['chance']['test_acc']:.2f}%), step time {v['timing']['ratio_step']:.2f}x SGD"
+        for e in sizes
+        for v in e["optimizers"].values()
     ]
     ctx.write("summary.json", dumps(summary))
     ctx.write("report.md", markdown(summary))

@@ -13,6 +13,7 @@ point in the record. A SPEC:
     seed = { start = 0, stop = 5 }
     quick = [true]
 
+``task`` (``digits``, ``text``, ``both``) and ``snippets`` select the tasks of ``study = ["pgd"]``.
 The verdict is the record's p = 1.1 versus GD verdict when both are in the point, else ``done``.
 """
 
@@ -27,7 +28,8 @@ __all__ = ["STUDY"]
 
 
 def study_verdict(record: Path, code: int) -> str:
-    """``beat`` / ``worse`` / ``no difference shown`` for p = 1.1 against GD when both ran, else ``done``."""
+    """``beat`` / ``worse`` / ``no difference shown`` for p = 1.1 against GD when both ran (the first
+    entry of ``sizes``: pgd's first task), else ``done``."""
     try:
         with open(record / "study" / "summary.json") as fh:
             size = json.load(fh)["sizes"][0]["optimizers"]
@@ -41,6 +43,8 @@ STUDY = JobKind(
     command="study",
     grid=(
         "study",
+        "task",
+        "snippets",
         "optimizers",
         "lr",
         "seed",

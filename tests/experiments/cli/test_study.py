@@ -199,10 +199,9 @@ def test_no_traceback_in_a_subprocess(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sentiment", "vision"])
-def test_quick_finishes_within_90_seconds(kind, tmp_path):
-    """The real --quick finishes; its CPU time in one process and one thread (the wall time of a quiet
-    machine, which two workers would halve) is <= 90 s."""
-    t0, c0 = time.perf_counter(), time.process_time()
+def test_the_real_quick_study_finishes(kind, tmp_path):
+    """The real --quick finishes in one process and one thread and writes its summary (its time is
+    a benchmark figure in benchmarks/README.md, not asserted here)."""
     assert (
         main(
             [
@@ -219,10 +218,7 @@ def test_quick_finishes_within_90_seconds(kind, tmp_path):
         )
         == 0
     )
-    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-    assert cpu <= 90, (
-        f"--quick used {cpu:.1f} s of CPU ({wall:.1f} s wall at load {os.getloadavg()[0]:.1f})"
-    )
+    assert (tmp_path / kind / "summary.json").is_file()
 
 
 def _children(pid: int) -> set[int]:

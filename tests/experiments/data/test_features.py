@@ -16,6 +16,8 @@ from experiments.data.features import features_file, features_points
 
 TINY = [
     "--quick",
+    "--task",
+    "digits",
     "--epochs",
     "2",
     "--width",

@@ -59,3 +59,24 @@ def test_text_points_record_and_exact_file(tmp_path) -> None:
     problem.save(out)
     back = load_problem(out)
     assert back.X.tobytes() == data.X.tobytes() and back.provenance == problem.provenance
+
+
+def test_cached_embeddings_are_the_computed_ones_chunked_and_reused(tmp_path) -> None:
+    from experiments.data.sentence import CACHE_PREFIX, cached_sentence_embeddings
+
+    corpus = read_corpus(limit=12)
+    order = [5, 1, 9, 0, 3, 7]
+    X, info = cached_sentence_embeddings(corpus, order, cache_dir=tmp_path, chunk=4)
+    assert X.tobytes() == sentence_embeddings([corpus.texts[i] for i in order]).tobytes()
+    assert (info["chunks"], info["encoded"], info["reused"]) == (2, 2, 0)
+    files = sorted(tmp_path.glob(f"{CACHE_PREFIX}*.npz"))
+    assert [f.name[len(CACHE_PREFIX) : -4] for f in files] == sorted(info["keys"])
+    # a longer request that begins with the same order reuses the full chunk
+    Y, more = cached_sentence_embeddings(corpus, order + [2, 11], cache_dir=tmp_path, chunk=4)
+    assert more["keys"][0] == info["keys"][0] and (more["reused"], more["encoded"]) == (1, 1)
+    assert Y[:4].tobytes() == X[:4].tobytes()
+    # a damaged record is recomputed and replaced
+    path = tmp_path / f"{CACHE_PREFIX}{info['keys'][0]}.npz"
+    path.write_bytes(b"not an npz")
+    Z, again = cached_sentence_embeddings(corpus, order, cache_dir=tmp_path, chunk=4)
+    assert (again["encoded"], again["reused"]) == (1, 1) and Z.tobytes() == X.tobytes()

@@ -97,3 +97,23 @@ def test_save_features_writes_both_splits_and_the_head(tmp_path):
         assert np.array_equal(fh["train_features"], features(m, images[[0, 2, 4]]))
         assert fh["train_labels"].tolist() == [0, 2, 1] and fh["test_ids"].tolist() == [6]
         assert np.array_equal(fh["head_weight"], m.head.weight.detach().double().numpy())
+
+
+def test_text_mlp_and_its_two_class_margin():
+    from experiments.studies.pgdnet import TextMLP
+
+    m = TextMLP(12, seed=2)
+    x = torch.randn(40, 384)
+    logits, h = m(x)
+    assert logits.shape == (40, 2) and h.shape == (40, 12) and bool((h >= 0).all())
+    assert sorted(weight_matrices(m)) == ["body.0.weight", "head.weight"]
+    assert weight_stats(m)["entries"] == 384 * 12 + 12 * 2
+    with torch.no_grad():
+        y = m(x)[0].argmax(1).numpy()  # labels the head itself separates
+    if len(set(y.tolist())) < 2:
+        y = np.arange(40) % 2
+    res = feature_margin(m, x, y, p="2", digits=6, time_limit=20)
+    assert res["n"] == 40 and res["d"] == 13 and res["status"] in ("optimal", "infeasible")
+    if res["status"] == "optimal":  # the head separates its own labels: K = 2, margin >= trained
+        assert 0 < res["margin_lower"] <= res["margin_upper"]
+        assert res["trained_margin"] <= res["margin_upper"]

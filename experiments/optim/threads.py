@@ -1,0 +1,140 @@
+"""The thread count of `experiments.optim.optimizer.LpMirrorDescent`'s write phase, and the chunking
+that makes its result independent of it (docs/theory.md section 2.3).
+
+A step checks everything first (phase 1: reductions over the gradient, bounds, norms, at torch's own
+thread count) and then writes (phase 2: the chunked power kernels or the fused loop). On CPU the
+write phase runs ``torch.set_num_threads(k)`` for the duration of the writes, ``k`` chosen here:
+
+- ``threads=None`` (the default): automatic. The candidates are 1 and ``T = torch.get_num_threads()``.
+  Each write phase is timed (wall clock, per parameter entry); the candidate with the lower median of
+  its last three timings is used, and every ``PROBE``-th step the other one is tried again, so a load
+  that comes or goes is followed within a few probes. On a quiet machine that settles on ``T``; on a
+  loaded one, where the chunked kernels' per-chunk thread barriers wait for descheduled threads, it
+  settles on 1 when 1 is faster. Steps with fewer than ``T * GRAIN`` entries (torch would not split
+  them anyway) and ``T = 1`` never switch.
+- ``threads=k`` (an int >= 1): always ``k``.
+
+Only the speed depends on the choice, never the result: the elementwise write kernels give the same
+bits for every thread count (`experiments.optim.kernels.chunk_bounds`; the fused loop's tail is
+vectorized, masked), while the reductions whose rounding depends on the thread count (norms of
+``normalize_gradient``, bounds) run in phase 1, outside the choice. Tested bit for bit.
+``torch.set_num_threads`` is process-wide: other Python threads running torch ops during a step see
+the step's count while it writes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+from typing import Callable, Iterable
+
+import torch
+
+from certify.errors import MdcertError
+
+__all__ = ["GRAIN", "PROBE", "ThreadChoice", "chunk_bounds", "validate_threads"]
+
+PROBE = 8  # every PROBE-th timed step tries the other candidate
+GRAIN = 32768  # at::internal::GRAIN_SIZE: torch splits an elementwise op over threads from here on
+
+
+def chunk_bounds(
+    n: int, threads: int | None = None, *, chunk: int = 1 << 20
+) -> list[tuple[int, int]]:
+    """The pieces ``[s, e)`` of a length-``n`` loop, each at most ``chunk`` entries long (the chunked
+    kernels pass `experiments.optim.kernels.CHUNK`) and each split evenly by torch's intra-op threads
+    (``threads``, default ``torch.get_num_threads()``).
+
+    torch gives each of its ``T'`` threads ``ceil(len / T')`` entries of an elementwise op
+    (``T' = min(T, ceil(len / GRAIN))``), and each thread runs the last ``len mod 16`` (32, 64 with
+    wider vectors) entries of its range through the scalar code, whose ``log2`` / ``exp2`` need not
+    round like the vectorized ones. Every piece here is either ``k GRAIN`` entries with ``k <= T`` or
+    ``T | k`` (every thread gets a multiple of ``GRAIN``: all vectorized), or the final ``n mod GRAIN``
+    entries (below ``GRAIN``: one thread). So an entry takes the scalar route only if it is among the
+    last ``n mod 16``, whatever ``T`` is: the chunked kernels give bit-identical results for every
+    thread count (tested; docs/theory.md section 2.3).
+    """
+    t = max(1, torch.get_num_threads() if threads is None else int(threads))
+    k_max = chunk // GRAIN
+    if k_max == 0:  # tiny chunks (tests): every piece below GRAIN runs on one thread
+        return [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
+    full = GRAIN * (t * (k_max // t) if t <= k_max else k_max)
+    bounds, s = [], 0
+    while n - s >= full:
+        bounds.append((s, s + full))
+        s += full
+    k = (n - s) // GRAIN
+    for size in ((k // t) * t if k > t else k, k % t if k > t else 0):
+        if size:
+            bounds.append((s, s + size * GRAIN))
+            s += size * GRAIN
+    if s < n:
+        bounds.append((s, n))
+    return bounds
+
+
+def validate_threads(threads) -> int | None:
+    """``None`` (automatic) or a thread count >= 1; anything else raises `MdcertError`."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise MdcertError(
+            f"Invalid threads: {threads!r}; use None (automatic) or an int >= 1 (docs/theory.md 2.3)"
+        )
+    return threads
+
+
+class ThreadChoice:
+    """Runs a step's write phase under the chosen thread count (see the module docstring).
+
+    ``clock`` (default ``time.perf_counter``) is injectable for tests; ``last`` is the count the last
+    write phase ran with (None before the first).
+    """
+
+    def __init__(self, threads: int | None = None, *, clock: Callable[[], float] | None = None):
+        self.threads = validate_threads(threads)
+        self.clock = clock or time.perf_counter
+        self.timings: dict[int, deque] = {}
+        self.steps = 0
+        self.last: int | None = None
+
+    def choose(self, total: int, work: int) -> int:
+        """The thread count for a write phase of ``work`` entries when torch is set to ``total``."""
+        if self.threads is not None:
+            return self.threads
+        if total <= 1 or work < total * GRAIN:
+            return total
+        seen = {k: self.timings.get(k) for k in (total, 1)}
+        for k, recent in seen.items():
+            if not recent:
+                return k  # measure each candidate once, torch's own count first
+        best = min(seen, key=lambda k: statistics.median(seen[k]))
+        if self.steps % PROBE == 0:
+            return 1 if best == total else total
+        return best
+
+    def run(self, commits: Iterable[Callable[[], None]], work: int) -> None:
+        """Run ``commits`` (the write phase; ``work`` = its CPU entries) with the chosen count, then
+        restore torch's count (also when a commit raises)."""
+        total = torch.get_num_threads()
+        k = self.choose(total, work)
+        self.last = k
+        timed = self.threads is None and total > 1 and work >= total * GRAIN
+        if k == total and not timed:
+            for commit in commits:
+                commit()
+            return
+        self.steps += 1
+        if k != total:
+            torch.set_num_threads(k)
+        start = self.clock()
+        try:
+            for commit in commits:
+                commit()
+        finally:
+            elapsed = self.clock() - start
+            if k != total:
+                torch.set_num_threads(total)
+        if timed:
+            self.timings.setdefault(k, deque(maxlen=3)).append(elapsed / work)

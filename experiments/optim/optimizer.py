@@ -98,7 +98,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         differentiable: keep the step differentiable (out-of-place reference path).
         threads: the thread count of the write phase on CPU: ``None`` (default) chooses between 1 and
             ``torch.get_num_threads()`` by timing the steps (`experiments.optim.threads`); an int
-            fixes it. Results are bit-identical whatever the count (only the speed changes).
+            fixes it. Results are bit-identical whatever the count (only the speed changes). Steps
+            that run a ``fused`` kernel keep torch's count (another would recompile it).
 
     Raises:
         ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message;
@@ -143,6 +144,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self._stamps = WeakIdKeyDictionary()
         self._fused_warned: set = set()
         self._threads = ThreadChoice(threads)
+        self._compiled_step = False
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
@@ -165,6 +167,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
         self.__dict__.setdefault("_fused_warned", set())
         self.__dict__.setdefault("_threads", ThreadChoice())
+        self.__dict__.setdefault("_compiled_step", False)
         for group in self.param_groups:
             group.setdefault("cache_dual", True)
             group.setdefault("fused", None)
@@ -249,6 +252,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
 
     def _step_nograd(self, jobs) -> None:
         # phase 1: check every gradient, plan each update (nothing is written here)
+        self._compiled_step = False
         commits: list[Callable[[], None]] = []
         by_group: dict[int, list] = {}
         for job in jobs:
@@ -263,7 +267,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
                     commits.append(self._single(job))
         # phase 2: write (every check has passed), under the thread count of `experiments.optim.threads`
         work = sum(job[3].numel() for job in jobs if job[3].device.type == "cpu")
-        self._threads.run(commits, work)
+        self._threads.run(commits, work, fixed=self._compiled_step)
         self._count_steps(jobs)
 
     # ------------------------------------------------------------------ checks

@@ -7,12 +7,17 @@ write phase runs ``torch.set_num_threads(k)`` for the duration of the writes, ``
 
 - ``threads=None`` (the default): automatic. The candidates are 1 and ``T = torch.get_num_threads()``.
   Each write phase is timed (wall clock, per parameter entry); the candidate with the lower median of
-  its last three timings is used, and every ``PROBE``-th step the other one is tried again, so a load
-  that comes or goes is followed within a few probes. On a quiet machine that settles on ``T``; on a
+  its last three timings is used, and the other one is tried again after ``PROBE * ceil(r)`` steps
+  (``r`` >= 1 the ratio of their medians, at most ``MAX_WAIT`` steps), so the probes cost at most
+  about ``1/PROBE`` of the chosen steps' time while a load that comes or goes is still followed. On a quiet machine that settles on ``T``; on a
   loaded one, where the chunked kernels' per-chunk thread barriers wait for descheduled threads, it
   settles on 1 when 1 is faster. Steps with fewer than ``T * GRAIN`` entries (torch would not split
   them anyway) and ``T = 1`` never switch.
 - ``threads=k`` (an int >= 1): always ``k``.
+- Steps that run a compiled ``fused=True`` kernel keep torch's count (and are not timed): dynamo
+  guards the compiled loop on the thread count, so another count would recompile it inside the write
+  phase, where a failure could no longer be refused with nothing written. That loop has one parallel
+  region per call, not a barrier per chunk: measured under load, 2 threads cost it little or nothing.
 
 Only the speed depends on the choice, never the result: the elementwise write kernels give the same
 bits for every thread count (`experiments.optim.kernels.chunk_bounds`; the fused loop's tail is
@@ -24,6 +29,7 @@ the step's count while it writes.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import deque
@@ -33,9 +39,10 @@ import torch
 
 from certify.errors import MdcertError
 
-__all__ = ["GRAIN", "PROBE", "ThreadChoice", "chunk_bounds", "validate_threads"]
+__all__ = ["GRAIN", "MAX_WAIT", "PROBE", "ThreadChoice", "chunk_bounds", "validate_threads"]
 
-PROBE = 8  # every PROBE-th timed step tries the other candidate
+PROBE = 16  # the other candidate is tried after PROBE * ceil(its median / the best median) steps
+MAX_WAIT = 1024
 GRAIN = 32768  # at::internal::GRAIN_SIZE: torch splits an elementwise op over threads from here on
 
 
@@ -96,7 +103,7 @@ class ThreadChoice:
         self.threads = validate_threads(threads)
         self.clock = clock or time.perf_counter
         self.timings: dict[int, deque] = {}
-        self.steps = 0
+        self.wait = PROBE - 1
         self.last: int | None = None
 
     def choose(self, total: int, work: int) -> int:
@@ -109,23 +116,27 @@ class ThreadChoice:
         for k, recent in seen.items():
             if not recent:
                 return k  # measure each candidate once, torch's own count first
-        best = min(seen, key=lambda k: statistics.median(seen[k]))
-        if self.steps % PROBE == 0:
-            return 1 if best == total else total
-        return best
+        best, other = sorted(seen, key=lambda k: statistics.median(seen[k]))
+        if self.wait > 0:
+            self.wait -= 1
+            return best
+        ratio = statistics.median(seen[other]) / max(statistics.median(seen[best]), 1e-300)
+        self.wait = min(PROBE * math.ceil(min(ratio, MAX_WAIT)), MAX_WAIT) - 1
+        return other
 
-    def run(self, commits: Iterable[Callable[[], None]], work: int) -> None:
+    def run(self, commits: Iterable[Callable[[], None]], work: int, *, fixed: bool = False) -> None:
         """Run ``commits`` (the write phase; ``work`` = its CPU entries) with the chosen count, then
-        restore torch's count (also when a commit raises)."""
+        restore torch's count (also when a commit raises); ``fixed``: at torch's count, untimed."""
         total = torch.get_num_threads()
-        k = self.choose(total, work)
+        if fixed:
+            work = 0
+        k = total if fixed else self.choose(total, work)
         self.last = k
         timed = self.threads is None and total > 1 and work >= total * GRAIN
         if k == total and not timed:
             for commit in commits:
                 commit()
             return
-        self.steps += 1
         if k != total:
             torch.set_num_threads(k)
         start = self.clock()

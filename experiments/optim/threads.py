@@ -17,7 +17,8 @@ write phase runs ``torch.set_num_threads(k)`` for the duration of the writes, ``
 - Steps that run a compiled ``fused=True`` kernel keep torch's count (and are not timed): dynamo
   guards the compiled loop on the thread count, so another count would recompile it inside the write
   phase, where a failure could no longer be refused with nothing written. That loop has one parallel
-  region per call, not a barrier per chunk: measured under load, 2 threads cost it little or nothing.
+  region per call, not a barrier per chunk: under a load of 10-12 on 2 cores, 2 threads took 0.94-1.46x
+  the time of 1 there, against 10-15x for the eager chunked kernels (benchmarks/README.md).
 
 Only the speed depends on the choice, never the result: the elementwise write kernels give the same
 bits for every thread count (`experiments.optim.kernels.chunk_bounds`; the fused loop's tail is

@@ -99,7 +99,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         threads: the thread count of the write phase on CPU: ``None`` (default) chooses between 1 and
             ``torch.get_num_threads()`` by timing the steps (`experiments.optim.threads`); an int
             fixes it. Results are bit-identical whatever the count (only the speed changes). Steps
-            that run a ``fused`` kernel keep torch's count (another would recompile it).
+            that run a ``fused`` kernel keep torch's count (another would recompile it). Not part
+            of ``state_dict()`` or a pickle (an unpickled optimizer chooses automatically).
 
     Raises:
         ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message;

@@ -31,6 +31,7 @@ the step's count while it writes.
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 import time
 from collections import deque
@@ -86,11 +87,15 @@ def validate_threads(threads) -> int | None:
     """``None`` (automatic) or a thread count >= 1; anything else raises `MdcertError`."""
     if threads is None:
         return None
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    try:
+        value = None if isinstance(threads, bool) else operator.index(threads)
+    except TypeError:
+        value = None
+    if value is None or value < 1:
         raise MdcertError(
             f"Invalid threads: {threads!r}; use None (automatic) or an int >= 1 (docs/theory.md 2.3)"
         )
-    return threads
+    return value
 
 
 class ThreadChoice:

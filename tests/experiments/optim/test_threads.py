@@ -151,7 +151,16 @@ def test_override_and_restore_after_an_error(two_threads):
     assert clock.used == [3] and torch.get_num_threads() == 2
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", torch.tensor(0.5)])
 def test_invalid_threads_refused(bad):
     with pytest.raises(MdcertError, match="Invalid threads"):
         LpMirrorDescent([torch.nn.Parameter(torch.ones(3))], lr=0.1, p="1.75", threads=bad)
+
+
+def test_threads_accepts_integer_like_counts():
+    import numpy as np
+
+    opt = LpMirrorDescent(
+        [torch.nn.Parameter(torch.ones(3))], lr=0.1, p="1.75", threads=np.int64(2)
+    )
+    assert opt._threads.threads == 2 and type(opt._threads.threads) is int

@@ -252,7 +252,33 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         return bool(flag)
 
     def _step_nograd(self, jobs) -> None:
-        # phase 1: check every gradient, plan each update (nothing is written here)
+        # phase 1 (`_plan_step`: every check, nothing written), then phase 2 (the writes), under the
+        # thread counts of `experiments.optim.threads`
+        work = sum(job[3].numel() for job in jobs if job[3].device.type == "cpu")
+        whole = all(self._thread_free(job) for job in jobs)
+        self._threads.step(lambda: self._plan_step(jobs), work, whole=whole)
+        self._count_steps(jobs)
+
+    def _thread_free(self, job) -> bool:
+        """Are this job's checks and plan bit-identical for every thread count (chunked CPU path, no
+        norm, no compiled loop; docs/theory.md section 2.3)?"""
+        _, _, group, param, _, exact = job
+        grad = param.grad
+        fused = group["fused"] and exact != 2 and group["cache_dual"]
+        return (
+            param.device.type == "cpu"
+            and not group["normalize_gradient"]
+            and not group["foreach"]
+            and param.is_contiguous()
+            and grad.is_contiguous()
+            and grad.dtype == param.dtype
+            and param.dtype in (torch.float32, torch.float64)
+            and not (fused and param.numel() >= FUSED_MIN_NUMEL)
+        )
+
+    def _plan_step(self, jobs) -> tuple[list[Callable[[], None]], bool]:
+        """Phase 1: check every gradient and plan each update (nothing is written here); returns the
+        commits and whether one runs a compiled loop (which keeps torch's thread count)."""
         self._compiled_step = False
         commits: list[Callable[[], None]] = []
         by_group: dict[int, list] = {}
@@ -266,10 +292,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             else:
                 for job in group_jobs:
                     commits.append(self._single(job))
-        # phase 2: write (every check has passed), under the thread count of `experiments.optim.threads`
-        work = sum(job[3].numel() for job in jobs if job[3].device.type == "cpu")
-        self._threads.run(commits, work, fixed=self._compiled_step)
-        self._count_steps(jobs)
+        return commits, self._compiled_step
 
     # ------------------------------------------------------------------ checks
     @staticmethod

@@ -1,12 +1,14 @@
 """The thread count of `experiments.optim.optimizer.LpMirrorDescent`'s write phase, and the chunking
 that makes its result independent of it (docs/theory.md section 2.3).
 
-A step checks everything first (phase 1: reductions over the gradient, bounds, norms, at torch's own
-thread count) and then writes (phase 2: the chunked power kernels or the fused loop). On CPU the
-write phase runs ``torch.set_num_threads(k)`` for the duration of the writes, ``k`` chosen here:
+A step checks everything first (phase 1: reductions over the gradient, bounds, norms) and then
+writes (phase 2: the chunked power kernels or the fused loop). On CPU the write phase runs under
+``torch.set_num_threads(k)``, ``k`` chosen here, and so does phase 1 when its result cannot depend on
+the count either (every parameter on the chunked CPU path, without ``normalize_gradient``, ``fused``
+or ``foreach``); otherwise phase 1 keeps torch's count:
 
 - ``threads=None`` (the default): automatic. The candidates are 1 and ``T = torch.get_num_threads()``.
-  Each write phase is timed (wall clock, per parameter entry); the candidate with the lower median of
+  From the second step on, each step's phases under the choice are timed (wall clock, per entry); the candidate with the lower median of
   its last three timings is used, and the other one is tried again after ``PROBE * ceil(r)`` steps
   (``r`` >= 1 the ratio of their medians, at most ``MAX_WAIT`` steps), so the probes cost at most
   about ``1/PROBE`` of the chosen steps' time while a load that comes or goes is still followed. On a quiet machine that settles on ``T``; on a
@@ -22,8 +24,9 @@ write phase runs ``torch.set_num_threads(k)`` for the duration of the writes, ``
 
 Only the speed depends on the choice, never the result: the elementwise write kernels give the same
 bits for every thread count (`experiments.optim.kernels.chunk_bounds`; the fused loop's tail is
-vectorized, masked), while the reductions whose rounding depends on the thread count (norms of
-``normalize_gradient``, bounds) run in phase 1, outside the choice. Tested bit for bit.
+vectorized, masked); in phase 1 the reductions over G only bound max|G| (they choose between the
+in-place and the checked route, which compute the same bits), and the one reduction whose rounding
+reaches the result, the q-norm of ``normalize_gradient``, keeps torch's count. Tested bit for bit.
 ``torch.set_num_threads`` is process-wide: other Python threads running torch ops during a step see
 the step's count while it writes.
 """
@@ -35,6 +38,7 @@ import operator
 import statistics
 import time
 from collections import deque
+from contextlib import contextmanager
 from typing import Callable, Iterable
 
 import torch
@@ -110,6 +114,7 @@ class ThreadChoice:
         self.clock = clock or time.perf_counter
         self.timings: dict[int, deque] = {}
         self.wait = PROBE - 1
+        self.warm = False  # the first step (dual cache filled, buffers allocated) is not timed
         self.last: int | None = None
 
     def choose(self, total: int, work: int) -> int:
@@ -130,28 +135,51 @@ class ThreadChoice:
         self.wait = min(PROBE * math.ceil(min(ratio, MAX_WAIT)), MAX_WAIT) - 1
         return other
 
-    def run(self, commits: Iterable[Callable[[], None]], work: int, *, fixed: bool = False) -> None:
-        """Run ``commits`` (the write phase; ``work`` = its CPU entries) with the chosen count, then
-        restore torch's count (also when a commit raises); ``fixed``: at torch's count, untimed."""
+    def step(
+        self,
+        plan: Callable[[], tuple[list[Callable[[], None]], bool]],
+        work: int,
+        *,
+        whole: bool,
+    ) -> None:
+        """Phase 1 ``plan()`` (returns the commits, and True when they must keep torch's count) and
+        phase 2 (the commits), ``work`` CPU entries; torch's count is restored after (also on a raise).
+
+        ``whole``: phase 1's result does not depend on the thread count either (no norm, no unchunked
+        power, no compiled loop), so it runs, and is timed, under the chosen count too.
+        """
         total = torch.get_num_threads()
-        if fixed:
-            work = 0
-        k = total if fixed else self.choose(total, work)
-        self.last = k
+        k = self.choose(total, work)
         timed = self.threads is None and total > 1 and work >= total * GRAIN
-        if k == total and not timed:
-            for commit in commits:
-                commit()
-            return
-        if k != total:
-            torch.set_num_threads(k)
+        if timed and not self.warm:
+            k, timed, self.warm = total, False, True
         start = self.clock()
-        try:
+        with _count(k if whole else total, total):
+            commits, fixed = plan()
+        if fixed:
+            k, timed = total, False
+        if not whole:
+            start = self.clock()
+        self.last = k
+        with _count(k, total):
             for commit in commits:
                 commit()
-        finally:
-            elapsed = self.clock() - start
-            if k != total:
-                torch.set_num_threads(total)
         if timed:
-            self.timings.setdefault(k, deque(maxlen=3)).append(elapsed / work)
+            self.timings.setdefault(k, deque(maxlen=3)).append((self.clock() - start) / work)
+
+    def run(self, commits: Iterable[Callable[[], None]], work: int, *, fixed: bool = False) -> None:
+        """`step` with phase 1 done: only the writes ``commits`` (``fixed``: at torch's count)."""
+        self.step(lambda: (list(commits), fixed), work, whole=False)
+
+
+@contextmanager
+def _count(k: int, total: int):
+    """Run the body with ``torch.set_num_threads(k)``, then set ``total`` back."""
+    if k == total:
+        yield
+        return
+    torch.set_num_threads(k)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(total)

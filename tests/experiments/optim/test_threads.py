@@ -109,7 +109,7 @@ def test_automatic_choice_follows_the_faster_count(two_threads):
     for _ in range(3 * PROBE):
         choice.run([clock.commit], 10**7)
         assert torch.get_num_threads() == 2  # restored after every step
-    assert clock.used[:2] == [2, 1]  # each candidate measured once, torch's own count first
+    assert clock.used[:3] == [2, 2, 1]  # untimed first step, then each candidate once
     assert clock.used.count(1) == 2  # then 2, with one probe of 1 (the next after 3 * PROBE steps)
     clock.cost = {1: 1.0, 2: 5.0}  # load arrives: two threads now slower
     for _ in range(4 * PROBE):
@@ -164,3 +164,28 @@ def test_threads_accepts_integer_like_counts():
         [torch.nn.Parameter(torch.ones(3))], lr=0.1, p="1.75", threads=np.int64(2)
     )
     assert opt._threads.threads == 2 and type(opt._threads.threads) is int
+
+
+def test_checks_follow_the_choice_only_where_they_cannot_change_the_result(
+    two_threads, monkeypatch
+):
+    """Bounds (`_gmax`) run under the chosen count on the chunked path; the q-norm of
+    ``normalize_gradient`` (a reduction whose rounding reaches the step) keeps torch's count."""
+    import experiments.optim.cpu as cpu_mod
+
+    bounds, norms = [], []
+    real_gmax, real_unit = LpMirrorDescent._gmax, cpu_mod.dual_unit
+
+    def gmax(self, *args):
+        bounds.append(torch.get_num_threads())
+        return real_gmax(self, *args)
+
+    def unit(*args):
+        norms.append(torch.get_num_threads())
+        return real_unit(*args)
+
+    monkeypatch.setattr(LpMirrorDescent, "_gmax", gmax)
+    monkeypatch.setattr(cpu_mod, "dual_unit", unit)
+    _run(1, "1.75")
+    _run(1, "1.75", normalize_gradient=True)
+    assert bounds == [1, 1, 1] and norms == [2, 2, 2]

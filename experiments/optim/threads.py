@@ -11,8 +11,8 @@ or ``foreach``); otherwise phase 1 keeps torch's count:
   From the second step on, each step's phases under the choice are timed (wall clock, per entry); the candidate with the lower median of
   its last three timings is used, and the other one is tried again after ``PROBE * ceil(r)`` steps
   (``r`` >= 1 the ratio of their medians, at most ``MAX_WAIT`` steps), so the probes cost at most
-  about ``1/PROBE`` of the chosen steps' time while a load that comes or goes is still followed. On a quiet machine that settles on ``T``; on a
-  loaded one, where the chunked kernels' per-chunk thread barriers wait for descheduled threads, it
+  about ``1/PROBE`` of the chosen steps' time while a load that comes or goes is still followed. On
+  a quiet machine that settles on ``T``; on a loaded one, where the chunked kernels' per-chunk thread barriers wait for descheduled threads, it
   settles on 1 when 1 is faster. Steps with fewer than ``T * GRAIN`` entries (torch would not split
   them anyway) and ``T = 1`` never switch.
 - ``threads=k`` (an int >= 1): always ``k``.
@@ -113,7 +113,7 @@ class ThreadChoice:
         self.threads = validate_threads(threads)
         self.clock = clock or time.perf_counter
         self.timings: dict[int, deque] = {}
-        self.wait = PROBE - 1
+        self.wait: int | None = None  # steps before the next probe (set once both are measured)
         self.warm = False  # the first step (dual cache filled, buffers allocated) is not timed
         self.last: int | None = None
 
@@ -128,12 +128,14 @@ class ThreadChoice:
             if not recent:
                 return k  # measure each candidate once, torch's own count first
         best, other = sorted(seen, key=lambda k: statistics.median(seen[k]))
-        if self.wait > 0:
-            self.wait -= 1
-            return best
-        ratio = statistics.median(seen[other]) / max(statistics.median(seen[best]), 1e-300)
-        self.wait = min(PROBE * math.ceil(min(ratio, MAX_WAIT)), MAX_WAIT) - 1
-        return other
+        if self.wait is not None and self.wait <= 0:
+            self.wait = None
+            return other  # the probe
+        if self.wait is None:
+            ratio = statistics.median(seen[other]) / max(statistics.median(seen[best]), 1e-300)
+            self.wait = min(PROBE * math.ceil(min(ratio, MAX_WAIT)), MAX_WAIT)
+        self.wait -= 1
+        return best
 
     def step(
         self,

@@ -8,22 +8,23 @@ the count either (every parameter on the chunked CPU path, without ``normalize_g
 or ``foreach``); otherwise phase 1 keeps torch's count:
 
 - ``threads=None`` (the default): automatic. The candidates are 1 and ``T = torch.get_num_threads()``.
-  From the second step on, each step's phases under the choice are timed (wall clock, per entry); the candidate with the lower median of
-  its last three timings is used, and the other one is tried again after ``PROBE * ceil(r)`` steps
-  (``r`` >= 1 the ratio of their medians, at most ``MAX_WAIT`` steps), so the probes cost at most
-  about ``1/PROBE`` of the chosen steps' time while a load that comes or goes is still followed. On
-  a quiet machine that settles on ``T``; on a loaded one, where the chunked kernels' per-chunk thread barriers wait for descheduled threads, it
-  settles on 1 when 1 is faster. Steps with fewer than ``T * GRAIN`` entries (torch would not split
-  them anyway) and ``T = 1`` never switch.
+  From the second step on, each step's phases under the choice are timed (wall clock, per entry);
+  the candidate with the lower median of its last three timings is used, and the other one is tried
+  again after ``PROBE * ceil(r)`` steps (``r`` >= 1 the ratio of their medians, at most ``MAX_WAIT``
+  steps), so the probes cost at most about ``1/PROBE`` of the chosen steps' time while a load that
+  comes or goes is still followed. On a quiet machine that settles on ``T``; on a loaded one, where
+  the chunked kernels' per-chunk thread barriers wait for descheduled threads, it settles on 1 when 1
+  is faster. Steps with fewer than ``T * GRAIN`` entries (torch would not split them anyway) and
+  ``T = 1`` never switch.
 - ``threads=k`` (an int >= 1): always ``k``.
 - Steps that run a compiled ``fused=True`` kernel keep torch's count (and are not timed): dynamo
   guards the compiled loop on the thread count, so another count would recompile it inside the write
   phase, where a failure could no longer be refused with nothing written. That loop has one parallel
-  region per call, not a barrier per chunk: under a load of 10-12 on 2 cores, 2 threads took 0.94-1.46x
-  the time of 1 there, against 10-15x for the eager chunked kernels (benchmarks/README.md).
+  region per call, not a barrier per chunk: under a load of 10-12 on 2 cores, 2 threads took
+  0.94-1.46x the time of 1 there, against 10-15x for the eager chunked kernels (benchmarks/README.md).
 
 Only the speed depends on the choice, never the result: the elementwise write kernels give the same
-bits for every thread count (`experiments.optim.kernels.chunk_bounds`; the fused loop's tail is
+bits for every thread count (`chunk_bounds`; the fused loop's tail is
 vectorized, masked); in phase 1 the reductions over G only bound max|G| (they choose between the
 in-place and the checked route, which compute the same bits), and the one reduction whose rounding
 reaches the result, the q-norm of ``normalize_gradient``, keeps torch's count. Tested bit for bit.

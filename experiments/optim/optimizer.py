@@ -41,7 +41,7 @@ eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x
 (its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.1 and p = 3 about
 1.1-1.2x, p = 1.75 1.4-1.9x; p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
 read that rejects NaN/Inf before anything is written). Every chunk op synchronises the intra-op
-threads, so on an oversubscribed machine one thread can be faster: the write phase picks its thread
+threads, so on an oversubscribed machine one thread can be faster: the step picks its thread
 count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.
 """
 
@@ -96,9 +96,9 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             see the module docstring for where it applies). Cannot be combined with ``foreach=True``
             or ``differentiable=True``.
         differentiable: keep the step differentiable (out-of-place reference path).
-        threads: the thread count of the write phase on CPU: ``None`` (default) chooses between 1 and
-            ``torch.get_num_threads()`` by timing the steps (`experiments.optim.threads`); an int
-            fixes it. Results are bit-identical whatever the count (only the speed changes). Steps
+        threads: the CPU thread count of the writes (and of the checks where it cannot change
+            them): ``None`` (default) chooses 1 or ``torch.get_num_threads()`` by timing the steps
+            (`experiments.optim.threads`); an int fixes it. Results are bit-identical whatever the count (only the speed changes). Steps
             that run a ``fused`` kernel keep torch's count (another would recompile it). Not part
             of ``state_dict()`` or a pickle (an unpickled optimizer chooses automatically).
 

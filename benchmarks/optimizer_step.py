@@ -5,6 +5,9 @@ Usage:
     python benchmarks/optimizer_step.py --quick    # 1M parameters, fewer repeats
     python benchmarks/optimizer_step.py --nocache  # also the fast path without the dual cache
     python benchmarks/optimizer_step.py --no-fused # skip the fused (compiled) rows
+    python benchmarks/optimizer_step.py --step-threads auto,1,2 --busy 2
+                                                   # LpMD rows per write-phase thread count, beside
+                                                   # two busy-loop processes (a loaded machine)
 
 The fused rows (``LpMirrorDescent(fused=True)``, p != 2) compile their kernel before timing; the
 compile time is printed (about 30 s per exponent the first time on 2 cores, seconds from inductor's
@@ -13,13 +16,20 @@ on-disk cache) and is not part of the step times.
 Each optimizer gets its own parameter (same size, same random gradient), a warm-up of a few steps,
 then the median wall time of ``--repeats`` steps (interleaved rounds, so background load hits every
 row alike). Threads: torch's default (printed). The lr (``--lr``, default 1e-6) is the same for all
-optimizers; it is small so that no step overflows.
+optimizers; it is small so that no step overflows. ``--step-threads`` gives each LpMD row one
+variant per write-phase thread count (``LpMirrorDescent(threads=...)``; ``auto`` is the default
+automatic choice, see experiments/optim/threads.py). ``--busy K`` starts K busy-loop processes for
+the duration of the run (stopped at the end). Printed beside the wall times: the 1-minute load
+before and after, and the process CPU time of the timed rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -36,8 +46,11 @@ def _make(kind: str, param: torch.nn.Parameter, lr: float = 1e-6):
         return torch.optim.Adam([param], lr=lr, foreach=True)
     if kind == "Adam fused":
         return torch.optim.Adam([param], lr=lr, fused=True)
-    name, p, path = kind.split()
+    name, p, path, *rest = kind.split()
     p = p.split("=")[1]
+    threads = None
+    if rest and rest[0] != "t=auto":
+        threads = int(rest[0].split("=")[1])
     if path == "simple":
         opt = LpMirrorDescent([param], lr=lr, p=p, differentiable=False, foreach=False)
         opt._single = _simple_only(opt)  # force the reference path
@@ -49,6 +62,7 @@ def _make(kind: str, param: torch.nn.Parameter, lr: float = 1e-6):
         foreach=(path == "foreach"),
         cache_dual=(path != "nocache"),
         fused=(path == "fused"),
+        threads=threads,
     )
 
 
@@ -91,18 +105,38 @@ def main(argv: list[str] | None = None) -> int:
         help="step size of every optimizer (default 1e-6; from about 1e-3 on, float32 LpMD steps "
         "check the gradient with G.G instead of the cheaper G.sum())",
     )
+    ap.add_argument(
+        "--step-threads",
+        default=None,
+        help="comma list of LpMD write-phase thread counts, e.g. auto,1,2 (default: auto only)",
+    )
+    ap.add_argument("--busy", type=int, default=0, help="busy-loop processes beside the run")
     args = ap.parse_args(argv)
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
+    try:
+        return _run(args)
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+
+
+def _run(args) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     n = args.size or (1_000_000 if args.quick else 10_000_000)
     repeats = args.repeats or (5 if args.quick else 11)
     kinds = ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
+    suffixes = [""]
+    if args.step_threads:
+        suffixes = [f" t={t.strip()}" for t in args.step_threads.split(",")]
     for p in ("1.1", "1.75", "2", "3"):
-        kinds.append(f"LpMD p={p} fast")
-        if args.fused and p != "2":
-            kinds.append(f"LpMD p={p} fused")
-        if args.nocache and p != "2":
-            kinds.append(f"LpMD p={p} nocache")
+        for suffix in suffixes:
+            kinds.append(f"LpMD p={p} fast{suffix}")
+            if args.fused and p != "2" and suffix == suffixes[0]:
+                kinds.append(f"LpMD p={p} fused")  # fused steps keep torch's thread count
+            if args.nocache and p != "2":
+                kinds.append(f"LpMD p={p} nocache{suffix}")
         if args.simple:
             kinds.append(f"LpMD p={p} simple")
     gen = torch.Generator().manual_seed(0)
@@ -115,13 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     for kind, (_, opt) in runs.items():  # warm-up (the fused rows compile here)
         t0 = time.perf_counter()
         opt.step()
-        if kind.endswith("fused"):
+        if "fused" in kind:
             print(
                 f"{kind}: first step (compiles the kernel) {time.perf_counter() - t0:.1f} s",
                 flush=True,
             )
         opt.step()
     times: dict[str, list[float]] = {k: [] for k in kinds}
+    load0, cpu0, wall0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
     for _ in range(repeats):
         for kind, (_, opt) in runs.items():
             t0 = time.perf_counter()
@@ -131,14 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     best = {k: min(v) * 1e3 for k, v in times.items()}
     print(
         f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} float32 parameters, "
-        f"lr {args.lr:g}, median of {repeats} steps"
+        f"lr {args.lr:g}, median of {repeats} steps; 1-minute load {load0:.2f} -> "
+        f"{os.getloadavg()[0]:.2f}, timed rounds {time.perf_counter() - wall0:.1f} s wall, "
+        f"{time.process_time() - cpu0:.1f} s CPU, {args.busy} busy loops"
     )
+    width = max(22, max(len(k) for k in kinds) + 2)
     print(
-        f"{'optimizer':<22}{'median ms':>10}{'min ms':>9}{'x SGD':>8}{'x Adam fused':>14}   (ratios of medians)"
+        f"{'optimizer':<{width}}{'median ms':>10}{'min ms':>9}{'x SGD':>8}{'x Adam fused':>14}   (ratios of medians)"
     )
     for kind in kinds:
         print(
-            f"{kind:<22}{med[kind]:>10.2f}{best[kind]:>9.2f}{med[kind] / med['SGD']:>8.2f}"
+            f"{kind:<{width}}{med[kind]:>10.2f}{best[kind]:>9.2f}{med[kind] / med['SGD']:>8.2f}"
             f"{med[kind] / med['Adam fused']:>14.2f}"
         )
     return 0

@@ -7,15 +7,18 @@ from certify.lazy import lazy_exports
 #: public name -> defining module
 _EXPORTS: dict[str, str] = {
     "CHUNK": "experiments.optim.kernels",
+    "GRAIN": "experiments.optim.threads",
     "DualCacheMixin": "experiments.optim.dual",
     "Exponents": "experiments.optim.mirror",
     "FUSED_MIN_NUMEL": "experiments.optim.optimizer",
     "KernelUnavailable": "experiments.optim.fused",
     "LpMirrorDescent": "experiments.optim.optimizer",
     "PowPlan": "experiments.optim.optimizer",
+    "ThreadChoice": "experiments.optim.threads",
     "bregman": "experiments.optim.mirror",
     "bregman_terms": "experiments.optim.mirror",
     "cbrt_expr": "experiments.optim.fused",
+    "chunk_bounds": "experiments.optim.threads",
     "chunked_dual": "experiments.optim.kernels",
     "chunked_inverse": "experiments.optim.kernels",
     "chunked_step_cached": "experiments.optim.kernels",

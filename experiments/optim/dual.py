@@ -23,7 +23,7 @@ With ``fused=True`` the step ``Q <- Q + coef G; W <- (grad psi)^{-1}(Q)`` is one
 entries; a loaded dual is then checked against that kernel's inverse map (the same code).
 
 The mixin uses the host optimizer's ``state``, ``_plan``, ``_gmax``, ``_check_result`` and the
-``_stamps`` / ``_fused_warned`` attributes that `LpMirrorDescent.__init__` creates.
+``_stamps`` / ``_fused_warned`` / ``_compiled_step`` attributes that `LpMirrorDescent.__init__` creates.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class DualCacheMixin:
         if not group["fused"] or W.numel() < FUSED_MIN_NUMEL:
             return None
         try:
-            return _fused.step_kernel(1 / (exact - 1), W.dtype)
+            kernel = _fused.step_kernel(1 / (exact - 1), W.dtype)
         except _fused.KernelUnavailable as exc:
             key = (exact, W.dtype)
             if key not in self._fused_warned:
@@ -89,6 +89,10 @@ class DualCacheMixin:
                     stacklevel=4,
                 )
             return None
+        # the write phase then keeps torch's thread count: dynamo guards the compiled loop on it, so
+        # another count would recompile inside the write phase (experiments.optim.threads)
+        self._compiled_step = True
+        return kernel
 
     def _fingerprint(self, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A few evenly spaced entries of ``W`` (flat) and their positions: a cheap sampled check

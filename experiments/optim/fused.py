@@ -7,7 +7,10 @@ pay is the cube root: exponents ``m + 1/3`` and ``m + 2/3`` (``p = 1.75``: ``e =
 convergence: 3.2e-2, 2e-5, 1e-14 relative error), only multiplications and divisions, which the
 compiled loop vectorizes; ``exp2``/``log2`` (``e = 1/10`` and other exponents) and square-root chains
 (``k/2^j``) are fused as well. Float32 error against the float64 power (tested, eagerly on the same
-expression): at most 2.2 eps for ``4/3`` (the eager ``exp2(log2 / 3)`` plan: 15.4 eps).
+expression): at most 2.2 eps for ``4/3`` (the eager ``exp2(log2 / 3)`` plan: 15.4 eps). Tried instead
+(issue 25, benchmarks/README.md): a division-free Newton iteration for ``|x|^{-1/3}`` (4.0 eps, not
+faster), one such step then one Halley step (3.3 eps, within noise) and float64 iterations from the
+float32 start (0.5 eps, about 1.5x the kernel's time); none beats two float32 Halley steps.
 
 The optimizer runs every check first (nothing written) and then this kernel, as on the eager path.
 One compiled function per exponent and dtype, with a dynamic size (one compilation serves every

@@ -28,6 +28,7 @@ import torch
 
 from certify.errors import MdcertError
 from certify.exact import parse_p
+from experiments.optim.threads import chunk_bounds
 
 __all__ = [
     "absmax",
@@ -292,9 +293,8 @@ def simple_update(
 
 
 # ---------------------------------------------------------------------- chunked in-place CPU loops
-def _chunks(n: int):
-    for s in range(0, n, CHUNK):
-        yield s, min(s + CHUNK, n)
+def _chunks(n: int) -> list[tuple[int, int]]:
+    return chunk_bounds(n, chunk=CHUNK)  # pieces split evenly over threads (bit-identical results)
 
 
 def _extreme(extremes: list[torch.Tensor]) -> float:

@@ -41,7 +41,8 @@ eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x
 (its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.1 and p = 3 about
 1.1-1.2x, p = 1.75 1.4-1.9x; p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
 read that rejects NaN/Inf before anything is written). Every chunk op synchronises the intra-op
-threads, so on an oversubscribed machine ``torch.set_num_threads(1)`` can be faster.
+threads, so on an oversubscribed machine one thread can be faster: the step picks its thread
+count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from experiments.optim.cpu import CpuFastPathMixin
 from experiments.optim.foreach import foreach_update
 from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin
 from experiments.optim.kernels import PowPlan, simple_update, validate_lr, validate_p, mirror_step
+from experiments.optim.threads import ThreadChoice
 
 __all__ = ["LpMirrorDescent", "mirror_step", "PowPlan", "FUSED_MIN_NUMEL"]
 
@@ -94,10 +96,16 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             see the module docstring for where it applies). Cannot be combined with ``foreach=True``
             or ``differentiable=True``.
         differentiable: keep the step differentiable (out-of-place reference path).
+        threads: the CPU thread count of the writes (and of the checks where it cannot change
+            them): ``None`` (default) chooses 1 or ``torch.get_num_threads()`` by timing the steps
+            (`experiments.optim.threads`); an int fixes it. Results are bit-identical whatever the count (only the speed changes). Steps
+            that run a ``fused`` kernel keep torch's count (another would recompile it). Not part
+            of ``state_dict()`` or a pickle (an unpickled optimizer chooses automatically).
 
     Raises:
         ValueError (MdcertError): invalid ``lr`` or ``p``, with the bad value in the message;
-            ``fused=True`` together with ``foreach=True`` or ``differentiable=True``.
+            ``fused=True`` together with ``foreach=True`` or ``differentiable=True``; ``threads``
+            not None or an int >= 1.
 
     Example:
         >>> opt = LpMirrorDescent(model.parameters(), lr=0.1, p="1.75")
@@ -115,6 +123,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         differentiable: bool = False,
         cache_dual: bool = True,
         fused: bool | None = None,
+        threads: int | None = None,
     ) -> None:
         lr = validate_lr(lr)
         exact = validate_p(p)
@@ -135,6 +144,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self._bounds = WeakIdKeyDictionary()
         self._stamps = WeakIdKeyDictionary()
         self._fused_warned: set = set()
+        self._threads = ThreadChoice(threads)
+        self._compiled_step = False
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group: dict) -> None:
@@ -156,6 +167,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
         self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
         self.__dict__.setdefault("_fused_warned", set())
+        self.__dict__.setdefault("_threads", ThreadChoice())
+        self.__dict__.setdefault("_compiled_step", False)
         for group in self.param_groups:
             group.setdefault("cache_dual", True)
             group.setdefault("fused", None)
@@ -239,7 +252,34 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         return bool(flag)
 
     def _step_nograd(self, jobs) -> None:
-        # phase 1: check every gradient, plan each update (nothing is written here)
+        # phase 1 (`_plan_step`: every check, nothing written), then phase 2 (the writes), under the
+        # thread counts of `experiments.optim.threads`
+        work = sum(job[3].numel() for job in jobs if job[3].device.type == "cpu")
+        whole = all(self._thread_free(job) for job in jobs)
+        self._threads.step(lambda: self._plan_step(jobs), work, whole=whole)
+        self._count_steps(jobs)
+
+    def _thread_free(self, job) -> bool:
+        """Are this job's checks and plan bit-identical for every thread count (chunked CPU path, no
+        norm, no compiled loop; docs/theory.md section 2.3)?"""
+        _, _, group, param, _, exact = job
+        grad = param.grad
+        fused = group["fused"] and exact != 2 and group["cache_dual"]
+        return (
+            param.device.type == "cpu"
+            and not group["normalize_gradient"]
+            and not group["foreach"]
+            and param.is_contiguous()
+            and grad.is_contiguous()
+            and grad.dtype == param.dtype
+            and param.dtype in (torch.float32, torch.float64)
+            and not (fused and param.numel() >= FUSED_MIN_NUMEL)
+        )
+
+    def _plan_step(self, jobs) -> tuple[list[Callable[[], None]], bool]:
+        """Phase 1: check every gradient and plan each update (nothing is written here); returns the
+        commits and whether one runs a compiled loop (which keeps torch's thread count)."""
+        self._compiled_step = False
         commits: list[Callable[[], None]] = []
         by_group: dict[int, list] = {}
         for job in jobs:
@@ -252,10 +292,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             else:
                 for job in group_jobs:
                     commits.append(self._single(job))
-        # phase 2: write (every check has passed)
-        for commit in commits:
-            commit()
-        self._count_steps(jobs)
+        return commits, self._compiled_step
 
     # ------------------------------------------------------------------ checks
     @staticmethod

@@ -55,7 +55,8 @@ class _Layout:
     per-example ``fmpz_mat`` blocks of left factors (built on first use)."""
 
     def __init__(self, cs: ConstraintSystem) -> None:
-        self.L = cs.left.as_object()
+        self._cs = cs
+        self._L = None
         self.R = cs.right.as_object() if cs.right is not None else None
         self.blocks: dict[int, object] = {}
         if cs.kind != "attention":
@@ -72,6 +73,14 @@ class _Layout:
         for rows in self.members:
             self.offset[rows] = np.arange(len(rows))
         self.Zu = self.R[[int(r[0]) for r in self.members]] if n else self.R[:0]
+
+    @property
+    def L(self) -> np.ndarray:
+        """Object copy of the left factors, made on first use (plain int64 rows rarely need it:
+        48 bytes an entry, 2.4 GB at 10^5 x 512)."""
+        if self._L is None:
+            self._L = self._cs.left.as_object()
+        return self._L
 
     def block(self, e: int):
         """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
@@ -288,10 +297,13 @@ class ExactOps:
         if (
             self.R is None and self.cs.left.ints.dtype != object
         ):  # plain int64 rows: equal keys = equal rows
-            _, first, inv = np.unique(
-                self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True
+            M = np.ascontiguousarray(self.cs.left.ints[self.rows])
+            seen: dict = {}  # equal bytes = equal int64 rows; 10x faster than np.unique(axis=0)
+            return np.fromiter(
+                (seen.setdefault(M[r].tobytes(), r) for r in range(self.N)),
+                dtype=np.int64,
+                count=self.N,
             )
-            return first[inv.ravel()].astype(np.int64)
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
         L, R = self.L, self.R

@@ -204,7 +204,24 @@ def working_set_start(
         rows = np.sort(
             np.random.default_rng(0).choice(N, size=SAMPLE_FACTOR // 2 * m, replace=False)
         )
-        lam_s, nit = _lbfgs(RowFactors(rf.kind, rf.d, rf.left[rows]), q, sigma, 300)
+        sub = RowFactors(rf.kind, rf.d, rf.left[rows])
+        lam_s, nit = _lbfgs(sub, q, sigma, 300)
+        if q != 2.0 and not _ratio(sub, q, sigma, lam_s) > 0.5:
+            # far from a dual optimum (ratio 1): feasibility does not depend on p and the p = 2
+            # dual diverges fastest (random labels at p = 1.5: the q = 3 sample dual had not
+            # diverged after 300 iterations, the rounds then ran in vain)
+            lam2, nit2 = _lbfgs(sub, 2.0, sigma, 300)
+            r2 = _ratio(sub, 2.0, sigma, lam2)
+            if not r2 > 1e-6:
+                lam = np.zeros(N)
+                lam[rows] = lam2
+                why = f"the p = 2 dual of a {len(rows)}-row sample diverges (ratio {r2:.1e})"
+                return (
+                    WarmStart(
+                        lam, np.zeros(m), f"working set ({why}): likely infeasible", math.inf
+                    ),
+                    WorkingSetReport(0, 0, nit + nit2, True),
+                )
         lam = np.zeros(N)
         lam[rows] = lam_s
     else:
@@ -224,6 +241,13 @@ def working_set_start(
     return ws, rep
 
 
+def _ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
+    """``||A^T lam||_q^q / 1^T lam``: 1 at a dual optimum, tending to 0 along a Gordan direction."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q))
+        return top / float(lam.sum()) if lam.sum() > 0 else math.nan
+
+
 def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
     """The working-set rounds of `working_set_start` from the stage-1 multipliers ``lam``."""
     N, m = rf.N, rf.m
@@ -237,7 +261,7 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
     if not np.all(np.isfinite(lam)) or not lam.any():
         return give_up(np.zeros(N), 0, 0, nit, "dual diverged")
     # at a dual optimum ||A^T lam||_q^q = 1^T lam (KKT); along a Gordan direction the ratio tends to 0
-    ratio = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q)) / float(lam.sum())
+    ratio = _ratio(rf, q, sigma, lam)
     if not ratio > 1e-6:
         return give_up(
             lam,

@@ -46,7 +46,7 @@ def good(b: Bounds, digits: int) -> bool:
 
 
 def solve(
-    cs, pf, base, *, digits, time_limit, t0, structured, budget, need, progress
+    cs, pf, base, *, digits, time_limit, t0, structured, budget, need, progress, sample=False
 ) -> Certificate:
     progress(0.0, "warm start")
     ops = ExactOps(cs)
@@ -83,7 +83,7 @@ def solve(
         rf = row_factors(cs)
         ws_budget = max(budget - need + working_set_bytes(min(cs.N, cs.m), cs.m), budget // 4)
         try:
-            ws, rep = working_set_start(rf, float(pf), budget_bytes=ws_budget)
+            ws, rep = working_set_start(rf, float(pf), budget_bytes=ws_budget, sample=sample)
         except NUMERIC:
             return infeasible_or_unknown("warm start failed")
         info["warm_start"] = ws.method

@@ -203,9 +203,13 @@ class ClassificationProblem:
     def conflicting_pair(self) -> tuple[int, int] | None:
         """Two examples ``(i, j)``, i < j, with exactly equal points and different labels, or None."""
         if "conflict" not in self._cache:
-            _, first, inv = np.unique(self.X, axis=0, return_index=True, return_inverse=True)
-            inv = inv.ravel()
-            rep = first[inv]  # the first example with the same point
+            X = np.ascontiguousarray(self.X)  # -0.0 is 0.0 here: equal bytes = equal points
+            seen: dict = {}
+            rep = np.fromiter(  # the first example with the same point
+                (seen.setdefault(X[i].tobytes(), i) for i in range(self.n)),
+                dtype=np.int64,
+                count=self.n,
+            )
             clash = np.flatnonzero(self.y != self.y[rep])
             self._cache["conflict"] = (
                 None if not clash.size else (int(rep[clash[0]]), int(clash[0]))

@@ -24,7 +24,14 @@ __all__ = ["row_norm_bounds", "inactive_mask"]
 
 def _norm2_upper(M: np.ndarray) -> list[int]:
     """Per row, an integer >= the Euclidean norm of the integer row (object or int64 array)."""
-    sq = (M.astype(object) ** 2).sum(axis=1) if M.shape[1] else np.zeros(M.shape[0], dtype=object)
+    if not M.shape[1]:
+        return [0] * M.shape[0]
+    if M.dtype != object:  # int64: exact in int64 when the sums of squares stay below 2**62
+        top = int(np.abs(M).max()) if M.size else 0
+        if 2 * top.bit_length() + M.shape[1].bit_length() <= 62:
+            sq = np.einsum("ij,ij->i", M, M).tolist()
+            return [math.isqrt(s) + 1 if s else 0 for s in sq]
+    sq = (M.astype(object) ** 2).sum(axis=1)
     return [math.isqrt(int(s)) + 1 if s else 0 for s in sq]
 
 

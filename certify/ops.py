@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
+from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
 
@@ -40,10 +41,12 @@ def int_vector_to_float(ints: Sequence[int], e: int) -> np.ndarray:
     return np.fromiter((ldexp_int(k, e) for k in ints), dtype=np.float64, count=len(ints))
 
 
-def _fmpz(rows: int, cols: int, values) -> "object":
+def _fmpz(rows: int, cols: int, values, *, python_ints: bool = False) -> "object":
+    """``fmpz_mat`` of ``values`` (``python_ints``: a list of Python ints, e.g. from
+    ``ndarray.tolist()`` of int64, taken as it is)."""
     import flint
 
-    return flint.fmpz_mat(rows, cols, [int(k) for k in values])
+    return flint.fmpz_mat(rows, cols, values if python_ints else [int(k) for k in values])
 
 
 class _Layout:
@@ -52,7 +55,8 @@ class _Layout:
     per-example ``fmpz_mat`` blocks of left factors (built on first use)."""
 
     def __init__(self, cs: ConstraintSystem) -> None:
-        self.L = cs.left.as_object()
+        self._cs = cs
+        self._L = None
         self.R = cs.right.as_object() if cs.right is not None else None
         self.blocks: dict[int, object] = {}
         if cs.kind != "attention":
@@ -69,6 +73,14 @@ class _Layout:
         for rows in self.members:
             self.offset[rows] = np.arange(len(rows))
         self.Zu = self.R[[int(r[0]) for r in self.members]] if n else self.R[:0]
+
+    @property
+    def L(self) -> np.ndarray:
+        """Object copy of the left factors, made on first use (plain int64 rows rarely need it:
+        48 bytes an entry, 2.4 GB at 10^5 x 512)."""
+        if self._L is None:
+            self._L = self._cs.left.as_object()
+        return self._L
 
     def block(self, e: int):
         """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
@@ -134,17 +146,31 @@ class ExactOps:
                 vals = (
                     ints[self.rows].ravel().tolist() if ints.dtype != object else self.L.ravel()
                 )  # int64: fast
-                return _fmpz(self.N, self.d, vals)
+                return _fmpz(self.N, self.d, vals, python_ints=ints.dtype != object)
 
             # one fmpz_mat of the whole system, shared by its ExactOps
             self._cache["Lmat"] = self.cs.derived("Lmat", build) if self.N == self.cs.N else build()
         return self._cache["Lmat"]
+
+    def _limbs(self) -> list[np.ndarray] | None:
+        """Float64 limbs of plain int64 rows (`certify.splitdot`), None for other systems."""
+        if "limbs" not in self._cache:
+            ints = self.cs.left.ints
+            limbs = None
+            if self.kind != "attention" and ints.dtype == np.int64 and self.d <= MAX_TERMS:
+                full = self.cs.derived("split_limbs", lambda: matrix_limbs(ints))
+                limbs = full if self.N == self.cs.N else [a[self.rows] for a in full]
+            self._cache["limbs"] = limbs
+        return self._cache["limbs"]
 
     def matvec(self, w: Sequence[int]) -> list[int]:
         """Integers of ``Z w`` (value ``* 2**(exp + exp_w)``)."""
         import flint
 
         if self.kind != "attention":
+            limbs = self._limbs()
+            if limbs is not None:  # exact through float64 BLAS (16-bit limbs)
+                return limb_product(limbs, w)
             return [int(x) for x in (self._lmat() * _fmpz(self.d, 1, w)).entries()]
         d = self.d
         U = (self.Zmat * _fmpz(d, d, w).transpose()).entries()  # row g: (W z_g)^T
@@ -162,6 +188,15 @@ class ExactOps:
         import flint
 
         if self.kind != "attention":
+            limbs = self._limbs()
+            if limbs is not None:
+                nz = [i for i, k in enumerate(lam) if k]  # a sparse lam: only its rows
+                if not nz:
+                    return [0] * self.d
+                if len(nz) <= MAX_TERMS:
+                    return limb_product(
+                        [a[nz] for a in limbs], [lam[i] for i in nz], transpose=True
+                    )
             return [int(x) for x in (self._lmat().transpose() * _fmpz(self.N, 1, lam)).entries()]
         S = []
         for g, mine in enumerate(self._members):
@@ -262,10 +297,13 @@ class ExactOps:
         if (
             self.R is None and self.cs.left.ints.dtype != object
         ):  # plain int64 rows: equal keys = equal rows
-            _, first, inv = np.unique(
-                self.cs.left.ints[self.rows], axis=0, return_index=True, return_inverse=True
+            M = np.ascontiguousarray(self.cs.left.ints[self.rows])
+            seen: dict = {}  # equal bytes = equal int64 rows; 10x faster than np.unique(axis=0)
+            return np.fromiter(
+                (seen.setdefault(M[r].tobytes(), r) for r in range(self.N)),
+                dtype=np.int64,
+                count=self.N,
             )
-            return first[inv.ravel()].astype(np.int64)
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
         L, R = self.L, self.R

@@ -219,13 +219,16 @@ def certify_system(
     time_limit: float | None = None,
     memory_budget: int | None = None,
     progress=None,
+    sample: bool = False,
 ) -> Certificate:
     """The certified pipeline on one system of N rows and m variables (docs/theory.md sections 4.5, 7).
 
     ``build()`` returns the exact `ConstraintSystem` (called after the memory check). The other
     arguments name the certificate (``svm``, ``alpha``, ``data_hash``, ``d``) and size the solve:
     ``structured`` takes the working-set warm start (memory O(N m) for the rows, never N x N);
-    ``need`` is the estimated peak bytes (`certify.budget.solve_bytes`). See `certify_svm` for the rest."""
+    ``need`` is the estimated peak bytes (`certify.budget.solve_bytes`); ``sample``: the working set
+    starts from a sample of the rows (`certify.workingset.working_set_start`; binary classification
+    rows). See `certify_svm` for the rest."""
     t0 = time.perf_counter()
     pf = parse_p(p)
     digits = _check_digits(digits)
@@ -256,6 +259,7 @@ def certify_system(
             budget=budget,
             need=need,
             progress=progress,
+            sample=sample,
         )
     except MemoryError:
         return Certificate(

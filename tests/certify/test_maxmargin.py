@@ -140,6 +140,16 @@ def test_random_labels_are_proved_not_separable(classes) -> None:
     assert check_certificate(prob, cert).ok
 
 
+@pytest.mark.parametrize("p", ["1.5", "3"])
+def test_random_binary_labels_sampled_start_at_p_not_2(p) -> None:
+    """N > 8m: the warm start runs on a row sample, whose p = 2 dual diverges; the near-Gordan
+    vector lives on the sample rows and the checker re-proves it on the whole data."""
+    prob = classification_problem(n=400, d=4, separable=False, seed=3)
+    cert = certify_max_margin(prob, p)
+    assert cert.status is CertStatus.INFEASIBLE
+    assert check_certificate(prob, cert).ok
+
+
 def test_multiclass_digits_subset() -> None:
     from sklearn.datasets import load_digits
 

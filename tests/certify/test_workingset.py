@@ -120,3 +120,28 @@ def test_working_sets_stay_near_m_rows_from_a_poor_first_stage(monkeypatch, p):
     assert max(sizes) <= m + m // 8 + 64 and sizes[0] <= m + m // 8
     dense = warm_start(cs.rows(), p)
     assert np.allclose(ws.w, dense.w, atol=1e-7 * np.abs(dense.w).max())
+
+
+def test_newton_on_more_rows_than_rank_reaches_kkt():
+    """More free rows than rank (columns dependent, as in MiniLM text features: rank 382 of 384):
+    without the Caratheodory null-space steps Newton crawls (KKT 30-75 after 200 steps)."""
+    from certify.blas import single_thread_blas
+    from certify.warmstart import null_steps
+
+    rng = np.random.default_rng(0)
+    B = rng.standard_normal((400, 30))
+    X = np.hstack([B, B[:, :2] @ rng.standard_normal((2, 2))])  # 32 columns of rank 30
+    A = np.sign(X @ rng.standard_normal(32))[:, None] * X
+    A /= np.linalg.norm(A, axis=1, keepdims=True)
+    with single_thread_blas():
+        lam, res = projected_newton(A, 2.0, np.ones(400), tol=1e-12, dependent=True)
+        assert res < 1e-10
+        assert np.linalg.matrix_rank(A[lam > 0]) == int(np.sum(lam > 0))  # independent support
+        w = A.T @ lam
+        assert (A @ w).min() > 1 - 1e-9
+        # the steps keep A^T lam and leave at most rank rows with a multiplier
+        lam0 = np.ones(400)
+        g = A @ (A.T @ lam0) - 1.0
+        lam1 = null_steps(A, lam0 > 0, lam0, g)
+        assert np.allclose(A.T @ lam1, A.T @ lam0, atol=1e-8 * np.abs(A.T @ lam0).max())
+        assert np.all(lam1 >= 0) and int(np.sum(lam1 > 0)) <= 30

@@ -260,8 +260,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self._count_steps(jobs)
 
     def _thread_free(self, job) -> bool:
-        """Are this job's checks and plan bit-identical for every thread count (chunked CPU path, no
-        norm, no compiled loop; docs/theory.md section 2.3)?"""
+        """Whether this job's checks and plan are bit-identical for every thread count: the chunked
+        CPU path, no norm, no compiled loop (docs/theory.md section 2.3)."""
         _, _, group, param, _, exact = job
         grad = param.grad
         fused = group["fused"] and exact != 2 and group["cache_dual"]

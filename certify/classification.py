@@ -294,6 +294,11 @@ def load_problem(path: str | Path, *, memory_budget: int | None = None):
     if kind is None or kind == "attention":
         data.pop("kind", None)
         return AttentionProblem.from_file_data(data, path=path)
+    if kind == "regression":
+        raise MdcertError(
+            f"{str(path)!r} is a regression problem (X beta = y), not a classification or "
+            f"attention problem; certify it with 'mdcert interpolate {Path(path).name} --p P'"
+        )
     if kind != KIND:
         raise MdcertError(
             f"problem {str(path)!r} has unknown kind {str(kind)[:40]!r}; use 'classification' "

@@ -318,9 +318,13 @@ class AttentionProblem:
         if isinstance(kind, np.ndarray) and kind.ndim == 0:
             kind = kind.item()
         if kind not in (None, "attention"):
+            takes = {
+                "classification": "'mdcert certify', 'verify', 'pgd' and 'check --theorem pgd'",
+                "regression": "'mdcert interpolate' and 'mdcert signdescent'",
+            }.get(str(kind), "no mdcert command")
             raise MdcertError(
-                f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; 'mdcert "
-                f"certify' and 'mdcert verify' take it (certify.classification.load_problem)"
+                f"{str(path)!r} is a {str(kind)[:40]} problem, not an attention problem; "
+                f"{takes} take{'s' if takes.startswith('n') else ''} it"
             )
         return cls.from_file_data(data, path=path)
 

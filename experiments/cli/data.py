@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "attention problems from real data (Rotten Tomatoes text, scikit-learn digits), offline, with provenance"
+HELP = (
+    "problems from real data (Rotten Tomatoes text, scikit-learn digits), offline, with "
+    "provenance: attention (default), classification or regression (--kind)"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -4,13 +4,21 @@ Prints n, T, d, lengths, zero padding detected without ``lengths``, exact ties i
 the globally optimal tokens, duplicated tokens, N (attention-SVM rows) against d^2 variables and a
 feasibility hint (`certify.info.problem_info`; "infeasible" is a proof: a zero row). Long lists are
 summarized (first items and a count); ``--json OUT`` writes everything in full. Exit 0, 1 on bad input.
+
+Classification and regression files (``kind`` in the file, docs/formats.md) get their own summary
+(`certify.plaininfo`): sizes, classes and their counts, duplicated and zero points, and a hint whose
+"not separable" / "inconsistent" is an exact proof from the data.
 """
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "summarize a problem file: sizes, lengths, padding, ties, optimal and duplicated tokens, N/d^2, feasibility hint"
+HELP = (
+    "summarize a problem file: attention (sizes, lengths, padding, ties, optimal and duplicated "
+    "tokens, N/d^2, feasibility hint), classification or regression (sizes, classes, duplicates, "
+    "exact infeasibility facts)"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +75,66 @@ def format_info(info) -> list[str]:
     return lines
 
 
+def format_plain(info: dict) -> list[str]:
+    """The terminal lines of `certify.plaininfo`'s classification or regression facts."""
+    from certify.info import summarize
+
+    def dup_line(noun: str) -> str:
+        text = f"duplicated {noun}: {info['duplicate_groups']} group(s)"
+        if info["duplicates"]:
+            text += f" ({summarize((str(g) for g in info['duplicates']), first=3)})"
+        return text
+
+    if info["kind"] == "classification":
+        counts = ", ".join(f"{k}: {v}" for k, v in info["label_counts"].items())
+        lines = [
+            f"{info['type']} classification: n = {info['n']} points, d = {info['d']}, "
+            f"K = {info['K']} classes",
+            f"data hash: {info['data_hash']}",
+            f"label counts: {counts}"
+            + (
+                f" (empty classes: {', '.join(info['empty_classes'])})"
+                if info["empty_classes"]
+                else ""
+            ),
+            dup_line("points"),
+            f"zero points: {info['zero_point_count']}",
+            f"max-margin program: N = {info['rows']} rows, {info['variables']} variables",
+            f"separability: {info['hint']}",
+        ]
+        if info["provenance"]:
+            lines.append("provenance: " + ", ".join(sorted(info["provenance"])[:8]))
+        return lines
+    lo, hi = info["nonzeros_per_row"]
+    return [
+        f"regression: N = {info['N']} rows, D = {info['D']} columns"
+        + (
+            "" if info["overparameterized"] else " (D <= N: not the overparameterized D > N regime)"
+        ),
+        f"data hash: {info['data_hash']}",
+        f"zero targets: {info['zero_targets']}; zero rows of X: {info['zero_row_count']}; "
+        f"nonzeros per row: {lo}..{hi}",
+        dup_line("rows of X"),
+        f"consistency of X beta = y: {info['hint']}",
+    ]
+
+
+def _plain(path: str):
+    """A classification or regression problem, or None when the file declares neither."""
+    from certify.classification import KIND, ClassificationProblem
+    from certify.problem import read_problem_file
+    from certify.regression.problem import declares_regression, load_regression
+
+    if declares_regression(path):
+        return load_regression(path)
+    data = read_problem_file(path)
+    kind = data.get("kind")
+    kind = kind.item() if hasattr(kind, "item") else kind
+    if kind == KIND:
+        return ClassificationProblem.from_dict(data)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     import json
     import sys
@@ -78,9 +146,22 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, option="--json", suffixes=(".json",))
         check_distinct({"--json": args.json}, {"the problem file": args.problem})
-    info = problem_info(AttentionProblem.load(args.problem))
-    print("\n".join(format_info(info)))
+    plain = _plain(args.problem)
+    if plain is not None:
+        from certify.plaininfo import classification_info, regression_info
+
+        facts = (
+            regression_info(plain)
+            if type(plain).__name__ == "RegressionProblem"
+            else classification_info(plain)
+        )
+        print("\n".join(format_plain(facts)))
+        payload = facts
+    else:
+        info = problem_info(AttentionProblem.load(args.problem))
+        print("\n".join(format_info(info)))
+        payload = info.to_json()
     if args.json is not None:
-        write_text_atomic(args.json, json.dumps(info.to_json(), indent=1))
+        write_text_atomic(args.json, json.dumps(payload, indent=1))
         print(f"wrote {args.json}", file=sys.stderr)
     return 0

@@ -63,7 +63,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("experiments.cli.sweep", "a grid of jobs on local workers or Ray, resumable"),
     "study": (
         "experiments.cli.study",
-        "the paper's transformer studies: tuned optimizers, seeds, causal tests, pruning",
+        "offline studies: attention transformers (sentiment, vision), real data, p-GD nets",
     ),
     "pgd": (
         "experiments.cli.pgd",
@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "data": (
         "experiments.cli.data",
-        "attention problems from real data (text, digits), offline, with provenance",
+        "problems from real data (text, digits), offline, with provenance",
     ),
 }
 
@@ -124,7 +124,11 @@ def version() -> str:
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, object]]:
     parser = _Parser(
         prog="mdcert",
-        description="Certificates and experiments for mirror descent on softmax attention.",
+        description=(
+            "Certificates and experiments for the implicit bias of mirror descent: softmax "
+            "attention (arXiv 2410.14581), p-GD classification (arXiv 2205.12808) and smoothed sign "
+            "descent (arXiv 2410.14158)."
+        ),
     )
     parser.add_argument(
         "--version",

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "the paper's transformer studies (sentiment, vision): tuned optimizers, seeds, intervals, causal tests, pruning"
+HELP = (
+    "offline studies with seeds and intervals: the attention paper's transformers (sentiment, "
+    "vision), certified real-data frontiers (realdata), p-GD on small nets (pgd)"
+)
 
 __all__ = ["HELP", "configure", "run"]
 

@@ -207,8 +207,17 @@ class Result:
 
     def lines(self, width: int) -> list[str]:
         """The terminal summary (after `write` to the config's paths)."""
-        from certify.exact import format_sci
+        from certify.exact import decimal_digits, format_sci
         from certify.regression import InterpStatus
+
+        def width(cert) -> str:
+            """The enclosure's relative width and the digits it certifies (exact, no float)."""
+            if cert.opt_lower is None or cert.opt_upper is None or cert.opt_lower <= 0:
+                return ""
+            rw = (cert.opt_upper - cert.opt_lower) / cert.opt_lower
+            if rw == 0:
+                return " (exact)"
+            return f" (relative width {format_sci(rw)}, {decimal_digits(rw)} digits)"
 
         cfg, problem, cert = self.config, self.problem, self.solve.certificate
         lines = []
@@ -232,7 +241,7 @@ class Result:
         if cert.status is InterpStatus.OPTIMAL and cfg.potential == "psi":
             lines.append(
                 f"OPT = min Q_alpha(beta) in [{format_sci(cert.opt_lower, 12)}, "
-                f"{format_sci(cert.opt_upper, 12)}]"
+                f"{format_sci(cert.opt_upper, 12)}]{width(cert)}"
             )
             lines.append(
                 f"||beta^ - beta*||_2 <= {format_sci(cert.distance_upper)} (beta^ solves X beta = y "
@@ -241,7 +250,7 @@ class Result:
         elif cert.status is InterpStatus.OPTIMAL and cfg.potential == "E":
             lines.append(
                 f"OPT = min E(beta) in [{format_sci(cert.opt_lower, 12)}, "
-                f"{format_sci(cert.opt_upper, 12)}]"
+                f"{format_sci(cert.opt_upper, 12)}]{width(cert)}"
             )
             lines.append(
                 f"||beta^ - beta*||_2 <= {format_sci(cert.distance_upper)} (beta^ solves X beta = y "
@@ -249,7 +258,8 @@ class Result:
             )
         elif cert.status is InterpStatus.OPTIMAL:
             lines.append(
-                f"OPT = min ||beta||_p in [{format_sci(cert.opt_lower, 12)}, {format_sci(cert.opt_upper, 12)}]"
+                f"OPT = min ||beta||_p in [{format_sci(cert.opt_lower, 12)}, "
+                f"{format_sci(cert.opt_upper, 12)}]{width(cert)}"
             )
             lines.append(
                 f"||beta~ - beta*||_p <= {format_sci(cert.distance_upper)} (beta~ to the exact minimizer; "

@@ -1,7 +1,9 @@
 """``mdcert synth`` in the application layer (`experiments.commands`): the paper's seeded synthetic
 attention problem (`certify.synthetic_problem`), or with ``classification`` a seeded labelled point
 set, planted separable or with random labels (`certify.synth.classification_problem`; docs/theory.md
-sections 1 and 7). Sizes, the seed, ``--min-T`` and the memory the problem needs are refused before
+sections 1 and 7), or with ``regression`` an overparameterized regression problem, block rows that
+satisfy Assumptions 3.2 and 3.8 of arXiv 2410.14158 or Gaussian (`certify.regression.synth`;
+docs/theory.md section 8). Sizes, the seed, ``--min-T`` and the memory the problem needs are refused before
 any work; the problem is built by `run` and saved (atomically) by `Result.write`.
 """
 
@@ -24,7 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``mdcert synth``."""
     parser.add_argument("--n", type=int, default=6, help="examples (default 6)")
     parser.add_argument("--T", type=int, default=8, help="tokens per example (default 8)")
-    parser.add_argument("--d", type=int, default=10, help="token dimension (default 10)")
+    parser.add_argument(
+        "--d",
+        type=int,
+        default=None,
+        help="token dimension (default 10); with --regression the columns D (default 2n)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--min-T",
@@ -44,6 +51,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="with --classification: K >= 2 classes (labels 0..K-1); default binary (-1/+1)",
+    )
+    parser.add_argument(
+        "--regression",
+        choices=("block", "gaussian"),
+        default=None,
+        help="write a regression problem (X: N x D with N = --n and D = --d, y: N) instead: "
+        "block rows (two nonzeros each, disjoint supports, y != 0: Assumptions 3.2 and 3.8 of "
+        "arXiv 2410.14158; D = 2N) or gaussian entries",
     )
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument(
@@ -76,6 +91,7 @@ class Config:
     classification: bool = False
     classes: int | None = None
     separable: bool = True
+    regression: str | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "Config":
@@ -90,6 +106,8 @@ class Config:
             for k in cls.__dataclass_fields__
             if k in options and (options[k] is not None or k in ("min_T", "classes"))
         }
+        if options.get("regression") is not None and options.get("d") is None:
+            values["d"] = 2 * values.get("n", cls.n)  # D defaults to 2N for regression data
         if "output" not in values:
             raise MdcertError("-o/--output is required: the .npz or .json file to write")
         for name in ("n", "T", "d", "seed", "min_T", "classes"):
@@ -98,7 +116,9 @@ class Config:
                 raise MdcertError(f"invalid --{name.replace('_', '-')}: {value!r}; give an integer")
         cfg = cls(**values)
         check_seed(cfg.seed, bounded=False)
-        if cfg.classification:
+        if cfg.regression is not None:
+            _check_regression(cfg)
+        elif cfg.classification:
             for name in ("n", "d"):
                 if not 1 <= getattr(cfg, name) <= MAX_SIZE:
                     raise MdcertError(
@@ -131,6 +151,34 @@ class Config:
         return cfg
 
 
+def _check_regression(cfg: Config) -> None:
+    """``--regression``: no attention or classification option beside it, sizes in range, block
+    data with D = 2N, and the memory of X (one line each)."""
+    from certify.errors import MdcertError
+    from experiments.runtime.resources import check_memory
+
+    if cfg.regression not in ("block", "gaussian"):
+        raise MdcertError(f"invalid --regression {cfg.regression!r}; choose block or gaussian")
+    if cfg.classification:
+        raise MdcertError("--classification and --regression exclude each other; choose one")
+    for name, given in (("classes", cfg.classes is not None), ("min-T", cfg.min_T is not None)):
+        if given:
+            raise MdcertError(f"--{name} is not an option of --regression data; drop it")
+    if not cfg.separable:
+        raise MdcertError("--random is an option of --classification data; drop it")
+    for name in ("n", "d"):
+        if not 1 <= getattr(cfg, name) <= MAX_SIZE:
+            raise MdcertError(f"invalid --{name}: {getattr(cfg, name)}; give an integer in 1..1e7")
+    if cfg.regression == "block" and cfg.d != 2 * cfg.n:
+        raise MdcertError(
+            f"block regression data have D = 2N (two nonzeros per row); got --n {cfg.n} and "
+            f"--d {cfg.d}: drop --d or give --d {2 * cfg.n}"
+        )
+    check_memory(
+        8 * 4 * cfg.n * cfg.d, what=f"a problem of N={cfg.n}, D={cfg.d}", fix="reduce --n or --d"
+    )
+
+
 @dataclass(frozen=True)
 class Result:
     """The problem built, and what the terminal says about it."""
@@ -141,11 +189,18 @@ class Result:
 
     def write(self, out: str | Path | None = None) -> Path:
         """Save the problem (atomically) to ``out`` (default: the config's ``-o``); its path."""
-        return Path(self.problem.save(self.config.output if out is None else out))
+        path = Path(self.config.output if out is None else out)
+        self.problem.save(path)  # attention and classification return the path, regression None
+        return path
 
     def lines(self, width: int = 100) -> list[str]:
         """One line: the file written, the sizes and seed, and (attention) the optimal tokens."""
         cfg, problem = self.config, self.problem
+        if cfg.regression is not None:
+            return [
+                f"wrote {Path(cfg.output)}: {cfg.regression} regression data N={cfg.n} "
+                f"D={cfg.d}, seed={cfg.seed}"
+            ]
         if cfg.classification:
             how = "planted separable" if cfg.separable else "random labels"
             return [f"wrote {Path(cfg.output)}: {problem.describe()}, {how}, seed={cfg.seed}"]
@@ -172,7 +227,11 @@ class Result:
 
 def run(config: Config) -> Result:
     """Build the seeded problem the config describes (nothing written yet)."""
-    if config.classification:
+    if config.regression is not None:
+        from certify.regression.synth import regression_problem
+
+        problem = regression_problem(config.regression, N=config.n, D=config.d, seed=config.seed)
+    elif config.classification:
         from certify.synth import classification_problem
 
         problem = classification_problem(

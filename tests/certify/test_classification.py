@@ -120,7 +120,10 @@ def test_load_problem_dispatches_and_refuses(tmp_path) -> None:
     assert isinstance(load_problem(att), AttentionProblem)
     bad = tmp_path / "b.json"
     bad.write_text(json.dumps({"kind": "regression", "X": [[1.0]], "y": [1.0]}))
-    with pytest.raises(MdcertError, match="unknown kind 'regression'"):
+    with pytest.raises(MdcertError, match=r"is a regression problem .*'mdcert interpolate b\.json"):
+        load_problem(bad)
+    bad.write_text(json.dumps({"kind": "lasso", "X": [[1.0]], "y": [1.0]}))
+    with pytest.raises(MdcertError, match="unknown kind 'lasso'"):
         load_problem(bad)
     bad.write_text(json.dumps({"kind": "classification", "X": [[1.0]]}))
     with pytest.raises(MdcertError, match="lacks y"):

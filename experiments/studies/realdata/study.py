@@ -45,7 +45,7 @@ __all__ = [
 FORMAT = "mdcert-realdata/1"
 
 
-HELP = "certified feasibility frontier and mirror-descent paths on real text and digits (issue 12)"
+HELP = "certified feasibility frontier and mirror-descent paths on real text and digits"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -72,3 +72,23 @@ def test_ties_are_exact() -> None:
     info = problem_info(AttentionProblem(X, pr.y, pr.z, pr.v * 0 + np.array([1.0, 0.0])))
     assert info.ties == ((0, (0, 1)), (1, (0, 1))) and info.alpha_source.startswith("optimal, tied")
     assert info.duplicates == () and info.feasibility is Feasibility.FEW_ROWS
+
+
+def test_classification_and_regression_files_get_their_own_summary(tmp_path, capsys) -> None:
+    from certify.classification import ClassificationProblem
+    from certify.regression.problem import RegressionProblem
+
+    X = np.array([[1.0, 2.0], [0.5, 0.5], [1.0, 2.0]])
+    ClassificationProblem(X, np.array([1.0, -1.0, -1.0])).save(tmp_path / "c.npz")
+    assert main(["info", str(tmp_path / "c.npz"), "--json", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "binary classification: n = 3 points, d = 2, K = 2 classes" in out
+    assert "separability: not separable (proven: points 0 and 2 are equal" in out
+    assert json.loads((tmp_path / "c.json").read_text())["duplicates"] == [[0, 2]]
+    RegressionProblem(np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]), np.array([1.0, 2.0])).save(
+        tmp_path / "r.json"
+    )
+    assert main(["info", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "regression: N = 2 rows, D = 3 columns" in out
+    assert "consistency of X beta = y: inconsistent (proven: row 0 of X is zero" in out

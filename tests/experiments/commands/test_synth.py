@@ -22,6 +22,19 @@ from experiments.commands.synth import Config, run
         (["--n", "20000000"], r"^invalid n: 20000000; at most 1e7"),
         (["--classification", "--d", "0"], r"^invalid --d: 0; give an integer in 1\.\.1e7$"),
         (["-o", "{tmp}/p.txt"], r"\.npz or \.json"),
+        (
+            ["--regression", "block", "--n", "5", "--d", "9"],
+            r"^block regression data have D = 2N .*drop --d or give --d 10$",
+        ),
+        (["--regression", "gaussian", "--classification"], r"exclude each other; choose one$"),
+        (["--regression", "gaussian", "--random"], r"^--random is an option of --classification"),
+        (["--regression", "block", "--min-T", "3"], r"^--min-T is not an option of --regression"),
+        (["--regression", "block", "--classes", "3"], r"^--classes is not an option"),
+        (
+            ["--regression", "gaussian", "--n", "0"],
+            r"^invalid --n: 0; give an integer in 1\.\.1e7$",
+        ),
+        (["--regression", "lasso"], r"invalid choice: 'lasso'"),
     ],
 )
 def test_bad_options_are_one_line_and_write_nothing(tmp_path, argv, pattern) -> None:
@@ -39,7 +52,14 @@ def test_a_library_caller_gets_one_line_for_a_non_integer(tmp_path) -> None:
         Config.from_options({"n": 2.5, "output": str(tmp_path / "p.npz")})
 
 
-@pytest.mark.parametrize("extra", [[], ["--classification", "--classes", "3", "--n", "30"]])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["--classification", "--classes", "3", "--n", "30"],
+        ["--regression", "gaussian", "--n", "4", "--d", "12"],
+    ],
+)
 def test_parse_equals_the_cli_and_the_file_is_written(tmp_path, extra) -> None:
     argv = [*extra, "--seed", "4", "-o", str(tmp_path / "p.npz")]
     args = build_parser()[0].parse_args(["synth", *argv])
@@ -50,4 +70,26 @@ def test_parse_equals_the_cli_and_the_file_is_written(tmp_path, extra) -> None:
     result.write()
     line = result.lines()[0]
     assert line.startswith(f"wrote {tmp_path / 'p.npz'}: ") and "seed=4" in line
-    assert load_problem(tmp_path / "p.npz").data_hash() == result.problem.data_hash()
+    from certify.regression.problem import load_regression
+
+    load = load_regression if "--regression" in extra else load_problem
+    assert load(tmp_path / "p.npz").data_hash() == result.problem.data_hash()
+
+
+@pytest.mark.parametrize(
+    "kind, d, D", [("block", None, 10), ("gaussian", None, 10), ("gaussian", 7, 7)]
+)
+def test_regression_data_match_the_library_and_default_to_d_2n(tmp_path, kind, d, D) -> None:
+    from certify.regression.problem import load_regression
+    from certify.regression.synth import regression_problem
+
+    argv = ["--regression", kind, "--n", "5", "--seed", "3", "-o", str(tmp_path / "r.npz")]
+    config = parse("synth", argv + ([] if d is None else ["--d", str(d)]))
+    result = run(config)
+    result.write()
+    loaded = load_regression(tmp_path / "r.npz")
+    expected = regression_problem(kind, N=5, D=D, seed=3)
+    assert (loaded.X == expected.X).all() and (loaded.y == expected.y).all()
+    assert result.lines() == [
+        f"wrote {tmp_path / 'r.npz'}: {kind} regression data N=5 D={D}, seed=3"
+    ]

@@ -6,11 +6,14 @@ Every case runs in its own subprocess through `scale_bench.run_case` (its peak R
 ``log(seconds)`` and ``log(peak RSS)`` on ``log(N)`` over the cases that finished, with a 95%
 t-interval on the slope (n - 2 degrees of freedom; no interval with fewer than three points). Times
 are wall seconds of the solve alone (``certify_svm`` inside the child, start-up excluded); the
-checker's are reported beside them and fitted the same way.
+checker's are reported beside them and fitted the same way. The float peers (cvxpy + Clarabel at
+every p, scipy SLSQP at p = 2) run on the same rows for n <= ``--peers-max-n`` (default 500; 0: none),
+each in its own subprocess with the same limit; they prove nothing, and their columns say whether
+they finished, their time and the speed-up of ours (their wall / ours).
 
 Usage:
   python benchmarks/ladder.py [--ns 250,500,1000,2000] [--T 32] [--d 64] [--p 2] [--kind planted]
-                              [--timeout 1200] [--no-checker] [--json OUT.json]
+                              [--timeout 1200] [--no-checker] [--peers-max-n 500] [--json OUT.json]
 """
 
 from __future__ import annotations
@@ -54,6 +57,18 @@ def _fmt_fit(name: str, N: list[float], y: list[float]) -> str:
     )
 
 
+def _peer_cell(peer: dict | None, ours: dict) -> str:
+    """A peer's column: '-' when not run, else its status, wall seconds and ours' speed-up."""
+    if peer is None:
+        return "-"
+    if peer.get("seconds") is None or peer.get("status") not in ("optimal", "infeasible"):
+        return str(peer.get("status", "failed"))[:60]
+    cell = f"{peer['status']}, {peer['seconds']:.1f}"
+    if ours.get("seconds"):
+        cell += f" ({peer['seconds'] / ours['seconds']:.1f}x our time)"
+    return cell
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns", default="250,500,1000,2000", help="comma-separated n (examples)")
@@ -63,6 +78,12 @@ def main() -> None:
     ap.add_argument("--kind", choices=("planted", "random"), default="planted")
     ap.add_argument("--timeout", type=float, default=1200.0, help="limit of each case (s)")
     ap.add_argument("--no-checker", action="store_true")
+    ap.add_argument(
+        "--peers-max-n",
+        type=int,
+        default=500,
+        help="run cvxpy+Clarabel (and SLSQP at p = 2) for n up to this (0: no peers)",
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     ns = [int(v) for v in args.ns.split(",")]
@@ -71,9 +92,10 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
     )
     print(
-        "| n | N x m | solve wall (s) | solve RSS (MB) | verdict | checker (s) | checker RSS (MB) | load |"
+        "| n | N x m | solve wall (s) | solve RSS (MB) | verdict | checker (s) | checker RSS (MB) "
+        "| Clarabel: wall s (x our time) | SLSQP: wall s (x our time) | load |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in ns:
@@ -91,12 +113,18 @@ def main() -> None:
             csec = "-" if chk.get("seconds") is None else f"{chk['seconds']:.1f}"
             crss = "-" if not chk else f"{chk.get('rss_mb', 0):.0f}"
             ok = "" if not chk else (" ok" if chk.get("ok") else " REJECTED")
+            peers = {}
+            for name in ("clarabel", "slsqp"):
+                if n <= args.peers_max_n and (name == "clarabel" or float(args.p) == 2.0):
+                    peers[name] = run_case({**spec, "what": name}, args.timeout)
+            cells = [_peer_cell(peers.get(name), ours) for name in ("clarabel", "slsqp")]
             print(
                 f"| {n} | {N} x {args.d**2} | {sec} | {ours.get('rss_mb', 0):.0f} | {verdict} | "
-                f"{csec}{ok} | {crss} | {ours['load'][0]:.1f}-{ours['load'][1]:.1f} |",
+                f"{csec}{ok} | {crss} | {cells[0]} | {cells[1]} | "
+                f"{ours['load'][0]:.1f}-{ours['load'][1]:.1f} |",
                 flush=True,
             )
-            rows.append({"N": N, "ours": ours, "check": chk})
+            rows.append({"N": N, "ours": ours, "check": chk, "peers": peers})
     done = [r for r in rows if r["ours"].get("seconds") is not None]
     N = [r["N"] for r in done]
     print(_fmt_fit("solve time", N, [r["ours"]["seconds"] for r in done]))

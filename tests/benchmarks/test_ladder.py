@@ -58,3 +58,7 @@ def test_the_script_runs_a_tiny_ladder(tmp_path) -> None:
     assert proc.stdout.count("checker") >= 1 and "solve time ~ N^" in proc.stdout
     assert "95% CI" in proc.stdout and (tmp_path / "out.json").is_file()
     assert proc.stdout.count(" ok |") == 3
+    table = [
+        ln for ln in proc.stdout.splitlines() if ln.startswith("| 12 |") or ln.startswith("| 48 |")
+    ]
+    assert len(table) == 2 and all("x our time)" in ln for ln in table)  # Clarabel and SLSQP at p = 2

@@ -26,7 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["IntMatrix"]
+__all__ = ["IntMatrix", "exact_blas"]
 
 _B = 16
 _MASK = (1 << _B) - 1
@@ -34,7 +34,8 @@ _BLOCK = 1 << 21  # terms below 2^32 per exact float64 (or int64) block sum, bel
 _MAX_SUMMANDS = 1 << 9  # int64 sums of block products below 2^53 stay below 2^62
 
 
-def _blas() -> bool:
+def exact_blas() -> bool:
+    """Whether exact integer products run in float64 BLAS (False: ``MDCERT_EXACT_PRODUCTS=flint``)."""
     return os.environ.get("MDCERT_EXACT_PRODUCTS", "blas").strip().lower() != "flint"
 
 
@@ -76,6 +77,34 @@ def _float_digits(k: np.ndarray, shift: np.ndarray) -> list[np.ndarray]:
     return digits
 
 
+def _exponents(X: np.ndarray) -> tuple[int, int] | None:
+    """``(common, bits)`` with ``X = Z 2^common``, Z integers with ``|Z| < 2^bits`` and ``common`` the
+    exponent of the lowest set bit over the nonzero entries (`certify.exact.dyadic`'s); None when X is
+    0. ``frexp`` gives ``X = k 2^(e - 53)`` with k an exact int64, ``k & -k`` its lowest set bit, a
+    power of two whose float64 ``frexp`` exponent is exact."""
+    mant, e = np.frexp(X)
+    k = (mant * 2.0**53).astype(np.int64)
+    nz = k != 0
+    if not nz.any():
+        return None
+    tz = np.frexp((k & -k).astype(np.float64))[1]  # log2(lowest bit) + 1
+    common = int(np.where(nz, e + tz, 1 << 20).min()) - 54
+    return common, int(np.where(nz, e, -(1 << 20)).max()) - common
+
+
+def _scaled_digits(X: np.ndarray, common: int, bits: int) -> list[np.ndarray]:
+    """Base-2^16 digits of ``Z = X 2^-common`` (``|Z| < 2^bits <= 2^1022``) as float64:
+    ``A_j = floor(X 2^-(common + 16j)) = floor(Z / 2^(16j))`` is exact (a power-of-two scaling to at
+    least 2^-1008 in absolute value when nonzero, a normal float, then floor), and digit
+    ``j = A_j - 2^16 A_(j+1)``, an integer in ``[0, 2^16)``, is an exact float64 subtraction; the top
+    digit ``A_(count-1)`` is signed in ``[-2^15, 2^15)``."""
+    count = _count(bits)
+    A = [np.floor(np.ldexp(X, -(common + _B * j))) for j in range(count)]
+    for j in range(count - 1):
+        A[j] -= 65536.0 * A[j + 1]
+    return A
+
+
 def _vector_digits(v: Sequence[int]) -> np.ndarray:
     """The digits of a vector of Python ints as the columns of a (len(v), count) int64 array."""
     flat = list(map(int, v))
@@ -93,7 +122,7 @@ def _exact_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     inner = A.shape[1]
     if _blocks(inner) > _MAX_SUMMANDS:
         raise ValueError("too many terms for exact block sums")
-    blas = _blas()
+    blas = exact_blas()
     out = None
     for s in range(0, max(inner, 1), _BLOCK):
         a, b = A[:, s : s + _BLOCK], B[s : s + _BLOCK]
@@ -161,21 +190,27 @@ class IntMatrix:
                 raise ValueError("IntMatrix needs a 2-D integer array")
         self._Z = Z
         digits = _digits_of(Z) if digits is None else digits
-        dtype = np.float64 if _blas() else np.int64  # exact either way: |digit| < 2^16
-        self.digits = [d.astype(dtype) for d in digits]
+        dtype = np.float64 if exact_blas() else np.int64  # exact either way: |digit| < 2^16
+        self.digits = [d.astype(dtype, copy=False) for d in digits]
         self.shape = self.digits[0].shape
 
     @classmethod
     def of_float(cls, X: np.ndarray) -> tuple["IntMatrix", int]:
         """``(Z, e)`` with ``X = Z 2^e`` exactly (``e`` and Z those of `certify.exact.dyadic`), the
-        digits split from the float64 mantissas without forming Z."""
+        digits split without forming Z: by exact float64 scalings and floors (`_scaled_digits`) when
+        ``|Z| < 2^1022``, else from the int64 mantissas and shifts."""
         from certify.exact import dyadic_parts
 
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError("IntMatrix needs a 2-D array")
-        k, shift, common = dyadic_parts(X)
-        M = cls(None, digits=_float_digits(k, shift))
+        found = _exponents(X)
+        if found is not None and found[1] <= 1022:  # Z below 2^1022: its float64 scalings are exact
+            common, bits = found
+            M = cls(None, digits=_scaled_digits(X, common, bits))
+        else:
+            k, shift, common = dyadic_parts(X)
+            M = cls(None, digits=_float_digits(k, shift))
         M._float = X
         return M, common
 
@@ -213,7 +248,7 @@ class IntMatrix:
     def gram(self) -> np.ndarray:
         """``Z Z^T`` exactly, as an n x n object array of Python ints."""
         n, m = self.shape
-        if not _blas():
+        if not exact_blas():
             import flint
 
             F = flint.fmpz_mat(n, m, [int(x) for x in self.Z.ravel()])

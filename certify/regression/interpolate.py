@@ -88,13 +88,7 @@ def _newton(X: np.ndarray, y: np.ndarray, q: float, mu: np.ndarray, *, tol: floa
         if gn <= tol or (gn < 1e-9 and gn > 0.5 * best):  # converged, or stalled at float accuracy
             break
         best = min(best, gn)
-        u = X.T @ mu
-        w = (q - 1) * np.maximum(np.abs(u), 1e-300) ** (q - 2)
-        H = (X * w) @ X.T
-        try:
-            d = np.linalg.solve(H + 1e-300 * np.eye(len(y)), g)
-        except np.linalg.LinAlgError:
-            d = np.linalg.lstsq(H, g, rcond=None)[0]
+        d = _hessian_solver(X, (q - 1) * np.maximum(np.abs(X.T @ mu), 1e-300) ** (q - 2))(g)
         if gn < 1e-6:
             g_new = gradient(mu + d)
             if np.linalg.norm(g_new) / ny < gn:
@@ -110,6 +104,28 @@ def _newton(X: np.ndarray, y: np.ndarray, q: float, mu: np.ndarray, *, tol: floa
         mu, f = mu + t * d, value(mu + t * d)
         g = gradient(mu)
     return mu, steps
+
+
+def _hessian_solver(X: np.ndarray, w: np.ndarray):
+    """``g -> H^-1 g`` for ``H = X diag(w) X^T`` (w >= 0): ``dsyrk`` and a Cholesky factor (a quarter
+    less time than a dgemm and an LU solve at (100, 1,000)), else an LU solve or least squares."""
+    from scipy.linalg import lapack
+    from scipy.linalg.blas import dsyrk
+
+    with np.errstate(all="ignore"):
+        H = dsyrk(1.0, X * np.sqrt(w))  # the upper triangle
+    c, info = lapack.dpotrf(H, lower=0) if np.all(np.isfinite(H)) else (None, 1)
+    if info == 0:
+        return lambda g: lapack.dpotrs(c, g, lower=0)[0]
+    H = np.triu(H) + np.triu(H, 1).T
+
+    def fallback(g):
+        try:
+            return np.linalg.solve(H, g)
+        except np.linalg.LinAlgError:
+            return np.linalg.lstsq(H, g, rcond=None)[0]
+
+    return fallback
 
 
 def _to_ints(v: np.ndarray, bits: int = 62) -> tuple[list[int], int]:
@@ -173,9 +189,8 @@ def _refine(
     its exact residual ``y - X beta~ = R 2^s``."""
     qf = float(q)
     m_ints, m_exp = _to_ints(mu)
-    w = (qf - 1) * np.maximum(np.abs(X.T @ mu), 1e-300) ** (qf - 2)
     with np.errstate(all="ignore"):
-        H = (X * w) @ X.T
+        solve = _hessian_solver(X, (qf - 1) * np.maximum(np.abs(X.T @ mu), 1e-300) ** (qf - 2))
     for it in range(steps + 1):
         u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
         b_ints, b_exp = _phi_exact(u, ex + m_exp, q, bits)
@@ -184,10 +199,8 @@ def _refine(
         R = [(zy << (ey - s)) - (xb << (ex + b_exp - s)) for zy, xb in zip(Zy, Xb)]
         if it == steps or not any(R):
             break
-        try:
-            d = np.linalg.solve(H, ldexp_array(np.array(R, dtype=object), s))
-        except np.linalg.LinAlgError:
-            break
+        with np.errstate(all="ignore"):
+            d = solve(ldexp_array(np.array(R, dtype=object), s))
         if not np.all(np.isfinite(d)):
             break
         d_ints, d_exp = _to_ints(d)

@@ -92,17 +92,20 @@ def _exponents(X: np.ndarray) -> tuple[int, int] | None:
     return common, int(np.where(nz, e, -(1 << 20)).max()) - common
 
 
-def _scaled_digits(X: np.ndarray, common: int, bits: int) -> list[np.ndarray]:
-    """Base-2^16 digits of ``Z = X 2^-common`` (``|Z| < 2^bits <= 2^1022``) as float64:
-    ``A_j = floor(X 2^-(common + 16j)) = floor(Z / 2^(16j))`` is exact (a power-of-two scaling to at
-    least 2^-1008 in absolute value when nonzero, a normal float, then floor), and digit
-    ``j = A_j - 2^16 A_(j+1)``, an integer in ``[0, 2^16)``, is an exact float64 subtraction; the top
-    digit ``A_(count-1)`` is signed in ``[-2^15, 2^15)``."""
+def _scaled_digits(X: np.ndarray, common: int, bits: int) -> np.ndarray:
+    """Base-2^16 digits of ``Z = X 2^-common`` (``|Z| < 2^bits <= 2^1022``) as a float64 (n, J, m)
+    array, digit j at ``[:, j, :]``: ``A_j = floor(X 2^-(common + 16j)) = floor(Z / 2^(16j))`` is
+    exact (a power-of-two scaling to at least 2^-1008 in absolute value when nonzero, a normal float,
+    then floor), and digit ``j = A_j - 2^16 A_(j+1)``, an integer in ``[0, 2^16)``, is an exact
+    float64 subtraction; the top digit ``A_(J-1)`` is signed in ``[-2^15, 2^15)``."""
     count = _count(bits)
-    A = [np.floor(np.ldexp(X, -(common + _B * j))) for j in range(count)]
+    out = np.empty((X.shape[0], count, X.shape[1]))
+    for j in range(count):
+        np.floor(np.ldexp(X, -(common + _B * j), out=out[:, j, :]), out=out[:, j, :])
+    tmp = np.empty(X.shape)
     for j in range(count - 1):
-        A[j] -= 65536.0 * A[j + 1]
-    return A
+        out[:, j, :] -= np.multiply(out[:, j + 1, :], 65536.0, out=tmp)
+    return out
 
 
 def _vector_digits(v: Sequence[int]) -> np.ndarray:
@@ -183,15 +186,25 @@ class IntMatrix:
     """An integer matrix Z (int64 or Python ints) with its base-2^16 digits split once; exact
     ``Z v``, ``Z^T v`` and ``Z Z^T`` (module docstring)."""
 
-    def __init__(self, Z: np.ndarray | None, *, digits: list[np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        Z: np.ndarray | None,
+        *,
+        digits: list[np.ndarray] | None = None,
+        stack: np.ndarray | None = None,
+    ) -> None:
         if Z is not None:
             Z = np.asarray(Z)
             if Z.ndim != 2:
                 raise ValueError("IntMatrix needs a 2-D integer array")
         self._Z = Z
-        digits = _digits_of(Z) if digits is None else digits
         dtype = np.float64 if exact_blas() else np.int64  # exact either way: |digit| < 2^16
-        self.digits = [d.astype(dtype, copy=False) for d in digits]
+        # (n, J, m): digit j is [:, j, :]; reshaped to (n, J m) or (n J, m) without a copy, one
+        # product with a vector's digits gives every Z_j v or Z_j^T v
+        if stack is None:
+            stack = np.stack(_digits_of(Z) if digits is None else digits, axis=1)
+        self._stack = np.ascontiguousarray(stack, dtype=dtype)
+        self.digits = [self._stack[:, j, :] for j in range(self._stack.shape[1])]
         self.shape = self.digits[0].shape
 
     @classmethod
@@ -207,7 +220,7 @@ class IntMatrix:
         found = _exponents(X)
         if found is not None and found[1] <= 1022:  # Z below 2^1022: its float64 scalings are exact
             common, bits = found
-            M = cls(None, digits=_scaled_digits(X, common, bits))
+            M = cls(None, stack=_scaled_digits(X, common, bits))
         else:
             k, shift, common = dyadic_parts(X)
             M = cls(None, digits=_float_digits(k, shift))
@@ -238,12 +251,18 @@ class IntMatrix:
         if len(v) != inner:
             raise ValueError(f"{'rmatvec' if transpose else 'matvec'}: shapes do not match")
         V = _vector_digits(v)
-        K = V.shape[1]
-        products = []
-        for j, Zj in enumerate(self.digits):
-            P = _exact_product(Zj.T if transpose else Zj, V)  # (outer, K)
-            products += [(j + k, P[:, k]) for k in range(K)]
-        return _to_ints(_digit_sums(products, (outer, len(self.digits) + K - 1), _blocks(inner)))
+        K, J = V.shape[1], self._stack.shape[1]
+        if transpose:  # V^T [Z_0 | ... | Z_(J-1)]: row k, block j is (Z_j^T V_k)^T
+            P = _exact_product(V.T, self._stack.reshape(n, J * m)).reshape(K, J, m)
+            P = P.transpose(2, 1, 0)
+        else:  # rows (i, j) of the (n J, m) stack: Z_j[i] V
+            P = _exact_product(self._stack.reshape(n * J, m), V).reshape(n, J, K)
+        per = min(J, K)  # products (j, k) at one digit position t = j + k
+        dtype = np.int64 if per * _blocks(inner) <= _MAX_SUMMANDS else object
+        C = np.zeros((outer, J + K - 1), dtype=dtype)
+        for j in range(J):
+            C[:, j : j + K] += P[:, j, :] if dtype == np.int64 else P[:, j, :].astype(object)
+        return _to_ints(C)
 
     def gram(self) -> np.ndarray:
         """``Z Z^T`` exactly, as an n x n object array of Python ints."""

@@ -180,17 +180,30 @@ def _phi_exact(u_ints: list[int], scale_exp: int, q: Fraction, bits: int) -> tup
 
 
 def _refine(
-    X, Zx: IntMatrix, ex: int, Zy: list[int], ey: int, mu, q: Fraction, bits: int, steps: int
+    X,
+    Zx: IntMatrix,
+    ex: int,
+    Zy: list[int],
+    ey: int,
+    mu,
+    q: Fraction,
+    bits: int,
+    steps: int | None,
 ):
     """High-precision Newton steps on the dual (module docstring, step 2), with one float Hessian
     ``X diag((q-1)|X^T mu|^(q-2)) X^T`` formed once at the float dual point (the steps move mu by
     about 1e-14 relative). Returns ``(m, em, u, b, eb, R, s)``: the dual point ``m 2^em``,
     ``X^T mu = u 2^(ex + em)`` exactly, the primal point ``beta~ = b 2^eb = phi(X^T mu)`` rounded and
-    its exact residual ``y - X beta~ = R 2^s``."""
+    its exact residual ``y - X beta~ = R 2^s``. ``steps`` None: until the residual is within 2^12 of
+    the rounding's (2^-bits relative to y), stops gaining 8 bits a step, or 3 + bits / 32 steps
+    (well-conditioned data: ceil((bits - 8) / 64) steps; ill-conditioned data gain less a step)."""
     qf = float(q)
     m_ints, m_exp = _to_ints(mu)
     with np.errstate(all="ignore"):
         solve = _hessian_solver(X, (qf - 1) * np.maximum(np.abs(X.T @ mu), 1e-300) ** (qf - 2))
+    adaptive, prev = steps is None, None
+    steps = 3 + bits // 32 if steps is None else steps
+    top_y = max(abs(k) for k in Zy).bit_length() + ey
     for it in range(steps + 1):
         u = Zx.rmatvec(m_ints)  # X^T mu = u 2^(ex + m_exp)
         b_ints, b_exp = _phi_exact(u, ex + m_exp, q, bits)
@@ -199,6 +212,11 @@ def _refine(
         R = [(zy << (ey - s)) - (xb << (ex + b_exp - s)) for zy, xb in zip(Zy, Xb)]
         if it == steps or not any(R):
             break
+        if adaptive:  # log2 of the relative residual, about
+            rel = max(abs(k) for k in R).bit_length() + s - top_y
+            if rel < 12 - bits or (prev is not None and rel > prev - 8):
+                break
+            prev = rel
         with np.errstate(all="ignore"):
             d = solve(ldexp_array(np.array(R, dtype=object), s))
         if not np.all(np.isfinite(d)):
@@ -231,8 +249,9 @@ def certify_interpolation(
         p: the exponent, an exact rational (a decimal string such as "1.5" is 3/2).
         bits: precision of the refined point (about bits * 0.3 digits of OPT at best; the default
             gives 37-38 digits at (100, 1,000), issue 24's target being 30).
-        refine_steps: high-precision Newton steps after the float solve (default
-            ``ceil((bits - 8) / 64)``: each gains about 15-20 digits from the float point's 14).
+        refine_steps: high-precision Newton steps after the float solve (default: until the
+            residual reaches the rounding, `_refine`; each step gains about 15-20 digits from the
+            float point's 14 on well-conditioned data).
         prec: ball precision for the bounds (default bits + 64).
     """
     from certify.blas import all_cpu_blas, single_thread_blas
@@ -286,7 +305,7 @@ def _certify(
     mu = mu * 2.0**log_t if abs(log_t) < 1000 else np.ldexp(mu, int(round(log_t)))
     with ctx.workprec(prec or bits + 64):
         m_ints, m_exp, u, b_ints, b_exp, R, s = _refine(
-            problem.X, Zx, ex, Zy, dy.exp, mu, q, bits, refine_steps or -(-(bits - 8) // 64)
+            problem.X, Zx, ex, Zy, dy.exp, mu, q, bits, refine_steps
         )
         beta = ExactVec(tuple(b_ints), b_exp)
         if pp == Fraction(3, 2):  # block data: the exact closed form (docs/theory.md section 8.2)

@@ -12,6 +12,8 @@ Products of Z with vectors of Python integers of any size are formed exactly fro
   Longer sums are cut into blocks of 2^21 terms. With ``MDCERT_EXACT_PRODUCTS=flint`` the digit
   products run in numpy int64 instead (no BLAS; below 2^53 by the same count) and the Gram matrix
   in python-flint;
+- the data's digits are one (n, J, m) array: ``Z_j v`` for every j is one product of its (n J, m)
+  reshape, ``Z_j^T v`` one of ``V^T`` with its (n, J m) reshape (the same sums of digit products);
 - the block products (int64, below 2^53) are summed by ``t = j + k`` in int64 while at most 2^9 are
   added (below 2^62; else in Python ints), carried into base-2^16 digits (every carry below 2^47)
   and read as one two's-complement integer per entry.

@@ -64,8 +64,9 @@ def _dual_newton(
     if not np.all(np.isfinite(mu)):
         mu = np.linalg.lstsq(G, y, rcond=None)[0]
     ty, tu = float(y @ mu), float(np.sum(np.abs(X.T @ mu) ** q))
-    if ty > 0 and tu > 0 and np.isfinite(ty / tu):
-        mu = mu * (ty / tu) ** (1 / (q - 1))
+    if ty > 0 and 0 < tu < np.inf:
+        log_c = (math.log(ty) - math.log(tu)) / (q - 1)
+        mu = mu * math.exp(log_c) if abs(log_c) < 700 else mu
     return _newton(X, y, q, mu, tol=tol, max_iter=max_iter)
 
 

@@ -82,8 +82,9 @@ def lower_ball(ball) -> Fraction | None:
 
 def norm_ball(ints, scale: Fraction, a: Fraction):
     """Ball of ``(sum_j |ints_j * scale|^a)^(1/a)`` for a > 0: the sum exact in integers for a = 1..4,
-    enclosed by integer square roots for a = 3/2 (``isqrt(k^3 4^t) <= k^(3/2) 2^t`` < that + 1, t
-    chosen so the count of entries is below the sum's last bit of precision), else arb powers."""
+    enclosed by integer square roots for a = 3/2 (``k isqrt(k 4^t) <= k^(3/2) 2^t`` < that + k, t
+    chosen so the width, at most the count over ``2^t max(k)^(1/2)``, is below the sum's last bit of
+    precision), else arb powers."""
     from flint import arb, ctx
 
     nz = [abs(int(k)) for k in ints if k]
@@ -91,12 +92,13 @@ def norm_ball(ints, scale: Fraction, a: Fraction):
         return arb(0)
     top = max(k.bit_length() for k in nz)
     ea = _arb(a)
-    if a.denominator == 1 and 1 <= a <= 4:
-        s, top = arb(sum(k**a.numerator for k in nz)), 0
-    elif a == Fraction(3, 2):
-        t = max(0, ctx.prec + 10 + len(nz).bit_length() - (3 * top) // 2)
-        lo = sum(math.isqrt(k * k * k << 2 * t) for k in nz)
-        s, top = arb(lo).union(arb(lo + len(nz))) * arb(2) ** (-t), 0
+    if a.denominator == 1 and 1 <= a <= 4:  # scaled by 2^(-a top): the root's argument near 1
+        s = arb(sum(k**a.numerator for k in nz)) * arb(2) ** (-a.numerator * top)
+    elif a == Fraction(3, 2):  # r = isqrt(k 4^t): k r <= k^(3/2) 2^t < k r + k
+        top += top % 2
+        t = max(0, ctx.prec + 10 + len(nz).bit_length() - top // 2)
+        lo = sum(k * math.isqrt(k << 2 * t) for k in nz)
+        s = arb(lo).union(arb(lo + sum(nz))) * arb(2) ** (-t - 3 * top // 2)
     else:
         s = arb(0)
         for k in nz:

@@ -268,7 +268,7 @@ def certify_interpolation(
         problem: the data.
         p: the exponent, an exact rational (a decimal string such as "1.5" is 3/2).
         bits: precision of the refined point (about bits * 0.3 digits of OPT at best; the default
-            gives 37-38 digits at (100, 1,000), issue 24's target being 30).
+            gives 35-38 digits at (100, 1,000), issue 24's target being 30).
         refine_steps: high-precision Newton steps after the float solve (default: until the
             residual reaches the rounding, `_refine`; each step gains about 15-20 digits from the
             float point's 14 on well-conditioned data).

@@ -198,17 +198,7 @@ def _phi_exact(u_ints: list[int], scale_exp: int, q: Fraction, bits: int) -> tup
     return out, e
 
 
-def _refine(
-    X,
-    Zx: IntMatrix,
-    ex: int,
-    Zy: list[int],
-    ey: int,
-    mu,
-    q: Fraction,
-    bits: int,
-    steps: int | None,
-):
+def _refine(X, Zx: IntMatrix, ex: int, Zy: list[int], ey: int, mu, q: Fraction, bits: int, steps):
     """High-precision Newton steps on the dual (module docstring, step 2), with one float Hessian
     ``X diag((q-1)|X^T mu|^(q-2)) X^T`` formed once at the float dual point (the steps move mu by
     about 1e-14 relative). Returns ``(m, em, u, b, eb, R, s)``: the dual point ``m 2^em``,

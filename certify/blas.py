@@ -8,12 +8,14 @@ threadpoolctl and restores the previous counts on exit; `all_cpu_blas` lifts tha
 the large dense products where a second thread pays: `free_cpus` of them, the usable CPUs less the
 other work already running, so that on a loaded machine a second thread that would only wait for a
 busy core is not started (docs/scaling.md, "Threads under load"). ``MDCERT_BLAS_THREADS=K`` fixes the
-count (1 <= K; capped at `usable_cpus`).
+count (1 <= K; capped at `usable_cpus`). The scan of the loaded libraries (a few milliseconds, a
+tenth of a certified (100, 1000) interpolation) is kept while no module has been imported since.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -56,14 +58,25 @@ def _threads_now() -> int:
     return free_cpus()
 
 
+_SCAN: list = [None, -1]  # [the ThreadpoolController, len(sys.modules) when it scanned]
+
+
+def _controller():
+    """threadpoolctl's controller of the loaded BLAS libraries, scanned again after new imports."""
+    from threadpoolctl import ThreadpoolController
+
+    if _SCAN[0] is None or _SCAN[1] != len(sys.modules):
+        _SCAN[0], _SCAN[1] = ThreadpoolController(), len(sys.modules)
+    return _SCAN[0]
+
+
 @contextmanager
 def single_thread_blas() -> Iterator[None]:
     """Context manager: one BLAS thread inside, previous thread counts restored after."""
     import numpy  # noqa: F401  (load both OpenBLAS copies before threadpoolctl scans them)
     import scipy.linalg  # noqa: F401
-    from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _controller().limit(limits=1, user_api="blas"):
         yield
 
 
@@ -71,7 +84,5 @@ def single_thread_blas() -> Iterator[None]:
 def all_cpu_blas() -> Iterator[None]:
     """Context manager: `free_cpus` BLAS threads inside (also inside `single_thread_blas`), or the
     count ``MDCERT_BLAS_THREADS`` fixes."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=_threads_now(), user_api="blas"):
+    with _controller().limit(limits=_threads_now(), user_api="blas"):
         yield

@@ -9,7 +9,11 @@ With ``X = Zx 2^ex``, ``y = Zy 2^ey``, ``beta~ = b 2^eb / db`` and ``mu = m 2^em
 - residual: ``r = y - X beta~`` exactly; when ``r != 0`` the nearest feasible point is
   ``beta_f = beta~ + X^T (X X^T)^-1 r`` and ``||beta_f - beta~||_2^2 = r^T (X X^T)^-1 r <= ||r||_2^2
   trace((X X^T)^-1)``, the trace bounded from the verified diagonal of ``(Zx Zx^T)^-1``;
-  ``||.||_p <= ||.||_2`` for p >= 2 and ``<= D^(1/p - 1/2) ||.||_2`` for p < 2. This is ``e``;
+  ``||.||_p <= ||.||_2`` for p >= 2 and ``<= D^(1/p - 1/2) ||.||_2`` for p < 2. This is ``e``.
+  First tried (`sigma_lower`): ``||X^T (X X^T)^-1 r||_2 <= ||r||_2 / sigma_min(X)``, with X rounded
+  to ``Xh = Zh 2^eh`` (``|Zh| <= 2^b``, ``D 2^(2b) <= 2^53``: ``Zh Zh^T`` is exact in one float64
+  product), ``sigma_min(Xh) >= 2^eh trace((Zh Zh^T)^-1)^(-1/2)`` (verified diagonal) and Weyl's
+  ``sigma_min(X) >= sigma_min(Xh) - sqrt(N D) 2^(eh - 1)`` (``|X - Xh| <= 2^(eh - 1)`` entrywise);
 - ``OPT <= ||beta_f||_p <= ||beta~||_p + e`` (the claimed ``opt_upper`` must be at least this);
 - weak duality: ``y^T mu = beta^T X^T mu <= ||beta||_p ||X^T mu||_q`` for every feasible beta, so
   ``OPT >= y^T mu / ||X^T mu||_q`` when ``y^T mu > 0`` (``opt_lower`` must be at most this);
@@ -21,12 +25,15 @@ With ``X = Zx 2^ex``, ``y = Zy 2^ey``, ``beta~ = b 2^eb / db`` and ``mu = m 2^em
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from certify.exact import conjugate, dyadic
 from certify.regression.certificate import ExactVec, InterpolationCertificate, InterpStatus
-from certify.regression.intmat import IntMatrix
+from certify.regression.intmat import IntMatrix, exact_blas
 from certify.regression.problem import RegressionProblem
 from certify.check.verified import inverse_diagonal_upper
 
@@ -35,6 +42,7 @@ __all__ = [
     "check_interpolation",
     "residual_of",
     "residual_bound",
+    "sigma_lower",
     "norm_ball",
     "lower_bound_ball",
     "distance_upper",
@@ -73,17 +81,28 @@ def lower_ball(ball) -> Fraction | None:
 
 
 def norm_ball(ints, scale: Fraction, a: Fraction):
-    """Ball of ``(sum_j |ints_j * scale|^a)^(1/a)`` for a > 0 (ints scaled to keep precision)."""
-    from flint import arb
+    """Ball of ``(sum_j |ints_j * scale|^a)^(1/a)`` for a > 0: the sum exact in integers for a = 1..4,
+    enclosed by integer square roots for a = 3/2 (``k isqrt(k 4^t) <= k^(3/2) 2^t`` < that + k, t
+    chosen so the width, at most the count over ``2^t max(k)^(1/2)``, is below the sum's last bit of
+    precision), else arb powers."""
+    from flint import arb, ctx
 
     nz = [abs(int(k)) for k in ints if k]
     if not nz:
         return arb(0)
     top = max(k.bit_length() for k in nz)
     ea = _arb(a)
-    s = arb(0)
-    for k in nz:
-        s += (arb(k) * arb(2) ** (-top)) ** ea
+    if a.denominator == 1 and 1 <= a <= 4:  # scaled by 2^(-a top): the root's argument near 1
+        s = arb(sum(k**a.numerator for k in nz)) * arb(2) ** (-a.numerator * top)
+    elif a == Fraction(3, 2):  # r = isqrt(k 4^t): k r <= k^(3/2) 2^t < k r + k
+        top += top % 2
+        t = max(0, ctx.prec + 10 + len(nz).bit_length() - top // 2)
+        lo = sum(k * math.isqrt(k << 2 * t) for k in nz)
+        s = arb(lo).union(arb(lo + sum(nz))) * arb(2) ** (-t - 3 * top // 2)
+    else:
+        s = arb(0)
+        for k in nz:
+            s += (arb(k) * arb(2) ** (-top)) ** ea
     return s ** (1 / ea) * arb(2) ** top * _arb(scale)
 
 
@@ -100,21 +119,54 @@ def residual_of(
     return R, Fraction(2) ** s / beta.den
 
 
-def residual_bound(Zx, ex: int, R: list[int], er: Fraction, p: Fraction) -> Fraction | None:
-    """Upper bound of ``||X^T (X X^T)^-1 r||_p`` for ``r = R * er`` (exact); 0 when R = 0; None when
-    ``Zx Zx^T`` is not verified invertible (X not of full row rank, or too ill-conditioned)."""
-    if not any(R):
-        return Fraction(0)
-    diag = inverse_diagonal_upper(Zx.gram())
+def sigma_lower(X: np.ndarray) -> Fraction | None:
+    """A positive lower bound of the smallest singular value of the float64 N x D matrix X (module
+    docstring), or None. ``Xh = rint(X 2^-eh) 2^eh`` with ``max |X| < 2^(eh + b)``: rint and exact
+    power-of-two scaling leave ``|X - Xh| <= 2^(eh - 1)``, ``|Zh| <= 2^b``, and every product and
+    partial sum of ``Zh Zh^T`` is an integer of at most ``D 2^(2b) <= 2^53`` (the BLAS assumption of
+    docs/theory.md section 4.6; int64 without BLAS under ``MDCERT_EXACT_PRODUCTS=flint``)."""
+    from flint import arb
+
+    N, D = X.shape
+    top = float(np.abs(X).max()) if X.size else 0.0
+    b = (53 - (D - 1).bit_length()) // 2
+    if N > D or top == 0 or b < 8:
+        return None
+    eh = int(np.frexp(top)[1]) - b  # top < 2^(eh + b)
+    Zh = np.rint(np.ldexp(X, -eh))
+    G = (Zh @ Zh.T if exact_blas() else Zh.astype(np.int64) @ Zh.astype(np.int64).T).astype(
+        np.int64
+    )
+    diag = inverse_diagonal_upper(G)
     if diag is None:
         return None
-    trace = sum(diag, Fraction(0))  # >= the largest eigenvalue of (Zx Zx^T)^-1
-    sq = Fraction(sum(int(k) * int(k) for k in R)) * trace * er * er / (Fraction(2) ** (2 * ex))
+    trace = _arb(sum(diag, Fraction(0)))
+    low = lower_ball((1 / trace.sqrt() - arb(N * D).sqrt() / 2) * arb(2) ** eh)
+    return low if low is not None and low > 0 else None
+
+
+def residual_bound(
+    Zx, ex: int, R: list[int], er: Fraction, p: Fraction, *, X: np.ndarray | None = None
+) -> Fraction | None:
+    """Upper bound of ``||X^T (X X^T)^-1 r||_p`` for ``r = R * er`` (exact); 0 when R = 0; with X
+    (the float64 data ``Zx 2^ex``), from `sigma_lower` when that succeeds, else from the exact Gram
+    matrix; None when ``Zx Zx^T`` is not verified invertible (X not of full row rank, or too
+    ill-conditioned)."""
+    if not any(R):
+        return Fraction(0)
     from flint import arb
 
     D = Zx.shape[1]
     c = arb(1) if p >= 2 else arb(D) ** (_arb(1 / p) - _arb(Fraction(1, 2)))
-    return upper_ball(c * _arb(sq).sqrt())
+    r2 = Fraction(sum(int(k) * int(k) for k in R)) * er * er
+    sigma = sigma_lower(X) if X is not None else None
+    if sigma is not None:
+        return upper_ball(c * _arb(r2).sqrt() / _arb(sigma))
+    diag = inverse_diagonal_upper(Zx.gram())
+    if diag is None:
+        return None
+    trace = sum(diag, Fraction(0))  # >= the largest eigenvalue of (Zx Zx^T)^-1
+    return upper_ball(c * _arb(r2 * trace / Fraction(2) ** (2 * ex)).sqrt())
 
 
 def lower_bound_ball(Zx, ex: int, Zy, ey: int, m_ints, q: Fraction, *, u=None):
@@ -204,7 +256,10 @@ def _check(
         return InterpCheck(not failures, tuple(checked), tuple(failures))
     b, mu, pp = cert.beta, cert.mu, cert.p
     R, scale = residual_of(Zx, ex, Zy, dy.exp, b)
-    e = residual_bound(Zx, ex, R, scale, pp)
+    e = residual_bound(Zx, ex, R, scale, pp, X=problem.X)
+    if e is None or e > cert.residual_upper:  # the exact Gram matrix's bound (older certificates)
+        exact = residual_bound(Zx, ex, R, scale, pp)
+        e = exact if e is None or (exact is not None and exact < e) else e
     claim(
         "residual",
         e is not None and e <= cert.residual_upper,

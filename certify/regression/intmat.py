@@ -12,6 +12,8 @@ Products of Z with vectors of Python integers of any size are formed exactly fro
   Longer sums are cut into blocks of 2^21 terms. With ``MDCERT_EXACT_PRODUCTS=flint`` the digit
   products run in numpy int64 instead (no BLAS; below 2^53 by the same count) and the Gram matrix
   in python-flint;
+- the data's digits are one (n, J, m) array: ``Z_j v`` for every j is one product of its (n J, m)
+  reshape, ``Z_j^T v`` one of ``V^T`` with its (n, J m) reshape (the same sums of digit products);
 - the block products (int64, below 2^53) are summed by ``t = j + k`` in int64 while at most 2^9 are
   added (below 2^62; else in Python ints), carried into base-2^16 digits (every carry below 2^47)
   and read as one two's-complement integer per entry.
@@ -26,7 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["IntMatrix"]
+__all__ = ["IntMatrix", "exact_blas"]
 
 _B = 16
 _MASK = (1 << _B) - 1
@@ -34,7 +36,8 @@ _BLOCK = 1 << 21  # terms below 2^32 per exact float64 (or int64) block sum, bel
 _MAX_SUMMANDS = 1 << 9  # int64 sums of block products below 2^53 stay below 2^62
 
 
-def _blas() -> bool:
+def exact_blas() -> bool:
+    """Whether exact integer products run in float64 BLAS (False: ``MDCERT_EXACT_PRODUCTS=flint``)."""
     return os.environ.get("MDCERT_EXACT_PRODUCTS", "blas").strip().lower() != "flint"
 
 
@@ -76,6 +79,37 @@ def _float_digits(k: np.ndarray, shift: np.ndarray) -> list[np.ndarray]:
     return digits
 
 
+def _exponents(X: np.ndarray) -> tuple[int, int] | None:
+    """``(common, bits)`` with ``X = Z 2^common``, Z integers with ``|Z| < 2^bits`` and ``common`` the
+    exponent of the lowest set bit over the nonzero entries (`certify.exact.dyadic`'s); None when X is
+    0. ``frexp`` gives ``X = k 2^(e - 53)`` with k an exact int64, ``k & -k`` its lowest set bit, a
+    power of two whose float64 ``frexp`` exponent is exact."""
+    mant, e = np.frexp(X)
+    k = (mant * 2.0**53).astype(np.int64)
+    nz = k != 0
+    if not nz.any():
+        return None
+    tz = np.frexp((k & -k).astype(np.float64))[1]  # log2(lowest bit) + 1
+    common = int(np.where(nz, e + tz, 1 << 20).min()) - 54
+    return common, int(np.where(nz, e, -(1 << 20)).max()) - common
+
+
+def _scaled_digits(X: np.ndarray, common: int, bits: int) -> np.ndarray:
+    """Base-2^16 digits of ``Z = X 2^-common`` (``|Z| < 2^bits <= 2^1022``) as a float64 (n, J, m)
+    array, digit j at ``[:, j, :]``: ``A_j = floor(X 2^-(common + 16j)) = floor(Z / 2^(16j))`` is
+    exact (a power-of-two scaling to at least 2^-1008 in absolute value when nonzero, a normal float,
+    then floor), and digit ``j = A_j - 2^16 A_(j+1)``, an integer in ``[0, 2^16)``, is an exact
+    float64 subtraction; the top digit ``A_(J-1)`` is signed in ``[-2^15, 2^15)``."""
+    count = _count(bits)
+    out = np.empty((X.shape[0], count, X.shape[1]))
+    for j in range(count):
+        np.floor(np.ldexp(X, -(common + _B * j), out=out[:, j, :]), out=out[:, j, :])
+    tmp = np.empty(X.shape)
+    for j in range(count - 1):
+        out[:, j, :] -= np.multiply(out[:, j + 1, :], 65536.0, out=tmp)
+    return out
+
+
 def _vector_digits(v: Sequence[int]) -> np.ndarray:
     """The digits of a vector of Python ints as the columns of a (len(v), count) int64 array."""
     flat = list(map(int, v))
@@ -93,7 +127,7 @@ def _exact_product(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     inner = A.shape[1]
     if _blocks(inner) > _MAX_SUMMANDS:
         raise ValueError("too many terms for exact block sums")
-    blas = _blas()
+    blas = exact_blas()
     out = None
     for s in range(0, max(inner, 1), _BLOCK):
         a, b = A[:, s : s + _BLOCK], B[s : s + _BLOCK]
@@ -154,28 +188,44 @@ class IntMatrix:
     """An integer matrix Z (int64 or Python ints) with its base-2^16 digits split once; exact
     ``Z v``, ``Z^T v`` and ``Z Z^T`` (module docstring)."""
 
-    def __init__(self, Z: np.ndarray | None, *, digits: list[np.ndarray] | None = None) -> None:
+    def __init__(
+        self,
+        Z: np.ndarray | None,
+        *,
+        digits: list[np.ndarray] | None = None,
+        stack: np.ndarray | None = None,
+    ) -> None:
         if Z is not None:
             Z = np.asarray(Z)
             if Z.ndim != 2:
                 raise ValueError("IntMatrix needs a 2-D integer array")
         self._Z = Z
-        digits = _digits_of(Z) if digits is None else digits
-        dtype = np.float64 if _blas() else np.int64  # exact either way: |digit| < 2^16
-        self.digits = [d.astype(dtype) for d in digits]
+        dtype = np.float64 if exact_blas() else np.int64  # exact either way: |digit| < 2^16
+        # (n, J, m): digit j is [:, j, :]; reshaped to (n, J m) or (n J, m) without a copy, one
+        # product with a vector's digits gives every Z_j v or Z_j^T v
+        if stack is None:
+            stack = np.stack(_digits_of(Z) if digits is None else digits, axis=1)
+        self._stack = np.ascontiguousarray(stack, dtype=dtype)
+        self.digits = [self._stack[:, j, :] for j in range(self._stack.shape[1])]
         self.shape = self.digits[0].shape
 
     @classmethod
     def of_float(cls, X: np.ndarray) -> tuple["IntMatrix", int]:
         """``(Z, e)`` with ``X = Z 2^e`` exactly (``e`` and Z those of `certify.exact.dyadic`), the
-        digits split from the float64 mantissas without forming Z."""
+        digits split without forming Z: by exact float64 scalings and floors (`_scaled_digits`) when
+        ``|Z| < 2^1022``, else from the int64 mantissas and shifts."""
         from certify.exact import dyadic_parts
 
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError("IntMatrix needs a 2-D array")
-        k, shift, common = dyadic_parts(X)
-        M = cls(None, digits=_float_digits(k, shift))
+        found = _exponents(X)
+        if found is not None and found[1] <= 1022:  # Z below 2^1022: its float64 scalings are exact
+            common, bits = found
+            M = cls(None, stack=_scaled_digits(X, common, bits))
+        else:
+            k, shift, common = dyadic_parts(X)
+            M = cls(None, digits=_float_digits(k, shift))
         M._float = X
         return M, common
 
@@ -203,17 +253,23 @@ class IntMatrix:
         if len(v) != inner:
             raise ValueError(f"{'rmatvec' if transpose else 'matvec'}: shapes do not match")
         V = _vector_digits(v)
-        K = V.shape[1]
-        products = []
-        for j, Zj in enumerate(self.digits):
-            P = _exact_product(Zj.T if transpose else Zj, V)  # (outer, K)
-            products += [(j + k, P[:, k]) for k in range(K)]
-        return _to_ints(_digit_sums(products, (outer, len(self.digits) + K - 1), _blocks(inner)))
+        K, J = V.shape[1], self._stack.shape[1]
+        if transpose:  # V^T [Z_0 | ... | Z_(J-1)]: row k, block j is (Z_j^T V_k)^T
+            P = _exact_product(V.T, self._stack.reshape(n, J * m)).reshape(K, J, m)
+            P = P.transpose(2, 1, 0)
+        else:  # rows (i, j) of the (n J, m) stack: Z_j[i] V
+            P = _exact_product(self._stack.reshape(n * J, m), V).reshape(n, J, K)
+        per = min(J, K)  # products (j, k) at one digit position t = j + k
+        dtype = np.int64 if per * _blocks(inner) <= _MAX_SUMMANDS else object
+        C = np.zeros((outer, J + K - 1), dtype=dtype)
+        for j in range(J):
+            C[:, j : j + K] += P[:, j, :] if dtype == np.int64 else P[:, j, :].astype(object)
+        return _to_ints(C)
 
     def gram(self) -> np.ndarray:
         """``Z Z^T`` exactly, as an n x n object array of Python ints."""
         n, m = self.shape
-        if not _blas():
+        if not exact_blas():
             import flint
 
             F = flint.fmpz_mat(n, m, [int(x) for x in self.Z.ravel()])

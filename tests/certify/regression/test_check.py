@@ -8,8 +8,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from flint import arb, ctx, fmpq
 
 from certify.errors import MdcertError
+from certify.exact import dyadic
 from certify.regression import (
     ExactVec,
     InterpolationCertificate,
@@ -18,6 +20,19 @@ from certify.regression import (
     certify_interpolation,
     check_interpolation,
 )
+from certify.regression.check import (
+    distance_upper,
+    norm_ball,
+    residual_bound,
+    residual_of,
+    sigma_lower,
+    upper_ball,
+)
+from certify.regression.intmat import IntMatrix
+
+
+def _b(x: Fraction):
+    return arb(fmpq(x.numerator, x.denominator))
 
 
 @pytest.fixture(scope="module")
@@ -108,3 +123,68 @@ def test_a_false_inconsistency_claim_is_rejected() -> None:
         kernel=ExactVec((1, 0), 0),
     )
     assert not check_interpolation(pr, fake).ok
+
+
+@pytest.mark.parametrize("seed, shape", [(0, (6, 20)), (1, (30, 200)), (2, (3, 3))])
+def test_sigma_lower_is_a_lower_bound_of_the_smallest_singular_value(seed, shape) -> None:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30))
+    low = sigma_lower(X)
+    smin = np.linalg.svd(X, compute_uv=False).min()
+    assert low is not None and 0 < float(low) <= smin * (1 + 1e-12)
+    assert float(low) >= smin / (4 * np.sqrt(shape[0]))  # the trace costs at most sqrt(N)
+
+
+def test_sigma_lower_without_blas(monkeypatch) -> None:
+    X = np.random.default_rng(6).standard_normal((9, 40))
+    monkeypatch.setenv("MDCERT_EXACT_PRODUCTS", "flint")
+    low = sigma_lower(X)
+    assert low is not None and 0 < float(low) <= np.linalg.svd(X, compute_uv=False).min()
+
+
+def test_sigma_lower_refuses_rank_deficient_and_tall_data() -> None:
+    X = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]])
+    assert sigma_lower(X) is None
+    assert sigma_lower(np.ones((3, 2))) is None
+    assert sigma_lower(np.zeros((2, 3))) is None
+
+
+@pytest.mark.parametrize("p", [Fraction(3, 2), Fraction(3)])
+def test_residual_bounds_of_both_routes_enclose_the_correction(p) -> None:
+    """``||X^T (X X^T)^-1 r||_p`` for an exact residual: below both the rounded-data bound (with X)
+    and the exact Gram matrix's bound (without)."""
+    rng = np.random.default_rng(4)
+    pr = RegressionProblem(rng.standard_normal((7, 25)), rng.standard_normal(7))
+    (Zx, ex), dy = IntMatrix.of_float(pr.X), dyadic(pr.y)
+    beta = ExactVec(tuple(int(v) for v in rng.integers(-(2**40), 2**40, 25)), -45)
+    R, scale = residual_of(Zx, ex, [int(k) for k in dy.ints], dy.exp, beta)
+    r = np.array([float(Fraction(k) * scale) for k in R])
+    corr = pr.X.T @ np.linalg.solve(pr.X @ pr.X.T, r)
+    true = float(np.sum(np.abs(corr) ** float(p)) ** (1 / float(p)))
+    fast = residual_bound(Zx, ex, R, scale, p, X=pr.X)
+    exact = residual_bound(Zx, ex, R, scale, p)
+    assert true <= float(fast) * (1 + 1e-9) and true <= float(exact) * (1 + 1e-9)
+
+
+def test_a_certificate_with_the_exact_gram_bound_still_checks(solved) -> None:
+    """Certificates whose residual bound came from the exact Gram matrix (before the rounded-data
+    bound) are accepted: the checker falls back to that bound when its first one is larger."""
+    pr, cert = solved
+    (Zx, ex), dy = IntMatrix.of_float(pr.X), dyadic(pr.y)
+    R, scale = residual_of(Zx, ex, [int(k) for k in dy.ints], dy.exp, cert.beta)
+    exact = residual_bound(Zx, ex, R, scale, cert.p)
+    with ctx.workprec(400):
+        ub = upper_ball(norm_ball(cert.beta.ints, Fraction(2) ** cert.beta.exp, cert.p) + _b(exact))
+    dist = exact + distance_upper(ub, cert.opt_lower, cert.p)
+    old = dataclasses.replace(cert, residual_upper=exact, opt_upper=ub, distance_upper=dist)
+    assert check_interpolation(pr, old).ok
+
+
+@pytest.mark.parametrize("a", [Fraction(2), Fraction(3), Fraction(3, 2), Fraction(4, 3)])
+def test_norm_ball_encloses_the_norm(a) -> None:
+    ints = [3, -(2**70) + 1, 0, 12345678901234567890, 1, -7]
+    scale = Fraction(3, 2**80)
+    with ctx.workprec(300):
+        ball = norm_ball(ints, scale, a)
+        ref = sum((_b(Fraction(abs(k))) * _b(scale)) ** _b(a) for k in ints if k) ** (1 / _b(a))
+        assert ball.overlaps(ref) and ball.rad() < ref * arb(2) ** -250

@@ -95,3 +95,22 @@ def test_zero_targets_give_the_zero_solution() -> None:
     pr = RegressionProblem(np.ones((2, 3)), np.zeros(2))
     cert = certify_interpolation(pr, "1.5").certificate
     assert cert.opt_upper == 0 and check_interpolation(pr, cert).ok
+
+
+@pytest.mark.parametrize("sep", [1e-5, 1e-7])
+def test_nearly_dependent_rows_still_certify_and_fall_back_to_the_exact_gram_matrix(sep) -> None:
+    """Rows ``sep`` apart: more refinement steps keep 30 digits at 1e-5; at 1e-7 the rounded data's
+    bound (sigma_lower) is not positive and the exact Gram matrix's verified inverse bounds the
+    residual; the checker agrees."""
+    from certify.regression.check import sigma_lower
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((3, 12))
+    X[2] = X[1] + sep * rng.standard_normal(12)
+    pr = RegressionProblem(X, rng.standard_normal(3))
+    assert (sigma_lower(pr.X) is None) == (sep < 1e-6)
+    cert = certify_interpolation(pr, "1.5").certificate
+    assert cert.status is InterpStatus.OPTIMAL and check_interpolation(pr, cert).ok
+    assert 0 < cert.residual_upper
+    if sep > 1e-6:
+        assert cert.opt_upper - cert.opt_lower < Fraction(1, 10**30) * cert.opt_upper

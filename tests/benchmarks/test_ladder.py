@@ -61,4 +61,6 @@ def test_the_script_runs_a_tiny_ladder(tmp_path) -> None:
     table = [
         ln for ln in proc.stdout.splitlines() if ln.startswith("| 12 |") or ln.startswith("| 48 |")
     ]
-    assert len(table) == 2 and all("x our time)" in ln for ln in table)  # Clarabel and SLSQP at p = 2
+    assert len(table) == 2 and all(
+        "x our time)" in ln for ln in table
+    )  # Clarabel and SLSQP at p = 2

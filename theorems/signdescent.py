@@ -34,6 +34,7 @@ __all__ = [
     "assumption_3_3",
     "assumption_3_8",
     "LITERAL_LIMIT",
+    "positive_exact",
     "row_quantities",
 ]
 
@@ -186,7 +187,7 @@ def assumption_3_8(problem: RegressionProblem) -> HypothesisReport:
     )
 
 
-def _positive(name: str, value: float) -> Fraction:
+def positive_exact(name: str, value: float) -> Fraction:
     """The exact value of a finite float > 0 (MdcertError otherwise)."""
     try:
         v = float(value)
@@ -261,7 +262,7 @@ def assumption_3_3(problem: RegressionProblem, *, eps: float, alpha: float) -> H
     ``x_i^(n)`` presumes the rows' supports are the blocks of Assumption 3.2 (pairwise disjoint, no
     zero row); otherwise the answer is UNDECIDED. ``eps`` and ``alpha`` must be finite and > 0
     (the stability constant of eq. 15 is positive; MdcertError otherwise)."""
-    E, A = _positive("eps", eps), _positive("alpha", alpha)
+    E, A = positive_exact("eps", eps), positive_exact("alpha", alpha)
     disjoint, why = _disjoint_rows(problem.X)
     if not disjoint:
         info = Evidence(

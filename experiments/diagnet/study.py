@@ -17,7 +17,7 @@ defined (they are the depth-2 potentials): those rows carry the reason instead.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -273,7 +273,7 @@ def run_signdescent(
     refs = {"lp": (beta_p, d_p), "l2": (beta2, d2), "psi": psi_points}
     t_ref = time.perf_counter() - t0
     if warn is not None:
-        for line in assumption_warnings(problem):
+        for line in assumption_warnings(problem, eps=config.eps, alpha=config.alpha):
             warn(line)
     rows, t_train, t_cert, paths = [], 0.0, 0.0, {}
     for rule in config.rules:
@@ -325,10 +325,14 @@ def run_signdescent(
     )
 
 
-def assumption_warnings(problem: RegressionProblem) -> list[str]:
-    """Warnings (one line each) for data outside the paper's setting (docs/theory.md sections 8.1, 8.5):
-    ``N >= D`` (the theory is for overparameterized data) and a zero target (Assumption 3.2 asks
-    ``y_n != 0``; the coordinates of such a block stay at 0 and the stage times need not be reached)."""
+def assumption_warnings(
+    problem: RegressionProblem, *, eps: Sequence[float] = (), alpha: Sequence[float] = ()
+) -> list[str]:
+    """Warnings (one line each) for data outside the paper's setting (docs/theory.md sections 8.1, 8.5,
+    8.6): ``N >= D`` (the theory is for overparameterized data), a zero target (Assumption 3.2 asks
+    ``y_n != 0``; the coordinates of such a block stay at 0 and the stage times need not be reached)
+    and, over the grid ``eps x alpha`` when given, the pairs where Assumption 3.3 (eqs. 18-19) is not
+    proved to hold (`theorems.signdescent.assumption_3_3`, exact)."""
     out = []
     if problem.N >= problem.D:
         out.append(
@@ -341,4 +345,31 @@ def assumption_warnings(problem: RegressionProblem) -> list[str]:
             f"y has zero entries at rows {zeros[:5]}{' ...' if len(zeros) > 5 else ''}: Assumption 3.2 "
             "(arXiv 2410.14158) needs y_n != 0; the run goes on, but outside the theorem's setting"
         )
-    return out
+    return out + _assumption_3_3_lines(problem, eps, alpha)
+
+
+def _assumption_3_3_lines(problem: RegressionProblem, eps, alpha) -> list[str]:
+    """At most one line: the grid pairs where Assumption 3.3 fails (or is undecided), with the first."""
+    from theorems.signdescent import assumption_3_3
+    from theorems.verdict import Verdict
+
+    pairs = [(e, a) for e in dict.fromkeys(eps) for a in dict.fromkeys(alpha)]
+    bad = [
+        (e, a, r)
+        for e, a in pairs
+        if (r := assumption_3_3(problem, eps=e, alpha=a)).verdict is not Verdict.HOLDS
+    ]
+    if not bad:
+        return []
+    e, a, r = bad[0]
+    fails = [
+        f"{x.quantity.split(':')[0]} at row {x.data['row']}"
+        for x in r.evidence
+        if x.relation is not None and x.implies() is Verdict.FAILS
+    ]
+    why = f"fails: {', '.join(fails)}" if fails else "undecided: the rows are not the blocks"
+    return [
+        f"Assumption 3.3 (arXiv 2410.14158 eqs. 18-19) is not proved at {len(bad)} of {len(pairs)} "
+        f"(eps, alpha) pairs (first: eps = {e:g}, alpha = {a:g}, {why}); the runs go on, outside "
+        "the theorems' setting"
+    ]

@@ -68,7 +68,8 @@ def test_same_arguments_same_bytes_other_seed_other_draw() -> None:
 
 
 def test_regression_assumptions_of_the_sign_descent_paper() -> None:
-    """Digits pixels share columns: 3.2 and 3.8 fail exactly; 3.3 is never decided (theory 8.6)."""
+    """Digits pixels share columns: 3.2 and 3.8 fail exactly; 3.3 is undecided there, since its per-row
+    entries presume that the rows are the blocks (theory 8.6)."""
     from theorems.signdescent import assumption_3_2, assumption_3_3, assumption_3_8
     from theorems.verdict import Verdict
 

@@ -151,3 +151,13 @@ def test_depth_three_uses_the_l_five_thirds_reference_and_no_depth_two_facts() -
     assert lo <= parse_fraction(res.references["lp"]["opt_upper"])
     assert parse_fraction(res.references["lp"]["opt_lower"]) <= parse_fraction(l32["opt_upper"])
     assert "depth 3" in res.lines()[0] or "5/3" in res.lines()[0]
+
+
+def test_assumption_3_3_is_warned_per_grid_in_one_line() -> None:
+    pr = RegressionProblem(np.array([[0.5, 0.5, 0, 0], [0, 0, 0.25, 0.25]]), np.array([1.125, 4.0]))
+    assert assumption_warnings(pr, eps=(3 / 64, 1e-3), alpha=(0.25,)) == []  # (18), (19) tight
+    (line,) = assumption_warnings(pr, eps=(1e-3, 0.05), alpha=(0.25, 0.3))
+    assert line.startswith(
+        "Assumption 3.3 (arXiv 2410.14158 eqs. 18-19) is not proved at 3 of 4 (eps, alpha) pairs "
+        "(first: eps = 0.001, alpha = 0.3, fails: eq. (19) right at row 0)"
+    )

@@ -112,6 +112,29 @@ def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
 
+def assumption_line(cfg: dict) -> str:
+    """Whether a part's data and grid are inside arXiv 2410.14158's setting, decided exactly
+    (`theorems.signdescent`; docs/theory.md section 8.6): Assumptions 3.2 and 3.8 on the data, 3.3 on
+    every (eps, alpha) pair of the part's grid."""
+    from certify.regression import regression_problem
+    from theorems.signdescent import assumption_3_2, assumption_3_3, assumption_3_8
+
+    problem = regression_problem(cfg["data"], N=cfg["N"], D=cfg.get("D"), seed=cfg.get("seed", 0))
+    alphas = cfg["alpha"] if isinstance(cfg["alpha"], list) else [cfg["alpha"]]
+    verdicts = {}
+    for e in cfg["eps"]:
+        for a in alphas:
+            verdicts.setdefault(
+                assumption_3_3(problem, eps=e, alpha=a).verdict.value.upper(), []
+            ).append(f"eps = {e:g}" + (f", alpha = {a:g}" if len(alphas) > 1 else ""))
+    grid = "; ".join(f"{v} at {', '.join(where)}" for v, where in verdicts.items())
+    return (
+        f"Inside the theorems' setting? (exact; docs/theory.md 8.6) Assumption 3.2: "
+        f"{assumption_3_2(problem).verdict.value.upper()}; 3.8: {assumption_3_8(problem).verdict.value.upper()}; "
+        f"3.3 (eqs. 18-19, alpha = {', '.join(f'{a:g}' for a in alphas)}): {grid}."
+    )
+
+
 def report_lines(records: list[dict], summary: dict) -> list[str]:
     """report.md: every number names its rule, eps, whether it is proven or measured, and wall times."""
     L = [
@@ -137,6 +160,8 @@ def report_lines(records: list[dict], summary: dict) -> list[str]:
             f"## {r['name']}",
             "",
             f"config: `{json.dumps(cfg)}`; part wall time {r['seconds_wall']} s.",
+            "",
+            assumption_line(cfg),
             "",
         ]
         if r["name"] in ("fig1", "fig2"):

@@ -69,3 +69,15 @@ def test_an_interrupted_run_keeps_its_finished_parts(tiny, tmp_path, monkeypatch
     lines = []
     preset.run_paper(out, quick=True, overwrite=False, echo=lines.append)
     assert all("reused" in ln for ln in lines) and (out / "report.md").is_file()
+
+
+def test_each_part_says_whether_its_data_and_grid_are_inside_the_assumptions() -> None:
+    from experiments.diagnet.preset import assumption_line
+
+    block = assumption_line({"data": "block", "N": 1, "seed": 0, "alpha": 0.1, "eps": [0.001, 0.2]})
+    assert "Assumption 3.2: HOLDS; 3.8: HOLDS;" in block
+    assert "HOLDS at eps = 0.001" in block and "FAILS at eps = 0.2" in block  # eq. 18 bounds eps
+    gauss = assumption_line(
+        {"data": "gaussian", "N": 2, "D": 5, "seed": 0, "alpha": 0.1, "eps": [0.01]}
+    )
+    assert "Assumption 3.2: FAILS; 3.8: FAILS;" in gauss and "UNDECIDED at eps = 0.01" in gauss

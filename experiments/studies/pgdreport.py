@@ -21,7 +21,7 @@ from experiments.studies.runner import dumps
 from experiments.studies.pgdfigures import write_figures
 from experiments.studies.stats import paired_difference, t_interval
 
-__all__ = ["summarize", "write_report", "markdown", "write_figures"]
+__all__ = ["summarize", "write_report", "markdown", "write_figures", "outward_interval"]
 
 
 def _get(rec: dict, *path):
@@ -111,9 +111,23 @@ def summarize(tc: dict, res: dict, chance: dict, data: dict | None = None) -> di
     }
 
 
+def outward_interval(lo: float, hi: float, digits: int = 6) -> str:
+    """``[lo, hi]`` printed to ``digits`` significant digits, rounded outward (the lower end down,
+    the upper up), so the printed interval still encloses the certified one."""
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
+
+    def cut(x: float, rounding: str) -> str:
+        return format(Context(prec=digits, rounding=rounding).plus(Decimal(x)), "g")
+
+    return f"[{cut(lo, ROUND_FLOOR)}, {cut(hi, ROUND_CEILING)}]"
+
+
 def _cert_text(m: dict) -> str:
     if m["status"] == "optimal" and "margin_lower" in m:
-        return f"OPT in [{m['opt_lower']:.6g}, {m['opt_upper']:.6g}], margin 1/OPT in [{m['margin_lower']:.6g}, {m['margin_upper']:.6g}]"
+        return (
+            f"OPT in {outward_interval(m['opt_lower'], m['opt_upper'])}, margin 1/OPT in "
+            f"{outward_interval(m['margin_lower'], m['margin_upper'])}"
+        )
     if m["status"] == "infeasible":
         return "not separable (exact Gordan certificate)"
     return f"{m['status']}: {m.get('reason') or m.get('feasibility') or ''}".strip()

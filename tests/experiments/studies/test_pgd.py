@@ -173,3 +173,17 @@ def test_quick_is_above_chance_on_both_tasks(tmp_path):
     assert [e["task"] for e in s["sizes"]] == ["digits", "text"]
     for e in s["sizes"]:
         assert all(o["above_chance"]["every_seed"] for o in e["optimizers"].values())
+
+
+@pytest.mark.parametrize(
+    "lo, hi, text",
+    [
+        (21.43499999, 21.43500001, "[21.4349, 21.4351]"),  # 6 digits would print [21.435, 21.435]
+        (0.5, 0.5, "[0.5, 0.5]"),  # exact ends stay exact
+        (-1.0000001, -0.99999999, "[-1.00001, -0.999999]"),
+    ],
+)
+def test_printed_enclosures_are_rounded_outward(lo, hi, text) -> None:
+    from experiments.studies.pgdreport import outward_interval
+
+    assert outward_interval(lo, hi) == text

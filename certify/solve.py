@@ -20,7 +20,18 @@ from certify.structured import row_factors
 from certify.warmstart import warm_start
 from certify.workingset import working_set_bytes, working_set_start
 
-__all__ = ["NUMERIC", "dense_warm", "good", "score", "solve", "target_bits", "width_ok"]
+__all__ = [
+    "NUMERIC",
+    "RESCUE_ENTRIES",
+    "clarabel_rescue",
+    "dense_warm",
+    "good",
+    "score",
+    "solve",
+    "target_bits",
+    "width_ok",
+    "ws_span",
+]
 
 
 #: float failures of the solver side (never of a proof): they end in NO_VERIFIED_RESULT, not a traceback
@@ -117,7 +128,11 @@ def solve(
                     info=info,
                     **base,
                 )
-            return infeasible_or_unknown(f"structured warm start: {ws.method}")
+            alt = None if rep.diverged else clarabel_rescue(rf, pf)
+            if alt is None:
+                return infeasible_or_unknown(f"structured warm start: {ws.method}")
+            info["warm_start_failed"] = ws.method
+            ws = alt
     else:
         try:
             ws = dense_warm(cs, ops, pf)
@@ -129,7 +144,8 @@ def solve(
                 status=CertStatus.INFEASIBLE, gordan=ws.gordan_exact, info=info, **base
             )
     info["warm_start"] = ws.method
-    if not np.all(np.isfinite(ws.lam)) or not ws.kkt_residual < 1e-3:
+    rescued = "warm_start_failed" in info  # Clarabel's multipliers: the refinement judges them
+    if not np.all(np.isfinite(ws.lam)) or not (ws.kkt_residual < 1e-3 or rescued):
         return infeasible_or_unknown(
             f"warm start did not converge (KKT residual {ws.kkt_residual:.1e})"
         )
@@ -174,11 +190,21 @@ def solve(
             break
         if b is not None and b.singular and width_ok(b, digits):
             break  # A_S' A_S'^T is singular (dependent rows): more precision decides nothing
+        if rescued and b is None and not ref.residual_log2 < 0:
+            break  # the refinement diverged from Clarabel's multipliers: more bits will not help
         if time_limit is not None and time.perf_counter() - t0 > time_limit / 3:
             break
         bits *= 2
     if best is None:
-        return infeasible_or_unknown("refinement did not yield a rigorous enclosure")
+        why = "refinement did not yield a rigorous enclosure"
+        if "warm_start_failed" in info:
+            why = (
+                f"structured warm start: {info['warm_start_failed']}; the exact refinement from "
+                f"{ws.method} did not converge either (residual 2^"
+                f"{info.get('refine_residual_log2') or 'inf'} after {info.get('refine_iterations')}"
+                f" steps){ws_span(ws, pf)}"
+            )
+        return infeasible_or_unknown(why)
     info["seconds"] = round(time.perf_counter() - t0, 4)
     info["requested_width_reached"] = width_ok(best, digits)
     return Certificate(
@@ -221,3 +247,63 @@ def dense_warm(cs, ops: ExactOps, pf: Fraction):
 
 def score(b: Bounds) -> tuple[int, Fraction]:
     return (-len(b.support.undecided), -(b.opt_upper - b.opt_lower) / b.opt_lower)
+
+
+#: a failed structured warm start is retried by Clarabel on the full rows up to this many entries N m
+RESCUE_ENTRIES = 2_000_000
+
+
+def clarabel_rescue(rf, pf: Fraction):
+    """A `WarmStart` from cvxpy + Clarabel on all rows (docs/theory.md section 7.4), for small systems
+    whose working-set Newton did not converge; None when too large or when Clarabel fails. Extreme
+    p (1.1, 10 on network features): the float64 psi-form dual stalls, but the exact refinement
+    converges from Clarabel's multipliers at p = 1.1 (their float KKT residual is large all the
+    same). Never evidence: the refinement and the bounds decide."""
+    from certify.warmstart import WarmStart, clarabel_start
+
+    if rf.right is not None or rf.N * rf.m > RESCUE_ENTRIES:
+        return None
+    A = rf.left
+    sigma = float(np.median(np.linalg.norm(A, axis=1)))
+    if not (sigma > 0 and math.isfinite(sigma)):
+        return None
+    p = float(pf)
+    lam = clarabel_start(A / sigma, p)
+    if lam is None or not np.all(np.isfinite(lam)) or not lam.any():
+        return None
+    # interior-point multipliers are positive everywhere: keep the rows above the widest gap (in
+    # log scale) among the largest 2m; the refinement's active-set updates add missed rows
+    r = np.sort(lam)[::-1][: 2 * rf.m + 1]
+    r = r[r > 1e-14 * r[0]]
+    if r.size > 1:
+        k = int(np.argmax(np.log(r[:-1]) - np.log(r[1:])))
+        lam = np.where(lam >= r[k], lam, 0.0)
+    lam = lam / sigma**p
+    q = p / (p - 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = A.T @ lam
+        w = np.sign(u) * np.abs(u) ** (q - 1.0)
+    return WarmStart(lam, w, "cvxpy + Clarabel multipliers", math.inf)
+
+
+def ws_span(ws, pf: Fraction) -> str:
+    """Why float64 cannot settle it at p > 2, when that is the reason: ``w = phi(u) = |u|^(1/(p-1))``
+    of ``u = A^T lam`` is resolved only to ``(1e-16)^(1/(p-1))`` of its largest entry (products
+    cancel to about 1e-16 of the largest term), and the float estimate has entries of u far below
+    that noise (docs/theory.md section 7.4)."""
+    if pf <= 2:
+        return ""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w = np.abs(np.asarray(ws.w, dtype=np.float64))
+        if not w.size or not np.all(np.isfinite(w)) or not w.max() > 0:
+            return ""
+        u = (w / w.max()) ** (float(pf) - 1.0)
+        small = float(np.mean((u > 0) & (u < 1e-8)))
+    if small <= 0:
+        return ""
+    res = 1e-16 ** (1.0 / (float(pf) - 1.0))
+    return (
+        f"; at p = {pf} float64 resolves w = |u|^(1/(p-1)) of u = A^T lam only to about {res:.0e} "
+        f"of its largest entry, and {100 * small:.0f}% of the entries of u lie below 1e-8 of the "
+        f"largest (float64 Newton steps cannot follow them)"
+    )

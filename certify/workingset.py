@@ -200,6 +200,33 @@ def working_set_start(
     sigma = sigma if sigma > 0 and math.isfinite(sigma) else 1.0
 
     sampled = sample and rf.right is None and N > SAMPLE_FACTOR * m
+    if sampled and q < 2.0:
+        # p > 2: a homotopy from p = 2, whose rounds are cheap (one Gram matrix, no cusp); the p
+        # rounds then start from its multipliers (measured at (20,000, 256), p = 3: 36 + 15 rounds
+        # took 4.7 s CPU against 37 rounds from the sample at p = 3, 5.6 s)
+        ws2, rep2 = working_set_start(
+            rf,
+            2.0,
+            tol=tol,
+            max_rounds=max_rounds,
+            max_rows=max_rows,
+            budget_bytes=budget_bytes,
+            sample=True,
+        )
+        if rep2.diverged:
+            return ws2, rep2  # feasibility does not depend on p: the near-Gordan direction stands
+        if ws2.kkt_residual < 1e-6:
+            v = ws2.lam * sigma**2  # the p = 2 multipliers on the rows / sigma
+            top = float(np.sum(np.abs(rf.rmatvec(v) / sigma) ** q))
+            if top > 0 and math.isfinite(top):
+                v = v * (float(v.sum()) / top) ** (1.0 / (q - 1.0))  # best multiple at this q
+                ws, rep = _rounds(
+                    rf, p, q, v, rep2.lbfgs_iterations, sigma, tol, max_rounds, cap, target
+                )
+                if ws.kkt_residual < math.inf:
+                    return ws._replace(method=ws.method + ", from the p = 2 optimum"), rep._replace(
+                        rounds=rep2.rounds + rep.rounds
+                    )
     if sampled:
         rows = np.sort(
             np.random.default_rng(0).choice(N, size=SAMPLE_FACTOR // 2 * m, replace=False)

@@ -12,7 +12,8 @@ import sys
 
 HELP = (
     "offline studies with seeds and intervals: the attention paper's transformers (sentiment, "
-    "vision), certified real-data frontiers (realdata), p-GD on small nets (pgd)"
+    "vision), certified real-data frontiers (realdata), p-GD on small nets (pgd), smoothed sign "
+    "descent (signdescent)"
 )
 
 __all__ = ["HELP", "configure", "run"]
@@ -25,6 +26,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kind == "signdescent":  # `mdcert signdescent --preset paper` under the study name
+        from experiments.cli import signdescent
+
+        argv = ["--preset", "paper", "-o", args.out]
+        argv += ["--quick"] * args.quick + ["--no-figures"] * args.no_figures
+        argv += [] if args.threads is None else ["--threads", str(args.threads)]
+        parser = argparse.ArgumentParser(prog="mdcert study signdescent")
+        signdescent.configure(parser)
+        return signdescent.run(parser.parse_args(argv))
     from experiments.commands.study import Config, run as run_study
     from experiments.runtime.terminal import terminal_width
 

@@ -104,6 +104,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             default="auto",
             help="progress bars with ETA on stderr (auto: only on a terminal; on: always; off: never)",
         )
+    # the sign-descent paper's set-ups are a command of their own (`mdcert signdescent --preset
+    # paper`, experiments.diagnet.paper); listed here too, where a user looks for a study
+    sd = sub.add_parser(
+        "signdescent",
+        help="arXiv 2410.14158's set-ups with certified references: the same as 'mdcert "
+        "signdescent --preset paper'",
+        description="arXiv 2410.14158's set-ups (Figs. 1-3, eps grids, Adam) with certified "
+        "references and delta-KKT bounds; runs 'mdcert signdescent --preset paper'",
+    )
+    sd.add_argument("-o", "--out", required=True, metavar="DIR", help="study directory")
+    sd.add_argument("--quick", action="store_true", help="short horizons (about a minute)")
+    sd.add_argument("--no-figures", action="store_true", help="write no PNG files")
+    sd.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -322,3 +322,16 @@ def test_ctrl_c_with_two_runs_in_flight(tmp_path):
     time.sleep(0.5)
     assert not [w for w in workers if _alive(w)], "a worker outlived the study"
     assert not _children(proc.pid)
+
+
+def test_study_signdescent_runs_the_sign_descent_preset(monkeypatch, tmp_path) -> None:
+    """`mdcert study signdescent` is `mdcert signdescent --preset paper` under the study name."""
+    from experiments.cli import signdescent
+    from experiments.cli.main import main
+
+    seen = {}
+    monkeypatch.setattr(signdescent, "run", lambda args: seen.update(vars(args)) or 0)
+    out = str(tmp_path / "sd")
+    assert main(["study", "signdescent", "--quick", "--threads", "1", "-o", out]) == 0
+    assert seen["preset"] == "paper" and seen["quick"] and seen["output"] == out
+    assert seen["threads"] == 1 and seen.get("problem") is None

@@ -57,7 +57,7 @@ class _Layout:
     def __init__(self, cs: ConstraintSystem) -> None:
         self._cs = cs
         self._L = None
-        self.R = cs.right.as_object() if cs.right is not None else None
+        self._R = None
         self.blocks: dict[int, object] = {}
         if cs.kind != "attention":
             return
@@ -72,15 +72,23 @@ class _Layout:
         self.offset = np.empty(cs.N, dtype=np.int64)
         for rows in self.members:
             self.offset[rows] = np.arange(len(rows))
-        self.Zu = self.R[[int(r[0]) for r in self.members]] if n else self.R[:0]
+        first = [int(r[0]) for r in self.members]
+        self.Zu = _objects(cs.right.ints[first] if n else cs.right.ints[:0])
 
     @property
     def L(self) -> np.ndarray:
         """Object copy of the left factors, made on first use (plain int64 rows rarely need it:
         48 bytes an entry, 2.4 GB at 10^5 x 512)."""
         if self._L is None:
-            self._L = self._cs.left.as_object()
+            self._L = _objects(self._cs.left.ints)
         return self._L
+
+    @property
+    def R(self) -> np.ndarray | None:
+        """Object copy of the right factors (one per row; attention), made on first use."""
+        if self._R is None and self._cs.right is not None:
+            self._R = _objects(self._cs.right.ints)
+        return self._R
 
     def block(self, e: int):
         """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
@@ -88,6 +96,11 @@ class _Layout:
             rows = self.members[e]
             self.blocks[e] = _fmpz(len(rows), self.L.shape[1], self.L[rows].ravel())
         return self.blocks[e]
+
+
+def _objects(ints: np.ndarray) -> np.ndarray:
+    """``ints`` as an object array of Python ints (itself when it is one: no copy; never mutated)."""
+    return ints if ints.dtype == object else ints.astype(object)
 
 
 def _layout(cs: ConstraintSystem) -> _Layout:
@@ -214,14 +227,13 @@ class ExactOps:
     def gram_factors(self) -> tuple:
         """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
         `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
-        ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
+        ``(L L^T) o (Z_g Z_g^T)`` (attention: a `certify.check.verified.KronGram`)."""
+        if self.kind == "attention":  # formed a block of rows at a time from the factors
+            from certify.check.verified import KronGram
+
+            return (KronGram(self.L, self.Zu, self.ex),)
         Lmat = self._lmat()
-        G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)
-        if self.kind != "attention":
-            return (G,)
-        n = len(self.groups)
-        H = np.array((self.Zmat * self.Zmat.transpose()).tolist(), dtype=object).reshape(n, n)
-        return G, H[np.ix_(self.ex, self.ex)]
+        return (np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N),)
 
     def gram(self):
         """Exact ``Z Z^T`` as an ``fmpz_mat`` (value ``* 2**(2 exp)``)."""
@@ -295,7 +307,7 @@ class ExactOps:
 
     def _representatives(self) -> np.ndarray:
         if (
-            self.R is None and self.cs.left.ints.dtype != object
+            self.cs.right is None and self.cs.left.ints.dtype != object
         ):  # plain int64 rows: equal keys = equal rows
             M = np.ascontiguousarray(self.cs.left.ints[self.rows])
             seen: dict = {}  # equal bytes = equal int64 rows; 10x faster than np.unique(axis=0)
@@ -304,6 +316,10 @@ class ExactOps:
                 dtype=np.int64,
                 count=self.N,
             )
+        if self.kind == "attention" and self.N > _FINGERPRINT_ROWS:
+            rep = self._fingerprint_representatives()
+            if rep is not None:
+                return rep
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
         L, R = self.L, self.R
@@ -319,6 +335,58 @@ class ExactOps:
             rep[r] = keys.setdefault(key, r)
         return rep
 
+    def _fingerprint_representatives(self) -> np.ndarray | None:
+        """`representatives` of many attention rows without a tuple of Python ints per row: row
+        ``l z^T`` is fingerprinted by the ratios ``l_j / l_j0`` and ``z_k / z_k0`` modulo a prime
+        (j0, k0 the first nonzero entries) and the exact entry ``l_j0 z_k0``; equal rows have equal
+        fingerprints, and rows sharing one are compared exactly (`_primitive`). None (the caller
+        then keys every row exactly) when a first entry is divisible by the prime."""
+
+        def ratios(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
+            nz = M != 0
+            j0 = np.argmax(nz, axis=1)
+            first = M[np.arange(M.shape[0]), j0]
+            mod = np.asarray(M % _PRIME, dtype=np.int64)
+            head = [int(k) % _PRIME for k in first]
+            if any(h == 0 and int(k) != 0 for h, k in zip(head, first)):
+                return None
+            inv = np.array([pow(h, _PRIME - 2, _PRIME) if h else 0 for h in head], dtype=np.int64)
+            return j0, (mod * inv[:, None]) % _PRIME, [int(k) for k in first]
+
+        L = self.L
+        lr = ratios(L)
+        zr = ratios(self.Zu)
+        if lr is None or zr is None:
+            return None
+        ex = self.ex
+        zkeys = [(int(j), zr[1][g].tobytes()) for g, j in enumerate(zr[0])]
+        rep = np.empty(self.N, dtype=np.int64)
+        seen: dict = {}
+        exact: dict = {}  # rows sharing a fingerprint: their exact keys
+        for r in range(self.N):
+            g = int(ex[r])
+            key = hash((int(lr[0][r]), lr[1][r].tobytes(), zkeys[g], lr[2][r] * zr[2][g]))
+            if key not in seen:
+                seen[key] = [r]
+                rep[r] = r
+                continue
+            kr = self._exact_key(r)
+            for s in seen[key]:
+                if s not in exact:
+                    exact[s] = self._exact_key(s)
+                if exact[s] == kr:
+                    rep[r] = rep[s]
+                    break
+            else:
+                seen[key].append(r)
+                exact[r] = kr
+                rep[r] = r
+        return rep
+
+    def _exact_key(self, r: int) -> tuple:
+        kl, kz = _primitive(self.L[r]), _primitive(self.Zu[int(self.ex[r])])
+        return kl[0], kz[0], kl[1] * kz[1]
+
     def structural_zero_columns(self) -> np.ndarray:
         """Boolean mask of columns that are identically zero on these rows."""
         Lnz = (self.L != 0).astype(np.int64)
@@ -326,6 +394,11 @@ class ExactOps:
             Rnz = (self.R != 0).astype(np.int64)
             return ((Lnz.T @ Rnz) == 0).ravel()
         return ~Lnz.any(axis=0)
+
+
+#: attention systems with more rows than this are keyed by fingerprints in `representatives`
+_FINGERPRINT_ROWS = 20_000
+_PRIME = 2_147_483_647  # 2^31 - 1: products of two residues stay below 2^62
 
 
 def _primitive(v) -> tuple[tuple[int, ...], int]:

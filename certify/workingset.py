@@ -64,7 +64,9 @@ def _phi(u: np.ndarray, q: float) -> np.ndarray:
     return np.sign(u) * np.abs(u) ** (q - 1.0)
 
 
-def _lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.ndarray, int]:
+def _lbfgs(
+    rf: RowFactors, q: float, sigma: float, maxiter: int, x0: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
     from scipy.optimize import minimize
 
     N = rf.N
@@ -80,7 +82,7 @@ def _lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.nda
     c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
     res = minimize(
         fg,
-        np.full(N, c),
+        np.full(N, c) if x0 is None else x0,
         jac=True,
         method="L-BFGS-B",
         bounds=[(0.0, None)] * N,
@@ -98,6 +100,10 @@ def _lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.nda
 #: plain rows with more than this many times m rows start from a sample of half as many times m
 SAMPLE_FACTOR = 8
 ROOM = 64
+#: attention rows beyond SCREEN_FACTOR m with more than 2 SCREEN_ITER L-BFGS-B iterations: stage 1
+#: runs SCREEN_ITER iterations over all rows, the rest over a screened subset (`_screened_lbfgs`)
+SCREEN_FACTOR = 8
+SCREEN_ITER = 300
 
 #: dense working sets of at least this many entries rows * m run their Newton steps on every usable
 #: CPU (one BLAS thread spin-waits on small matrices, see `certify.blas`; not on these)
@@ -224,6 +230,8 @@ def working_set_start(
                 )
         lam = np.zeros(N)
         lam[rows] = lam_s
+    elif rf.right is not None and N > SCREEN_FACTOR * m and lbfgs_iter > 2 * SCREEN_ITER:
+        lam, nit = _screened_lbfgs(rf, q, sigma, lbfgs_iter)
     else:
         lam, nit = _lbfgs(rf, q, sigma, lbfgs_iter)
     ws, rep = _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target)
@@ -239,6 +247,49 @@ def working_set_start(
             sample=False,
         )
     return ws, rep
+
+
+def _screened_lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.ndarray, int]:
+    """Stage 1 for many attention rows: `SCREEN_ITER` L-BFGS-B iterations over all N rows, then the
+    remaining ones over the rows with a multiplier and the `SCREEN_FACTOR` m rows of least slack
+    (the others held at 0; an evaluation then touches only the examples of these rows). The
+    working-set rounds check every row afterwards, so a row screened out wrongly only joins later."""
+    lam, nit = _lbfgs(rf, q, sigma, SCREEN_ITER)
+    if not np.all(np.isfinite(lam)) or not lam.any() or not _ratio(rf, q, sigma, lam) > 1e-6:
+        return lam, nit  # diverging (likely infeasible): `_rounds` reports it
+    g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    on = lam > 0
+    rest = np.flatnonzero(~on)
+    extra = max(0, SCREEN_FACTOR * rf.m - int(on.sum()))
+    keep = np.sort(
+        np.concatenate([np.flatnonzero(on), rest[np.argsort(g[rest], kind="stable")[:extra]]])
+    )
+    sub = _subset(rf, keep)
+    lam_k, nit2 = _lbfgs(sub, q, sigma, maxiter - SCREEN_ITER, x0=lam[keep])
+    out = np.zeros(rf.N)
+    out[keep] = lam_k
+    return out, nit + nit2
+
+
+def _subset(rf: RowFactors, rows: np.ndarray) -> RowFactors:
+    """The float factors of the attention rows ``rows`` (sorted) with their examples' right factors."""
+    groups, local = np.unique(rf.example[rows], return_inverse=True)
+    local = local.ravel().astype(np.int64)
+    counts = np.bincount(local, minlength=len(groups))
+    k = int(counts.max()) if len(rows) else 1
+    rank = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    slot = local * k + rank  # rows sorted: the examples come in order
+    padded = np.zeros((len(groups) * k, rf.d))
+    padded[slot] = rf.left[rows]
+    return RowFactors(
+        rf.kind,
+        rf.d,
+        rf.left[rows],
+        rf.right[groups],
+        local,
+        padded.reshape(len(groups), k, rf.d),
+        slot,
+    )
 
 
 def _ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:

@@ -52,7 +52,13 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["solution_bound", "kron_solution_bound", "gordan_check", "inverse_diagonal_upper"]
+__all__ = [
+    "solution_bound",
+    "kron_solution_bound",
+    "gordan_check",
+    "inverse_diagonal_upper",
+    "KronGram",
+]
 
 
 _BLOCK = 256  # rows of the exact integer products handled at once (bounds the transient memory)
@@ -308,7 +314,10 @@ def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
     n = G.shape[0]
     P = np.empty((n, n), dtype=np.int64)
     for i0 in range(0, n, _BLOCK):
-        blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
+        if isinstance(G, KronGram):
+            blk = G.rows(i0, min(n, i0 + _BLOCK))
+        else:
+            blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
         P[i0 : i0 + _BLOCK] = _shift_to_int64(blk, k)
     return P
 
@@ -336,19 +345,52 @@ def _split_inverse_diagonal(G, H, top: int) -> list[Fraction] | None:
     return [(int(Y[i, i]) + extra * int(col[i])) * scale for i in range(n)]
 
 
+class KronGram:
+    """The exact Gram matrix ``M = (L L^T) o (Z_g Z_g^T)`` of Kronecker rows ``vec(l_i z_g(i)^T)``
+    (``M_ij = (l_i . l_j) (z_g(i) . z_g(j))``), formed a block of rows at a time from its factors by
+    python-flint products: never an n x n array of Python integers. L: (n, d) exact integers; Zg:
+    (k, d) exact integers, the distinct right factors; g: (n,) indices into Zg."""
+
+    def __init__(self, L, Zg, g) -> None:
+        import flint
+
+        self.L = np.asarray(L, dtype=object)
+        self.g = np.asarray(g, dtype=np.int64)
+        self.Zg = Zg = np.asarray(Zg, dtype=object)
+        n, d = len(self.g), Zg.shape[1]
+        self.shape = (n, n)
+        self._Lt = flint.fmpz_mat(n, d, [int(v) for v in self.L.ravel()]).transpose()
+        self._Zt = flint.fmpz_mat(Zg.shape[0], d, [int(v) for v in Zg.ravel()]).transpose()
+        self.zz = [sum(int(v) * int(v) for v in row) for row in Zg]  # ||z_g||^2
+
+    def top_bits(self) -> int:
+        """A bit length >= that of every entry (Cauchy-Schwarz: ``|M_ij| <= max_i M_ii``)."""
+        ll = max(sum(int(v) * int(v) for v in row) for row in self.L)
+        return ll.bit_length() + max(self.zz[int(e)] for e in set(self.g.tolist())).bit_length()
+
+    def rows(self, i0: int, i1: int) -> np.ndarray:
+        """Rows ``i0:i1`` of M (object array of exact integers)."""
+        import flint
+
+        b, n, d = i1 - i0, self.shape[0], self.L.shape[1]
+        Lb = flint.fmpz_mat(b, d, [int(v) for v in self.L[i0:i1].ravel()])
+        G = np.array((Lb * self._Lt).tolist(), dtype=object).reshape(b, n)
+        Zb = flint.fmpz_mat(b, d, [int(v) for v in self.Zg[self.g[i0:i1]].ravel()])
+        H = np.array((Zb * self._Zt).tolist(), dtype=object).reshape(b, -1)
+        return G * H[:, self.g]
+
+
 def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     """Rigorous upper bounds of the diagonal of ``M^-1`` for an exact integer Gram matrix M (symmetric
     positive definite): ``M = G`` (a python-flint ``fmpz_mat`` or an n x n array of exact integers), or,
     with H (an array of the same shape), the entrywise product ``M = G o H`` (the Gram matrix of
-    Kronecker rows ``vec(l z^T)`` is ``(L L^T) o (Z Z^T)``), formed a block of rows at a time. None
+    Kronecker rows ``vec(l z^T)`` is ``(L L^T) o (Z Z^T)``), formed a block of rows at a time, or
+    ``G`` a `KronGram` (the same from the factors, no n x n array of Python integers). None
     when the verification fails (M singular or too ill-conditioned for one float inverse)."""
     import flint
 
-    G = (
-        G
-        if isinstance(G, np.ndarray)
-        else np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
-    )
+    if not isinstance(G, (np.ndarray, KronGram)):
+        G = np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
     n = G.shape[0]
     if n == 0:
         return []
@@ -358,8 +400,10 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     ):  # |F_ij| <= max_i F_ii for a Gram matrix (Cauchy-Schwarz); checked by the shifts
         return int(np.abs(np.diagonal(F)).max()).bit_length()
 
-    top = top_bits(G) + (
-        top_bits(H) if H is not None else 0
+    top = (
+        G.top_bits()
+        if isinstance(G, KronGram)
+        else top_bits(G) + (top_bits(H) if H is not None else 0)
     )  # >= the bit length of every entry of M
     try:
         fast = _split_inverse_diagonal(G, H, top) if _blas_products() else None

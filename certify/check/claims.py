@@ -314,12 +314,15 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         [
             math.isqrt(int(v)) + 1
             for k0 in range(0, len(inactive), _ROWS)
-            for v in (F[inactive[k0 : k0 + _ROWS]] ** 2).sum(axis=1)
+            for v in (rows.L[inactive[k0 : k0 + _ROWS]] ** 2).sum(axis=1)
         ]
-        if F is not None and inactive
-        else None
-        for F in (rows.L, rows.R)
+        if inactive
+        else None,
+        None,
     ]
+    if rows.R is not None and inactive:  # every row of example i has r = z_i: once per example
+        zn = [math.isqrt(int(v)) + 1 for v in (rows.R[rows.starts] ** 2).sum(axis=1)]
+        sq[1] = [zn[int(rows.group[i])] for i in inactive]
     for k, i in enumerate(inactive):
         if d_up is not None and Aw[i] * scale_w - 1 > sq[0][k] * (sq[1][k] if sq[1] else 1) * d_up:
             continue

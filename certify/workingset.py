@@ -274,22 +274,8 @@ def _screened_lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tup
 def _subset(rf: RowFactors, rows: np.ndarray) -> RowFactors:
     """The float factors of the attention rows ``rows`` (sorted) with their examples' right factors."""
     groups, local = np.unique(rf.example[rows], return_inverse=True)
-    local = local.ravel().astype(np.int64)
-    counts = np.bincount(local, minlength=len(groups))
-    k = int(counts.max()) if len(rows) else 1
-    rank = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
-    slot = local * k + rank  # rows sorted: the examples come in order
-    padded = np.zeros((len(groups) * k, rf.d))
-    padded[slot] = rf.left[rows]
-    return RowFactors(
-        rf.kind,
-        rf.d,
-        rf.left[rows],
-        rf.right[groups],
-        local,
-        padded.reshape(len(groups), k, rf.d),
-        slot,
-    )
+    local = local.ravel().astype(np.int64)  # rows sorted: the examples come in order
+    return RowFactors(rf.kind, rf.d, rf.left[rows], rf.right[groups], local, None, None)
 
 
 def _ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:

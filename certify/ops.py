@@ -346,7 +346,9 @@ class ExactOps:
             nz = M != 0
             j0 = np.argmax(nz, axis=1)
             first = M[np.arange(M.shape[0]), j0]
-            mod = np.asarray(M % _PRIME, dtype=np.int64)
+            mod = np.empty(M.shape, dtype=np.int64)
+            for r0 in range(0, M.shape[0], 8192):  # a block of rows: no N x d new Python ints
+                mod[r0 : r0 + 8192] = M[r0 : r0 + 8192] % _PRIME
             head = [int(k) % _PRIME for k in first]
             if any(h == 0 and int(k) != 0 for h, k in zip(head, first)):
                 return None

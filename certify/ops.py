@@ -17,6 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
+from certify import represent
+from certify.represent import primitive
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
@@ -229,7 +231,7 @@ class ExactOps:
         `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
         ``(L L^T) o (Z_g Z_g^T)`` (attention: a `certify.check.verified.KronGram`)."""
         if self.kind == "attention":  # formed a block of rows at a time from the factors
-            from certify.check.verified import KronGram
+            from certify.check.kron import KronGram
 
             return (KronGram(self.L, self.Zu, self.ex),)
         Lmat = self._lmat()
@@ -316,8 +318,8 @@ class ExactOps:
                 dtype=np.int64,
                 count=self.N,
             )
-        if self.kind == "attention" and self.N > _FINGERPRINT_ROWS:
-            rep = self._fingerprint_representatives()
+        if self.kind == "attention" and self.N > represent.FINGERPRINT_ROWS:
+            rep = represent.fingerprint_representatives(self)
             if rep is not None:
                 return rep
         keys: dict = {}
@@ -325,69 +327,15 @@ class ExactOps:
         L, R = self.L, self.R
         zkeys = {}
         for r in range(self.N):
-            key = _primitive(L[r])
+            key = primitive(L[r])
             if R is not None:
                 g = int(self.ex[r]) if self.kind == "attention" else r
                 if g not in zkeys:
-                    zkeys[g] = _primitive(R[r])
+                    zkeys[g] = primitive(R[r])
                 kz = zkeys[g]
                 key = (key[0], kz[0], key[1] * kz[1])
             rep[r] = keys.setdefault(key, r)
         return rep
-
-    def _fingerprint_representatives(self) -> np.ndarray | None:
-        """`representatives` of many attention rows without a tuple of Python ints per row: row
-        ``l z^T`` is fingerprinted by the ratios ``l_j / l_j0`` and ``z_k / z_k0`` modulo a prime
-        (j0, k0 the first nonzero entries) and the exact entry ``l_j0 z_k0``; equal rows have equal
-        fingerprints, and rows sharing one are compared exactly (`_primitive`). None (the caller
-        then keys every row exactly) when a first entry is divisible by the prime."""
-
-        def ratios(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
-            nz = M != 0
-            j0 = np.argmax(nz, axis=1)
-            first = M[np.arange(M.shape[0]), j0]
-            mod = np.empty(M.shape, dtype=np.int64)
-            for r0 in range(0, M.shape[0], 8192):  # a block of rows: no N x d new Python ints
-                mod[r0 : r0 + 8192] = M[r0 : r0 + 8192] % _PRIME
-            head = [int(k) % _PRIME for k in first]
-            if any(h == 0 and int(k) != 0 for h, k in zip(head, first)):
-                return None
-            inv = np.array([pow(h, _PRIME - 2, _PRIME) if h else 0 for h in head], dtype=np.int64)
-            return j0, (mod * inv[:, None]) % _PRIME, [int(k) for k in first]
-
-        L = self.L
-        lr = ratios(L)
-        zr = ratios(self.Zu)
-        if lr is None or zr is None:
-            return None
-        ex = self.ex
-        zkeys = [(int(j), zr[1][g].tobytes()) for g, j in enumerate(zr[0])]
-        rep = np.empty(self.N, dtype=np.int64)
-        seen: dict = {}
-        exact: dict = {}  # rows sharing a fingerprint: their exact keys
-        for r in range(self.N):
-            g = int(ex[r])
-            key = hash((int(lr[0][r]), lr[1][r].tobytes(), zkeys[g], lr[2][r] * zr[2][g]))
-            if key not in seen:
-                seen[key] = [r]
-                rep[r] = r
-                continue
-            kr = self._exact_key(r)
-            for s in seen[key]:
-                if s not in exact:
-                    exact[s] = self._exact_key(s)
-                if exact[s] == kr:
-                    rep[r] = rep[s]
-                    break
-            else:
-                seen[key].append(r)
-                exact[r] = kr
-                rep[r] = r
-        return rep
-
-    def _exact_key(self, r: int) -> tuple:
-        kl, kz = _primitive(self.L[r]), _primitive(self.Zu[int(self.ex[r])])
-        return kl[0], kz[0], kl[1] * kz[1]
 
     def structural_zero_columns(self) -> np.ndarray:
         """Boolean mask of columns that are identically zero on these rows."""
@@ -396,22 +344,6 @@ class ExactOps:
             Rnz = (self.R != 0).astype(np.int64)
             return ((Lnz.T @ Rnz) == 0).ravel()
         return ~Lnz.any(axis=0)
-
-
-#: attention systems with more rows than this are keyed by fingerprints in `representatives`
-_FINGERPRINT_ROWS = 20_000
-_PRIME = 2_147_483_647  # 2^31 - 1: products of two residues stay below 2^62
-
-
-def _primitive(v) -> tuple[tuple[int, ...], int]:
-    """``v = c * v0`` with v0 primitive and its first nonzero entry positive; returns (v0, c)."""
-    ints = [int(k) for k in v]
-    g = math.gcd(*ints)
-    if g == 0:
-        return tuple(ints), 0
-    first = next(k for k in ints if k)
-    g = g if first > 0 else -g
-    return tuple(k // g for k in ints), g
 
 
 def float_to_fixed(x: float, e: int) -> int:

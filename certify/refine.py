@@ -12,12 +12,14 @@ a candidate: `certify.bounds` proves what it is worth.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from fractions import Fraction
 from typing import NamedTuple
 
 import flint
 import numpy as np
 
+from certify.blas import all_cpu_blas
 from certify.ops import ExactOps, float_to_fixed, int_vector_to_float
 from certify.warmstart import hessian_weights
 
@@ -116,10 +118,10 @@ def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
     for big active sets (`certify.workingset.THREADED_ENTRIES`)."""
     from scipy.linalg.blas import dsyrk
 
-    from certify.workingset import _blas_threads
+    from certify.workingset import THREADED_ENTRIES
 
     X = Af * np.sqrt(hessian_weights(u, q))
-    with _blas_threads(X.size):
+    with all_cpu_blas() if X.size >= THREADED_ENTRIES else nullcontext():
         H = dsyrk(1.0, X.T, trans=1)  # upper triangle
     H += np.triu(H, 1).T
     return H

@@ -11,7 +11,8 @@ import numpy as np
 
 from certify.certificate import Certificate
 from certify.check.rows import attention_rows, classification_rows
-from certify.check.verified import KronGram, inverse_diagonal_upper
+from certify.check.kron import KronGram
+from certify.check.verified import inverse_diagonal_upper
 from certify.classification import ClassificationProblem
 from certify.exact import format_sci
 from certify.limits import TIGHT_GROUPS

@@ -60,7 +60,7 @@ def test_ldexp_int_huge_and_tiny():
 def test_fingerprint_representatives_equal_exact_keys(monkeypatch):
     """Many attention rows are grouped by modular fingerprints; the groups are the exact ones,
     including rows equal only up to a factor moved between l and z (l z^T = (2l)(z/2)^T)."""
-    import certify.ops as ops_mod
+    from certify import represent
     from certify.exact import DyadicArray
     from certify.problem import ConstraintSystem
 
@@ -81,7 +81,7 @@ def test_fingerprint_representatives_equal_exact_keys(monkeypatch):
     R = np.repeat(Zu, k, axis=0)
     cs = ConstraintSystem("attention", index, DyadicArray(L, -70), DyadicArray(R, -70), d)
     exact = ExactOps(cs)._representatives()
-    monkeypatch.setattr(ops_mod, "_FINGERPRINT_ROWS", 10)
+    monkeypatch.setattr(represent, "FINGERPRINT_ROWS", 10)
     fast = ExactOps(cs)._representatives()
     assert fast.tolist() == exact.tolist()
     assert fast[k + 4] == 4

@@ -131,6 +131,7 @@ def gram_hessian(A: np.ndarray):
         X = A[F] * np.sqrt(wt)
         return X @ X.T
 
+    hess.gram = G  # `certify.lagged.gram_updated_solve` solves with it directly
     return hess
 
 

@@ -5,7 +5,9 @@ N x N or N x m matrix:
 
 1. L-BFGS-B on the smooth psi-form dual ``min_{lam >= 0} (1/q)||A^T lam||_q^q - 1^T lam`` over all
    N rows, with the structured products of `certify.structured` (O(N d + n d^2) per evaluation).
-   A few hundred iterations identify most of the active set.
+   A few hundred iterations identify most of the active set. With many attention rows the later
+   iterations run over a screened subset (`_screened_lbfgs`: the rows with a multiplier and the
+   rows of least slack, 8m in all).
 2. A working set W of rows (the rows with the largest multipliers, then the nearly active ones,
    at most m of them): projected Newton (`certify.warmstart.projected_newton`) on the dense rows
    ``A_W`` only; then every row is checked (``A w >= 1`` by one structured product), the rows of W

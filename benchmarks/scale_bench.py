@@ -12,7 +12,7 @@ baselines get a wall-clock limit; a baseline past it is reported as such.
 Usage:
   python benchmarks/scale_bench.py [--quick] [--case KIND,n,T,d[,p]] [--no-baselines] [--baseline-timeout S]
                                    [--json OUT.json]
-  --case: only the rows of that instance (and p), e.g. --case random,2000,32,64,2
+  --case: only the rows of that instance (and p, any p), e.g. --case random,2000,32,64,2
   --quick: (100,32,32) at p = 2 and (500,32,32) planted and random at p = 2, baselines at (100,32,32) only
 Full run: (100,32,32) random and planted at p in {1.1, 1.75, 2, 3} (Clarabel at every p, SLSQP at p = 2),
 (500,32,32) planted (Clarabel at every p) and random (Clarabel at p = 2), (2000,32,64) planted (Clarabel
@@ -55,9 +55,14 @@ def case_ours(spec: dict) -> dict:
     from certify import certify_svm
 
     pr = _problem(spec["kind"], spec["n"], spec["T"], spec["d"])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     c = certify_svm(pr, spec["p"], digits=30)
-    out = {"seconds": time.perf_counter() - t0, "status": c.status.value, "info": c.info}
+    out = {
+        "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        "status": c.status.value,
+        "info": c.info,
+    }
     if c.support is not None:
         out["support"] = c.support.counts()
         out["digits"] = _digits(c.relative_width())
@@ -71,9 +76,14 @@ def case_check(spec: dict) -> dict:
 
     pr = _problem(spec["kind"], spec["n"], spec["T"], spec["d"])
     cert = Certificate.load(spec["cert"])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = check_certificate(pr, cert)
-    return {"seconds": time.perf_counter() - t0, "ok": res.ok, "first_failure": res.first_failure}
+    return {
+        "seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        "ok": res.ok,
+        "first_failure": res.first_failure,
+    }
 
 
 def case_clarabel(spec: dict) -> dict:
@@ -178,6 +188,11 @@ def run_case(spec: dict, timeout: float) -> dict:
     return {**{k: v for k, v in spec.items() if k != "cert"}, **out}
 
 
+def _cpu(r: dict) -> str:
+    """`` (CPU x s)``: the case's own CPU seconds (``time.process_time``), when recorded."""
+    return f" (CPU {r['cpu_seconds']:.1f})" if r.get("cpu_seconds") is not None else ""
+
+
 def _fmt_ours(r: dict, chk: dict) -> str:
     status = r.get("status")
     if status == "optimal":
@@ -190,11 +205,12 @@ def _fmt_ours(r: dict, chk: dict) -> str:
             else f"no verified result ({r['info'].get('reason', '')[:60]})"
         )
     check = (
-        f"{chk['seconds']:.1f} s {'ok' if chk.get('ok') else 'REJECTED'}, {chk['rss_mb']:.0f} MB"
+        f"{chk['seconds']:.1f} s{_cpu(chk)} {'ok' if chk.get('ok') else 'REJECTED'}, "
+        f"{chk['rss_mb']:.0f} MB"
         if chk.get("seconds")
         else chk.get("status", "-")
     )
-    sec = f"{r['seconds']:.1f}" if r.get("seconds") is not None else "-"
+    sec = f"{r['seconds']:.1f}{_cpu(r)}" if r.get("seconds") is not None else "-"
     return (
         f"| ({r['n']},{r['T']},{r['d']}) {r['kind']} | {r['n'] * (r['T'] - 1)} x {r['d'] ** 2} | {r['p']} | ours | {sec} | "
         f"{r.get('rss_mb', 0):.0f} | {verdict} | checker {check} | {r['load'][0]:.1f}-{r['load'][1]:.1f} |"
@@ -262,9 +278,7 @@ def main() -> None:
         for kind, n, T, d, ps, baselines in plan(args.quick):
             if want is not None and [kind, str(n), str(T), str(d)] != want[:4]:
                 continue
-            for p in ps:
-                if want is not None and len(want) > 4 and p != want[4]:
-                    continue
+            for p in ps if want is None or len(want) < 5 else (want[4],):  # any p by --case
                 if args.no_baselines:
                     baselines = {}
                 spec = dict(kind=kind, n=n, T=T, d=d, p=p, cert=str(Path(tmp) / "cert.json"))

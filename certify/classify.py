@@ -31,8 +31,11 @@ def _norm2_upper(M: np.ndarray) -> list[int]:
         if 2 * top.bit_length() + M.shape[1].bit_length() <= 62:
             sq = np.einsum("ij,ij->i", M, M).tolist()
             return [math.isqrt(s) + 1 if s else 0 for s in sq]
-    sq = (M.astype(object) ** 2).sum(axis=1)
-    return [math.isqrt(int(s)) + 1 if s else 0 for s in sq]
+    out: list[int] = []
+    for r0 in range(0, M.shape[0], 8192):  # a block of rows: no N x d array of squares
+        sq = (M[r0 : r0 + 8192].astype(object) ** 2).sum(axis=1)
+        out += [math.isqrt(int(s)) + 1 if s else 0 for s in sq]
+    return out
 
 
 def row_norm_bounds(ops) -> tuple[list[int], int]:

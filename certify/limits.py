@@ -170,8 +170,8 @@ def size_budget(
     """The `SizeBudget` of exact row factors ``L`` (and ``R`` for attention), N x d object arrays."""
 
     def bits(M) -> int:  # the largest bit length is the bit length of the largest absolute value
-        M = np.asarray(M)
-        return int(np.abs(M).max()).bit_length() if M.size else 0
+        M = np.asarray(M)  # (max and -min: no array of absolute values, 1 GB at N d = 2e7)
+        return max(int(M.max()), -int(M.min())).bit_length() if M.size else 0
 
     data_bits = bits(rows_L) + (bits(rows_R) if rows_R is not None else 0)
     return SizeBudget(p=p, data_bits=data_bits, rank=min(len(rows_L), m), rows_exp=rows_exp)

@@ -17,6 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
+from certify import represent
+from certify.represent import primitive
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
@@ -57,7 +59,7 @@ class _Layout:
     def __init__(self, cs: ConstraintSystem) -> None:
         self._cs = cs
         self._L = None
-        self.R = cs.right.as_object() if cs.right is not None else None
+        self._R = None
         self.blocks: dict[int, object] = {}
         if cs.kind != "attention":
             return
@@ -72,15 +74,23 @@ class _Layout:
         self.offset = np.empty(cs.N, dtype=np.int64)
         for rows in self.members:
             self.offset[rows] = np.arange(len(rows))
-        self.Zu = self.R[[int(r[0]) for r in self.members]] if n else self.R[:0]
+        first = [int(r[0]) for r in self.members]
+        self.Zu = _objects(cs.right.ints[first] if n else cs.right.ints[:0])
 
     @property
     def L(self) -> np.ndarray:
         """Object copy of the left factors, made on first use (plain int64 rows rarely need it:
         48 bytes an entry, 2.4 GB at 10^5 x 512)."""
         if self._L is None:
-            self._L = self._cs.left.as_object()
+            self._L = _objects(self._cs.left.ints)
         return self._L
+
+    @property
+    def R(self) -> np.ndarray | None:
+        """Object copy of the right factors (one per row; attention), made on first use."""
+        if self._R is None and self._cs.right is not None:
+            self._R = _objects(self._cs.right.ints)
+        return self._R
 
     def block(self, e: int):
         """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
@@ -88,6 +98,11 @@ class _Layout:
             rows = self.members[e]
             self.blocks[e] = _fmpz(len(rows), self.L.shape[1], self.L[rows].ravel())
         return self.blocks[e]
+
+
+def _objects(ints: np.ndarray) -> np.ndarray:
+    """``ints`` as an object array of Python ints (itself when it is one: no copy; never mutated)."""
+    return ints if ints.dtype == object else ints.astype(object)
 
 
 def _layout(cs: ConstraintSystem) -> _Layout:
@@ -214,14 +229,13 @@ class ExactOps:
     def gram_factors(self) -> tuple:
         """Exact ``Z Z^T`` (value ``* 2**(2 exp)``) as the arguments of
         `certify.check.verified.inverse_diagonal_upper`: ``L L^T`` (decoder), or the factors of
-        ``(L L^T) o (Z_g Z_g^T)`` (attention; the second expanded from the groups' comparison vectors)."""
+        ``(L L^T) o (Z_g Z_g^T)`` (attention: a `certify.check.verified.KronGram`)."""
+        if self.kind == "attention":  # formed a block of rows at a time from the factors
+            from certify.check.kron import KronGram
+
+            return (KronGram(self.L, self.Zu, self.ex),)
         Lmat = self._lmat()
-        G = np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N)
-        if self.kind != "attention":
-            return (G,)
-        n = len(self.groups)
-        H = np.array((self.Zmat * self.Zmat.transpose()).tolist(), dtype=object).reshape(n, n)
-        return G, H[np.ix_(self.ex, self.ex)]
+        return (np.array((Lmat * Lmat.transpose()).tolist(), dtype=object).reshape(self.N, self.N),)
 
     def gram(self):
         """Exact ``Z Z^T`` as an ``fmpz_mat`` (value ``* 2**(2 exp)``)."""
@@ -295,7 +309,7 @@ class ExactOps:
 
     def _representatives(self) -> np.ndarray:
         if (
-            self.R is None and self.cs.left.ints.dtype != object
+            self.cs.right is None and self.cs.left.ints.dtype != object
         ):  # plain int64 rows: equal keys = equal rows
             M = np.ascontiguousarray(self.cs.left.ints[self.rows])
             seen: dict = {}  # equal bytes = equal int64 rows; 10x faster than np.unique(axis=0)
@@ -304,16 +318,20 @@ class ExactOps:
                 dtype=np.int64,
                 count=self.N,
             )
+        if self.kind == "attention" and self.N > represent.FINGERPRINT_ROWS:
+            rep = represent.fingerprint_representatives(self)
+            if rep is not None:
+                return rep
         keys: dict = {}
         rep = np.empty(self.N, dtype=np.int64)
         L, R = self.L, self.R
         zkeys = {}
         for r in range(self.N):
-            key = _primitive(L[r])
+            key = primitive(L[r])
             if R is not None:
                 g = int(self.ex[r]) if self.kind == "attention" else r
                 if g not in zkeys:
-                    zkeys[g] = _primitive(R[r])
+                    zkeys[g] = primitive(R[r])
                 kz = zkeys[g]
                 key = (key[0], kz[0], key[1] * kz[1])
             rep[r] = keys.setdefault(key, r)
@@ -326,17 +344,6 @@ class ExactOps:
             Rnz = (self.R != 0).astype(np.int64)
             return ((Lnz.T @ Rnz) == 0).ravel()
         return ~Lnz.any(axis=0)
-
-
-def _primitive(v) -> tuple[tuple[int, ...], int]:
-    """``v = c * v0`` with v0 primitive and its first nonzero entry positive; returns (v0, c)."""
-    ints = [int(k) for k in v]
-    g = math.gcd(*ints)
-    if g == 0:
-        return tuple(ints), 0
-    first = next(k for k in ints if k)
-    g = g if first > 0 else -g
-    return tuple(k // g for k in ints), g
 
 
 def float_to_fixed(x: float, e: int) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from certify.errors import InputWarning, MdcertError
-from certify.exact import DyadicArray, dyadic
+from certify.exact import DyadicArray, dyadic, dyadic_parts
 from certify.exactdot import exact_dot
 from certify.fields import check_lengths, check_provenance, numeric_array, provenance_text
 from certify.rows import ConstraintSystem, OptimalTokens
@@ -33,6 +33,7 @@ __all__ = [
     "read_problem_file",
     "resolve_alpha",
     "alpha_indices",
+    "token_differences",
 ]  # rows: re-exported
 
 
@@ -215,21 +216,19 @@ class AttentionProblem:
     def attention_constraints(self, alpha=None) -> ConstraintSystem:
         """Rows ``vec((x_{i alpha_i} - x_it) z_i^T)`` for all i and valid t != alpha_i (docs/theory.md section 3)."""
         a = np.asarray(resolve_alpha(self, alpha), dtype=np.int64)
-        X, z = self.exact("X"), self.exact("z")
+        z = self.exact("z")
         keep = self.token_mask.copy()
         keep[np.arange(self.n), a] = False
         ii, tt = np.nonzero(keep)  # row-major: example by example, tokens in order
-        Xi = X.ints
-        if Xi.dtype != object and (Xi.size == 0 or int(np.abs(Xi).max()) < 2**61):
-            L = Xi[ii, a[ii]] - Xi[ii, tt]  # int64 differences cannot overflow
-        else:
-            Xo = X.as_object()
-            L = Xo[ii, a[ii]] - Xo[ii, tt]
+        L = token_differences(self.X, ii, a[ii], tt)
         index = tuple(zip(ii.tolist(), tt.tolist()))
-        L = L.reshape(len(index), self.d)
         R = z.ints[ii].reshape(len(index), self.d)
         return ConstraintSystem(
-            "attention", index, DyadicArray(L, X.exp), DyadicArray(R, z.exp), self.d
+            "attention",
+            index,
+            DyadicArray(L.ints.reshape(len(index), self.d), L.exp),
+            DyadicArray(R, z.exp),
+            self.d,
         )
 
     def decoder_constraints(self, alpha=None) -> ConstraintSystem:
@@ -365,3 +364,25 @@ class AttentionProblem:
     def __repr__(self) -> str:
         pad = "" if self.lengths is None else f", lengths={list(self.lengths)}"
         return f"AttentionProblem(n={self.n}, T={self.T}, d={self.d}, alpha={None if self.alpha is None else list(self.alpha)}{pad})"
+
+
+def token_differences(X: np.ndarray, ii, ta, tb, *, block: int = 1 << 14) -> DyadicArray:
+    """Exact ``X[ii, ta] - X[ii, tb]`` (rows of d entries) on the exponent of ``dyadic(X)``: int64
+    when every entry of ``dyadic(X)`` is below ``2^61``, else Python integers formed ``block`` rows
+    at a time (never the whole of X as Python integers: 0.9 GB at (10^4, 32, 64))."""
+    k, shift, common = dyadic_parts(np.asarray(X, dtype=np.float64))
+    nz = k != 0
+    bits = np.where(nz, np.floor(np.log2(np.maximum(np.abs(k), 1))).astype(np.int64) + 1, 0)
+    if not np.any(nz):
+        return DyadicArray(np.zeros((len(ii),) + X.shape[2:], dtype=np.int64), 0)
+    if int((bits + shift).max()) <= 61:  # as dyadic(X).ints: differences below 2^62
+        ints = np.where(nz, k << shift, 0)
+        return DyadicArray(ints[ii, ta] - ints[ii, tb], common)
+    out = np.empty((len(ii),) + X.shape[2:], dtype=object)
+    for r0 in range(0, len(ii), block):
+        s = slice(r0, r0 + block)
+        pa, pb = (ii[s], ta[s]), (ii[s], tb[s])
+        out[s] = (k[pa].astype(object) << shift[pa].astype(object)) - (
+            k[pb].astype(object) << shift[pb].astype(object)
+        )
+    return DyadicArray(out, common)

@@ -12,13 +12,16 @@ a candidate: `certify.bounds` proves what it is worth.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from fractions import Fraction
 from typing import NamedTuple
 
 import flint
 import numpy as np
 
+from certify.blas import all_cpu_blas
 from certify.ops import ExactOps, float_to_fixed, int_vector_to_float
+from certify.warmstart import hessian_weights
 
 __all__ = ["Refined", "refine", "phi_fixed"]
 
@@ -86,8 +89,6 @@ _DENSE_JACOBIAN = 50_000_000
 
 
 def _jacobian(sub: ExactOps, u: np.ndarray, q: float, factors) -> np.ndarray:
-    from certify.warmstart import hessian_weights
-
     Lf, Zf = factors
     return (q - 1.0) * sub.hessian(hessian_weights(u, q), Lf=Lf, Zf=Zf)
 
@@ -113,9 +114,17 @@ def _factor(J: np.ndarray):
 
 
 def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
-    from certify.warmstart import hessian_weights
+    """``A diag(|u|^(q-2)) A^T`` by dsyrk (half the products of a general product), on every CPU
+    for big active sets (`certify.workingset.THREADED_ENTRIES`)."""
+    from scipy.linalg.blas import dsyrk
 
-    return (Af * hessian_weights(u, q)) @ Af.T
+    from certify.workingset import THREADED_ENTRIES
+
+    X = Af * np.sqrt(hessian_weights(u, q))
+    with all_cpu_blas() if X.size >= THREADED_ENTRIES else nullcontext():
+        H = dsyrk(1.0, X.T, trans=1)  # upper triangle
+    H += np.triu(H, 1).T
+    return H
 
 
 def refine(
@@ -159,7 +168,7 @@ def refine(
             sub = ops.subset(S)
             one = None
             res_hist = []
-            J_lu = None
+            J_lu, J_wt = None, None
             converged = False
             for it in range(max_iter):
                 it_total += 1
@@ -189,12 +198,14 @@ def refine(
                     break
                 if J_lu is None or it in (1, 2, 4):
                     uf = int_vector_to_float(U, u_exp)
-                    J = (
-                        _jacobian(sub, uf, qf, sub.float_factors())
-                        if sub.N * ops.m > _DENSE_JACOBIAN
-                        else (qf - 1.0) * _dense_gram(sub.float_rows(), uf, qf)
-                    )
-                    J_lu = _factor(J)
+                    wt = hessian_weights(uf, qf)
+                    if J_lu is None or not np.array_equal(wt, J_wt):  # q = 2: the same J
+                        J = (
+                            _jacobian(sub, uf, qf, sub.float_factors())
+                            if sub.N * ops.m > _DENSE_JACOBIAN
+                            else (qf - 1.0) * _dense_gram(sub.float_rows(), uf, qf)
+                        )
+                        J_lu, J_wt = _factor(J), wt
                     if J_lu is None:
                         break
                 step = J_lu(-r)

@@ -46,7 +46,9 @@ class RowFactors:
         right: (n, d) distinct right factors ``z_e`` (attention), else None.
         example: (N,) int64 index into ``right`` of each row (attention), else None.
         padded: the left factors grouped by example, (n, k, d) with k the most rows of an example
-            (zero rows pad the others; a view of ``left`` when every example has k rows in order).
+            (zero rows pad the others; a view of ``left`` when every example has k rows in order);
+            None when the rows are sorted by example and every example has one (a subset of rows,
+            `certify.workingset`: products by gathering and summing rows instead).
         slot: (N,) position of each row in ``padded.reshape(n * k, d)``, or None when it is the
             identity.
     """
@@ -73,6 +75,8 @@ class RowFactors:
         if self.right is None:
             return self.left @ w
         U = self.right @ w.reshape(self.d, self.d).T  # (n, d): W z_e
+        if self.padded is None:  # rows sorted by example, not padded: one gathered row product
+            return np.einsum("rd,rd->r", self.left, U[self.example])
         out = np.einsum("ekd,ed->ek", self.padded, U).ravel()
         return out if self.slot is None else out[self.slot]
 
@@ -81,6 +85,10 @@ class RowFactors:
         lam = np.asarray(lam, dtype=np.float64)
         if self.right is None:
             return self.left.T @ lam
+        if self.padded is None:  # rows sorted by example, every example present
+            starts = np.flatnonzero(np.r_[True, self.example[1:] != self.example[:-1]])
+            S = np.add.reduceat(self.left * lam[:, None], starts, axis=0)
+            return (S.T @ self.right).ravel()
         n, k, _ = self.padded.shape
         if self.slot is None:
             lp = lam.reshape(n, k)

@@ -11,12 +11,15 @@ import numpy as np
 
 from certify.certificate import Certificate
 from certify.check.rows import attention_rows, classification_rows
+from certify.check.kron import KronGram
 from certify.check.verified import inverse_diagonal_upper
 from certify.classification import ClassificationProblem
 from certify.exact import format_sci
 from certify.limits import TIGHT_GROUPS
 
 __all__ = ["Rows", "check_optimal"]
+
+_ROWS = 8192  # rows of the exact products formed at once (bounds the transient Python integers)
 
 
 class Rows:
@@ -68,20 +71,27 @@ class Rows:
         V = (
             self._fm(self.R[self.starts]) * flint.fmpz_mat(self.d, self.d, list(w)).transpose()
         ).tolist()
-        return [
-            int(x)
-            for x in (self.L * np.array(V, dtype=object).reshape(-1, self.d)[self.group]).sum(
-                axis=1
-            )
-        ]
+        V = np.array(V, dtype=object).reshape(-1, self.d)
+        out: list[int] = []
+        for r0 in range(0, self.N, _ROWS):  # a block of rows at a time: no N x d product array
+            blk = slice(r0, r0 + _ROWS)
+            out += [int(x) for x in (self.L[blk] * V[self.group[blk]]).sum(axis=1)]
+        return out
 
     def ATlam(self, lam) -> list[int]:
         """``A^T lam`` exactly: ``sum_r lam_r l_r`` (decoder), or ``vec(sum_i S_i z_i^T)`` with
         ``S_i = sum_{r of example i} lam_r l_r`` (attention: every row of example i has ``r_r = z_i``)."""
-        weighted = self.L * np.array([int(k) for k in lam], dtype=object)[:, None]
+        lam = np.array([int(k) for k in lam], dtype=object)
         if self.R is None:
-            return [int(x) for x in weighted.sum(axis=0)] if self.N else [0] * self.d
-        S = self._fm(np.add.reduceat(weighted, self.starts, axis=0))
+            return [int(x) for x in (self.L * lam[:, None]).sum(axis=0)] if self.N else [0] * self.d
+        # a block of examples at a time (about _ROWS rows): no N x d array of products
+        st, per = self.starts, max(1, _ROWS * len(self.starts) // max(1, self.N))
+        parts = [np.zeros((0, self.d), dtype=object)]
+        for e0 in range(0, len(st), per):
+            r0, r1 = int(st[e0]), (int(st[e0 + per]) if e0 + per < len(st) else self.N)
+            weighted = self.L[r0:r1] * lam[r0:r1, None]
+            parts.append(np.add.reduceat(weighted, st[e0 : e0 + per] - r0, axis=0))
+        S = self._fm(np.concatenate(parts, axis=0))
         return [int(x) for x in (S.transpose() * self._fm(self.R[self.starts])).entries()]
 
     def key(self, r: int) -> tuple:
@@ -101,7 +111,8 @@ class Rows:
 
     def gram(self, rows: list[int]) -> tuple:
         """The exact Gram matrix of ``rows`` as the arguments of `inverse_diagonal_upper`: ``L L^T``
-        (decoder) or the factors of ``(L L^T) o (Z Z^T)`` (attention), arrays of exact integers."""
+        (decoder, an array of exact integers) or ``(L L^T) o (Z Z^T)`` (attention, a `KronGram`
+        formed a block of rows at a time from its factors)."""
 
         def gram(F):
             Fm = self._fm(F)
@@ -110,7 +121,7 @@ class Rows:
         if self.R is None:
             return (gram(self.L[rows]),)
         ex, inv = np.unique(self.example[rows], return_inverse=True)  # the z Gram once per example
-        return gram(self.L[rows]), gram(self.R[np.searchsorted(self.example, ex)])[np.ix_(inv, inv)]
+        return (KronGram(self.L[rows], self.R[np.searchsorted(self.example, ex)], inv.ravel()),)
 
 
 def _q(x: Fraction):
@@ -301,11 +312,18 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         else None
     )
     sq = [
-        [math.isqrt(int(v)) + 1 for v in (F[inactive] ** 2).sum(axis=1)]
-        if F is not None and inactive
-        else None
-        for F in (rows.L, rows.R)
+        [
+            math.isqrt(int(v)) + 1
+            for k0 in range(0, len(inactive), _ROWS)
+            for v in (rows.L[inactive[k0 : k0 + _ROWS]] ** 2).sum(axis=1)
+        ]
+        if inactive
+        else None,
+        None,
     ]
+    if rows.R is not None and inactive:  # every row of example i has r = z_i: once per example
+        zn = [math.isqrt(int(v)) + 1 for v in (rows.R[rows.starts] ** 2).sum(axis=1)]
+        sq[1] = [zn[int(rows.group[i])] for i in inactive]
     for k, i in enumerate(inactive):
         if d_up is not None and Aw[i] * scale_w - 1 > sq[0][k] * (sq[1][k] if sq[1] else 1) * d_up:
             continue

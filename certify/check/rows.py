@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from certify.problem import token_differences
+
 __all__ = ["attention_rows", "classification_rows"]
 
 
@@ -21,21 +23,26 @@ def attention_rows(
     """``(index, example, L, R, exp)`` of the attention (or, ``svm = "decoder"``, decoder) SVM: row
     labels, the example of each row, exact left factors (object, N x d), exact right factors ``z_i``
     (attention) or None, and the binary exponent: row r is ``vec(L_r R_r^T) 2**exp`` or ``L_r 2**exp``."""
-    X, z = problem.exact("X"), problem.exact("z")
-    Xi, Zi = X.ints.astype(object), z.ints.astype(object)
+    z = problem.exact("z")
+    Zi = z.ints.astype(object)
     a = np.asarray(alpha, dtype=np.int64)
     if svm == "decoder":
+        X = problem.exact("X")
         ii = np.arange(problem.n)
-        L = Xi[ii, a] * np.where(np.asarray(problem.y) > 0, 1, -1).astype(object)[:, None]
+        L = (
+            X.ints.astype(object)[ii, a]
+            * np.where(np.asarray(problem.y) > 0, 1, -1).astype(object)[:, None]
+        )
         return [(i,) for i in ii.tolist()], ii, L, None, X.exp
     t = np.arange(problem.T)[None, :]
     ii, tt = np.nonzero((t < np.asarray(problem.valid_lengths)[:, None]) & (t != a[:, None]))
+    D = token_differences(problem.X, ii, a[ii], tt)  # exact, a block of rows at a time
     return (
         list(zip(ii.tolist(), tt.tolist())),
         ii,
-        Xi[ii, a[ii]] - Xi[ii, tt],
+        D.ints if D.ints.dtype == object else D.ints.astype(object),
         Zi[ii],
-        X.exp + z.exp,
+        D.exp + z.exp,
     )
 
 

@@ -52,6 +52,8 @@ from typing import Sequence
 
 import numpy as np
 
+from certify.check.kron import KronGram
+
 __all__ = ["solution_bound", "kron_solution_bound", "gordan_check", "inverse_diagonal_upper"]
 
 
@@ -313,7 +315,10 @@ def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
     n = G.shape[0]
     P = np.empty((n, n), dtype=np.int64)
     for i0 in range(0, n, _BLOCK):
-        blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
+        if isinstance(G, KronGram):
+            blk = G.rows(i0, min(n, i0 + _BLOCK))
+        else:
+            blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
         P[i0 : i0 + _BLOCK] = _shift_to_int64(blk, k)
     return P
 
@@ -345,15 +350,13 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     """Rigorous upper bounds of the diagonal of ``M^-1`` for an exact integer Gram matrix M (symmetric
     positive definite): ``M = G`` (a python-flint ``fmpz_mat`` or an n x n array of exact integers), or,
     with H (an array of the same shape), the entrywise product ``M = G o H`` (the Gram matrix of
-    Kronecker rows ``vec(l z^T)`` is ``(L L^T) o (Z Z^T)``), formed a block of rows at a time. None
+    Kronecker rows ``vec(l z^T)`` is ``(L L^T) o (Z Z^T)``), formed a block of rows at a time, or
+    ``G`` a `KronGram` (the same from the factors, no n x n array of Python integers). None
     when the verification fails (M singular or too ill-conditioned for one float inverse)."""
     import flint
 
-    G = (
-        G
-        if isinstance(G, np.ndarray)
-        else np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
-    )
+    if not isinstance(G, (np.ndarray, KronGram)):
+        G = np.array(G.tolist(), dtype=object).reshape(G.nrows(), G.ncols())
     n = G.shape[0]
     if n == 0:
         return []
@@ -363,8 +366,10 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     ):  # |F_ij| <= max_i F_ii for a Gram matrix (Cauchy-Schwarz); checked by the shifts
         return int(np.abs(np.diagonal(F)).max()).bit_length()
 
-    top = top_bits(G) + (
-        top_bits(H) if H is not None else 0
+    top = (
+        G.top_bits()
+        if isinstance(G, KronGram)
+        else top_bits(G) + (top_bits(H) if H is not None else 0)
     )  # >= the bit length of every entry of M
     try:
         fast = _split_inverse_diagonal(G, H, top) if _blas_products() else None

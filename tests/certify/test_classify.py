@@ -72,6 +72,29 @@ def test_kron_gram_factors_give_the_bounds_of_the_formed_gram():
         assert e <= u <= e * Fraction(11, 10) and e <= f <= e * Fraction(11, 10)
 
 
+def test_kron_gram_from_factors_gives_the_bounds_of_the_expanded_factors():
+    """A `KronGram` (rows of ``(L L^T) o (Z_g Z_g^T)`` formed a block at a time, examples sharing z)
+    gives the same bounds as ``inverse_diagonal_upper(G, H)`` with H expanded, across blocks."""
+    import certify.check.verified as ver
+
+    rng = np.random.default_rng(5)
+    n, d, k = 40, 7, 9
+    L = np.array([[int(x) << 50 for x in r] for r in rng.integers(-99, 99, (n, d))], dtype=object)
+    Zg = np.array([[int(x) << 30 for x in r] for r in rng.integers(-99, 99, (k, d))], dtype=object)
+    g = rng.integers(0, k, n)
+    G, H = L @ L.T, (Zg @ Zg.T)[np.ix_(g, g)]
+    from certify.check.kron import KronGram
+
+    kg = KronGram(L, Zg, g)
+    assert (kg.rows(3, 11) == (G * H)[3:11]).all()
+    old = ver._BLOCK
+    try:
+        ver._BLOCK = 16
+        assert inverse_diagonal_upper(kg) == inverse_diagonal_upper(G, H) is not None
+    finally:
+        ver._BLOCK = old
+
+
 def test_singular_gram_is_not_verified():
     G = [[1, 2], [2, 4]]
     assert inverse_diagonal_upper(flint.fmpz_mat(G)) is None

@@ -55,3 +55,33 @@ def test_ldexp_int_huge_and_tiny():
     assert ldexp_int(1, 5000) == float("inf")
     assert ldexp_int(0, 7) == 0.0
     assert np.array_equal(int_vector_to_float([1, -2, 0], -1), [0.5, -1.0, 0.0])
+
+
+def test_fingerprint_representatives_equal_exact_keys(monkeypatch):
+    """Many attention rows are grouped by modular fingerprints; the groups are the exact ones,
+    including rows equal only up to a factor moved between l and z (l z^T = (2l)(z/2)^T)."""
+    from certify import represent
+    from certify.exact import DyadicArray
+    from certify.problem import ConstraintSystem
+
+    rng = np.random.default_rng(3)
+    d, n, k = 4, 30, 5
+    Zu = rng.integers(-3, 4, size=(n, d)).astype(object) << 70  # beyond int64: object rows
+    Zu[:, 0] = 2 << 70
+    Zu[1] = Zu[0] * 3  # example 1's z is 3 x example 0's
+    L = rng.integers(-2, 3, size=(n * k, d)).astype(object) << 70
+    L[k + 2] = L[1] * 3  # hence row (1, 2) = 3 l_1 z_1^T / 3 ... not equal; the next is
+    L[k + 3] = L[1]  # (1, 3): l_1 (3 z_0)^T = 3 x row (0, 1): different
+    L[7] = L[2]  # duplicate inside example 1
+    L[k + 4] = 0 * L[0]
+    L[k + 4][0] = 6 << 70  # row (1,4) = (6,0,..) (3 z_0)
+    L[4] = 0 * L[0]
+    L[4][0] = 18 << 70  # row (0,4) = (18,0,..) z_0: equal to row (1,4)
+    index = tuple((i, t) for i in range(n) for t in range(k))
+    R = np.repeat(Zu, k, axis=0)
+    cs = ConstraintSystem("attention", index, DyadicArray(L, -70), DyadicArray(R, -70), d)
+    exact = ExactOps(cs)._representatives()
+    monkeypatch.setattr(represent, "FINGERPRINT_ROWS", 10)
+    fast = ExactOps(cs)._representatives()
+    assert fast.tolist() == exact.tolist()
+    assert fast[k + 4] == 4

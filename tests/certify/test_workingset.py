@@ -145,3 +145,27 @@ def test_newton_on_more_rows_than_rank_reaches_kkt():
         lam1 = null_steps(A, lam0 > 0, lam0, g)
         assert np.allclose(A.T @ lam1, A.T @ lam0, atol=1e-8 * np.abs(A.T @ lam0).max())
         assert np.all(lam1 >= 0) and int(np.sum(lam1 > 0)) <= 30
+
+
+@pytest.mark.parametrize("p", [1.75, 2.0, 3.0])
+def test_screened_first_stage_reaches_the_same_optimum(monkeypatch, p):
+    """Stage 1 over a screened subset of the rows (many attention rows, many iterations) gives the
+    optimum of the full system: the rounds check every row."""
+    import certify.workingset as wsm
+    from certify.workingset import _subset
+
+    cs = planted_problem(n=60, T=16, d=4, seed=2).attention_constraints()
+    rf = row_factors(cs)
+    rows = np.sort(np.random.default_rng(0).choice(rf.N, size=300, replace=False))
+    sub, lam = _subset(rf, rows), np.random.default_rng(1).random(300)
+    full = np.zeros(rf.N)
+    full[rows] = lam
+    w = np.random.default_rng(2).standard_normal(rf.m)
+    assert np.allclose(sub.rmatvec(lam), rf.rmatvec(full))
+    assert np.allclose(sub.matvec(w), rf.matvec(w)[rows])
+    plain, _ = working_set_start(rf, p)
+    monkeypatch.setattr(wsm, "SCREEN_FACTOR", 2)
+    monkeypatch.setattr(wsm, "SCREEN_ITER", 20)
+    screened, _ = working_set_start(rf, p, lbfgs_iter=300)
+    assert plain.kkt_residual < 1e-10 and screened.kkt_residual < 1e-10
+    assert np.allclose(screened.w, plain.w, atol=1e-7 * np.abs(plain.w).max())

@@ -6,7 +6,7 @@ N x N or N x m matrix:
 1. L-BFGS-B on the smooth psi-form dual ``min_{lam >= 0} (1/q)||A^T lam||_q^q - 1^T lam`` over all
    N rows, with the structured products of `certify.structured` (O(N d + n d^2) per evaluation).
    A few hundred iterations identify most of the active set. With many attention rows the later
-   iterations run over a screened subset (`_screened_lbfgs`: the rows with a multiplier and the
+   iterations run over a screened subset (`certify.firststage.screened_lbfgs`: the rows with a multiplier and the
    rows of least slack, 8m in all).
 2. A working set W of rows (the rows with the largest multipliers, then the nearly active ones,
    at most m of them): projected Newton (`certify.warmstart.projected_newton`) on the dense rows
@@ -34,6 +34,10 @@ import numpy as np
 
 from certify.blas import all_cpu_blas
 from certify.structured import RowFactors
+from certify.firststage import dual_ratio as _ratio
+from certify.firststage import lbfgs_dual as _lbfgs
+from certify.firststage import phi as _phi
+from certify.firststage import screened_lbfgs
 from certify.warmstart import WarmStart, smoothed_newton
 
 __all__ = [
@@ -61,49 +65,11 @@ def working_set_bytes(rows: int, m: int) -> int:
     return 8 * (3 * rows * m + 3 * rows * rows)
 
 
-@np.errstate(over="ignore", invalid="ignore")
-def _phi(u: np.ndarray, q: float) -> np.ndarray:
-    return np.sign(u) * np.abs(u) ** (q - 1.0)
-
-
-def _lbfgs(
-    rf: RowFactors, q: float, sigma: float, maxiter: int, x0: np.ndarray | None = None
-) -> tuple[np.ndarray, int]:
-    from scipy.optimize import minimize
-
-    N = rf.N
-
-    @np.errstate(over="ignore", invalid="ignore")
-    def fg(lam):
-        u = rf.rmatvec(lam) / sigma
-        au = np.abs(u)
-        f = float(np.sum(au**q) / q - lam.sum())
-        return f, rf.matvec(np.sign(u) * au ** (q - 1.0)) / sigma - 1.0
-
-    b = float(np.sum(np.abs(rf.rmatvec(np.ones(N)) / sigma) ** q))
-    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
-    res = minimize(
-        fg,
-        np.full(N, c) if x0 is None else x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(0.0, None)] * N,
-        options={
-            "maxiter": maxiter,
-            "maxfun": 2 * maxiter,
-            "ftol": 1e-15,
-            "gtol": 1e-10,
-            "maxcor": 10,
-        },
-    )
-    return np.maximum(res.x, 0.0), int(res.nit)
-
-
 #: plain rows with more than this many times m rows start from a sample of half as many times m
 SAMPLE_FACTOR = 8
 ROOM = 64
 #: attention rows beyond SCREEN_FACTOR m with more than 2 SCREEN_ITER L-BFGS-B iterations: stage 1
-#: runs SCREEN_ITER iterations over all rows, the rest over a screened subset (`_screened_lbfgs`)
+#: runs SCREEN_ITER iterations over all rows, the rest over a screened subset (`certify.firststage.screened_lbfgs`)
 SCREEN_FACTOR = 8
 SCREEN_ITER = 300
 
@@ -261,7 +227,7 @@ def working_set_start(
         lam = np.zeros(N)
         lam[rows] = lam_s
     elif rf.right is not None and N > SCREEN_FACTOR * m and lbfgs_iter > 2 * SCREEN_ITER:
-        lam, nit = _screened_lbfgs(rf, q, sigma, lbfgs_iter)
+        lam, nit = screened_lbfgs(rf, q, sigma, lbfgs_iter, factor=SCREEN_FACTOR, first=SCREEN_ITER)
     else:
         lam, nit = _lbfgs(rf, q, sigma, lbfgs_iter)
     ws, rep = _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target)
@@ -277,42 +243,6 @@ def working_set_start(
             sample=False,
         )
     return ws, rep
-
-
-def _screened_lbfgs(rf: RowFactors, q: float, sigma: float, maxiter: int) -> tuple[np.ndarray, int]:
-    """Stage 1 for many attention rows: `SCREEN_ITER` L-BFGS-B iterations over all N rows, then the
-    remaining ones over the rows with a multiplier and the `SCREEN_FACTOR` m rows of least slack
-    (the others held at 0; an evaluation then touches only the examples of these rows). The
-    working-set rounds check every row afterwards, so a row screened out wrongly only joins later."""
-    lam, nit = _lbfgs(rf, q, sigma, SCREEN_ITER)
-    if not np.all(np.isfinite(lam)) or not lam.any() or not _ratio(rf, q, sigma, lam) > 1e-6:
-        return lam, nit  # diverging (likely infeasible): `_rounds` reports it
-    g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
-    on = lam > 0
-    rest = np.flatnonzero(~on)
-    extra = max(0, SCREEN_FACTOR * rf.m - int(on.sum()))
-    keep = np.sort(
-        np.concatenate([np.flatnonzero(on), rest[np.argsort(g[rest], kind="stable")[:extra]]])
-    )
-    sub = _subset(rf, keep)
-    lam_k, nit2 = _lbfgs(sub, q, sigma, maxiter - SCREEN_ITER, x0=lam[keep])
-    out = np.zeros(rf.N)
-    out[keep] = lam_k
-    return out, nit + nit2
-
-
-def _subset(rf: RowFactors, rows: np.ndarray) -> RowFactors:
-    """The float factors of the attention rows ``rows`` (sorted) with their examples' right factors."""
-    groups, local = np.unique(rf.example[rows], return_inverse=True)
-    local = local.ravel().astype(np.int64)  # rows sorted: the examples come in order
-    return RowFactors(rf.kind, rf.d, rf.left[rows], rf.right[groups], local, None, None)
-
-
-def _ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
-    """``||A^T lam||_q^q / 1^T lam``: 1 at a dual optimum, tending to 0 along a Gordan direction."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        top = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q))
-        return top / float(lam.sum()) if lam.sum() > 0 else math.nan
 
 
 def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):

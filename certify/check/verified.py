@@ -231,14 +231,9 @@ def _bound(Mp: np.ndarray, k: int, R: Sequence[int]) -> Fraction | None:
 def _shift_to_int64(P: np.ndarray, k: int) -> np.ndarray:
     """``floor(P / 2^k)`` as int64 for an object (or int64) integer array whose shifted entries lie
     within ``2^52`` in absolute value (checked: a violation raises, never a wrong matrix)."""
-    if P.dtype == np.int64:  # numpy's >> on int64 is the arithmetic shift: floor division, exact
-        out = P >> k
-        if out.size and max(abs(int(out.max())), abs(int(out.min()))) > 1 << 52:
-            raise ValueError("shifted entries exceed 2^52")
-        return out
-    if P.dtype != object:
+    if P.dtype not in (np.int64, object):
         P = P.astype(object)
-    out = (P >> k) if k else P  # Python's >> is floor division by 2^k, exact
+    out = (P >> k) if k else P  # >> on Python ints and numpy int64 (arithmetic): floor division
     if out.size and max(abs(int(out.max())), abs(int(out.min()))) > 1 << 52:
         raise ValueError("shifted entries exceed 2^52")
     return out.astype(np.int64)

@@ -152,7 +152,7 @@ def test_screened_first_stage_reaches_the_same_optimum(monkeypatch, p):
     """Stage 1 over a screened subset of the rows (many attention rows, many iterations) gives the
     optimum of the full system: the rounds check every row."""
     import certify.workingset as wsm
-    from certify.workingset import _subset
+    from certify.firststage import row_subset as _subset
 
     cs = planted_problem(n=60, T=16, d=4, seed=2).attention_constraints()
     rf = row_factors(cs)

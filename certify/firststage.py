@@ -1,0 +1,90 @@
+"""The first stage of the working-set start (`certify.workingset`, docs/theory.md section 4.2): the
+dual of ``min ||w||_p s.t. A w >= 1`` by L-BFGS-B over the nonnegative orthant, on the float factors
+of the rows (`certify.structured.RowFactors`), optionally over a screened subset of many attention
+rows. Float proposals only: nothing here is trusted, the rounds and the exact refinement decide."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from certify.structured import RowFactors
+
+__all__ = ["phi", "lbfgs_dual", "screened_lbfgs", "row_subset", "dual_ratio"]
+
+
+@np.errstate(over="ignore", invalid="ignore")
+def phi(u: np.ndarray, q: float) -> np.ndarray:
+    return np.sign(u) * np.abs(u) ** (q - 1.0)
+
+
+def lbfgs_dual(
+    rf: RowFactors, q: float, sigma: float, maxiter: int, x0: np.ndarray | None = None
+) -> tuple[np.ndarray, int]:
+    from scipy.optimize import minimize
+
+    N = rf.N
+
+    @np.errstate(over="ignore", invalid="ignore")
+    def fg(lam):
+        u = rf.rmatvec(lam) / sigma
+        au = np.abs(u)
+        f = float(np.sum(au**q) / q - lam.sum())
+        return f, rf.matvec(np.sign(u) * au ** (q - 1.0)) / sigma - 1.0
+
+    b = float(np.sum(np.abs(rf.rmatvec(np.ones(N)) / sigma) ** q))
+    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
+    res = minimize(
+        fg,
+        np.full(N, c) if x0 is None else x0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * N,
+        options={
+            "maxiter": maxiter,
+            "maxfun": 2 * maxiter,
+            "ftol": 1e-15,
+            "gtol": 1e-10,
+            "maxcor": 10,
+        },
+    )
+    return np.maximum(res.x, 0.0), int(res.nit)
+
+
+def screened_lbfgs(
+    rf: RowFactors, q: float, sigma: float, maxiter: int, *, factor: int, first: int
+) -> tuple[np.ndarray, int]:
+    """Stage 1 for many attention rows: ``first`` L-BFGS-B iterations over all N rows, then the
+    remaining ones over the rows with a multiplier and the ``factor`` m rows of least slack
+    (the others held at 0; an evaluation then touches only the examples of these rows). The
+    working-set rounds check every row afterwards, so a row screened out wrongly only joins later."""
+    lam, nit = lbfgs_dual(rf, q, sigma, first)
+    if not np.all(np.isfinite(lam)) or not lam.any() or not dual_ratio(rf, q, sigma, lam) > 1e-6:
+        return lam, nit  # diverging (likely infeasible): `_rounds` reports it
+    g = rf.matvec(phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    on = lam > 0
+    rest = np.flatnonzero(~on)
+    extra = max(0, factor * rf.m - int(on.sum()))
+    keep = np.sort(
+        np.concatenate([np.flatnonzero(on), rest[np.argsort(g[rest], kind="stable")[:extra]]])
+    )
+    sub = row_subset(rf, keep)
+    lam_k, nit2 = lbfgs_dual(sub, q, sigma, maxiter - first, x0=lam[keep])
+    out = np.zeros(rf.N)
+    out[keep] = lam_k
+    return out, nit + nit2
+
+
+def row_subset(rf: RowFactors, rows: np.ndarray) -> RowFactors:
+    """The float factors of the attention rows ``rows`` (sorted) with their examples' right factors."""
+    groups, local = np.unique(rf.example[rows], return_inverse=True)
+    local = local.ravel().astype(np.int64)  # rows sorted: the examples come in order
+    return RowFactors(rf.kind, rf.d, rf.left[rows], rf.right[groups], local, None, None)
+
+
+def dual_ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
+    """``||A^T lam||_q^q / 1^T lam``: 1 at a dual optimum, tending to 0 along a Gordan direction."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q))
+        return top / float(lam.sum()) if lam.sum() > 0 else math.nan

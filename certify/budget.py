@@ -10,7 +10,12 @@ process may use, `certify.memory.default_budget`.
 
 from __future__ import annotations
 
-__all__ = ["solve_bytes"]
+__all__ = ["solve_bytes", "plain_solve_bytes", "PLAIN_BYTES_PER_ENTRY"]
+
+#: peak bytes per entry of the N x m rows of a classification program (`certify.maxmargin`): the
+#: int64 exact rows, their float copies and the solver's blocks; measured 67-82 (binary (20000, 256)
+#: and (10^5, 512), digits K = 10; benchmarks/README.md), with a third more as margin
+PLAIN_BYTES_PER_ENTRY = 112
 
 
 def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> int:
@@ -28,3 +33,19 @@ def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> 
 
     s = min(N, m)
     return data + working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 176 * min(s, TIGHT_LIMIT) ** 2
+
+
+def plain_solve_bytes(*, N: int, m: int) -> int:
+    """Estimated peak bytes of `certify.maxmargin.certify_max_margin` on N dense rows of m variables
+    (classification: the rows are stored, not Kronecker factors): `PLAIN_BYTES_PER_ENTRY` per entry
+    plus the working sets and active-set systems of `solve_bytes`'s structured path."""
+    from certify.bounds import TIGHT_LIMIT
+    from certify.workingset import working_set_bytes
+
+    s = min(N, m)
+    return (
+        PLAIN_BYTES_PER_ENTRY * N * m
+        + working_set_bytes(s, m)
+        + 8 * (s * m + 3 * s * s)
+        + 176 * min(s, TIGHT_LIMIT) ** 2
+    )

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from certify.blas import single_thread_blas
-from certify.budget import solve_bytes
+from certify.budget import plain_solve_bytes
 from certify.certificate import Certificate, CertStatus, ExactVector
 from certify.classification import ClassificationProblem
 from certify.errors import MdcertError
@@ -113,8 +113,7 @@ def certify_max_margin(
             info={"feasibility": why, "seconds": round(time.perf_counter() - t0, 4)},
         )
     N, m = problem.N, problem.m
-    # exact rows: about 48 bytes per integer entry (object copies) plus the float rows and factors
-    need = solve_bytes(N=N, d=m, m=m, n=0, T=0, structured=True)
+    need = plain_solve_bytes(N=N, m=m)  # int64 exact rows, float copies, working sets
     with single_thread_blas():  # small dense BLAS calls: a second spinning thread only costs time
         cert = certify_system(
             problem.constraints,

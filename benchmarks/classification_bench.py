@@ -172,6 +172,7 @@ def main(argv=None) -> int:
         "--peer-ps", default="1.5,2,3", help="p values at which Clarabel runs (default all)"
     )
     ap.add_argument("--cap", type=float, default=600.0, help="seconds per peer run (default 600)")
+    ap.add_argument("--no-linearsvc", action="store_true", help="skip sklearn's LinearSVC at p = 2")
     ap.add_argument("--json", default=None)
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -194,7 +195,7 @@ def main(argv=None) -> int:
         if not args.no_peers and spec["data"] != "digits":
             if spec["p"] in args.peer_ps.split(","):
                 row["clarabel"] = one("clarabel", spec, args.cap)
-            if float(spec["p"]) == 2:
+            if float(spec["p"]) == 2 and not args.no_linearsvc:
                 row["linearsvc"] = one("linearsvc", spec, args.cap)
         results.append(row)
         print(_line(row), flush=True)

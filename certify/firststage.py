@@ -11,7 +11,15 @@ import numpy as np
 
 from certify.structured import RowFactors
 
-__all__ = ["phi", "lbfgs_dual", "screened_lbfgs", "row_subset", "dual_ratio"]
+__all__ = [
+    "phi",
+    "ones_start",
+    "nonneg_lbfgs",
+    "lbfgs_dual",
+    "screened_lbfgs",
+    "row_subset",
+    "dual_ratio",
+]
 
 
 @np.errstate(over="ignore", invalid="ignore")
@@ -19,11 +27,32 @@ def phi(u: np.ndarray, q: float) -> np.ndarray:
     return np.sign(u) * np.abs(u) ** (q - 1.0)
 
 
+def ones_start(N: int, b: float, q: float) -> np.ndarray:
+    """The best multiple ``c 1`` of the all-ones vector for a dual ``1^T lam - ||A^T lam||_q^q / q``
+    with ``b = ||A^T 1||_q^q`` (1 when b is 0 or not finite)."""
+    return np.full(N, (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0)
+
+
+def nonneg_lbfgs(fg, x0: np.ndarray, *, maxiter: int, tol: tuple[float, float], args=()):
+    """scipy's L-BFGS-B on ``lam >= 0`` for ``fg(lam) -> (value, gradient)``; ``tol = (ftol, gtol)``."""
+    from scipy.optimize import minimize
+
+    options = {"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": tol[0], "gtol": tol[1]}
+    bounds = [(0.0, None)] * len(x0)
+    return minimize(
+        fg,
+        x0,
+        args=args,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={**options, "maxcor": 10},
+    )
+
+
 def lbfgs_dual(
     rf: RowFactors, q: float, sigma: float, maxiter: int, x0: np.ndarray | None = None
 ) -> tuple[np.ndarray, int]:
-    from scipy.optimize import minimize
-
     N = rf.N
 
     @np.errstate(over="ignore", invalid="ignore")
@@ -34,20 +63,8 @@ def lbfgs_dual(
         return f, rf.matvec(np.sign(u) * au ** (q - 1.0)) / sigma - 1.0
 
     b = float(np.sum(np.abs(rf.rmatvec(np.ones(N)) / sigma) ** q))
-    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
-    res = minimize(
-        fg,
-        np.full(N, c) if x0 is None else x0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(0.0, None)] * N,
-        options={
-            "maxiter": maxiter,
-            "maxfun": 2 * maxiter,
-            "ftol": 1e-15,
-            "gtol": 1e-10,
-            "maxcor": 10,
-        },
+    res = nonneg_lbfgs(
+        fg, ones_start(N, b, q) if x0 is None else x0, maxiter=maxiter, tol=(1e-15, 1e-10)
     )
     return np.maximum(res.x, 0.0), int(res.nit)
 

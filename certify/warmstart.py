@@ -68,25 +68,11 @@ def _kkt(lam: np.ndarray, A: np.ndarray, q: float) -> float:
 @np.errstate(over="ignore", invalid="ignore")
 def dual_lbfgs(A: np.ndarray, q: float, *, maxiter: int = 3000) -> np.ndarray:
     """L-BFGS-B on the smooth dual from the best multiple of the all-ones vector."""
-    from scipy.optimize import minimize
+    from certify.firststage import nonneg_lbfgs, ones_start
 
-    N = A.shape[0]
     b = float(np.sum(np.abs(A.sum(axis=0)) ** q))
-    c = (N / b) ** (1.0 / (q - 1.0)) if b > 0 else 1.0
-    res = minimize(
-        _dual,
-        np.full(N, c),
-        args=(A, q),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(0.0, None)] * N,
-        options={
-            "maxiter": maxiter,
-            "maxfun": 2 * maxiter,
-            "ftol": 1e-16,
-            "gtol": 1e-13,
-            "maxcor": 10,
-        },
+    res = nonneg_lbfgs(
+        _dual, ones_start(A.shape[0], b, q), maxiter=maxiter, tol=(1e-16, 1e-13), args=(A, q)
     )
     return np.maximum(res.x, 0.0)
 

@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
 
         argv = ["--preset", "paper", "-o", args.out]
         argv += ["--quick"] * args.quick + ["--no-figures"] * args.no_figures
+        argv += ["--overwrite"] * args.overwrite
         argv += [] if args.threads is None else ["--threads", str(args.threads)]
         parser = argparse.ArgumentParser(prog="mdcert study signdescent")
         signdescent.configure(parser)

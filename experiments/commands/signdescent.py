@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 __all__ = ["Config", "Result", "add_arguments", "run"]
@@ -161,6 +162,12 @@ class Config:
             ]
             if given:
                 raise MdcertError(f"--preset paper makes its own data; drop {', '.join(given)}")
+            out = Path(output)
+            if not overwrite and out.is_dir() and (out / "summary.json").is_file():
+                raise MdcertError(
+                    f"run directory {str(out)!r} holds a finished --preset paper run; --overwrite "
+                    "rewrites it and reuses its finished parts (same config), or choose another -o"
+                )
             check_output_dir(output, option="-o", overwrite=overwrite, kind=PAPER_KIND)
             return cls(preset=preset, quick=quick, **common)
         if quick:

@@ -117,6 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sd.add_argument("--quick", action="store_true", help="short horizons (about a minute)")
     sd.add_argument("--no-figures", action="store_true", help="write no PNG files")
     sd.add_argument("--threads", type=int, default=None, help="torch threads (default: automatic)")
+    sd.add_argument(
+        "--overwrite", action="store_true", help="rewrite a finished run (its parts are reused)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -120,3 +120,18 @@ def test_warnings_are_kept_or_passed_on(tmp_path) -> None:
     )
     given: list[str] = []
     assert run(config, warn=given.append).messages() == [] and given == kept
+
+
+def test_a_finished_preset_run_is_named_and_overwrite_says_it_reuses_parts(tmp_path) -> None:
+    import pytest
+
+    from certify.errors import MdcertError
+    from experiments.commands import parse
+
+    (tmp_path / "sdp").mkdir()
+    (tmp_path / "sdp" / "summary.json").write_text("{}")
+    with pytest.raises(
+        MdcertError, match=r"holds a finished --preset paper run; --overwrite .*reuses"
+    ):
+        parse("signdescent", ["--preset", "paper", "-o", str(tmp_path / "sdp")])
+    assert sorted(p.name for p in (tmp_path / "sdp").iterdir()) == ["summary.json"]  # untouched

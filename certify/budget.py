@@ -28,24 +28,21 @@ def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> 
     data = 48 * (n * T * d + 3 * N * d) + 8 * 8 * N * d
     if not structured:
         return data + 8 * (3 * N * m + 4 * N * N)
+    return data + _active_bytes(N, m)
+
+
+def _active_bytes(N: int, m: int) -> int:
+    """The working set of about ``s = min(N, m)`` dense rows (`certify.workingset`) and the
+    refinement's systems on the active set ``|S| <= s``."""
     from certify.bounds import TIGHT_LIMIT
     from certify.workingset import working_set_bytes
 
     s = min(N, m)
-    return data + working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 176 * min(s, TIGHT_LIMIT) ** 2
+    return working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 176 * min(s, TIGHT_LIMIT) ** 2
 
 
 def plain_solve_bytes(*, N: int, m: int) -> int:
     """Estimated peak bytes of `certify.maxmargin.certify_max_margin` on N dense rows of m variables
     (classification: the rows are stored, not Kronecker factors): `PLAIN_BYTES_PER_ENTRY` per entry
     plus the working sets and active-set systems of `solve_bytes`'s structured path."""
-    from certify.bounds import TIGHT_LIMIT
-    from certify.workingset import working_set_bytes
-
-    s = min(N, m)
-    return (
-        PLAIN_BYTES_PER_ENTRY * N * m
-        + working_set_bytes(s, m)
-        + 8 * (s * m + 3 * s * s)
-        + 176 * min(s, TIGHT_LIMIT) ** 2
-    )
+    return PLAIN_BYTES_PER_ENTRY * N * m + _active_bytes(N, m)

@@ -119,20 +119,13 @@ def format_plain(info: dict) -> list[str]:
     ]
 
 
-def _plain(path: str):
-    """A classification or regression problem, or None when the file declares neither."""
-    from certify.classification import KIND, ClassificationProblem
-    from certify.problem import read_problem_file
+def _load(path: str):
+    """The problem in ``path``, read once: regression (`load_regression`), else classification or
+    attention (`certify.classification.load_problem` tells them apart by ``kind``)."""
+    from certify.classification import load_problem
     from certify.regression.problem import declares_regression, load_regression
 
-    if declares_regression(path):
-        return load_regression(path)
-    data = read_problem_file(path)
-    kind = data.get("kind")
-    kind = kind.item() if hasattr(kind, "item") else kind
-    if kind == KIND:
-        return ClassificationProblem.from_dict(data)
-    return None
+    return load_regression(path) if declares_regression(path) else load_problem(path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,21 +139,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_output_file(args.json, option="--json", suffixes=(".json",))
         check_distinct({"--json": args.json}, {"the problem file": args.problem})
-    plain = _plain(args.problem)
-    if plain is not None:
-        from certify.plaininfo import classification_info, regression_info
-
-        facts = (
-            regression_info(plain)
-            if type(plain).__name__ == "RegressionProblem"
-            else classification_info(plain)
-        )
-        print("\n".join(format_plain(facts)))
-        payload = facts
-    else:
-        info = problem_info(AttentionProblem.load(args.problem))
+    problem = _load(args.problem)
+    if isinstance(problem, AttentionProblem):
+        info = problem_info(problem)
         print("\n".join(format_info(info)))
         payload = info.to_json()
+    else:
+        from certify.plaininfo import classification_info, regression_info
+        from certify.regression.problem import RegressionProblem
+
+        is_reg = isinstance(problem, RegressionProblem)
+        payload = regression_info(problem) if is_reg else classification_info(problem)
+        print("\n".join(format_plain(payload)))
     if args.json is not None:
         write_text_atomic(args.json, json.dumps(payload, indent=1))
         print(f"wrote {args.json}", file=sys.stderr)

@@ -33,7 +33,7 @@ from certify.regression import regression_problem
 from experiments.diagnet.engine import Rule
 from experiments.diagnet.study import SignConfig, run_signdescent
 
-__all__ = ["Part", "config_key", "paper_parts", "run_part"]
+__all__ = ["Part", "config_key", "paper_parts", "part_problem", "run_part"]
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,13 @@ def config_key(config: dict) -> str:
     return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _problem(cfg: dict):
+def part_problem(cfg: dict):
+    """The seeded regression data a part's config names (``data``, ``N``, ``D``, ``seed``)."""
     return regression_problem(cfg["data"], N=cfg["N"], D=cfg.get("D"), seed=cfg.get("seed", 0))
 
 
 def _sign_run(cfg: dict, rules: tuple[str, ...], betas=(0.9, 0.999)) -> tuple[dict, object]:
-    problem = _problem(cfg)
+    problem = part_problem(cfg)
     sc = SignConfig(
         rules=tuple(Rule(r) for r in rules),
         eps=tuple(cfg["eps"]),
@@ -86,7 +87,7 @@ def _trajectories(cfg: dict) -> dict:
         odes, gaps = [], []
         for j, e in enumerate(cfg["eps"]):
             _, b = ode_reference(
-                _problem(cfg), eps=e, alpha=cfg["alpha"], t_end=float(t[-1]), t_eval=t
+                part_problem(cfg), eps=e, alpha=cfg["alpha"], t_end=float(t[-1]), t_eval=t
             )
             odes.append(b.tolist())
             gaps.append(float(np.abs(np.asarray(p["beta"])[j] - b).max()))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.diagnet.paper import paper_parts, run_part
+from experiments.diagnet.paper import paper_parts, part_problem, run_part
 
 __all__ = ["PAPER_KIND", "report_lines", "run_paper"]
 
@@ -116,10 +116,9 @@ def assumption_line(cfg: dict) -> str:
     """Whether a part's data and grid are inside arXiv 2410.14158's setting, decided exactly
     (`theorems.signdescent`; docs/theory.md section 8.6): Assumptions 3.2 and 3.8 on the data, 3.3 on
     every (eps, alpha) pair of the part's grid."""
-    from certify.regression import regression_problem
     from theorems.signdescent import assumption_3_2, assumption_3_3, assumption_3_8
 
-    problem = regression_problem(cfg["data"], N=cfg["N"], D=cfg.get("D"), seed=cfg.get("seed", 0))
+    problem = part_problem(cfg)
     alphas = cfg["alpha"] if isinstance(cfg["alpha"], list) else [cfg["alpha"]]
     verdicts = {}
     for e in cfg["eps"]:

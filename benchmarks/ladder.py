@@ -9,10 +9,12 @@ are wall seconds of the solve alone (``certify_svm`` inside the child, start-up 
 checker's are reported beside them and fitted the same way. The float peers (cvxpy + Clarabel at
 every p, scipy SLSQP at p = 2) run on the same rows for n <= ``--peers-max-n`` (default 500; 0: none),
 each in its own subprocess with the same limit; they prove nothing, and their columns say whether
-they finished, their time and the speed-up of ours (their wall / ours).
+they finished, their wall and CPU seconds and the speed-up of ours (their wall / ours, and their
+CPU / ours: on a loaded machine the CPU ratio is the comparable one). ``--ps`` runs the ladder at
+several p, one table and one fit per p.
 
 Usage:
-  python benchmarks/ladder.py [--ns 250,500,1000,2000] [--T 32] [--d 64] [--p 2] [--kind planted]
+  python benchmarks/ladder.py [--ns 250,500,1000,2000] [--T 32] [--d 64] [--ps 2,3] [--kind planted]
                               [--timeout 1200] [--no-checker] [--peers-max-n 500] [--json OUT.json]
 """
 
@@ -64,42 +66,38 @@ def _peer_cell(peer: dict | None, ours: dict) -> str:
     if peer.get("seconds") is None or peer.get("status") not in ("optimal", "infeasible"):
         return str(peer.get("status", "failed"))[:60]
     cell = f"{peer['status']}, {peer['seconds']:.1f}"
+    if peer.get("cpu_seconds") is not None:
+        cell += f" (CPU {peer['cpu_seconds']:.1f})"
     if ours.get("seconds"):
-        cell += f" ({peer['seconds'] / ours['seconds']:.1f}x our time)"
+        cell += f"; {peer['seconds'] / ours['seconds']:.1f}x our wall"
+    if ours.get("cpu_seconds") and peer.get("cpu_seconds") is not None:
+        cell += f", {peer['cpu_seconds'] / ours['cpu_seconds']:.1f}x our CPU"
     return cell
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--ns", default="250,500,1000,2000", help="comma-separated n (examples)")
-    ap.add_argument("--T", type=int, default=32)
-    ap.add_argument("--d", type=int, default=64)
-    ap.add_argument("--p", default="2")
-    ap.add_argument("--kind", choices=("planted", "random"), default="planted")
-    ap.add_argument("--timeout", type=float, default=1200.0, help="limit of each case (s)")
-    ap.add_argument("--no-checker", action="store_true")
-    ap.add_argument(
-        "--peers-max-n",
-        type=int,
-        default=500,
-        help="run cvxpy+Clarabel (and SLSQP at p = 2) for n up to this (0: no peers)",
-    )
-    ap.add_argument("--json", default=None)
-    args = ap.parse_args()
-    ns = [int(v) for v in args.ns.split(",")]
+def _secs(r: dict) -> str:
+    """``wall (CPU c)`` of a case, or '-' when it did not finish."""
+    if r.get("seconds") is None:
+        return "-"
+    cpu = r.get("cpu_seconds")
+    return f"{r['seconds']:.1f}" + ("" if cpu is None else f" (CPU {cpu:.1f})")
+
+
+def _ladder(args: argparse.Namespace, ns: list[int], p: str) -> list[dict]:
+    """One ladder at one p: the table rows as they finish, then the fitted exponents."""
     print(
-        f"# ladder {args.kind} (n, {args.T}, {args.d}) p = {args.p}, "
+        f"# ladder {args.kind} (n, {args.T}, {args.d}) p = {p}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
     )
     print(
-        "| n | N x m | solve wall (s) | solve RSS (MB) | verdict | checker (s) | checker RSS (MB) "
-        "| Clarabel: wall s (x our time) | SLSQP: wall s (x our time) | load |"
+        "| n | N x m | solve wall s (CPU) | solve RSS (MB) | verdict | checker wall s (CPU) "
+        "| checker RSS (MB) | Clarabel | SLSQP | load |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in ns:
-            spec = dict(kind=args.kind, n=n, T=args.T, d=args.d, p=args.p)
+            spec = dict(kind=args.kind, n=n, T=args.T, d=args.d, p=p)
             spec["cert"] = str(Path(tmp) / f"cert{n}.json")
             ours = run_case({**spec, "what": "ours"}, args.timeout)
             chk = {}
@@ -109,19 +107,17 @@ def main() -> None:
             verdict = ours.get("status")
             if verdict == "optimal":
                 verdict = f"optimal, {ours['digits']} digits, {ours['support'][2]} undecided"
-            sec = "-" if ours.get("seconds") is None else f"{ours['seconds']:.1f}"
-            csec = "-" if chk.get("seconds") is None else f"{chk['seconds']:.1f}"
             crss = "-" if not chk else f"{chk.get('rss_mb', 0):.0f}"
             ok = "" if not chk else (" ok" if chk.get("ok") else " REJECTED")
             peers = {}
             for name in ("clarabel", "slsqp"):
-                if n <= args.peers_max_n and (name == "clarabel" or float(args.p) == 2.0):
+                if n <= args.peers_max_n and (name == "clarabel" or float(p) == 2.0):
                     peers[name] = run_case({**spec, "what": name}, args.timeout)
             cells = [_peer_cell(peers.get(name), ours) for name in ("clarabel", "slsqp")]
             print(
-                f"| {n} | {N} x {args.d**2} | {sec} | {ours.get('rss_mb', 0):.0f} | {verdict} | "
-                f"{csec}{ok} | {crss} | {cells[0]} | {cells[1]} | "
-                f"{ours['load'][0]:.1f}-{ours['load'][1]:.1f} |",
+                f"| {n} | {N} x {args.d**2} | {_secs(ours)} | {ours.get('rss_mb', 0):.0f} | "
+                f"{verdict} | {_secs(chk) if chk else '-'}{ok} | {crss} | {cells[0]} | "
+                f"{cells[1]} | {ours['load'][0]:.1f}-{ours['load'][1]:.1f} |",
                 flush=True,
             )
             rows.append({"N": N, "ours": ours, "check": chk, "peers": peers})
@@ -134,8 +130,32 @@ def main() -> None:
         Nc = [r["N"] for r in checked]
         print(_fmt_fit("checker time", Nc, [r["check"]["seconds"] for r in checked]))
         print(_fmt_fit("checker peak RSS", Nc, [r["check"]["rss_mb"] for r in checked]))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ns", default="250,500,1000,2000", help="comma-separated n (examples)")
+    ap.add_argument("--T", type=int, default=32)
+    ap.add_argument("--d", type=int, default=64)
+    ap.add_argument("--ps", "--p", default="2", help="comma-separated p, one ladder each")
+    ap.add_argument("--kind", choices=("planted", "random"), default="planted")
+    ap.add_argument("--timeout", type=float, default=1200.0, help="limit of each case (s)")
+    ap.add_argument("--no-checker", action="store_true")
+    ap.add_argument(
+        "--peers-max-n",
+        type=int,
+        default=500,
+        help="run cvxpy+Clarabel (and SLSQP at p = 2) for n up to this (0: no peers)",
+    )
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    ns = [int(v) for v in args.ns.split(",")]
+    out = {}
+    for p in args.ps.split(","):
+        out[p] = _ladder(args, ns, p.strip())
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
 
 
 if __name__ == "__main__":

@@ -62,5 +62,23 @@ def test_the_script_runs_a_tiny_ladder(tmp_path) -> None:
         ln for ln in proc.stdout.splitlines() if ln.startswith("| 12 |") or ln.startswith("| 48 |")
     ]
     assert len(table) == 2 and all(
-        "x our time)" in ln for ln in table
+        "x our wall, " in ln and "x our CPU" in ln for ln in table
     )  # Clarabel and SLSQP at p = 2
+
+
+def test_the_script_runs_one_ladder_per_p_with_the_peers_cpu_ratio(tmp_path) -> None:
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "ladder.py"), "--ns", "12,24", "--T", "4"]
+        + ["--d", "4", "--ps", "2,3", "--peers-max-n", "12", "--json", str(tmp_path / "o.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("# ladder planted (n, 4, 4) p = ") == 2
+    assert proc.stdout.count("solve time ~ N^") == 2
+    # n = 12 ran Clarabel at both p and SLSQP at p = 2, each with its CPU ratio to ours
+    assert proc.stdout.count("x our CPU") == 3
+    assert set(json.loads((tmp_path / "o.json").read_text())) == {"2", "3"}

@@ -17,28 +17,65 @@ O(n d) memory and O(n d log n) time (a sort of the rows), never n^2.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["classification_info", "regression_info", "duplicate_groups"]
+__all__ = ["RowGroups", "classification_info", "duplicate_groups", "regression_info"]
 
 #: groups of duplicated points listed in full (the count is always given)
 GROUP_LIMIT = 1000
 
 
+@dataclass(frozen=True)
+class RowGroups:
+    """Rows grouped by exact equality (``-0.0`` = ``0.0``), from one sort of the rows.
+
+    ``first[g]`` is the first row of group ``g``, ``inverse[i]`` the group of row ``i``; the
+    duplicate groups (two rows or more) are counted in full and the first ``limit`` listed.
+    """
+
+    first: np.ndarray
+    inverse: np.ndarray
+    count: int
+    listed: list[list[int]]
+
+    @classmethod
+    def of(cls, X: np.ndarray, *, limit: int = GROUP_LIMIT) -> RowGroups:
+        X = np.ascontiguousarray(np.asarray(X, dtype=np.float64) + 0.0)  # + 0.0: -0.0 -> 0.0
+        n = X.shape[0]
+        if n == 0 or X.shape[1] == 0:
+            zeros = np.zeros(n, dtype=np.int64)
+            listed = [list(range(n))] if n > 1 else []
+            return cls(np.zeros(min(n, 1), dtype=np.int64), zeros, len(listed), listed[:limit])
+        keys = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
+        _, first, inverse, counts = np.unique(
+            keys, return_index=True, return_inverse=True, return_counts=True
+        )
+        inverse = inverse.ravel()
+        dup = np.flatnonzero(counts > 1)
+        dup = dup[np.argsort(first[dup], kind="stable")]
+        order = np.argsort(inverse, kind="stable")  # members of each group, ascending
+        start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        listed = [order[start[g] : start[g] + counts[g]].tolist() for g in dup[:limit]]
+        return cls(first, inverse, int(dup.size), listed)
+
+    def clash(self, values: np.ndarray) -> tuple[int, int] | None:
+        """``(i, j)``, i < j, two equal rows whose ``values`` differ (the smallest such ``j``, and
+        ``i`` the first row equal to it), or None: over every group, listed or not."""
+        if not self.inverse.size:
+            return None
+        rep = self.first[self.inverse]
+        values = np.asarray(values) + 0  # -0.0 == 0.0 compares equal anyway
+        bad = np.flatnonzero(values != values[rep])
+        return None if not bad.size else (int(rep[bad[0]]), int(bad[0]))
+
+
 def duplicate_groups(X: np.ndarray, *, limit: int = GROUP_LIMIT) -> tuple[int, list[list[int]]]:
     """Groups of row indices with exactly equal rows (``-0.0`` = ``0.0``): the number of groups and
     the first ``limit`` of them (each sorted, groups ordered by their first index)."""
-    X = np.ascontiguousarray(np.asarray(X, dtype=np.float64) + 0.0)  # + 0.0 maps -0.0 to 0.0
-    if X.shape[0] < 2:
-        return 0, []
-    keys = X.view(np.dtype((np.void, X.dtype.itemsize * X.shape[1]))).ravel()
-    _, first, inverse, counts = np.unique(
-        keys, return_index=True, return_inverse=True, return_counts=True
-    )
-    dup = np.flatnonzero(counts > 1)
-    dup = dup[np.argsort(first[dup], kind="stable")]
-    groups = [np.flatnonzero(inverse == g).tolist() for g in dup[:limit]]
-    return int(dup.size), groups
+    groups = RowGroups.of(X, limit=limit)
+    return groups.count, groups.listed
 
 
 def _zero_rows(X: np.ndarray) -> np.ndarray:
@@ -54,9 +91,10 @@ def classification_info(problem) -> dict:
     binary = problem.classes is None
     values = [-1, 1] if binary else list(range(problem.K))
     counts = {str(v): int(np.count_nonzero(problem.y == v)) for v in values}
-    n_groups, groups = duplicate_groups(problem.X)
+    rows = RowGroups.of(problem.X)  # one sort: the duplicate groups and the label clash
+    n_groups, groups = rows.count, rows.listed
     zero = _zero_rows(problem.X)
-    pair = problem.conflicting_pair()
+    pair = rows.clash(problem.y)
     if pair is not None:
         i, j = pair
         hint = (
@@ -93,13 +131,14 @@ def regression_info(problem) -> dict:
     N, D = X.shape
     zero = _zero_rows(X)
     bad_zero = zero[y[zero] != 0]
-    n_groups, groups = duplicate_groups(X)
-    clash = next((g for g in groups if np.unique(y[g] + 0.0).size > 1), None)
+    rows = RowGroups.of(X)
+    n_groups, groups = rows.count, rows.listed
+    clash = rows.clash(y)
     if bad_zero.size:
         i = int(bad_zero[0])
         hint = f"inconsistent (proven: row {i} of X is zero and y[{i}] = {y[i]:g})"
     elif clash is not None:
-        i, j = clash[0], next(k for k in clash if y[k] != y[clash[0]])
+        i, j = clash
         hint = (
             f"inconsistent (proven: rows {i} and {j} of X are equal, y differs: {y[i]:g}, {y[j]:g})"
         )

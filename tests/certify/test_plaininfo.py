@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from certify.classification import ClassificationProblem
-from certify.plaininfo import classification_info, duplicate_groups, regression_info
+from certify.plaininfo import RowGroups, classification_info, duplicate_groups, regression_info
 from certify.regression.problem import RegressionProblem
 
 
@@ -84,3 +84,27 @@ def test_regression_counts() -> None:
     info = regression_info(RegressionProblem(X, np.array([1.0, 0.0])))
     assert info["N"] == 2 and info["D"] == 4 and info["overparameterized"]
     assert info["zero_targets"] == 1 and info["nonzeros_per_row"] == [1, 2]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.sampled_from([-1.0, 1.0])), min_size=1, max_size=30)
+)
+@example([(0, 1.0), (1, 1.0), (0, -1.0)])
+@example([(2, 1.0)])
+def test_the_label_clash_is_the_problems_own_conflicting_pair(rows) -> None:
+    rows = rows + [(9, 1.0), (8, -1.0)]  # both labels present: a valid binary problem
+    X = np.array([[c, 1.0 - c] for c, _ in rows], dtype=np.float64)
+    y = np.array([lab for _, lab in rows])
+    problem = ClassificationProblem(X, y)
+    assert RowGroups.of(X).clash(y) == problem.conflicting_pair()
+
+
+def test_a_clash_beyond_the_listed_groups_is_still_found() -> None:
+    # three duplicate groups, only the first listed; the inconsistent pair is in the third
+    X = np.array([[1.0], [1.0], [2.0], [2.0], [3.0], [3.0]])
+    y = np.array([5.0, 5.0, 6.0, 6.0, 7.0, 8.0])
+    groups = RowGroups.of(X, limit=1)
+    assert groups.count == 3 and groups.listed == [[0, 1]]
+    assert groups.clash(y) == (4, 5)
+    info = regression_info(RegressionProblem(X, y))
+    assert info["hint"].startswith("inconsistent (proven: rows 4 and 5 of X are equal")

@@ -222,8 +222,8 @@ class Result:
         from pathlib import Path
 
         from certify import CertStatus
-        from certify.exact import decimal_digits, format_exact, format_sci
-        from experiments.runtime.terminal import problem_lines, summarize_sequence
+        from certify.exact import format_exact, format_sci
+        from experiments.runtime.terminal import problem_lines, summarize_sequence, width_phrase
 
         cert, problem, cfg = self.certificate, self.problem, self.config
         lines: list[str] = []
@@ -243,12 +243,8 @@ class Result:
         lines.append(f"status: {cert.status.value}")
         if cert.status is CertStatus.OPTIMAL:
             rw = cert.relative_width()
-            dig = (
-                "exact" if rw == 0 else f"{decimal_digits(rw)} digits"
-            )  # exactly: width <= 1e-DIGITS
             lines.append(
-                f"OPT in [{_dec(cert.opt_lower)}, {_dec(cert.opt_upper)}] (relative width "
-                f"{format_sci(rw)}, {dig})"
+                f"OPT in [{_dec(cert.opt_lower)}, {_dec(cert.opt_upper)}] ({width_phrase(rw)})"
             )
             lines.append(
                 f"direction error <= {format_sci(cert.direction_error_upper)}, Bregman <= "

@@ -207,17 +207,15 @@ class Result:
 
     def lines(self, width: int) -> list[str]:
         """The terminal summary (after `write` to the config's paths)."""
-        from certify.exact import decimal_digits, format_sci
+        from certify.exact import format_sci
         from certify.regression import InterpStatus
+        from experiments.runtime.terminal import width_phrase
 
         def width(cert) -> str:
             """The enclosure's relative width and the digits it certifies (exact, no float)."""
             if cert.opt_lower is None or cert.opt_upper is None or cert.opt_lower <= 0:
                 return ""
-            rw = (cert.opt_upper - cert.opt_lower) / cert.opt_lower
-            if rw == 0:
-                return " (exact)"
-            return f" (relative width {format_sci(rw)}, {decimal_digits(rw)} digits)"
+            return f" ({width_phrase((cert.opt_upper - cert.opt_lower) / cert.opt_lower)})"
 
         cfg, problem, cert = self.config, self.problem, self.solve.certificate
         lines = []

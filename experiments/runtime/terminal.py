@@ -13,6 +13,7 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 __all__ = [
+    "width_phrase",
     "terminal_width",
     "wrap",
     "wrap_lines",
@@ -153,3 +154,13 @@ def problem_lines(problem: Any, width: int) -> list[str]:
     if getattr(problem, "provenance", None):
         out += ["  provenance:"] + mapping_lines(problem.provenance, width, indent="    ")
     return out
+
+
+def width_phrase(relative_width) -> str:
+    """``relative width 1.23e-40, 39 digits`` (or ``exact`` for 0) for an enclosure's certified
+    relative width, a Fraction >= 0: computed exactly (``certify.exact.decimal_digits``), no float."""
+    from certify.exact import decimal_digits, format_sci
+
+    if relative_width == 0:
+        return "exact"
+    return f"relative width {format_sci(relative_width)}, {decimal_digits(relative_width)} digits"

@@ -140,3 +140,14 @@ def test_problem_lines_show_lengths_and_provenance() -> None:
     assert lines[0].startswith("problem: n=300")
     assert "  provenance:" in lines and all(len(ln) <= 60 for ln in lines)
     assert "x" * 90 in "".join(ln.strip() for ln in lines)
+
+
+def test_width_phrase_is_exact_and_says_exact_for_zero() -> None:
+    from fractions import Fraction
+
+    from experiments.runtime.terminal import width_phrase
+
+    assert width_phrase(Fraction(0)) == "exact"
+    assert width_phrase(Fraction(1, 10**40)) == "relative width 1.00e-40, 40 digits"
+    # far below float64's range: still exact digits, no underflow to 0
+    assert width_phrase(Fraction(3, 10**1000)).endswith(", 999 digits")

@@ -52,6 +52,8 @@ def _carry(c: list[np.ndarray], B: int, at_least: int = 0) -> list[np.ndarray]:
     while len(out) + 1 < at_least or int(np.abs(carry).max()) > 1 << B:
         out.append(carry & mask)
         carry = carry >> B
+    while len(out) + 1 > max(1, at_least) and carry.min() >= -1 and carry.max() <= 0:
+        carry = out.pop() + (carry << B)  # a top limb of 0 / -1 joins the limb below: |.| <= 2^B
     return out + [np.asarray(carry, dtype=np.int64)]
 
 
@@ -72,6 +74,22 @@ def limb_gram(Ad: list[np.ndarray], Bd: list[np.ndarray], B: int) -> list[np.nda
             acc += (left @ right.T).astype(np.int64)  # integers of at most 2^53: exact
         c.append(acc)
     return _carry(c, B)
+
+
+_WIDE = 28  # limb bits of the entrywise product: products at most 2^56, 16 of them below 2^60
+
+
+def _rebase(c: list[np.ndarray], B: int, W: int) -> list[np.ndarray]:
+    """Carried base-``2^B`` limbs (`_carry` form) as carried base-``2^W`` limbs, ``B <= W``: limb t
+    at bit ``tB = uW + o`` is ``x = c_t 2^o`` (``|x| <= 2^(B+W)``) = ``(x & (2^W - 1)) + 2^W (x >> W)``
+    into limbs u and u + 1 (floor: exact for a signed top limb too)."""
+    out = [np.zeros_like(c[0]) for _ in range(-(-len(c) * B // W) + 1)]
+    for t, ct in enumerate(c):
+        u, o = divmod(t * B, W)
+        x = ct << o
+        out[u] += x & ((1 << W) - 1)
+        out[u + 1] += x >> W
+    return _carry(out, W)
 
 
 def shifted_product(g: list[np.ndarray], h: list[np.ndarray], B: int, k: int) -> np.ndarray:
@@ -178,7 +196,8 @@ class KronGram:
         gi, gj = self.g[i0:i1], self.g[j0:]
         G = limb_gram([D[i0:i1] for D in self._Ld], [D[j0:] for D in self._Ld], self.B)
         H = limb_gram([D[gi] for D in self._Zd], self._Zd, self.B)
-        return shifted_product(G, [h[:, gj] for h in H], self.B, k)
+        G, H = _rebase(G, self.B, _WIDE), _rebase([h[:, gj] for h in H], self.B, _WIDE)
+        return shifted_product(G, H, _WIDE, k)
 
     def rows(self, i0: int, i1: int) -> np.ndarray:
         """Rows ``i0:i1`` of M (object array of exact integers; for tests and small blocks)."""

@@ -136,7 +136,7 @@ def _split_residual_row_sums(
     j = min(s // ell, top)  # the digit that holds 2^s
     if s - j * ell > 60:
         return None
-    Pf = [D.astype(np.float64) for D in Pd]
+    Pf = [Pd.pop(0).astype(np.float64) for _ in range(p_digits)]  # no int64 copies kept
     worst = 0
     for i0 in range(0, m, _GEMM_BLOCK):
         Yb = [D[i0 : i0 + _GEMM_BLOCK].astype(np.float64) for D in Yd]

@@ -30,24 +30,16 @@ class Rows:
     ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""
 
     def __init__(self, problem, svm: str, alpha: tuple[int, ...]) -> None:
-        if isinstance(
-            problem, ClassificationProblem
-        ):  # plain rows of m entries (docs/theory.md section 7)
+        if isinstance(problem, ClassificationProblem):  # plain rows (docs/theory.md section 7)
             index, self.L, self.exp = classification_rows(problem)
-            ii, self.R, self.d, self._src = (
-                np.array([r[0] for r in index], dtype=np.int64),
-                None,
-                self.L.shape[1],
-                None,
-            )
+            ii = np.array([r[0] for r in index], dtype=np.int64)
+            self.R, self.d, self._src = None, self.L.shape[1], None
         else:
             index, ii, self.L, self.R, self.exp, self._src = attention_rows(problem, svm, alpha)
             self.d = problem.d
         self.index = index
-        self.example, new = (
-            ii,
-            np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool),
-        )
+        self.example = ii
+        new = np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
         self.starts, self.group = (
             np.flatnonzero(new),
             np.cumsum(new) - 1,

@@ -307,12 +307,9 @@ def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
         return False, f"the Gordan basis must list {rows.m} distinct rows"
     beta = kron_solution_bound(rows.L[B], None if rows.R is None else rows.R[B], U)  # M = Z_B^T
     ok = beta is not None and beta < min(g.ints[b] for b in B)
-    return ok, (
-        "g >= 0 plus a verified correction on the basis rows is an exact Gordan vector: A w >= 1 is "
-        "infeasible"
-        if ok
-        else "the correction on the basis rows is not provably smaller than g there"
-    )
+    if ok:
+        return ok, "g >= 0 plus a verified correction on the basis rows is an exact Gordan vector"
+    return ok, "the correction on the basis rows is not provably smaller than g there"
 
 
 def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:

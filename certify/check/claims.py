@@ -11,7 +11,7 @@ import numpy as np
 
 from certify.certificate import Certificate
 from certify.check.rows import attention_rows, classification_rows
-from certify.check.kron import KronGram
+from certify.check.kron import KronGram, _digit_bits, _digits, float_digits, row_dots, to_ints
 from certify.check.verified import inverse_diagonal_upper
 from certify.classification import ClassificationProblem
 from certify.exact import format_sci
@@ -30,23 +30,16 @@ class Rows:
     ``t >= lengths[i]`` give no row); ``r_r = z_i`` for every row of example i."""
 
     def __init__(self, problem, svm: str, alpha: tuple[int, ...]) -> None:
-        if isinstance(
-            problem, ClassificationProblem
-        ):  # plain rows of m entries (docs/theory.md section 7)
+        if isinstance(problem, ClassificationProblem):  # plain rows (docs/theory.md section 7)
             index, self.L, self.exp = classification_rows(problem)
-            ii, self.R, self.d = (
-                np.array([r[0] for r in index], dtype=np.int64),
-                None,
-                self.L.shape[1],
-            )
+            ii = np.array([r[0] for r in index], dtype=np.int64)
+            self.R, self.d, self._src = None, self.L.shape[1], None
         else:
-            index, ii, self.L, self.R, self.exp = attention_rows(problem, svm, alpha)
+            index, ii, self.L, self.R, self.exp, self._src = attention_rows(problem, svm, alpha)
             self.d = problem.d
         self.index = index
-        self.example, new = (
-            ii,
-            np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool),
-        )
+        self.example = ii
+        new = np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
         self.starts, self.group = (
             np.flatnonzero(new),
             np.cumsum(new) - 1,
@@ -72,11 +65,42 @@ class Rows:
             self._fm(self.R[self.starts]) * flint.fmpz_mat(self.d, self.d, list(w)).transpose()
         ).tolist()
         V = np.array(V, dtype=object).reshape(-1, self.d)
+        if self._src is not None:  # digits of the rows from the float data (`certify.check.kron`)
+            try:
+                return self._digit_products(V)
+            except ValueError:  # data of huge range: Python integers below
+                self._l2 = None
         out: list[int] = []
         for r0 in range(0, self.N, _ROWS):  # a block of rows at a time: no N x d product array
             blk = slice(r0, r0 + _ROWS)
             out += [int(x) for x in (self.L[blk] * V[self.group[blk]]).sum(axis=1)]
         return out
+
+    def _digit_products(self, V) -> list[int]:
+        """``l_r . V[example]`` exactly for every row, and ``||l_r||^2`` (kept for `norms2`), from
+        the rows' float digits (no Python integer per entry; docs/theory.md section 4.6)."""
+        X, ta, tb, e = self._src
+        B = _digit_bits(self.d)
+        Vd = np.stack(_digits(V, B), axis=-1)
+        out: list[int] = []
+        self._l2 = []
+        for r0 in range(0, self.N, _ROWS):
+            blk = slice(r0, r0 + _ROWS)
+            ii = self.example[blk]
+            Ld = float_digits(np.ldexp(X[ii, ta[blk]], -e), np.ldexp(X[ii, tb[blk]], -e), B)
+            out += to_ints(row_dots(Ld, Vd[self.group[blk]], B), B)
+            self._l2 += to_ints(row_dots(Ld, Ld, B), B)
+        return out
+
+    def norms2(self, rows) -> list[int]:
+        """Exact ``||l_r||^2`` of ``rows`` (from `Aw`'s pass when it ran on digits)."""
+        if getattr(self, "_l2", None) is not None:
+            return [self._l2[i] for i in rows]
+        return [
+            int(v)
+            for k0 in range(0, len(rows), _ROWS)
+            for v in (self.L[rows[k0 : k0 + _ROWS]] ** 2).sum(axis=1)
+        ]
 
     def ATlam(self, lam) -> list[int]:
         """``A^T lam`` exactly: ``sum_r lam_r l_r`` (decoder), or ``vec(sum_i S_i z_i^T)`` with
@@ -311,22 +335,15 @@ def _rows_tests(rows, c, Aw, scale_w, lam, dist, inactive, tight, mfac, eps, t, 
         if d_up.is_finite()
         else None
     )
-    sq = [
-        [
-            math.isqrt(int(v)) + 1
-            for k0 in range(0, len(inactive), _ROWS)
-            for v in (rows.L[inactive[k0 : k0 + _ROWS]] ** 2).sum(axis=1)
-        ]
-        if inactive
-        else None,
-        None,
-    ]
+    sq = [[math.isqrt(v) + 1 for v in rows.norms2(inactive)] if inactive else None, None]
     if rows.R is not None and inactive:  # every row of example i has r = z_i: once per example
         zn = [math.isqrt(int(v)) + 1 for v in (rows.R[rows.starts] ** 2).sum(axis=1)]
         sq[1] = [zn[int(rows.group[i])] for i in inactive]
+    p1, q1 = scale_w.numerator, scale_w.denominator  # scale_w = p1/q1, d_up = p2/(q1 q2)
+    q2, p2 = (d_up.denominator, d_up.numerator * q1) if d_up is not None else (1, 0)
     for k, i in enumerate(inactive):
-        if d_up is not None and Aw[i] * scale_w - 1 > sq[0][k] * (sq[1][k] if sq[1] else 1) * d_up:
-            continue
+        if d_up is not None and (Aw[i] * p1 - q1) * q2 > sq[0][k] * (sq[1][k] if sq[1] else 1) * p2:
+            continue  # a_i^T w - 1 > ||l_i|| ||z_i|| d_up, in integers: (Aw p1/q1 - 1) > S p2/q2
         l_q = _powsum(rows.L[i], 0, q) ** (1 / qa) if any(rows.L[i]) else arb(0)
         if rows.R is not None:
             l_q = l_q * (_powsum(rows.R[i], 0, q) ** (1 / qa) if any(rows.R[i]) else arb(0))

@@ -17,12 +17,12 @@ from certify.problem import token_differences
 __all__ = ["attention_rows", "classification_rows"]
 
 
-def attention_rows(
-    problem, svm: str, alpha
-) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray, np.ndarray | None, int]:
-    """``(index, example, L, R, exp)`` of the attention (or, ``svm = "decoder"``, decoder) SVM: row
-    labels, the example of each row, exact left factors (object, N x d), exact right factors ``z_i``
-    (attention) or None, and the binary exponent: row r is ``vec(L_r R_r^T) 2**exp`` or ``L_r 2**exp``."""
+def attention_rows(problem, svm: str, alpha) -> tuple:
+    """``(index, example, L, R, exp, src)`` of the attention (or, ``svm = "decoder"``, decoder) SVM:
+    row labels, the example of each row, exact left factors (object, N x d), exact right factors
+    ``z_i`` (attention) or None, the binary exponent (row r is ``vec(L_r R_r^T) 2**exp`` or
+    ``L_r 2**exp``) and, for attention, ``(X, ta, tb, e)`` with ``L_r = (X[i, ta_r] - X[i, tb_r])
+    2^-e`` (the float data the left factors come from) or None."""
     z = problem.exact("z")
     Zi = z.ints.astype(object)
     a = np.asarray(alpha, dtype=np.int64)
@@ -33,7 +33,7 @@ def attention_rows(
             X.ints.astype(object)[ii, a]
             * np.where(np.asarray(problem.y) > 0, 1, -1).astype(object)[:, None]
         )
-        return [(i,) for i in ii.tolist()], ii, L, None, X.exp
+        return [(i,) for i in ii.tolist()], ii, L, None, X.exp, None
     t = np.arange(problem.T)[None, :]
     ii, tt = np.nonzero((t < np.asarray(problem.valid_lengths)[:, None]) & (t != a[:, None]))
     D = token_differences(problem.X, ii, a[ii], tt)  # exact, a block of rows at a time
@@ -43,6 +43,7 @@ def attention_rows(
         D.ints if D.ints.dtype == object else D.ints.astype(object),
         Zi[ii],
         D.exp + z.exp,
+        (np.asarray(problem.X, dtype=np.float64), a[ii], tt, D.exp),
     )
 
 

@@ -76,26 +76,32 @@ def _row_sums_abs_int64(Y: np.ndarray) -> list[int]:
     return [(int(h) << 31) + int(l_) for h, l_ in zip(hi.sum(axis=1), lo.sum(axis=1))]
 
 
-def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52) -> tuple[np.ndarray, int] | None:
+def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52, Yf: np.ndarray | None = None):
     """``(Y, s)``: an int64 approximate inverse of the int64 matrix Mp (``|Mp| <= 2^52``, exact in
-    float64) scaled by ``2^s`` (``|Y| <= 2^bits``, ``s >= 0``); None when the float inverse fails.
-    Floats only choose Y: the callers bound ``2^s I - Y Mp`` exactly."""
+    float64) scaled by ``2^s`` (``|Y| <= 2^bits``, ``s >= 0``), rounded from ``Yf`` (a float inverse
+    of Mp, formed when not given); None when the float inverse fails. Floats only choose Y: the
+    callers bound ``2^s I - Y Mp`` exactly."""
+    if Yf is None:
+        Yf = _float_inverse(Mp)
+        if Yf is None:
+            return None
+    big = float(np.max(np.abs(Yf)))
+    s = bits - math.ceil(math.log2(big))
+    if s < 0:
+        return None
+    Ys = np.ldexp(Yf, s)
+    np.rint(Ys, out=Ys)
+    Y = Ys.astype(np.int64)  # |Y| <= 2^bits: the exactness of the products relies on it
+    return (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None
+
+
+def _float_inverse(Mp: np.ndarray) -> np.ndarray | None:
+    """A float64 inverse of Mp with finite, not all zero entries, or None."""
     try:
         Yf = np.linalg.inv(Mp.astype(np.float64))
     except np.linalg.LinAlgError:
         return None
-    big = float(np.max(np.abs(Yf))) if np.all(np.isfinite(Yf)) else 0.0
-    if not big > 0:
-        return None
-    s = bits - math.ceil(math.log2(big))
-    if s < 0:
-        return None
-    np.ldexp(Yf, s, out=Yf)
-    np.rint(Yf, out=Yf)
-    Y = Yf.astype(np.int64)
-    return (
-        (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None
-    )  # the exactness of the products relies on it
+    return Yf if np.all(np.isfinite(Yf)) and np.any(Yf) else None
 
 
 def _digit_bits(m: int) -> tuple[int, int]:
@@ -115,21 +121,22 @@ def _digits(A: np.ndarray, ell: int, n: int) -> list[np.ndarray]:
 
 
 def _split_residual_row_sums(
-    Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_digits: int = 1
+    Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_digits: int = 1, p_digits: int = 2
 ) -> int | None:
     """``max_i sum_j |(Y P - 2^s I)_ij|`` exactly from float64 dgemm calls on base-``2^ell`` digits
-    (module docstring, "Speed"): P (two digits) and Y (``y_digits`` digits) int64 m x m; every pair of
-    digits must satisfy ``m max|Y_a| max|P_b| <= 2^53`` (checked); None when a bound does not hold."""
+    (module docstring, "Speed"): P (``p_digits`` digits) and Y (``y_digits`` digits) int64 m x m;
+    every pair of digits must satisfy ``m max|Y_a| max|P_b| <= 2^53`` (checked); None when a bound
+    does not hold."""
     m = P.shape[0]
-    top = y_digits  # E = Y P - 2^s I = sum_k c_k 2^(k ell), k = 0..top
-    Yd, Pd = _digits(Y, ell, y_digits), _digits(P, ell, 2)
+    top = y_digits + p_digits - 2  # E = Y P - 2^s I = sum_k c_k 2^(k ell), k = 0..top
+    Yd, Pd = _digits(Y, ell, y_digits), _digits(P, ell, p_digits)
     big = [[int(np.abs(D).max()) if D.size else 0 for D in Ds] for Ds in (Yd, Pd)]
     if any(m * ya * pb > 1 << 53 for ya in big[0] for pb in big[1]) or big[0][-1] > 1 << 62:
         return None  # a partial sum could exceed 2^53 and round
     j = min(s // ell, top)  # the digit that holds 2^s
     if s - j * ell > 60:
         return None
-    Pf = [D.astype(np.float64) for D in Pd]
+    Pf = [Pd.pop(0).astype(np.float64) for _ in range(p_digits)]  # no int64 copies kept
     worst = 0
     for i0 in range(0, m, _GEMM_BLOCK):
         Yb = [D[i0 : i0 + _GEMM_BLOCK].astype(np.float64) for D in Yd]
@@ -151,18 +158,21 @@ def _split_residual_row_sums(
     return worst
 
 
-def _split_inverse(P: np.ndarray, *, enough: int = 4):
-    """``(Y, s, e_inf)`` for an int64 ``P`` with ``|P| <= 2^(2 ell)``: Y of one base-``2^ell`` digit
-    (r = room - ell bits), then, when that leaves ``e_inf >= 2^s / enough``, of two (r = room bits).
-    None when no inverse verifies."""
+def _split_inverse(P: np.ndarray, *, enough: int = 4, digits=((1, 2), (2, 2))):
+    """``(Y, s, e_inf)`` for an int64 ``P`` with ``|P| <= 2^(2 ell)``: for each ``(y, p)`` of
+    ``digits`` in turn, P in p base-``2^e`` digits (``e = ceil(2 ell / p)``) and Y of y digits
+    (``room - e`` bits for one, ``room`` for two), until ``e_inf < 2^s / enough``; one float inverse
+    for all. None when no inverse verifies."""
     room, ell = _digit_bits(P.shape[0])
+    Yf = _float_inverse(P)
     best = None
-    for y_digits, bits in ((1, room - ell), (2, room)):
-        approx = _inverse_of_shifted(P, bits=bits)
+    for y_digits, p_digits in digits if Yf is not None else ():
+        e = -(-2 * ell // p_digits)
+        approx = _inverse_of_shifted(P, bits=room - e if y_digits == 1 else room, Yf=Yf)
         if approx is None:
             return best
         Y, s = approx
-        e_inf = _split_residual_row_sums(Y, P, s, ell, y_digits)
+        e_inf = _split_residual_row_sums(Y, P, s, e, y_digits, p_digits)
         if e_inf is not None:
             best = (Y, s, e_inf)
             if enough * e_inf < 1 << s:
@@ -297,12 +307,9 @@ def gordan_check(rows, g, basis: Sequence[int] | None) -> tuple[bool, str]:
         return False, f"the Gordan basis must list {rows.m} distinct rows"
     beta = kron_solution_bound(rows.L[B], None if rows.R is None else rows.R[B], U)  # M = Z_B^T
     ok = beta is not None and beta < min(g.ints[b] for b in B)
-    return ok, (
-        "g >= 0 plus a verified correction on the basis rows is an exact Gordan vector: A w >= 1 is "
-        "infeasible"
-        if ok
-        else "the correction on the basis rows is not provably smaller than g there"
-    )
+    if ok:
+        return ok, "g >= 0 plus a verified correction on the basis rows is an exact Gordan vector"
+    return ok, "the correction on the basis rows is not provably smaller than g there"
 
 
 def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
@@ -310,10 +317,12 @@ def _shifted_gram(G: np.ndarray, H: np.ndarray | None, k: int) -> np.ndarray:
     n = G.shape[0]
     P = np.empty((n, n), dtype=np.int64)
     for i0 in range(0, n, _BLOCK):
-        if isinstance(G, KronGram):
-            blk = G.rows(i0, min(n, i0 + _BLOCK))
-        else:
-            blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
+        if isinstance(G, KronGram):  # floor(M / 2^k) in int64 limbs (`certify.check.kron`)
+            i1 = min(n, i0 + _BLOCK)  # M is symmetric: the rows from the diagonal on, mirrored
+            P[i0:i1, i0:] = _shift_to_int64(G.shifted_rows(i0, i1, k, j0=i0), 0)
+            P[i1:, i0:i1] = P[i0:i1, i1:].T
+            continue
+        blk = G[i0 : i0 + _BLOCK] if H is None else G[i0 : i0 + _BLOCK] * H[i0 : i0 + _BLOCK]
         P[i0 : i0 + _BLOCK] = _shift_to_int64(blk, k)
     return P
 
@@ -322,15 +331,16 @@ def _split_inverse_diagonal(G, H, top: int) -> list[Fraction] | None:
     """`inverse_diagonal_upper` from the split dgemm products with infinity norms: with
     ``M = 2^k (P + F)``, ``Y (P + F) = 2^s (I - E)``, ``||E||_inf <= theta`` (as in `_split_theta`),
     ``(P + F)^-1 = 2^-s (I - E)^-1 Y``, so ``((P + F)^-1)_ii <= 2^-s (Y_ii + theta/(1 - theta) max_j |Y_ji|)``.
-    One digit of Y is kept only when it gives theta below 1/64: the bounds then stay within a few
-    percent (a Gram matrix squares the condition number of its rows)."""
+    One digit of Y (``room - e`` bits against P in three digits of e bits: three dgemm calls) is
+    kept only when it gives theta below 1/64, else two: the bounds then stay within a few percent
+    (a Gram matrix squares the condition number of its rows)."""
     n = G.shape[0]
     ell = _digit_bits(n)[1]
     if ell < 8:
         return None
     k = max(0, top - 2 * ell)  # |M| < 2^top: |P| <= 2^(2 ell)
     P = _shifted_gram(G, H, k)
-    found = _split_inverse(P, enough=64)
+    found = _split_inverse(P, enough=64, digits=((1, 3), (2, 2)))
     if found is None:
         return None
     Y, s, e_inf = found
@@ -356,25 +366,20 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     if n == 0:
         return []
 
-    def top_bits(
-        F,
-    ):  # |F_ij| <= max_i F_ii for a Gram matrix (Cauchy-Schwarz); checked by the shifts
+    def top_bits(F):  # |F_ij| <= max_i F_ii (Cauchy-Schwarz); checked by the shifts
         return int(np.abs(np.diagonal(F)).max()).bit_length()
 
-    top = (
-        G.top_bits()
-        if isinstance(G, KronGram)
-        else top_bits(G) + (top_bits(H) if H is not None else 0)
-    )  # >= the bit length of every entry of M
+    if isinstance(G, KronGram):  # top: >= the bit length of every entry of M
+        top = G.top_bits()
+    else:
+        top = top_bits(G) + (top_bits(H) if H is not None else 0)
     try:
         fast = _split_inverse_diagonal(G, H, top) if _blas_products() else None
         if fast is not None:
             return fast
         k = max(0, top - 52)
         Gp = _shifted_gram(G, H, k)  # M = 2^k (Gp + F), 0 <= F_ij < 1
-    except (
-        ValueError
-    ):  # an entry beyond the diagonal's size: not a Gram matrix, nothing is verified
+    except ValueError:  # an entry beyond the diagonal's size: not a Gram matrix, nothing verified
         return None
     approx = _inverse_of_shifted(Gp)
     if approx is None:
@@ -387,9 +392,7 @@ def inverse_diagonal_upper(G, H=None) -> list[Fraction] | None:
     e2 = sum((v - (two_s if i % (n + 1) == 0 else 0)) ** 2 for i, v in enumerate(pe))
     y2 = sum(int(v) * int(v) for v in Y.ravel())
     yf = math.isqrt(y2) + 1  # >= ||Y||_F
-    theta = Fraction(
-        math.isqrt(e2) + 1 + (n * yf if k else 0), two_s
-    )  # F = 0 when nothing was shifted out
+    theta = Fraction(math.isqrt(e2) + 1 + (n * yf if k else 0), two_s)  # F = 0 unless k > 0
     if theta >= Fraction(1, 2):
         return None
     extra = theta / (1 - theta) * yf

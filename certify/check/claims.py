@@ -11,7 +11,7 @@ import numpy as np
 
 from certify.certificate import Certificate
 from certify.check.rows import attention_rows, classification_rows
-from certify.check.kron import KronGram, _digit_bits, _digits, float_digits, row_dots, to_ints
+from certify.check.kron import KronGram, digit_bits, float_digits, int_digits, row_dots, to_ints
 from certify.check.verified import inverse_diagonal_upper
 from certify.classification import ClassificationProblem
 from certify.exact import format_sci
@@ -80,8 +80,8 @@ class Rows:
         """``l_r . V[example]`` exactly for every row, and ``||l_r||^2`` (kept for `norms2`), from
         the rows' float digits (no Python integer per entry; docs/theory.md section 4.6)."""
         X, ta, tb, e = self._src
-        B = _digit_bits(self.d)
-        Vd = np.stack(_digits(V, B), axis=-1)
+        B = digit_bits(self.d)
+        Vd = np.stack(int_digits(V, B), axis=-1)
         out: list[int] = []
         self._l2 = []
         for r0 in range(0, self.N, _ROWS):

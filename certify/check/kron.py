@@ -17,15 +17,24 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KronGram", "float_digits", "limb_gram", "row_dots", "shifted_product", "to_ints"]
+__all__ = [
+    "KronGram",
+    "digit_bits",
+    "float_digits",
+    "int_digits",
+    "limb_gram",
+    "row_dots",
+    "shifted_product",
+    "to_ints",
+]
 
 
-def _digit_bits(d: int) -> int:
+def digit_bits(d: int) -> int:
     """B with ``4 d 2^(2B) <= 2^53``: four digit-pair dot products of length d, summed, are exact."""
     return (53 - max(0, d - 1).bit_length() - 2) // 2
 
 
-def _digits(F: np.ndarray, B: int) -> list[np.ndarray]:
+def int_digits(F: np.ndarray, B: int) -> list[np.ndarray]:
     """Float64 digits of an integer (object or int64) matrix: ``F = sum_a 2^(aB) D_a`` with
     ``0 <= D_a < 2^B`` for all but the last, ``|D_last| <= 2^B`` (checked)."""
     F = np.asarray(F)
@@ -58,7 +67,7 @@ def _carry(c: list[np.ndarray], B: int, at_least: int = 0) -> list[np.ndarray]:
 
 
 def limb_gram(Ad: list[np.ndarray], Bd: list[np.ndarray], B: int) -> list[np.ndarray]:
-    """Carried int64 limbs of ``A B^T`` from the float64 digits of A and B (`_digits`, same B): the
+    """Carried int64 limbs of ``A B^T`` from the float64 digits of A and B (`int_digits`, same B): the
     digit products of one weight ``2^(tB)`` are summed by one float64 product ``[A_a ...] [B_b
     ...]^T`` over up to ``2^53 / (d 2^(2B))`` pairs ``a + b = t``: exact (module docstring)."""
     if min(len(Ad), len(Bd)) > 256:
@@ -178,9 +187,9 @@ class KronGram:
         self.Zg = Zg = np.asarray(Zg, dtype=object)
         n, d = len(self.g), Zg.shape[1]
         self.shape = (n, n)
-        self.B = _digit_bits(d)
-        self._Ld = _digits(self.L.reshape(n, d), self.B)
-        self._Zd = _digits(Zg.reshape(-1, d), self.B)
+        self.B = digit_bits(d)
+        self._Ld = int_digits(self.L.reshape(n, d), self.B)
+        self._Zd = int_digits(Zg.reshape(-1, d), self.B)
         self.zz = [sum(int(v) * int(v) for v in row) for row in Zg]  # ||z_g||^2
 
     def top_bits(self) -> int:
@@ -197,6 +206,8 @@ class KronGram:
         G = limb_gram([D[i0:i1] for D in self._Ld], [D[j0:] for D in self._Ld], self.B)
         H = limb_gram([D[gi] for D in self._Zd], self._Zd, self.B)
         G, H = _rebase(G, self.B, _WIDE), _rebase([h[:, gj] for h in H], self.B, _WIDE)
+        if min(len(G), len(H)) > 1 << (60 - 2 * _WIDE):  # entries of huge range: Python integers
+            return self.rows(i0, i1)[:, j0:] >> k
         return shifted_product(G, H, _WIDE, k)
 
     def rows(self, i0: int, i1: int) -> np.ndarray:

@@ -21,24 +21,32 @@ PLAIN_BYTES_PER_ENTRY = 112
 def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> int:
     """Estimated peak bytes of `certify_svm` on a system of N rows (n examples of T tokens).
 
-    Exact data (Python integers, about 48 bytes each, and python-flint copies) and float factors take
-    O(N d + n T d); the dense path holds the N x m float rows and N x N Hessians; the structured path
-    a working set of about ``min(N, m)`` dense rows (it is capped to the budget as it grows, see
-    `certify.workingset`) and the refinement's systems on the active set ``|S| <= min(N, m)``."""
-    data = 48 * (n * T * d + 3 * N * d) + 8 * 8 * N * d
+    The data (float64 tokens, 16 bytes per entry with their exact dyadic copy) and the rows'
+    factors and per-row arrays (224 bytes per entry of the N x d left factors: int64 differences
+    a block at a time, float copies, L-BFGS-B and screening state) take O(N d + n T d); the dense
+    path holds the N x m float rows and N x N Hessians; the structured path a working set of about
+    ``min(N, m)`` dense rows (capped to the budget as it grows, see `certify.workingset`) and the
+    refinement's systems on the active set ``|S| <= min(N, m)``. Calibrated on measured peaks of
+    planted (n, 32, 64) at p = 2 (2026-12-03): 0.24 / 1.43 / 4.67 GB at n = 100 / 2000 / 10^4
+    against estimates of 1.2 / 2.8 / 6.7 GB (an upper estimate: 1.4x at 10^4)."""
+    data = 16 * n * T * d + 224 * N * d
     if not structured:
         return data + 8 * (3 * N * m + 4 * N * N)
-    return data + _active_bytes(N, m)
+    # the tight-row Gram of Kronecker rows is int64 limbs (`certify.check.kron`), its inverse
+    # float64 and int64 digits: 32 bytes an entry (plain rows' Gram: Python integers, 176)
+    return data + _active_bytes(N, m, tight_entry=32)
 
 
-def _active_bytes(N: int, m: int) -> int:
+def _active_bytes(N: int, m: int, *, tight_entry: int = 176) -> int:
     """The working set of about ``s = min(N, m)`` dense rows (`certify.workingset`) and the
     refinement's systems on the active set ``|S| <= s``."""
     from certify.bounds import TIGHT_LIMIT
     from certify.workingset import working_set_bytes
 
     s = min(N, m)
-    return working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + 176 * min(s, TIGHT_LIMIT) ** 2
+    return (
+        working_set_bytes(s, m) + 8 * (s * m + 3 * s * s) + tight_entry * min(s, TIGHT_LIMIT) ** 2
+    )
 
 
 def plain_solve_bytes(*, N: int, m: int) -> int:

@@ -77,6 +77,31 @@ def _validate_fused(fused, foreach, differentiable) -> None:
         )
 
 
+def _all_or_nothing(commits: list) -> list[Callable[[], None]]:
+    """The commits in a safe order: speculative fused steps (which may refuse, undoing themselves,
+    `experiments.optim.dual`) first, undoing those already done when one refuses; then the others,
+    which were checked in phase 1 and do not fail."""
+    speculative = [c for c in commits if hasattr(c, "undo")]
+    if not speculative:
+        return commits
+    rest = [c for c in commits if not hasattr(c, "undo")]
+
+    def run() -> None:
+        done = []
+        try:
+            for commit in speculative:
+                commit()
+                done.append(commit)
+        except BaseException:
+            for commit in reversed(done):
+                commit.undo()
+            raise
+        for commit in rest:
+            commit()
+
+    return [run]
+
+
 class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
     """Mirror descent with the l_p potential ``psi(W) = (1/p)||W||_p^p`` (docs/theory.md section 2).
 
@@ -143,6 +168,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self._scratch: dict[tuple, torch.Tensor] = {}
         self._bounds = WeakIdKeyDictionary()
         self._stamps = WeakIdKeyDictionary()
+        self._spares = WeakIdKeyDictionary()  # the second dual buffer of fused steps
         self._fused_warned: set = set()
         self._threads = ThreadChoice(threads)
         self._compiled_step = False
@@ -166,6 +192,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self.__dict__.setdefault("_scratch", {})
         self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
         self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_spares", WeakIdKeyDictionary())
         self.__dict__.setdefault("_fused_warned", set())
         self.__dict__.setdefault("_threads", ThreadChoice())
         self.__dict__.setdefault("_compiled_step", False)
@@ -292,7 +319,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             else:
                 for job in group_jobs:
                     commits.append(self._single(job))
-        return commits, self._compiled_step
+        return _all_or_nothing(commits), self._compiled_step
 
     # ------------------------------------------------------------------ checks
     @staticmethod

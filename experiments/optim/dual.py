@@ -58,7 +58,7 @@ from experiments.optim.kernels import (
     inverse_reproduces,
 )
 
-__all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL"]
+__all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL", "all_or_nothing"]
 
 FUSED_MIN_NUMEL = (
     1 << 16
@@ -118,6 +118,31 @@ class _Speculative:
         opt.state[param]["dual"], opt._spares[param] = self.Q, self.spare
         self._restore()
         opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
+
+
+def all_or_nothing(commits: list) -> list[Callable[[], None]]:
+    """The commits in a safe order: speculative fused steps (which may refuse, undoing themselves,
+    `experiments.optim.dual`) first, undoing those already done when one refuses; then the others,
+    which were checked in phase 1 and do not fail."""
+    speculative = [c for c in commits if hasattr(c, "undo")]
+    if not speculative:
+        return commits
+    rest = [c for c in commits if not hasattr(c, "undo")]
+
+    def run() -> None:
+        done = []
+        try:
+            for commit in speculative:
+                commit()
+                done.append(commit)
+        except BaseException:
+            for commit in reversed(done):
+                commit.undo()
+            raise
+        for commit in rest:
+            commit()
+
+    return [run]
 
 
 class DualCacheMixin:

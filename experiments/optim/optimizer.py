@@ -59,7 +59,7 @@ from certify.errors import MdcertError
 from certify.exact import format_fraction
 from experiments.optim.cpu import CpuFastPathMixin
 from experiments.optim.foreach import foreach_update
-from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin
+from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin, all_or_nothing
 from experiments.optim.kernels import PowPlan, simple_update, validate_lr, validate_p, mirror_step
 from experiments.optim.threads import ThreadChoice
 
@@ -75,31 +75,6 @@ def _validate_fused(fused, foreach, differentiable) -> None:
         raise MdcertError(
             "LpMirrorDescent: fused=True does not support differentiable=True; drop one of them"
         )
-
-
-def _all_or_nothing(commits: list) -> list[Callable[[], None]]:
-    """The commits in a safe order: speculative fused steps (which may refuse, undoing themselves,
-    `experiments.optim.dual`) first, undoing those already done when one refuses; then the others,
-    which were checked in phase 1 and do not fail."""
-    speculative = [c for c in commits if hasattr(c, "undo")]
-    if not speculative:
-        return commits
-    rest = [c for c in commits if not hasattr(c, "undo")]
-
-    def run() -> None:
-        done = []
-        try:
-            for commit in speculative:
-                commit()
-                done.append(commit)
-        except BaseException:
-            for commit in reversed(done):
-                commit.undo()
-            raise
-        for commit in rest:
-            commit()
-
-    return [run]
 
 
 class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
@@ -319,7 +294,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             else:
                 for job in group_jobs:
                     commits.append(self._single(job))
-        return _all_or_nothing(commits), self._compiled_step
+        return all_or_nothing(commits), self._compiled_step
 
     # ------------------------------------------------------------------ checks
     @staticmethod

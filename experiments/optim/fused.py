@@ -20,7 +20,7 @@ there: `experiments.optim.dual`), with no separate check pass over ``G`` before 
 Inductor's C++ backend fuses a reduction with pointwise stores of the same range only when the
 stores come first in its node order, which functionalized input mutations never do (they are
 emitted last); `_reduction_fusion` admits the reverse order, for independent nodes only, while our
-kernels compile (measured: one loop instead of two, i.e. one pass instead of two; benchmarks/README.md).
+kernels run (and so compile) (measured: one loop instead of two, i.e. one pass instead of two; benchmarks/README.md).
 One compiled function per exponent and dtype, with a dynamic size (one compilation serves every
 size); a compile takes about 30 s on 2 cores the first time and a few seconds from inductor's
 on-disk cache. A kernel that cannot be compiled (no C++ compiler, no Python headers) is reported by
@@ -170,43 +170,58 @@ def _make_kernel(exponent: Fraction) -> Callable[..., torch.Tensor]:
     compiled = torch.compile(fn, fullgraph=True)
 
     def run(q, q_out, w, g, coef) -> torch.Tensor:
-        with torch.no_grad():  # always the same grad mode: a change would recompile (a guard on it)
+        # always the same grad mode (a change would recompile: a guard on it), and the fusion hook
+        with torch.no_grad(), _reduction_fusion():
             return compiled(q, q_out, w, g, coef)
 
     return run
 
 
+_FUSION_LOCK = threading.RLock()
+# in inductor's cache key while the hook is on, so that a kernel compiled without it (the same graph
+# compiled elsewhere) is never served in its place, nor ours elsewhere
+_CACHE_TAG = "mdcert-optim-reduction-fusion-1"
+
+
 @contextlib.contextmanager
 def _reduction_fusion():
-    """While our kernels compile: let inductor's C++ scheduler fuse a full reduction (node 1) with
-    pointwise nodes over the reduced range (node 2) when node 2 does not read node 1 (a dependent pair
-    goes through ``can_fuse_vertical``, which refuses a reduction producer before asking this rule;
-    the code generator already handles either order). Only speed depends on it: without the private
-    hook (another torch) the kernel is compiled as two loops, with the same results."""
-    try:
-        from torch._inductor.codegen import cpp as cpp_codegen
+    """Around every kernel call (a compile can happen at any call: dynamo recompiles when a guard,
+    e.g. the thread count, changes): let inductor's C++ scheduler fuse a full reduction (node 1) with
+    pointwise nodes over the reduced range (node 2) when node 2 does not read node 1 (a dependent
+    pair goes through ``can_fuse_vertical``, which refuses a reduction producer before asking this
+    rule; the code generator already handles either order). Only speed depends on it: without the
+    private hook (another torch) the kernel compiles as two loops, with the same results."""
+    with _FUSION_LOCK:
+        try:
+            from torch._inductor.codegen import cpp as cpp_codegen
 
-        scheduling = cpp_codegen.CppScheduling
-        original = scheduling._why_fuse_nodes
-        reason = cpp_codegen.ReasonFusedNodes.COMPATIBLE_REDUCTION
-    except (ImportError, AttributeError):  # pragma: no cover - another torch version
-        yield
-        return
+            scheduling = cpp_codegen.CppScheduling
+            original = scheduling._why_fuse_nodes
+            reason = cpp_codegen.ReasonFusedNodes.COMPATIBLE_REDUCTION
+            tagged = torch.compiler.config.patch(cache_key_tag=_CACHE_TAG)
+        except (ImportError, AttributeError):  # pragma: no cover - another torch version
+            yield
+            return
+        if getattr(original, "_mdcert_hook", False):  # nested: already on
+            yield
+            return
 
-    def why(self, node1, node2):
-        found = original(self, node1, node2)
-        if found is None:
-            _, (vars1, reduce1) = node1.group
-            _, (vars2, reduce2) = node2.group
-            if vars1 == () and reduce2 == () and vars2 == reduce1:
-                return reason
-        return found
+        def why(self, node1, node2):
+            found = original(self, node1, node2)
+            if found is None:
+                _, (vars1, reduce1) = node1.group
+                _, (vars2, reduce2) = node2.group
+                if vars1 == () and reduce2 == () and vars2 == reduce1:
+                    return reason
+            return found
 
-    scheduling._why_fuse_nodes = why
-    try:
-        yield
-    finally:
-        scheduling._why_fuse_nodes = original
+        why._mdcert_hook = True
+        scheduling._why_fuse_nodes = why
+        try:
+            with tagged:
+                yield
+        finally:
+            scheduling._why_fuse_nodes = original
 
 
 def step_kernel(exponent: Fraction, dtype: torch.dtype) -> Callable[..., torch.Tensor]:
@@ -259,12 +274,11 @@ def _probe(kernel: Callable[..., torch.Tensor], exponent: Fraction, dtype: torch
     for t in (q, q_out, w, g):
         torch._dynamo.mark_dynamic(t, 0)  # one compilation for every size
     half, minus_zero = (torch.tensor(c, dtype=torch.float64) for c in (0.5, -0.0))
-    with _reduction_fusion():
-        top = kernel(q, q_out, w, g, half)
-        g[-3] = math.nan  # the maximum must see a NaN anywhere (here: a vector's last lanes)
-        bad = kernel(q, torch.empty_like(q), torch.empty_like(q), g, half)
-        w0 = torch.empty_like(q)  # the inverse map of q_out, by the same kernel
-        kernel(q_out, torch.empty_like(q), w0, torch.zeros_like(q), minus_zero)
+    top = kernel(q, q_out, w, g, half)
+    g[-3] = math.nan  # the maximum must see a NaN anywhere (here: a vector's last lanes)
+    bad = kernel(q, torch.empty_like(q), torch.empty_like(q), g, half)
+    w0 = torch.empty_like(q)  # the inverse map of q_out, by the same kernel
+    kernel(q_out, torch.empty_like(q), w0, torch.zeros_like(q), minus_zero)
     shifted = base + 0.5
     expect = shifted.double().abs().pow(float(exponent)).copysign(shifted.double()).to(dtype)
     tol = 64 * torch.finfo(dtype).eps

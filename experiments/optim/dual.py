@@ -23,7 +23,9 @@ With ``fused=True`` the step ``Q <- Q + coef G; W <- (grad psi)^{-1}(Q)`` is one
 entries; a loaded dual is then checked against that kernel's inverse map (the same code). The dual is
 double-buffered (``state["dual"]`` and a spare of the same size, owned by the optimizer, not saved,
 swapped by each step): the loop reads the old dual and ``G``, writes the new dual into the spare and
-``W`` in place, and returns ``max(|Q+|, |W+|)`` from the same pass. When the last write to ``W`` was
+``W`` in place, and returns ``max|W+|`` from the same pass (not finite iff some entry of ``Q+`` or
+``W+`` is not; it bounds nothing about ``Q+``, so the stamp's bound on ``max|Q|`` is then unknown,
+and the rare checked step after a fused one takes the exact maxima). When the last write to ``W`` was
 that kernel's (``W`` is bit for bit the kernel's inverse map of the cached dual: after every fused
 step, and after a loaded dual was verified so; the stamp above also records the thread count), the
 step runs without checking ``G`` first ("speculative"): if the maximum is not finite (NaN/Inf in
@@ -110,7 +112,7 @@ class _Speculative:
             opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
             opt._refuse(gi, pi, param, exact, lr)
         opt.state[param]["dual"], opt._spares[param] = self.spare, self.Q
-        opt._stamp(param, self.spare, self.W, exact, top, fused=True)
+        opt._stamp(param, self.spare, self.W, exact, math.inf, fused=True)
 
     def undo(self) -> None:
         """Take back a step that succeeded (a later parameter's step was refused)."""
@@ -346,7 +348,7 @@ class DualCacheMixin:
                         f"despite its bounds; the parameter is now partially updated"
                     )
                 self.state[param]["dual"], self._spares[param] = spare, Q
-                self._stamp(param, spare, W, exact, top, fused=True)
+                self._stamp(param, spare, W, exact, math.inf, fused=True)
 
             return commit
         T = torch.empty_like(W)  # own buffer: commits run after every check
@@ -357,6 +359,6 @@ class DualCacheMixin:
         def commit_checked() -> None:
             W.copy_(T)
             self.state[param]["dual"], self._spares[param] = spare, Q
-            self._stamp(param, spare, W, exact, top, fused=True)
+            self._stamp(param, spare, W, exact, math.inf, fused=True)
 
         return commit_checked

@@ -156,9 +156,7 @@ def _make_kernel(exponent: Fraction) -> Callable[..., torch.Tensor]:
     ) -> torch.Tensor:
         qn = q + coef * g
         wn = signed_pow_expr(qn, recipe)
-        top = torch.maximum(
-            qn.abs(), wn.abs()
-        ).amax()  # NaN propagates (inductor: max_propagate_nan)
+        top = wn.abs().amax()  # NaN propagates (inductor: max_propagate_nan); see step_kernel
         q_out.copy_(qn)
         w.copy_(wn)
         return top
@@ -226,8 +224,11 @@ def _reduction_fusion():
 
 def step_kernel(exponent: Fraction, dtype: torch.dtype) -> Callable[..., torch.Tensor]:
     """The compiled dual step ``kernel(q, q_out, w, g, coef)``: ``q_out <- q + coef g;
-    w <- sign(q_out)|q_out|^exponent``, returning ``max(|q_out|, |w|)`` as a 0-d tensor (NaN when any
-    entry is NaN, so it is finite iff every written entry is), all in one pass.
+    w <- sign(q_out)|q_out|^exponent``, returning ``max|w|`` as a 0-d tensor (NaN when any entry is
+    NaN), all in one pass. It is finite iff every written entry is: every recipe maps an infinite
+    ``q_out`` to Inf or NaN (powers, roots, ``exp2``: Inf; the Halley cube root: ``inf/inf``, NaN) and
+    NaN to NaN (tested). (``max(|q_out|, |w|)`` costs twice the extra work in the loop: measured
+    23.6 against 10.7 ms CPU for ``|Q|^{4/3}`` at 1 thread, 9.4 without any reduction.)
 
     Arguments: contiguous 1-d CPU tensors ``q, q_out, w, g`` of ``dtype`` (``q_out`` and ``w``
     written; none may overlap another) and ``coef`` a 0-d float64 tensor (a tensor, so that a new
@@ -277,6 +278,8 @@ def _probe(kernel: Callable[..., torch.Tensor], exponent: Fraction, dtype: torch
     top = kernel(q, q_out, w, g, half)
     g[-3] = math.nan  # the maximum must see a NaN anywhere (here: a vector's last lanes)
     bad = kernel(q, torch.empty_like(q), torch.empty_like(q), g, half)
+    g[-3], g[-6] = 1.0, -math.inf  # and an infinite dual
+    bad2 = kernel(q, torch.empty_like(q), torch.empty_like(q), g, half)
     w0 = torch.empty_like(q)  # the inverse map of q_out, by the same kernel
     kernel(q_out, torch.empty_like(q), w0, torch.zeros_like(q), minus_zero)
     shifted = base + 0.5
@@ -285,8 +288,9 @@ def _probe(kernel: Callable[..., torch.Tensor], exponent: Fraction, dtype: torch
     if not (
         torch.equal(q_out[: base.numel()], shifted)
         and torch.allclose(w[: base.numel()], expect, rtol=tol, atol=0.0)
-        and float(top) == float(torch.maximum(q_out.abs(), w.abs()).max())
+        and float(top) == float(w.abs().max())
         and math.isnan(float(bad))
+        and not math.isfinite(float(bad2))
         and torch.equal(bits_of(w0), bits_of(w))
     ):
         raise KernelUnavailable(

@@ -5,6 +5,8 @@ Usage:
     python benchmarks/optimizer_step.py --quick    # 1M parameters, fewer repeats
     python benchmarks/optimizer_step.py --nocache  # also the fast path without the dual cache
     python benchmarks/optimizer_step.py --no-fused # skip the fused (compiled) rows
+    python benchmarks/optimizer_step.py --lean --lr 0.01 --repeats 31
+                                                   # SGD, Adam fused, fused LpMD rows, p = 2 only
     python benchmarks/optimizer_step.py --step-threads auto,1,2 --busy 2
                                                    # LpMD rows per write-phase thread count, beside
                                                    # two busy-loop processes (a loaded machine)
@@ -15,7 +17,8 @@ on-disk cache) and is not part of the step times.
 
 Each optimizer gets its own parameter (same size, same random gradient), a warm-up of a few steps,
 then the median wall time of ``--repeats`` steps (interleaved rounds, so background load hits every
-row alike). Threads: torch's default (printed). The lr (``--lr``, default 1e-6) is the same for all
+row alike); beside them the mean process CPU time per step (all threads, spin-waits included) and
+its ratios, the comparable figure on a loaded machine. Threads: torch's default (printed). The lr (``--lr``, default 1e-6) is the same for all
 optimizers; it is small so that no step overflows. ``--step-threads`` gives each LpMD row one
 variant per write-phase thread count (``LpMirrorDescent(threads=...)``; ``auto`` is the default
 automatic choice, see experiments/optim/threads.py). ``--busy K`` starts K busy-loop processes for
@@ -111,6 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         help="comma list of LpMD write-phase thread counts, e.g. auto,1,2 (default: auto only)",
     )
     ap.add_argument("--busy", type=int, default=0, help="busy-loop processes beside the run")
+    ap.add_argument(
+        "--lean",
+        action="store_true",
+        help="only SGD, Adam fused, the fused LpMD rows and p = 2 (no foreach, no eager p != 2)",
+    )
+    ap.add_argument("--ps", default="1.1,1.75,2,3", help="comma list of LpMD exponents")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     args = ap.parse_args(argv)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
@@ -126,13 +136,16 @@ def _run(args) -> int:
         torch.set_num_threads(args.threads)
     n = args.size or (1_000_000 if args.quick else 10_000_000)
     repeats = args.repeats or (5 if args.quick else 11)
-    kinds = ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
+    kinds = (
+        ["SGD", "Adam fused"] if args.lean else ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
+    )
     suffixes = [""]
     if args.step_threads:
         suffixes = [f" t={t.strip()}" for t in args.step_threads.split(",")]
-    for p in ("1.1", "1.75", "2", "3"):
+    for p in args.ps.split(","):
         for suffix in suffixes:
-            kinds.append(f"LpMD p={p} fast{suffix}")
+            if not (args.lean and p != "2"):
+                kinds.append(f"LpMD p={p} fast{suffix}")
             if args.fused and p != "2" and suffix == suffixes[0]:
                 kinds.append(f"LpMD p={p} fused")  # fused steps keep torch's thread count
             if args.nocache and p != "2":
@@ -140,10 +153,11 @@ def _run(args) -> int:
         if args.simple:
             kinds.append(f"LpMD p={p} simple")
     gen = torch.Generator().manual_seed(0)
-    grad = torch.randn(n, generator=gen)
+    dtype = getattr(torch, args.dtype)
+    grad = torch.randn(n, generator=gen, dtype=dtype)
     runs = {}
     for kind in kinds:
-        param = torch.nn.Parameter(torch.randn(n, generator=gen))
+        param = torch.nn.Parameter(torch.randn(n, generator=gen, dtype=dtype))
         param.grad = grad.clone()
         runs[kind] = (param, _make(kind, param, args.lr))
     for kind, (_, opt) in runs.items():  # warm-up (the fused rows compile here)
@@ -156,28 +170,33 @@ def _run(args) -> int:
             )
         opt.step()
     times: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, float] = {k: 0.0 for k in kinds}
     load0, cpu0, wall0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
     for _ in range(repeats):
         for kind, (_, opt) in runs.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             opt.step()
             times[kind].append(time.perf_counter() - t0)
+            cpu[kind] += time.process_time() - c0
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    cpu = {k: v / repeats * 1e3 for k, v in cpu.items()}
     best = {k: min(v) * 1e3 for k, v in times.items()}
     print(
-        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} float32 parameters, "
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} {args.dtype} parameters, "
         f"lr {args.lr:g}, median of {repeats} steps; 1-minute load {load0:.2f} -> "
         f"{os.getloadavg()[0]:.2f}, timed rounds {time.perf_counter() - wall0:.1f} s wall, "
         f"{time.process_time() - cpu0:.1f} s CPU, {args.busy} busy loops"
     )
     width = max(22, max(len(k) for k in kinds) + 2)
     print(
-        f"{'optimizer':<{width}}{'median ms':>10}{'min ms':>9}{'x SGD':>8}{'x Adam fused':>14}   (ratios of medians)"
+        f"{'optimizer':<{width}}{'median ms':>10}{'min ms':>9}{'x SGD':>8}{'x Adam fused':>14}"
+        f"{'CPU ms':>9}{'CPU x SGD':>11}{'CPU x Adam':>12}   (ratios of medians; CPU: mean per step)"
     )
     for kind in kinds:
         print(
             f"{kind:<{width}}{med[kind]:>10.2f}{best[kind]:>9.2f}{med[kind] / med['SGD']:>8.2f}"
-            f"{med[kind] / med['Adam fused']:>14.2f}"
+            f"{med[kind] / med['Adam fused']:>14.2f}{cpu[kind]:>9.2f}{cpu[kind] / cpu['SGD']:>11.2f}"
+            f"{cpu[kind] / cpu['Adam fused']:>12.2f}"
         )
     return 0
 

@@ -20,7 +20,22 @@ message says); for p = 2 such a step behaves like SGD's ``add_``.
 
 With ``fused=True`` the step ``Q <- Q + coef G; W <- (grad psi)^{-1}(Q)`` is one compiled loop
 (`experiments.optim.fused`), used for float32/float64 tensors of at least ``FUSED_MIN_NUMEL``
-entries; a loaded dual is then checked against that kernel's inverse map (the same code).
+entries; a loaded dual is then checked against that kernel's inverse map (the same code). The dual is
+double-buffered (``state["dual"]`` and a spare of the same size, owned by the optimizer, not saved,
+swapped by each step): the loop reads the old dual and ``G``, writes the new dual into the spare and
+``W`` in place, and returns ``max|W+|`` from the same pass (not finite iff some entry of ``Q+`` or
+``W+`` is not; it bounds nothing about ``Q+``, so the stamp's bound on ``max|Q|`` is then unknown,
+and the rare checked step after a fused one takes the exact maxima). When the last write to ``W`` was
+that kernel's (``W`` is bit for bit the kernel's inverse map of the cached dual: after every fused
+step, and after a loaded dual was verified so; the stamp above also records the thread count), the
+step runs without checking ``G`` first ("speculative"): if the maximum is not finite (NaN/Inf in
+``G``, an overflow of ``Q`` or of the power), ``W`` is restored by the same kernel's inverse map of
+the old dual (``G = 0``, ``coef = -0.0``: ``Q + (-0.0) 0 = Q`` bit for bit), which is bit for bit the
+``W`` that was there, the old dual stays, and the step raises as before: nothing changed. Otherwise
+(first step, a changed parameter) the checked route of the eager path runs first. Speculative steps
+of a multi-parameter step run before all other writes, and a refusal undoes the ones already done
+(`_Speculative.undo`), so the step stays all-or-nothing. An outside write that the stamp misses
+(above) would be lost on a refusal, as it is lost by any step from the cached dual.
 
 The mixin uses the host optimizer's ``state``, ``_plan``, ``_gmax``, ``_check_result`` and the
 ``_stamps`` / ``_fused_warned`` / ``_compiled_step`` attributes that `LpMirrorDescent.__init__` creates.
@@ -45,11 +60,18 @@ from experiments.optim.kernels import (
     inverse_reproduces,
 )
 
-__all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL"]
+__all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL", "all_or_nothing"]
 
 FUSED_MIN_NUMEL = (
     1 << 16
 )  # smaller tensors keep the eager kernels (and never trigger a compilation)
+
+
+def _inverse(kernel, Q: torch.Tensor, W: torch.Tensor, spare: torch.Tensor) -> float:
+    """``W <-`` the fused kernel's inverse map of ``Q`` (its step with ``G = 0``, ``coef = -0.0``,
+    bit for bit the map its steps apply); ``spare`` receives a copy of ``Q``. Returns the maximum."""
+    zero = torch.tensor(-0.0, dtype=torch.float64)
+    return float(kernel(Q, spare, W, torch.zeros_like(Q), zero))
 
 
 def _reproduces(
@@ -60,13 +82,69 @@ def _reproduces(
     tmp: torch.Tensor,
     kernel=None,
 ) -> bool:
-    """Does the inverse map of ``Q`` round to ``W`` exactly (with the fused kernel when given: its step
-    with ``G = 0`` computes exactly the inverse map its steps compute)?"""
+    """Does the inverse map of ``Q`` round to ``W`` exactly (with the fused kernel when given: bit for
+    bit, signs of zeros included, the inverse map its steps compute)?"""
     if kernel is None:
         return inverse_reproduces(W, Q, inv, scratch, tmp)
-    q, out = Q.clone(), torch.empty_like(W)
-    kernel(q, out, torch.zeros_like(W), torch.tensor(0.0, dtype=torch.float64))
-    return torch.equal(out, W)
+    out = torch.empty_like(W)
+    _inverse(kernel, Q, out, torch.empty_like(W))
+    return torch.equal(_fused.bits_of(out), _fused.bits_of(W))
+
+
+class _Speculative:
+    """A fused step without a prior check, undone exactly when it fails (see the module docstring)."""
+
+    def __init__(self, opt, job, W, G, Q, qmax, coef, kernel) -> None:
+        self.opt, self.job, self.W, self.G, self.kernel = opt, job, W, G, kernel
+        self.Q, self.qmax, self.coef = Q, qmax, coef  # Q: state["dual"] (param-shaped)
+        self.spare = opt._spare(job[2], Q)
+
+    def _restore(self) -> None:
+        """``W <-`` the inverse map of the old dual: the ``W`` of before the step, bit for bit."""
+        _inverse(self.kernel, self.Q.view(-1), self.W, self.spare.view(-1))
+
+    def __call__(self) -> None:
+        opt, (gi, pi, param, lr, exact) = self.opt, self.job
+        coef = torch.tensor(self.coef, dtype=torch.float64)
+        top = float(self.kernel(self.Q.view(-1), self.spare.view(-1), self.W, self.G, coef))
+        if not math.isfinite(top):
+            self._restore()
+            opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
+            opt._refuse(gi, pi, param, exact, lr)
+        opt.state[param]["dual"], opt._spares[param] = self.spare, self.Q
+        opt._stamp(param, self.spare, self.W, exact, math.inf, fused=True)
+
+    def undo(self) -> None:
+        """Take back a step that succeeded (a later parameter's step was refused)."""
+        opt, (_, _, param, _, exact) = self.opt, self.job
+        opt.state[param]["dual"], opt._spares[param] = self.Q, self.spare
+        self._restore()
+        opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
+
+
+def all_or_nothing(commits: list) -> list[Callable[[], None]]:
+    """The commits in a safe order: speculative fused steps (which may refuse, undoing themselves,
+    `experiments.optim.dual`) first, undoing those already done when one refuses; then the others,
+    which were checked in phase 1 and do not fail."""
+    speculative = [c for c in commits if hasattr(c, "undo")]
+    if not speculative:
+        return commits
+    rest = [c for c in commits if not hasattr(c, "undo")]
+
+    def run() -> None:
+        done = []
+        try:
+            for commit in speculative:
+                commit()
+                done.append(commit)
+        except BaseException:
+            for commit in reversed(done):
+                commit.undo()
+            raise
+        for commit in rest:
+            commit()
+
+    return [run]
 
 
 class DualCacheMixin:
@@ -102,10 +180,52 @@ class DualCacheMixin:
         return idx, W.index_select(0, idx)
 
     def _stamp(
-        self, param: torch.Tensor, Q: torch.Tensor, W: torch.Tensor, exact: Fraction, qmax: float
+        self,
+        param: torch.Tensor,
+        Q: torch.Tensor,
+        W: torch.Tensor,
+        exact: Fraction,
+        qmax: float,
+        *,
+        fused: bool = False,
     ) -> None:
+        """Record the state after our write; ``fused``: ``W`` is bit for bit the fused kernel's
+        inverse map of ``Q`` (kept with the thread count, which selects the compiled variant)."""
         idx, sample = self._fingerprint(W)
-        self._stamps[param] = (param._version, param.data_ptr(), Q, exact, qmax, idx, sample)
+        threads = torch.get_num_threads() if fused else None
+        self._stamps[param] = (
+            param._version,
+            param.data_ptr(),
+            Q,
+            exact,
+            qmax,
+            idx,
+            sample,
+            threads,
+        )
+
+    def _spare(self, param: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
+        """The second dual buffer of ``param`` (allocated once, then swapped with the dual)."""
+        spare = self._spares.get(param)
+        if not (
+            isinstance(spare, torch.Tensor)
+            and spare.shape == Q.shape
+            and spare.dtype == Q.dtype
+            and spare.device == Q.device
+            and spare.is_contiguous()
+            and spare.data_ptr() not in (Q.data_ptr(), param.data_ptr())
+        ):
+            spare = self._spares[param] = torch.empty_like(Q, memory_format=torch.contiguous_format)
+        return spare
+
+    def _refuse(self, gi, pi, param, exact, lr) -> None:
+        """Raise for a refused fused step (nothing changed): a non-finite gradient, else overflow."""
+        self._check_grad(gi, pi, param.grad, exact, lr)
+        raise FloatingPointError(
+            f"LpMirrorDescent: the mirror step overflowed {param.dtype} in "
+            f"{self._where(gi, pi, param)}; the parameter was left unchanged; use a smaller lr "
+            f"(lr={lr}, p={exact})"
+        )
 
     def _dual(
         self,
@@ -115,8 +235,9 @@ class DualCacheMixin:
         q: torch.Tensor,
         tmp: torch.Tensor,
         kernel=None,
-    ) -> tuple[torch.Tensor, float]:
-        """The cached dual ``Q = grad psi(W)`` (flat) and an upper bound on ``max|Q|``; ``W`` is not written.
+    ) -> tuple[torch.Tensor, float, bool]:
+        """The cached dual ``Q = grad psi(W)`` (flat), an upper bound on ``max|Q|`` and whether ``W``
+        is bit for bit the fused ``kernel``'s inverse map of ``Q``; ``W`` is not written.
 
         The cache is used when the parameter's version counter and storage are those recorded after
         the optimizer's own last write, ``p`` is the same, and a sample of entries is unchanged.
@@ -148,19 +269,23 @@ class DualCacheMixin:
             and stamp[3] == exact
             and torch.equal(W.index_select(0, stamp[5]), stamp[6])
         ):
-            return Qf, stamp[4]
+            return Qf, stamp[4], kernel is not None and stamp[7] == torch.get_num_threads()
         foreign = stamp is None or stamp[2] is not Q  # e.g. loaded by load_state_dict
         if usable and foreign and _reproduces(W, Qf, inv, q, tmp, kernel):
             qmax = absmax(Qf)  # loaded dual consistent with the parameter: keep it
-        else:
-            qmax = chunked_dual(Qf, W, fwd, tmp)
+            self._stamp(param, Q, W, exact, qmax, fused=kernel is not None)
+            return Qf, qmax, kernel is not None
+        qmax = chunked_dual(Qf, W, fwd, tmp)
         self._stamp(param, Q, W, exact, qmax)
-        return Qf, qmax
+        return Qf, qmax, False
 
     def _fast_cached(
         self, gi, pi, param, W, G, lr, exact, coef, gmax, q, tmp, kernel=None
     ) -> Callable[[], None]:
-        Q, qmax = self._dual(param, W, exact, q, tmp, kernel)
+        Q, qmax, speculative = self._dual(param, W, exact, q, tmp, kernel)
+        if speculative:
+            job = (gi, pi, param, lr, exact)
+            return _Speculative(self, job, W, G, self.state[param]["dual"], qmax, coef, kernel)
         _, inv = self._plan(exact)
         limit = torch.finfo(param.dtype).max / 8
 
@@ -181,30 +306,59 @@ class DualCacheMixin:
         if not bound <= limit:  # the running bounds are too loose: take the exact maxima
             qmax = absmax(Q)
             qb, bound = bounds(qmax, absmax(G))
+        if kernel is not None:
+            return self._fused_checked(gi, pi, param, W, G, lr, exact, coef, bound <= limit, kernel)
         if bound <= limit:  # overflow excluded in advance: update Q and W in place, chunk by chunk
 
             def commit() -> None:
-                if kernel is None:
-                    chunked_step_cached(W, Q, G, coef, inv, tmp)
-                else:  # the dual update and the inverse map in one compiled pass
-                    kernel(Q, W, G, torch.tensor(coef, dtype=torch.float64))
+                chunked_step_cached(W, Q, G, coef, inv, tmp)
                 self._stamp(
                     param, self.state[param]["dual"], W, exact, qb
                 )  # qb bounds the new max|Q|
 
             return commit
         T = torch.empty_like(W)  # own buffers: commits run after every check
-        if kernel is None:
-            Qn = torch.add(Q, G, alpha=coef)
-            chunked_inverse(T, Qn, inv, tmp)
-        else:
-            Qn = Q.clone()
-            kernel(Qn, T, G, torch.tensor(coef, dtype=torch.float64))
+        Qn = torch.add(Q, G, alpha=coef)
+        chunked_inverse(T, Qn, inv, tmp)
         self._check_result(gi, pi, param, T, exact, lr)
 
         def commit_checked() -> None:
             W.copy_(T)
             Q.copy_(Qn)
             self._stamp(param, self.state[param]["dual"], W, exact, absmax(Qn))
+
+        return commit_checked
+
+    def _fused_checked(
+        self, gi, pi, param, W, G, lr, exact, coef, safe, kernel
+    ) -> Callable[[], None]:
+        """The fused step after the checks (first step, or ``W`` not known to be the kernel's
+        inverse map of the dual): in place when the bounds exclude overflow, else computed into
+        scratch and checked here, before anything is written."""
+        Q = self.state[param]["dual"]
+        spare = self._spare(param, Q)
+        coef_t = torch.tensor(coef, dtype=torch.float64)
+        if safe:
+
+            def commit() -> None:
+                top = float(kernel(Q.view(-1), spare.view(-1), W, G, coef_t))
+                if not math.isfinite(top):  # pragma: no cover - excluded by the bounds
+                    raise FloatingPointError(
+                        f"LpMirrorDescent: the fused step overflowed in {self._where(gi, pi, param)} "
+                        f"despite its bounds; the parameter is now partially updated"
+                    )
+                self.state[param]["dual"], self._spares[param] = spare, Q
+                self._stamp(param, spare, W, exact, math.inf, fused=True)
+
+            return commit
+        T = torch.empty_like(W)  # own buffer: commits run after every check
+        top = float(kernel(Q.view(-1), spare.view(-1), T, G, coef_t))
+        if not math.isfinite(top):
+            self._refuse(gi, pi, param, exact, lr)
+
+        def commit_checked() -> None:
+            W.copy_(T)
+            self.state[param]["dual"], self._spares[param] = spare, Q
+            self._stamp(param, spare, W, exact, math.inf, fused=True)
 
         return commit_checked

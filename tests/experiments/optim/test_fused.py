@@ -21,7 +21,13 @@ import experiments.optim.fused as fused_mod
 from certify.errors import MdcertError
 from experiments import LpMirrorDescent
 from experiments.optim.optimizer import FUSED_MIN_NUMEL
-from experiments.optim.fused import KernelUnavailable, _recipe, cbrt_expr, signed_pow_expr
+from experiments.optim.fused import (
+    KernelUnavailable,
+    _recipe,
+    bits_of,
+    cbrt_expr,
+    signed_pow_expr,
+)
 
 N = FUSED_MIN_NUMEL * 2 + 7  # large enough for the fused path, with a ragged tail
 
@@ -127,20 +133,31 @@ def kernel43():
 
 def test_compiled_kernel_matches_the_expression_for_every_size(kernel43):
     graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    coef, minus_zero = (torch.tensor(c, dtype=torch.float64) for c in (-0.25, -0.0))
     for n in (FUSED_MIN_NUMEL, N, 1_000_003):
         q = _spread(n, torch.float32, 1e-30, 1e20, seed=n)
+        q[:4] = torch.tensor([0.0, -0.0, 0.0, -0.0])
         g = _spread(n, torch.float32, 1e-3, 1e3, seed=n + 1)
-        qn = q + torch.tensor(-0.25, dtype=torch.float64) * g
-        w = torch.empty_like(q)
-        kernel43(q, w, g, torch.tensor(-0.25, dtype=torch.float64))
-        torch.testing.assert_close(q, qn, rtol=2.0**-23, atol=0)
+        g[:4] = 0.0
+        qn = q + coef * g
+        q_out, w = torch.empty_like(q), torch.empty_like(q)
+        top = kernel43(q, q_out, w, g, coef)
+        torch.testing.assert_close(q_out, qn, rtol=2.0**-23, atol=0)
         torch.testing.assert_close(
-            w, signed_pow_expr(q, _recipe(Fraction(4, 3))), rtol=4 * 2.0**-23, atol=1e-44
+            w, signed_pow_expr(q_out, _recipe(Fraction(4, 3))), rtol=4 * 2.0**-23, atol=1e-44
         )
-        # with g = 0 the step is the inverse map, bit for bit
-        w0, q0 = torch.empty_like(q), q.clone()
-        kernel43(q0, w0, torch.zeros_like(g), torch.tensor(0.0, dtype=torch.float64))
-        assert torch.equal(w0, w) and torch.equal(q0, q)
+        assert float(top) == float(w.abs().max())
+        # with g = 0 and coef = -0.0 the step is the inverse map, bit for bit (signed zeros too)
+        w0, q0 = torch.empty_like(q), torch.empty_like(q)
+        kernel43(q_out, q0, w0, torch.zeros_like(g), minus_zero)
+        assert torch.equal(bits_of(w0), bits_of(w)) and torch.equal(bits_of(q0), bits_of(q_out))
+        assert bits_of(w0)[:4].tolist() == bits_of(torch.tensor([0.0, -0.0, 0.0, -0.0])).tolist()
+        for where in (0, n // 2, n - 1):  # NaN or Inf anywhere (the vectorized tail too) shows
+            for bad in (math.nan, math.inf):
+                g2 = g.clone()
+                g2[where] = bad
+                top = kernel43(q, torch.empty_like(q), torch.empty_like(q), g2, coef)
+                assert not math.isfinite(float(top))
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs  # no recompilation
 
 
@@ -302,7 +319,7 @@ def test_one_compilation_serves_the_optimizer_and_direct_calls(kernel43, monkeyp
 
     def counting(*args):
         calls.append(args)
-        kernel43(*args)
+        return kernel43(*args)
 
     real = fused_mod.step_kernel
     monkeypatch.setattr(
@@ -314,5 +331,6 @@ def test_one_compilation_serves_the_optimizer_and_direct_calls(kernel43, monkeyp
     _steps(True, steps=2)
     assert len(calls) == 2
     q = torch.ones(N)
-    kernel43(q, torch.empty_like(q), q.clone(), torch.tensor(1.0, dtype=torch.float64))
+    out = torch.empty_like(q)
+    kernel43(q, out, torch.empty_like(q), q.clone(), torch.tensor(1.0, dtype=torch.float64))
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == graphs

@@ -87,7 +87,9 @@ class Rows:
         for r0 in range(0, self.N, _ROWS):
             blk = slice(r0, r0 + _ROWS)
             ii = self.example[blk]
-            Ld = float_digits(np.ldexp(X[ii, ta[blk]], -e), np.ldexp(X[ii, tb[blk]], -e), B)
+            with np.errstate(over="ignore"):  # an Inf: float_digits refuses, the fallback runs
+                a, b = np.ldexp(X[ii, ta[blk]], -e), np.ldexp(X[ii, tb[blk]], -e)
+            Ld = float_digits(a, b, B)
             out += to_ints(row_dots(Ld, Vd[self.group[blk]], B), B)
             self._l2 += to_ints(row_dots(Ld, Ld, B), B)
         return out

@@ -19,6 +19,7 @@ __all__ = [
     "screened_lbfgs",
     "row_subset",
     "dual_ratio",
+    "dual_gradient",
 ]
 
 
@@ -79,7 +80,7 @@ def screened_lbfgs(
     lam, nit = lbfgs_dual(rf, q, sigma, first)
     if not np.all(np.isfinite(lam)) or not lam.any() or not dual_ratio(rf, q, sigma, lam) > 1e-6:
         return lam, nit  # diverging (likely infeasible): `_rounds` reports it
-    g = rf.matvec(phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    g = dual_gradient(rf, q, sigma, lam)
     on = lam > 0
     rest = np.flatnonzero(~on)
     extra = max(0, factor * rf.m - int(on.sum()))
@@ -105,3 +106,9 @@ def dual_ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float
     with np.errstate(over="ignore", invalid="ignore"):
         top = float(np.sum(np.abs(rf.rmatvec(lam) / sigma) ** q))
         return top / float(lam.sum()) if lam.sum() > 0 else math.nan
+
+
+def dual_gradient(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> np.ndarray:
+    """The dual's gradient ``A phi(A^T lam / sigma) / sigma - 1``: each row's slack ``a_r^T w - 1``
+    at the primal point ``w = phi(A^T lam / sigma)`` of ``lam`` (rows scaled by ``1/sigma``)."""
+    return rf.matvec(phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0

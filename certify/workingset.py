@@ -34,10 +34,7 @@ import numpy as np
 
 from certify.blas import all_cpu_blas
 from certify.structured import RowFactors
-from certify.firststage import dual_ratio as _ratio
-from certify.firststage import lbfgs_dual as _lbfgs
-from certify.firststage import phi as _phi
-from certify.firststage import screened_lbfgs
+from certify.firststage import dual_gradient, dual_ratio, lbfgs_dual, phi, screened_lbfgs
 from certify.warmstart import WarmStart, smoothed_newton
 
 __all__ = [
@@ -118,7 +115,7 @@ def _independent(A: np.ndarray, lam: np.ndarray) -> np.ndarray:
 
 
 def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
-    g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    g = dual_gradient(rf, q, sigma, lam)
     on = lam > 0
     r1 = float(np.max(np.abs(g[on]))) if on.any() else 1.0
     return max(r1, float(np.max(np.maximum(-g, 0.0))))
@@ -207,13 +204,13 @@ def working_set_start(
             np.random.default_rng(0).choice(N, size=SAMPLE_FACTOR // 2 * m, replace=False)
         )
         sub = RowFactors(rf.kind, rf.d, rf.left[rows])
-        lam_s, nit = _lbfgs(sub, q, sigma, 300)
-        if q != 2.0 and not _ratio(sub, q, sigma, lam_s) > 0.5:
+        lam_s, nit = lbfgs_dual(sub, q, sigma, 300)
+        if q != 2.0 and not dual_ratio(sub, q, sigma, lam_s) > 0.5:
             # far from a dual optimum (ratio 1): feasibility does not depend on p and the p = 2
             # dual diverges fastest (random labels at p = 1.5: the q = 3 sample dual had not
             # diverged after 300 iterations, the rounds then ran in vain)
-            lam2, nit2 = _lbfgs(sub, 2.0, sigma, 300)
-            r2 = _ratio(sub, 2.0, sigma, lam2)
+            lam2, nit2 = lbfgs_dual(sub, 2.0, sigma, 300)
+            r2 = dual_ratio(sub, 2.0, sigma, lam2)
             if not r2 > 1e-6:
                 lam = np.zeros(N)
                 lam[rows] = lam2
@@ -229,7 +226,7 @@ def working_set_start(
     elif rf.right is not None and N > SCREEN_FACTOR * m and lbfgs_iter > 2 * SCREEN_ITER:
         lam, nit = screened_lbfgs(rf, q, sigma, lbfgs_iter, factor=SCREEN_FACTOR, first=SCREEN_ITER)
     else:
-        lam, nit = _lbfgs(rf, q, sigma, lbfgs_iter)
+        lam, nit = lbfgs_dual(rf, q, sigma, lbfgs_iter)
     ws, rep = _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target)
     if sampled and not ws.kkt_residual < math.inf and not rep.diverged:
         return working_set_start(
@@ -258,7 +255,7 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
     if not np.all(np.isfinite(lam)) or not lam.any():
         return give_up(np.zeros(N), 0, 0, nit, "dual diverged")
     # at a dual optimum ||A^T lam||_q^q = 1^T lam (KKT); along a Gordan direction the ratio tends to 0
-    ratio = _ratio(rf, q, sigma, lam)
+    ratio = dual_ratio(rf, q, sigma, lam)
     if not ratio > 1e-6:
         return give_up(
             lam,
@@ -268,7 +265,7 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
             f"dual diverges (||A^T lam||_q^q / 1^T lam = {ratio:.1e}): likely infeasible",
             diverged=True,
         )
-    g = rf.matvec(_phi(rf.rmatvec(lam) / sigma, q)) / sigma - 1.0
+    g = dual_gradient(rf, q, sigma, lam)
     on = lam > 1e-8 * float(lam.max())
     order = np.lexsort(
         (g, -np.where(on, lam, 0.0))
@@ -313,14 +310,14 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
                 nit,
                 f"Newton on {len(W)} rows did not converge, KKT {res:.1e}",
             )
-        w = _phi(A.T @ lamW, q)
+        w = phi(A.T @ lamW, q)
         slack = rf.matvec(w) / sigma - 1.0
         viol = np.flatnonzero((slack < -max(tol, 1e-10)) & ~inW)
         if not len(viol):
             lam = np.zeros(N)
             lam[W] = lamW
             lam_out = lam / sigma**p
-            w_out = _phi(rf.rmatvec(lam_out), q)
+            w_out = phi(rf.rmatvec(lam_out), q)
             return (
                 WarmStart(
                     lam_out,

@@ -111,15 +111,13 @@ class _Speculative:
             self._restore()
             opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
             opt._refuse(gi, pi, param, exact, lr)
-        opt.state[param]["dual"], opt._spares[param] = self.spare, self.Q
-        opt._stamp(param, self.spare, self.W, exact, math.inf, fused=True)
+        opt._swap_dual(param, self.spare, self.Q, self.W, exact, math.inf)
 
     def undo(self) -> None:
         """Take back a step that succeeded (a later parameter's step was refused)."""
         opt, (_, _, param, _, exact) = self.opt, self.job
-        opt.state[param]["dual"], opt._spares[param] = self.Q, self.spare
         self._restore()
-        opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
+        opt._swap_dual(param, self.Q, self.spare, self.W, exact, self.qmax)
 
 
 def all_or_nothing(commits: list) -> list[Callable[[], None]]:
@@ -217,6 +215,12 @@ class DualCacheMixin:
         ):
             spare = self._spares[param] = torch.empty_like(Q, memory_format=torch.contiguous_format)
         return spare
+
+    def _swap_dual(self, param, dual, spare, W, exact: Fraction, qmax: float) -> None:
+        """After a fused write: ``dual`` becomes the cached dual, ``spare`` the second buffer, and
+        the stamp records that ``W`` is the kernel's inverse map of ``dual`` (``qmax`` bounds it)."""
+        self.state[param]["dual"], self._spares[param] = dual, spare
+        self._stamp(param, dual, W, exact, qmax, fused=True)
 
     def _refuse(self, gi, pi, param, exact, lr) -> None:
         """Raise for a refused fused step (nothing changed): a non-finite gradient, else overflow."""
@@ -347,8 +351,7 @@ class DualCacheMixin:
                         f"LpMirrorDescent: the fused step overflowed in {self._where(gi, pi, param)} "
                         f"despite its bounds; the parameter is now partially updated"
                     )
-                self.state[param]["dual"], self._spares[param] = spare, Q
-                self._stamp(param, spare, W, exact, math.inf, fused=True)
+                self._swap_dual(param, spare, Q, W, exact, math.inf)
 
             return commit
         T = torch.empty_like(W)  # own buffer: commits run after every check
@@ -358,7 +361,6 @@ class DualCacheMixin:
 
         def commit_checked() -> None:
             W.copy_(T)
-            self.state[param]["dual"], self._spares[param] = spare, Q
-            self._stamp(param, spare, W, exact, math.inf, fused=True)
+            self._swap_dual(param, spare, Q, W, exact, math.inf)
 
         return commit_checked

@@ -42,8 +42,8 @@ the eager kernels. Elsewhere (CUDA, small tensors, ``cache_dual=False``) ``fused
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
 eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
 (its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.1 and p = 3 about
-1.1-1.2x, p = 1.75 1.4-1.9x before the speculative step, 8-20% less CPU time since (measured only
-under load); p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
+1.1-1.2x, p = 1.75 1.3-1.5x before the speculative step; with it, on a quiet machine, p = 1.1 and
+1.75 about 5-12% faster (1.1x and 1.2-1.3x), p = 3 unchanged (1.04-1.11x); p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
 read that rejects NaN/Inf before anything is written). Every chunk op synchronises the intra-op
 threads, so on an oversubscribed machine one thread can be faster: the step picks its thread
 count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.

@@ -17,8 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
-from certify import represent
-from certify.represent import primitive
+from certify.represent import FINGERPRINT_ROWS, fingerprint_representatives, primitive
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
@@ -318,8 +317,8 @@ class ExactOps:
                 dtype=np.int64,
                 count=self.N,
             )
-        if self.kind == "attention" and self.N > represent.FINGERPRINT_ROWS:
-            rep = represent.fingerprint_representatives(self)
+        if self.kind == "attention" and self.N > FINGERPRINT_ROWS:
+            rep = fingerprint_representatives(self)
             if rep is not None:
                 return rep
         keys: dict = {}

@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from certify.problem import ConstraintSystem
-from certify.represent import FINGERPRINT_ROWS, fingerprint_representatives, primitive
+from certify import represent
+from certify.represent import primitive
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
@@ -317,8 +318,8 @@ class ExactOps:
                 dtype=np.int64,
                 count=self.N,
             )
-        if self.kind == "attention" and self.N > FINGERPRINT_ROWS:
-            rep = fingerprint_representatives(self)
+        if self.kind == "attention" and self.N > represent.FINGERPRINT_ROWS:
+            rep = represent.fingerprint_representatives(self)
             if rep is not None:
                 return rep
         keys: dict = {}

@@ -37,7 +37,7 @@ class Rows:
         else:
             index, ii, self.L, self.R, self.exp, self._src = attention_rows(problem, svm, alpha)
             self.d = problem.d
-        self.index = index
+        self.index, self._l2 = index, None  # _l2: every row's ||l_r||^2, once `Aw` ran on digits
         self.example = ii
         new = np.r_[True, ii[1:] != ii[:-1]] if len(ii) else np.zeros(0, dtype=bool)
         self.starts, self.group = (
@@ -96,7 +96,7 @@ class Rows:
 
     def norms2(self, rows) -> list[int]:
         """Exact ``||l_r||^2`` of ``rows`` (from `Aw`'s pass when it ran on digits)."""
-        if getattr(self, "_l2", None) is not None:
+        if self._l2 is not None:
             return [self._l2[i] for i in rows]
         return [
             int(v)

@@ -21,7 +21,7 @@ from certify import represent
 from certify.represent import primitive
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
-__all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
+__all__ = ["ExactOps", "BLOCK_CACHE_ENTRIES", "ldexp_int", "int_vector_to_float"]
 
 
 def ldexp_int(k: int, e: int) -> float:
@@ -61,6 +61,7 @@ class _Layout:
         self._L = None
         self._R = None
         self.blocks: dict[int, object] = {}
+        self.cached = 0  # entries held by ``blocks``
         if cs.kind != "attention":
             return
         from certify.structured import row_factors
@@ -92,12 +93,44 @@ class _Layout:
             self._R = _objects(self._cs.right.ints)
         return self._R
 
+    def left_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The left factors of ``rows`` as Python ints, without an object copy of the whole
+        system when the factors are int64."""
+        if self._L is not None:
+            return self._L[rows]
+        return _objects(self._cs.left.ints[rows])
+
+    def right_rows(self, rows: np.ndarray) -> np.ndarray | None:
+        """The right factors of ``rows`` (attention) as Python ints, else None (as `left_rows`)."""
+        if self._cs.right is None:
+            return None
+        if self._R is not None:
+            return self._R[rows]
+        return _objects(self._cs.right.ints[rows])
+
     def block(self, e: int):
-        """``fmpz_mat`` of the left factors of example e's rows (in their order)."""
-        if e not in self.blocks:
+        """``fmpz_mat`` of the left factors of example e's rows (in their order); kept for reuse
+        while the kept blocks hold at most `BLOCK_CACHE_ENTRIES` entries."""
+        blk = self.blocks.get(e)
+        if blk is None:
             rows = self.members[e]
-            self.blocks[e] = _fmpz(len(rows), self.L.shape[1], self.L[rows].ravel())
-        return self.blocks[e]
+            ints = self._cs.left.ints
+            if ints.dtype == object:
+                blk = _fmpz(len(rows), ints.shape[1], ints[rows].ravel())
+            else:  # int64: Python ints straight from tolist, no object copy
+                blk = _fmpz(len(rows), ints.shape[1], ints[rows].ravel().tolist(), python_ints=True)
+            size = len(rows) * ints.shape[1]
+            if self.cached + size <= BLOCK_CACHE_ENTRIES:
+                self.blocks[e] = blk
+                self.cached += size
+        return blk
+
+
+#: entries of the per-example ``fmpz_mat`` blocks a system keeps for reuse: 2^22 (at most about
+#: 200 MB for 80-bit entries). The blocks of all examples would hold every row of the system in
+#: flint integers (measured at (10^4,32,64) with 73-bit float data: about 900 MB); beyond the
+#: budget a block is rebuilt from the exact factors at each product.
+BLOCK_CACHE_ENTRIES = 1 << 22
 
 
 def _objects(ints: np.ndarray) -> np.ndarray:
@@ -141,14 +174,14 @@ class ExactOps:
     @property
     def L(self) -> np.ndarray:
         """Exact left factors of these rows (object array of Python ints, N x d)."""
-        return self._lay.L if self.N == self.cs.N else self._lay.L[self.rows]
+        return self._lay.L if self.N == self.cs.N else self._lay.left_rows(self.rows)
 
     @property
     def R(self) -> np.ndarray | None:
         """Exact right factors of these rows (attention), else None."""
-        if self._lay.R is None:
+        if self.cs.right is None:
             return None
-        return self._lay.R if self.N == self.cs.N else self._lay.R[self.rows]
+        return self._lay.R if self.N == self.cs.N else self._lay.right_rows(self.rows)
 
     def subset(self, rows: Sequence[int]) -> "ExactOps":
         return ExactOps(self.cs, self.rows[np.asarray(rows, dtype=np.int64)])

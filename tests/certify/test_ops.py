@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -35,6 +37,36 @@ def test_products_match_dense_exact_rows(svm):
     D = rng.random(cs.m)
     F = rng.random(cs.N) > 0.3
     assert np.allclose(ops.hessian(D, F), (A[F] * D) @ A[F].T, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("budget", [0, 9, 1 << 22])
+@pytest.mark.parametrize("planted", [False, True])
+def test_attention_products_whatever_the_block_cache(monkeypatch, budget, planted):
+    """The per-example fmpz blocks kept within BLOCK_CACHE_ENTRIES (none, some, all) give the same
+    exact products; int64 factors (synthetic) and Python-int factors (planted float data) alike,
+    and a row subset's exact factors equal the whole system's rows."""
+    from certify import ops as ops_module
+    from certify.synth import planted_problem
+
+    monkeypatch.setattr(ops_module, "BLOCK_CACHE_ENTRIES", budget)
+    pr = planted_problem(n=4, T=5, d=3, seed=1) if planted else synthetic_problem(n=4, T=5, d=3)
+    if planted:  # entries from 2^-80 to 1: exact factors beyond int64 (Python ints)
+        X = pr.X.copy()
+        X[:, :, 0] *= 2.0**-80
+        pr = dataclasses.replace(pr, X=X)
+    cs = pr.attention_constraints()
+    assert cs.left.ints.dtype == (object if planted else np.int64)
+    Z, _ = cs.exact_rows()
+    ops = ExactOps(cs)
+    rng = np.random.default_rng(1)
+    w = [int(k) for k in rng.integers(-(2**60), 2**60, size=cs.m)]
+    lam = [int(k) for k in rng.integers(0, 2**62, size=cs.N)]
+    for _ in range(2):  # the second pass reuses whatever was kept
+        assert ops.matvec(w) == [int(x) for x in Z.dot(np.array(w, dtype=object))]
+        assert ops.rmatvec(lam) == [int(x) for x in Z.T.dot(np.array(lam, dtype=object))]
+    sub = ops.subset([5, 1, 2])
+    assert sub.L.tolist() == cs.left.as_object()[[5, 1, 2]].tolist()
+    assert sub.R.tolist() == cs.right.as_object()[[5, 1, 2]].tolist()
 
 
 def test_structural_zero_columns():

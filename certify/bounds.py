@@ -43,6 +43,9 @@ class Bounds(NamedTuple):
     lam: ExactVector
     exact_kkt: bool
     singular: bool = False  # A_S' A_S'^T not provably invertible: more precision will not help
+    # log2 of the factor by which the dual error must shrink for every undecided row with a
+    # multiplier to be proven tight (float, a solver hint only; None when no such row)
+    short_log2: float | None = None
 
 
 def _fr(man_exp) -> Fraction:
@@ -152,8 +155,9 @@ def ball_bounds(
         else:
             breg = _ab((p - 1) / 2) * two ** _ab((p - 2) / p) * direction * direction
         support, singular = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows)), False
+        short = None
         if classify:
-            support, singular = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
+            support, singular, short = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
         res = Bounds(
             arb_lower(lb),
             arb_upper(ub),
@@ -165,13 +169,16 @@ def ball_bounds(
             lam,
             False,
             singular,
+            short,
         )
     if any(v is None for v in res[:5]):
         return None
     return res
 
 
-def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportClass, bool]:
+def _classify(
+    ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist
+) -> tuple[SupportClass, bool, float | None]:
     """Certainly inactive / certainly tight rows (docs/theory.md section 4, "Support classification")."""
     from flint import arb
 
@@ -195,7 +202,8 @@ def _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist) -> tuple[SupportCla
 TIGHT_LIMIT = TIGHT_GROUPS
 
 
-def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass, bool]:
+def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t):
+    """(tight / inactive / undecided rows, singular, short_log2 of `Bounds`)."""
     from flint import arb
 
     from certify.classify import inactive_mask
@@ -214,6 +222,7 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
     inactive = set(np.flatnonzero(inactive_rows).tolist())
     rest = [i for i in range(ops.N) if i not in inactive]
     tight = set()
+    short: float | None = None
     # coinciding rows form one group; the group's total multiplier is the unique quantity
     rep = ops.representatives()
     groups: dict[int, list[int]] = {}
@@ -228,16 +237,34 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t) -> tuple[SupportClass
             scale = two ** (-ops.exp)
             for k, rows in enumerate(groups.values()):
                 rnorm = _nonneg_up(_ab(diag[k])).sqrt() * scale * mfac
-                mult = t * arb(sum(lam.ints[i] for i in rows)) * two**lam.exp - rnorm * eps
-                if mult.lower() > 0:
+                held = t * arb(sum(lam.ints[i] for i in rows)) * two**lam.exp
+                if (held - rnorm * eps).lower() > 0:
                     tight.update(rows)
+                elif held > 0:
+                    short = max(short or -math.inf, _log2_ratio(rnorm * eps, held))
     undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
     singular = bool(heads) and diag is None  # more precision will not decide the undecided rows
-    return SupportClass(
-        tuple(index[i] for i in sorted(tight)),
-        tuple(index[i] for i in sorted(inactive)),
-        tuple(index[i] for i in undecided),
-    ), singular
+    return (
+        SupportClass(
+            tuple(index[i] for i in sorted(tight)),
+            tuple(index[i] for i in sorted(inactive)),
+            tuple(index[i] for i in undecided),
+        ),
+        singular,
+        (short if undecided and short is not None and math.isfinite(short) else None),
+    )
+
+
+def _log2_ratio(x, y) -> float:
+    """log2(x / y) of two positive arb balls, from their midpoints (a float hint, never evidence;
+    -inf or inf when a midpoint is 0 or not finite)."""
+    from flint import arb
+
+    try:
+        r = (x / y).mid()
+        return float((arb(r).log() / arb(2).log()).mid()) if r > 0 else -math.inf
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return math.inf
 
 
 def exact_kkt_p2(

@@ -73,3 +73,54 @@ def test_ws_span_names_entries_below_float_resolution(p, expect) -> None:
     assert bool(text) is expect
     if expect:
         assert f"at p = {p} " in text and "% of the entries of u" in text
+
+
+def test_next_bits_from_the_shortfall_decides_the_undecided_rows() -> None:
+    """p = 1.1 at 40 bits leaves rows with a multiplier undecided; the bits `next_bits` picks
+    from the bounds' shortfall decide them all in one more refinement (doubling would not)."""
+    from fractions import Fraction
+
+    from certify.bounds import ball_bounds, make_feasible
+    from certify.certificate import ExactVector
+    from certify.ops import ExactOps
+    from certify.refine import refine
+    from certify.synth import planted_problem
+    from certify.warmstart import warm_start
+
+    cs = planted_problem(n=20, T=6, d=4, seed=0).attention_constraints()
+    ops, pf = ExactOps(cs), Fraction("1.1")
+    ws = warm_start(cs.rows(), float(pf))
+
+    def bounds(bits):
+        ref = refine(ops, pf, ws.lam, bits=bits)
+        w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=bits)
+        lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
+        return ball_bounds(ops, pf, w, lam, bits=bits)
+
+    b = bounds(40)
+    assert b.support.undecided and b.short_log2 is not None and b.short_log2 > 0
+    bits = solve_mod.next_bits(40, b, pf, 5)
+    assert bits > 80  # more than doubling: the dual error scales like gap^(1/q), q = 11
+    b2 = bounds(bits)
+    assert not b2.support.undecided and b2.short_log2 is None
+
+
+@pytest.mark.parametrize(
+    "short, width, p, expect",
+    [
+        (None, True, "1.1", 200),  # no hint: double
+        (3.0, False, "1.1", 200),  # width not reached: double
+        (3.0, True, "1.1", 155),  # 100 + 11 * 5
+        (0.0, True, "3", 125),  # at least 1.25x
+        (1000.0, True, "1.5", 400),  # at most 4x
+        (-5.0, True, "2", 125),  # a shortfall below 1 counts as 1: 100 + 2 * 2, then 1.25x
+    ],
+)
+def test_next_bits_table(short, width, p, expect) -> None:
+    from fractions import Fraction
+    from types import SimpleNamespace
+
+    hi = Fraction(1) + (Fraction(0) if width else Fraction(1, 10))
+    b = SimpleNamespace(short_log2=short, opt_lower=Fraction(1), opt_upper=hi)
+    assert solve_mod.next_bits(100, b, Fraction(p), 5) == expect
+    assert solve_mod.next_bits(100, None, Fraction(p), 5) == 200

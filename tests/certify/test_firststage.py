@@ -32,7 +32,8 @@ PS = [1.5, 2.0, 3.0]
 
 @pytest.fixture(autouse=True, scope="module")
 def _one_blas_thread():
-    """As the solver runs them (`certify.blas`): a second BLAS thread spin-waits on small products."""
+    """As the solver runs them (`certify.blas`): a second BLAS thread spin-waits on small
+    products (100x slower on a loaded 2-core machine)."""
     with single_thread_blas():
         yield
 
@@ -142,7 +143,7 @@ def test_one_attention_row_closed_form(p, r):
 @pytest.mark.parametrize("p", PS)
 @pytest.mark.parametrize("sigma", [1.0, 0.5])
 def test_a_dominated_row_gets_no_multiplier(p, sigma):
-    """Rows ``e1`` and ``2 e1``: ``w = sigma e1``, ``lam = (sigma^p, 0)`` (the second row has slack)."""
+    """Rows ``e1`` and ``2 e1``: ``w = sigma e1``, ``lam = (sigma^p, 0)`` (row 2 has slack)."""
     rf = RowFactors("decoder", 3, np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]))
     lam, _ = lbfgs_dual(rf, _q(p), sigma, 200, x0=np.array([1.0, 1.0]))
     assert np.allclose(lam, [sigma**p, 0.0], rtol=1e-6, atol=1e-8)
@@ -230,8 +231,9 @@ def test_row_subset_products_are_those_of_the_chosen_rows(which, mask, seed):
 
 @pytest.mark.parametrize("p", PS)
 def test_screened_lbfgs_holds_the_screened_rows_at_zero(p):
-    """``factor m`` < N rows: the first ``first`` iterations over all rows, then the rest over the
-    rows with a multiplier and the least-slack others (the others 0); here it reaches the optimum."""
+    """``factor m`` < N rows: the first ``first`` iterations over all rows, then the rest over
+    the rows with a multiplier and the least-slack others (the others at 0); here it reaches the
+    optimum."""
     rf, q, factor, first = _PLANTED, _q(p), 2, 5
     assert rf.N > factor * rf.m
     lam, _ = screened_lbfgs(rf, q, 1.0, 400, factor=factor, first=first)

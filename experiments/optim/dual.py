@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import warnings
 from fractions import Fraction
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -65,6 +65,19 @@ __all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL", "all_or_nothing"]
 FUSED_MIN_NUMEL = (
     1 << 16
 )  # smaller tensors keep the eager kernels (and never trigger a compilation)
+
+
+class _Stamp(NamedTuple):
+    """The state recorded after the optimizer's own write to a parameter (`DualCacheMixin._stamp`)."""
+
+    version: int  #: ``param._version`` after the write
+    data_ptr: int  #: ``param.data_ptr()`` (storage) after the write
+    dual: torch.Tensor  #: the cached dual ``Q`` (``state["dual"]``) the write left
+    p: Fraction  #: the exponent of the step
+    qmax: float  #: an upper bound on ``max|Q|``
+    idx: torch.Tensor  #: positions of the sampled entries of ``W`` (flat)
+    sample: torch.Tensor  #: the sampled entries of ``W``
+    threads: int | None  #: torch's thread count if ``W`` is the fused kernel's inverse map
 
 
 def _inverse(kernel, Q: torch.Tensor, W: torch.Tensor, spare: torch.Tensor) -> float:
@@ -191,15 +204,15 @@ class DualCacheMixin:
         inverse map of ``Q`` (kept with the thread count, which selects the compiled variant)."""
         idx, sample = self._fingerprint(W)
         threads = torch.get_num_threads() if fused else None
-        self._stamps[param] = (
-            param._version,
-            param.data_ptr(),
-            Q,
-            exact,
-            qmax,
-            idx,
-            sample,
-            threads,
+        self._stamps[param] = _Stamp(
+            version=param._version,
+            data_ptr=param.data_ptr(),
+            dual=Q,
+            p=exact,
+            qmax=qmax,
+            idx=idx,
+            sample=sample,
+            threads=threads,
         )
 
     def _spare(self, param: torch.Tensor, Q: torch.Tensor) -> torch.Tensor:
@@ -267,14 +280,14 @@ class DualCacheMixin:
         if (
             usable
             and stamp is not None
-            and stamp[2] is Q
-            and stamp[0] == param._version
-            and stamp[1] == param.data_ptr()
-            and stamp[3] == exact
-            and torch.equal(W.index_select(0, stamp[5]), stamp[6])
+            and stamp.dual is Q
+            and stamp.version == param._version
+            and stamp.data_ptr == param.data_ptr()
+            and stamp.p == exact
+            and torch.equal(W.index_select(0, stamp.idx), stamp.sample)
         ):
-            return Qf, stamp[4], kernel is not None and stamp[7] == torch.get_num_threads()
-        foreign = stamp is None or stamp[2] is not Q  # e.g. loaded by load_state_dict
+            return Qf, stamp.qmax, kernel is not None and stamp.threads == torch.get_num_threads()
+        foreign = stamp is None or stamp.dual is not Q  # e.g. loaded by load_state_dict
         if usable and foreign and _reproduces(W, Qf, inv, q, tmp, kernel):
             qmax = absmax(Qf)  # loaded dual consistent with the parameter: keep it
             self._stamp(param, Q, W, exact, qmax, fused=kernel is not None)

@@ -113,7 +113,7 @@ def test_refused_step_changes_nothing_and_the_run_continues_bit_for_bit(p, dtype
     ps, opt = _setup(p, dtype)
     twin_ps, twin = _setup(p, dtype)
     if Fraction(p) != 2:  # the speculative route applies: W is the kernel's inverse map of Q
-        assert opt._stamps[ps[0]][7] == torch.get_num_threads()
+        assert opt._stamps[ps[0]].threads == torch.get_num_threads()
     before = _snapshot(ps, opt)
     if kind == "dual overflow":
         opt.param_groups[0]["lr"] = 4.0
@@ -167,4 +167,4 @@ def test_an_outside_change_takes_the_checked_route():
     assert torch.equal(bits_of(ps[0].detach()), before)
     ps[0].grad = _grads(torch.float32, 5, 1)[0]
     opt.step()
-    assert opt._stamps[ps[0]][7] == torch.get_num_threads()  # speculative again from here on
+    assert opt._stamps[ps[0]].threads == torch.get_num_threads()  # speculative again from here on

@@ -1,4 +1,4 @@
-"""The first stage of the working-set start (`certify.workingset`, docs/theory.md section 4.2): the
+"""The first stage of the working-set start (`certify.workingset`, docs/theory.md section 4.5): the
 dual of ``min ||w||_p s.t. A w >= 1`` by L-BFGS-B over the nonnegative orthant, on the float factors
 of the rows (`certify.structured.RowFactors`), optionally over a screened subset of many attention
 rows. Float proposals only: nothing here is trusted, the rounds and the exact refinement decide."""

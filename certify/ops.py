@@ -321,7 +321,9 @@ class ExactOps:
     def representatives(self) -> np.ndarray:
         """For each row, the (local) index of the first row equal to it exactly (coinciding
         constraints, e.g. a duplicated token). Attention rows ``l z^T`` are compared through the
-        primitive parts of l and z and the product of their contents (Gauss's lemma)."""
+        primitive parts of l and z and the product of their contents (Gauss's lemma); a zero row
+        is matched only with zero rows of its own example (a zero row makes ``A w >= 1``
+        infeasible, and the solve refuses it before this runs)."""
         if "rep" not in self._cache:
             full = self.N == self.cs.N  # the whole system's are shared by its ExactOps
             self._cache["rep"] = (

@@ -19,11 +19,13 @@ import numpy as np
 
 __all__ = [
     "KronGram",
+    "column_max_abs",
     "digit_bits",
     "float_digits",
     "int_digits",
     "limb_gram",
     "row_dots",
+    "row_sums_abs",
     "shifted_product",
     "to_ints",
 ]
@@ -173,6 +175,33 @@ def to_ints(limbs: np.ndarray, B: int) -> list[int]:
     for t in range(limbs.shape[1] - 2, -1, -1):
         total = (total << B) + limbs[:, t].astype(object)
     return total.tolist()
+
+
+#: rows of an int64 matrix reduced at a time by `row_sums_abs` and `column_max_abs`
+_SUM_ROWS = 512
+
+
+def row_sums_abs(Y: np.ndarray) -> list[int]:
+    """Exact ``sum_j |Y_ij|`` per row of an int64 matrix with ``|Y| <= 2^62`` and at most 2^26 columns
+    (split in 31-bit halves so that no int64 sum can overflow), ``_SUM_ROWS`` rows at a time."""
+    if Y.ndim != 2 or Y.shape[1] > 1 << 26:
+        raise ValueError("row sums need |Y| <= 2^62 and at most 2^26 columns")
+    out: list[int] = []
+    for i0 in range(0, Y.shape[0], _SUM_ROWS):
+        a = np.abs(Y[i0 : i0 + _SUM_ROWS])  # |-2^63| stays negative: refused below
+        if a.size and (int(a.max()) > 1 << 62 or int(a.min()) < 0):
+            raise ValueError("row sums need |Y| <= 2^62 and at most 2^26 columns")
+        hi, lo = a >> 31, a & ((1 << 31) - 1)
+        out += [(int(h) << 31) + int(l_) for h, l_ in zip(hi.sum(axis=1), lo.sum(axis=1))]
+    return out
+
+
+def column_max_abs(Y: np.ndarray) -> np.ndarray:
+    """``max_i |Y_ij|`` per column of an int64 matrix (``|Y| <= 2^62``), a block of rows at a time."""
+    col = np.zeros(Y.shape[1], dtype=np.int64)
+    for i0 in range(0, Y.shape[0], _SUM_ROWS):
+        np.maximum(col, np.abs(Y[i0 : i0 + _SUM_ROWS]).max(axis=0), out=col)
+    return col
 
 
 class KronGram:

@@ -52,7 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
-from certify.check.kron import KronGram
+from certify.check.kron import KronGram, column_max_abs, row_sums_abs
 
 __all__ = ["solution_bound", "kron_solution_bound", "gordan_check", "inverse_diagonal_upper"]
 
@@ -64,16 +64,6 @@ _GEMM_BLOCK = 512  # rows of Y per pair of exact dgemm calls
 def _blas_products() -> bool:
     """False when ``MDCERT_EXACT_PRODUCTS=flint``: every exact product then goes through python-flint."""
     return os.environ.get("MDCERT_EXACT_PRODUCTS", "blas").strip().lower() != "flint"
-
-
-def _row_sums_abs_int64(Y: np.ndarray) -> list[int]:
-    """Exact ``sum_j |Y_ij|`` per row of an int64 matrix with ``|Y| <= 2^62`` and at most 2^26 columns
-    (split in 31-bit halves so that no int64 sum can overflow)."""
-    if Y.shape[1] > 1 << 26 or (Y.size and int(np.abs(Y).max()) > 1 << 62):
-        raise ValueError("row sums need |Y| <= 2^62 and at most 2^26 columns")
-    a = np.abs(Y)
-    hi, lo = a >> 31, a & ((1 << 31) - 1)
-    return [(int(h) << 31) + int(l_) for h, l_ in zip(hi.sum(axis=1), lo.sum(axis=1))]
 
 
 def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52, Yf: np.ndarray | None = None):
@@ -92,7 +82,8 @@ def _inverse_of_shifted(Mp: np.ndarray, bits: int = 52, Yf: np.ndarray | None = 
     Ys = np.ldexp(Yf, s)
     np.rint(Ys, out=Ys)
     Y = Ys.astype(np.int64)  # |Y| <= 2^bits: the exactness of the products relies on it
-    return (Y, s) if int(np.abs(Y).max()) <= 1 << bits else None
+    del Ys
+    return (Y, s) if max(int(Y.max()), -int(Y.min())) <= 1 << bits else None
 
 
 def _float_inverse(Mp: np.ndarray) -> np.ndarray | None:
@@ -153,7 +144,7 @@ def _split_residual_row_sums(
         H = c[top]
         # |2^t H + R| = 2^t |H| + R when H >= 0, 2^t |H| - R when H <= -1 (t = top ell, 0 <= R < 2^t)
         signed = np.where(H >= 0, R, -R).sum(axis=1)
-        for h, e in zip(_row_sums_abs_int64(H), signed):
+        for h, e in zip(row_sums_abs(H), signed):
             worst = max(worst, (h << (top * ell)) + int(e))
     return worst
 
@@ -194,7 +185,7 @@ def _split_theta(Mp: np.ndarray, k: int) -> tuple[Fraction, int, int, int] | Non
     if found is None:
         return None
     Y, s, e_inf = found
-    y_inf = max(_row_sums_abs_int64(Y))
+    y_inf = max(row_sums_abs(Y))
     kk = k + extra
     theta = Fraction(e_inf + (m * y_inf if kk else 0), 1 << s)
     return (theta, y_inf, s, kk) if theta < Fraction(1, 2) else None
@@ -230,7 +221,7 @@ def _bound(Mp: np.ndarray, k: int, R: Sequence[int]) -> Fraction | None:
             return None
         Y, s = approx
         e_inf = _residual_row_sums(Y, Mp, s)
-        y_inf = max(_row_sums_abs_int64(Y))
+        y_inf = max(row_sums_abs(Y))
         theta = Fraction(e_inf + (m * y_inf if k else 0), 1 << s)
         if theta >= Fraction(1, 2):
             return None
@@ -344,10 +335,10 @@ def _split_inverse_diagonal(G, H, top: int) -> list[Fraction] | None:
     if found is None:
         return None
     Y, s, e_inf = found
-    theta = Fraction(e_inf + (n * max(_row_sums_abs_int64(Y)) if k else 0), 1 << s)
+    theta = Fraction(e_inf + (n * max(row_sums_abs(Y)) if k else 0), 1 << s)
     if theta >= Fraction(1, 2):
         return None
-    extra, col, scale = theta / (1 - theta), np.abs(Y).max(axis=0), Fraction(1, 1 << (s + k))
+    extra, col, scale = theta / (1 - theta), column_max_abs(Y), Fraction(1, 1 << (s + k))
     return [(int(Y[i, i]) + extra * int(col[i])) * scale for i in range(n)]
 
 

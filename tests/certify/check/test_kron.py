@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 
 from certify.check.kron import (
     KronGram,
+    column_max_abs,
     digit_bits,
     float_digits,
     int_digits,
     limb_gram,
     row_dots,
+    row_sums_abs,
     shifted_product,
     to_ints,
 )
@@ -136,3 +138,28 @@ def test_row_dots_and_to_ints_are_the_exact_row_products(seed, bits, d) -> None:
     Ld, Vd = (np.stack(int_digits(F, B), axis=-1) for F in (L, V))
     got = to_ints(row_dots(Ld, Vd, B), B)
     assert got == [sum(int(x) * int(y) for x, y in zip(L[r], V[r])) for r in range(9)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(0, 1100), cols=st.integers(1, 5))
+@example(seed=0, rows=1025, cols=3)  # more than two blocks of rows, the last one short
+def test_row_sums_and_column_maxima_are_exact(seed, rows, cols) -> None:
+    """Row sums of |Y| and column maxima of |Y|, a block of rows at a time, equal the Python
+    integer results, the extremes +-2^62 included (sums beyond int64)."""
+    rng = np.random.default_rng(seed)
+    Y = rng.integers(-(1 << 62), (1 << 62) + 1, size=(rows, cols), dtype=np.int64)
+    if rows:
+        Y[0, :] = 1 << 62
+        Y[-1, 0] = -(1 << 62)
+    obj = Y.astype(object)
+    assert row_sums_abs(Y) == ([int(v) for v in np.abs(obj).sum(axis=1)] if rows else [])
+    want = np.abs(obj).max(axis=0) if rows else np.zeros(cols, dtype=object)
+    assert column_max_abs(Y).tolist() == [int(v) for v in want]
+
+
+@pytest.mark.parametrize("bad", [(1 << 62) + 1, -(1 << 63)])
+def test_row_sums_refuse_entries_beyond_2_62(bad) -> None:
+    Y = np.zeros((3, 2), dtype=np.int64)
+    Y[1, 1] = bad
+    with pytest.raises(ValueError, match="2\\^62"):
+        row_sums_abs(Y)

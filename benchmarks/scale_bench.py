@@ -12,7 +12,8 @@ baselines get a wall-clock limit; a baseline past it is reported as such.
 Usage:
   python benchmarks/scale_bench.py [--quick] [--case KIND,n,T,d[,p]] [--no-baselines] [--baseline-timeout S]
                                    [--json OUT.json]
-  --case: only the rows of that instance (and p, any p), e.g. --case random,2000,32,64,2
+  --case: only the rows of that instance (and p, any p), e.g. --case random,2000,32,64,2; an
+          instance outside the plan runs without baselines
   --quick: (100,32,32) at p = 2 and (500,32,32) planted and random at p = 2, baselines at (100,32,32) only
 Full run: (100,32,32) random and planted at p in {1.1, 1.75, 2, 3} (Clarabel at every p, SLSQP at p = 2),
 (500,32,32) planted (Clarabel at every p) and random (Clarabel at p = 2), (2000,32,64) planted (Clarabel
@@ -279,10 +280,12 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     results = []
     want = None if args.case is None else args.case.split(",")
+    cases = plan(args.quick)
+    if want is not None:  # that instance: the plan's row (with its baselines), else any instance
+        key = (want[0], int(want[1]), int(want[2]), int(want[3]))
+        cases = [c for c in cases if tuple(c[:4]) == key] or [(*key, PS, {})]
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, n, T, d, ps, baselines in plan(args.quick):
-            if want is not None and [kind, str(n), str(T), str(d)] != want[:4]:
-                continue
+        for kind, n, T, d, ps, baselines in cases:
             for p in ps if want is None or len(want) < 5 else (want[4],):  # any p by --case
                 if args.no_baselines:
                     baselines = {}

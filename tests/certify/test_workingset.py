@@ -171,3 +171,18 @@ def test_screened_first_stage_reaches_the_same_optimum(monkeypatch, p):
     screened, _ = working_set_start(rf, p, lbfgs_iter=300)
     assert plain.kkt_residual < 1e-10 and screened.kkt_residual < 1e-10
     assert np.allclose(screened.w, plain.w, atol=1e-7 * np.abs(plain.w).max())
+
+
+@pytest.mark.parametrize("p", [1.1, 1.75, 3.0])
+def test_infeasible_attention_rows_diverge_through_the_p2_dual(p):
+    """Many random attention rows (N = 4,500 > 8m) at p != 2: stage 1's dual stays far from an
+    optimum, the p = 2 dual over all rows diverges, and the solve proves infeasibility (checked)
+    instead of running working-set rounds on an infeasible system."""
+    from certify import certify_svm, check_certificate, synthetic_problem
+    from certify.certificate import CertStatus
+
+    pr = synthetic_problem(n=300, T=16, d=4, seed=1)
+    ws, rep = working_set_start(row_factors(pr.attention_constraints("opt")), p)
+    assert rep.diverged and rep.rounds == 0 and "p = 2 dual" in ws.method
+    c = certify_svm(pr, str(p), path="working-set")
+    assert c.status is CertStatus.INFEASIBLE and check_certificate(pr, c).ok

@@ -71,13 +71,21 @@ def lbfgs_dual(
 
 
 def screened_lbfgs(
-    rf: RowFactors, q: float, sigma: float, maxiter: int, *, factor: int, first: int
+    rf: RowFactors,
+    q: float,
+    sigma: float,
+    maxiter: int,
+    *,
+    factor: int,
+    first: int,
+    start: tuple[np.ndarray, int] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Stage 1 for many attention rows: ``first`` L-BFGS-B iterations over all N rows, then the
     remaining ones over the rows with a multiplier and the ``factor`` m rows of least slack
     (the others held at 0; an evaluation then touches only the examples of these rows). The
-    working-set rounds check every row afterwards, so a row screened out wrongly only joins later."""
-    lam, nit = lbfgs_dual(rf, q, sigma, first)
+    working-set rounds check every row afterwards, so a row screened out wrongly only joins later.
+    ``start``: the result ``(lam, iterations)`` of those first iterations, when already run."""
+    lam, nit = lbfgs_dual(rf, q, sigma, first) if start is None else start
     if not np.all(np.isfinite(lam)) or not lam.any() or not dual_ratio(rf, q, sigma, lam) > 1e-6:
         return lam, nit  # diverging (likely infeasible): `_rounds` reports it
     g = dual_gradient(rf, q, sigma, lam)

@@ -114,6 +114,11 @@ def _independent(A: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return np.sort(piv[:rank])
 
 
+def _ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
+    """`certify.firststage.dual_ratio`, NaN when lam is not finite."""
+    return dual_ratio(rf, q, sigma, lam) if np.all(np.isfinite(lam)) else math.nan
+
+
 def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
     g = dual_gradient(rf, q, sigma, lam)
     on = lam > 0
@@ -225,18 +230,15 @@ def working_set_start(
                 )
         lam = np.zeros(N)
         lam[rows] = lam_s
-    elif rf.right is not None and N > SCREEN_FACTOR * m and lbfgs_iter > 2 * SCREEN_ITER:
-        lam, nit = screened_lbfgs(rf, q, sigma, lbfgs_iter, factor=SCREEN_FACTOR, first=SCREEN_ITER)
-    else:
-        lam, nit = lbfgs_dual(rf, q, sigma, lbfgs_iter)
-    if not sampled and q != 2.0 and N > SCREEN_FACTOR * m:
-        ratio = dual_ratio(rf, q, sigma, lam) if np.all(np.isfinite(lam)) else math.nan
-        if not ratio > 0.5:
-            # far from a dual optimum (ratio 1) after stage 1: feasibility does not depend on p,
-            # and the p = 2 dual diverges fastest (random (10^4,32,64) at p = 1.75: the rounds
-            # ran on an infeasible system for minutes before the p = 2 fallback)
+    elif rf.right is not None and N > SCREEN_FACTOR * m:
+        # the first SCREEN_ITER iterations over all rows; at p != 2 a dual still far from an
+        # optimum (ratio 1) then tries the p = 2 dual, which diverges fastest where the system is
+        # infeasible (random (10^4,32,64) at p = 1.75: over 12 minutes of stage 1 and rounds on an
+        # infeasible system before the p = 2 fallback of `certify.solve`)
+        lam, nit = lbfgs_dual(rf, q, sigma, min(lbfgs_iter, SCREEN_ITER))
+        if q != 2.0 and not _ratio(rf, q, sigma, lam) > 0.5:
             lam2, nit2 = lbfgs_dual(rf, 2.0, sigma, SCREEN_ITER)
-            r2 = dual_ratio(rf, 2.0, sigma, lam2)
+            r2 = _ratio(rf, 2.0, sigma, lam2)
             if not r2 > 1e-6:
                 why = f"the p = 2 dual of all {N} rows diverges (ratio {r2:.1e})"
                 return (
@@ -245,6 +247,15 @@ def working_set_start(
                     ),
                     WorkingSetReport(0, 0, nit + nit2, True),
                 )
+        if lbfgs_iter > 2 * SCREEN_ITER:
+            lam, nit = screened_lbfgs(
+                rf, q, sigma, lbfgs_iter, factor=SCREEN_FACTOR, first=SCREEN_ITER, start=(lam, nit)
+            )
+        elif lbfgs_iter > SCREEN_ITER:
+            lam2, nit2 = lbfgs_dual(rf, q, sigma, lbfgs_iter - SCREEN_ITER, x0=lam)
+            lam, nit = lam2, nit + nit2
+    else:
+        lam, nit = lbfgs_dual(rf, q, sigma, lbfgs_iter)
     ws, rep = _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target)
     if sampled and not ws.kkt_residual < math.inf and not rep.diverged:
         return working_set_start(

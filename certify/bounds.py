@@ -29,7 +29,6 @@ __all__ = [
     "arb_lower",
     "arb_upper",
     "norm_pow",
-    "RELEASE_ENTRIES",
 ]
 
 
@@ -112,13 +111,6 @@ def make_feasible(ops: ExactOps, W: Sequence[int], w_exp: int, *, bits: int) -> 
     return ExactVector(tuple(int(k) * c for k in W), w_exp - k2 - e, 1)
 
 
-#: systems with at least this many entries of left factors drop their exact product blocks
-#: (`certify.ops.ExactOps.release_blocks`) before the support classification: its m x m int64
-#: and float64 arrays then take their place at the peak (planted (10^4,32,64): 4,151 MiB at p =
-#: 2 with the blocks kept; a later refinement at more bits rebuilds them, about 25 s there)
-RELEASE_ENTRIES = 1 << 22
-
-
 def ball_bounds(
     ops: ExactOps,
     p: Fraction,
@@ -165,8 +157,6 @@ def ball_bounds(
         support, singular = SupportClass((), (), tuple(ops.cs.index[i] for i in ops.rows)), False
         short = None
         if classify:
-            if ops.cs.N * ops.d >= RELEASE_ENTRIES:  # the classification's m x m arrays instead
-                ops.release_blocks()
             support, singular, short = _classify(ops, p, q, Aw, e_aw, lam, ub, lb, a, uq, dist)
         res = Bounds(
             arb_lower(lb),

@@ -53,7 +53,6 @@ def near_gordan(cs, lam: np.ndarray) -> tuple[ExactVector, tuple[int, ...]] | No
     G = [int(k) for k in dg.ints.ravel()]
     ops = ExactOps(cs)
     U = ops.rmatvec(G)  # exact Z^T G
-    ops.release_blocks()  # no more full products: the verification's m x m arrays instead
     beta = kron_solution_bound(
         cs.left.ints[B].astype(object),
         None if cs.right is None else cs.right.ints[B].astype(object),

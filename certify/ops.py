@@ -174,15 +174,6 @@ class ExactOps:
             return None
         return self._lay.R if self.N == self.cs.N else self._lay.right_rows(self.rows)
 
-    def release_blocks(self) -> int:
-        """Drop the per-example ``fmpz_mat`` blocks kept for the exact products of this system
-        (shared by all its `ExactOps`; rebuilt on the next product); returns the entries freed.
-        For a phase that needs no more full products but much memory (the tight-row bounds of
-        `certify.bounds`, the near-Gordan verification): about 900 MB at (10^4,32,64)."""
-        freed = sum(blk.nrows() * blk.ncols() for blk in self._lay.blocks.values())
-        self._lay.blocks.clear()
-        return freed
-
     def subset(self, rows: Sequence[int]) -> "ExactOps":
         return ExactOps(self.cs, self.rows[np.asarray(rows, dtype=np.int64)])
 

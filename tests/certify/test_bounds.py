@@ -134,23 +134,3 @@ def test_nan_upper_end_is_never_zero():
 
     assert not _nonneg_up(arb("nan")).is_finite()
     assert _nonneg_up(arb(-2)) == 0 and _nonneg_up(arb(3)) == 3
-
-
-def test_released_product_blocks_change_no_bound(monkeypatch):
-    """Dropping the exact product blocks before the classification (big systems,
-    RELEASE_ENTRIES) changes nothing: the same bounds and support, and later products rebuild."""
-    import certify.bounds as bounds_mod
-
-    cs = synthetic_problem().attention_constraints("opt")
-    ops = ExactOps(cs)
-    ws = warm_start(cs.rows(), 1.5)
-    ref = refine(ops, Fraction(3, 2), ws.lam, bits=120)
-    w = make_feasible(ops, ref.w_ints, ref.w_exp, bits=120)
-    lam = ExactVector.from_dyadic(ref.lam_ints, ref.lam_exp)
-    kept = ball_bounds(ops, Fraction(3, 2), w, lam, bits=120)
-    monkeypatch.setattr(bounds_mod, "RELEASE_ENTRIES", 0)
-    released = ball_bounds(ops, Fraction(3, 2), w, lam, bits=120)
-    assert kept is not None and released is not None
-    assert kept[:6] == released[:6] and kept.short_log2 == released.short_log2
-    assert ops.release_blocks() == 0  # already dropped
-    assert ball_bounds(ops, Fraction(3, 2), w, lam, bits=120)[:6] == kept[:6]

@@ -58,11 +58,9 @@ def test_attention_products_int64_and_python_int_factors(planted):
     rng = np.random.default_rng(1)
     w = [int(k) for k in rng.integers(-(2**60), 2**60, size=cs.m)]
     lam = [int(k) for k in rng.integers(0, 2**62, size=cs.N)]
-    for release in (False, True, False):  # reused, dropped (rebuilt), reused
+    for _ in range(2):  # the second pass reuses whatever was kept
         assert ops.matvec(w) == [int(x) for x in Z.dot(np.array(w, dtype=object))]
         assert ops.rmatvec(lam) == [int(x) for x in Z.T.dot(np.array(lam, dtype=object))]
-        if release:
-            assert ops.release_blocks() == cs.N * cs.d and ops.release_blocks() == 0
     sub = ops.subset([5, 1, 2])
     assert sub.L.tolist() == cs.left.as_object()[[5, 1, 2]].tolist()
     assert sub.R.tolist() == cs.right.as_object()[[5, 1, 2]].tolist()

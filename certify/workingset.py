@@ -114,9 +114,27 @@ def _independent(A: np.ndarray, lam: np.ndarray) -> np.ndarray:
     return np.sort(piv[:rank])
 
 
-def _ratio(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
-    """`certify.firststage.dual_ratio`, NaN when lam is not finite."""
-    return dual_ratio(rf, q, sigma, lam) if np.all(np.isfinite(lam)) else math.nan
+def _p2_divergence(rf, q, sigma, lam, nit, N, rows, what):
+    """At p != 2, a stage-1 dual ``lam`` of the rows ``rf`` (``rows`` of the N, or all of them
+    when None) still far from an optimum (`certify.firststage.dual_ratio` at most 1/2, 1 at an
+    optimum): feasibility does not depend on p and the p = 2 dual diverges fastest, so SCREEN_ITER
+    of its iterations are run. A diverging one gives the result of `working_set_start` (likely
+    infeasible; lam its direction, length N); else None."""
+    if q == 2.0 or dual_ratio(rf, q, sigma, lam) > 0.5:
+        return None
+    lam2, nit2 = lbfgs_dual(rf, 2.0, sigma, SCREEN_ITER)
+    r2 = dual_ratio(rf, 2.0, sigma, lam2)
+    if r2 > 1e-6:
+        return None
+    if rows is not None:
+        full = np.zeros(N)
+        full[rows] = lam2
+        lam2 = full
+    why = f"the p = 2 dual of {what} diverges (ratio {r2:.1e})"
+    return (
+        WarmStart(lam2, np.zeros(rf.m), f"working set ({why}): likely infeasible", math.inf),
+        WorkingSetReport(0, 0, nit + nit2, True),
+    )
 
 
 def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
@@ -212,22 +230,11 @@ def working_set_start(
         )
         sub = RowFactors(rf.kind, rf.d, rf.left[rows])
         lam_s, nit = lbfgs_dual(sub, q, sigma, 300)
-        if q != 2.0 and not dual_ratio(sub, q, sigma, lam_s) > 0.5:
-            # far from a dual optimum (ratio 1): feasibility does not depend on p and the p = 2
-            # dual diverges fastest (random labels at p = 1.5: the q = 3 sample dual had not
-            # diverged after 300 iterations, the rounds then ran in vain)
-            lam2, nit2 = lbfgs_dual(sub, 2.0, sigma, 300)
-            r2 = dual_ratio(sub, 2.0, sigma, lam2)
-            if not r2 > 1e-6:
-                lam = np.zeros(N)
-                lam[rows] = lam2
-                why = f"the p = 2 dual of a {len(rows)}-row sample diverges (ratio {r2:.1e})"
-                return (
-                    WarmStart(
-                        lam, np.zeros(m), f"working set ({why}): likely infeasible", math.inf
-                    ),
-                    WorkingSetReport(0, 0, nit + nit2, True),
-                )
+        # (random labels at p = 1.5: the q = 3 sample dual had not diverged after 300 iterations,
+        # the rounds then ran in vain)
+        found = _p2_divergence(sub, q, sigma, lam_s, nit, N, rows, f"a {len(rows)}-row sample")
+        if found is not None:
+            return found
         lam = np.zeros(N)
         lam[rows] = lam_s
     elif rf.right is not None and N > SCREEN_FACTOR * m:
@@ -236,17 +243,9 @@ def working_set_start(
         # infeasible (random (10^4,32,64) at p = 1.75: over 12 minutes of stage 1 and rounds on an
         # infeasible system before the p = 2 fallback of `certify.solve`)
         lam, nit = lbfgs_dual(rf, q, sigma, min(lbfgs_iter, SCREEN_ITER))
-        if q != 2.0 and not _ratio(rf, q, sigma, lam) > 0.5:
-            lam2, nit2 = lbfgs_dual(rf, 2.0, sigma, SCREEN_ITER)
-            r2 = _ratio(rf, 2.0, sigma, lam2)
-            if not r2 > 1e-6:
-                why = f"the p = 2 dual of all {N} rows diverges (ratio {r2:.1e})"
-                return (
-                    WarmStart(
-                        lam2, np.zeros(m), f"working set ({why}): likely infeasible", math.inf
-                    ),
-                    WorkingSetReport(0, 0, nit + nit2, True),
-                )
+        found = _p2_divergence(rf, q, sigma, lam, nit, N, None, f"all {N} rows")
+        if found is not None:
+            return found
         if lbfgs_iter > 2 * SCREEN_ITER:
             lam, nit = screened_lbfgs(
                 rf, q, sigma, lbfgs_iter, factor=SCREEN_FACTOR, first=SCREEN_ITER, start=(lam, nit)

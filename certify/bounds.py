@@ -241,7 +241,8 @@ def _classify_rows(ops, p, q, Aw, e_aw, lam, dist, eps, t):
                 if (held - rnorm * eps).lower() > 0:
                     tight.update(rows)
                 elif held > 0:
-                    short = max(short or -math.inf, _log2_ratio(rnorm * eps, held))
+                    gap = _log2_ratio(rnorm * eps, held)
+                    short = gap if short is None else max(short, gap)
     undecided = [i for i in range(ops.N) if i not in inactive and i not in tight]
     singular = bool(heads) and diag is None  # more precision will not decide the undecided rows
     return (

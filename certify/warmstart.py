@@ -18,6 +18,7 @@ from certify.lagged import LAG_ENTRIES, newton_direction
 
 __all__ = [
     "hessian_weights",
+    "kkt_residual",
     "newton_direction",
     "WarmStart",
     "warm_start",
@@ -57,7 +58,9 @@ def _dual(lam: np.ndarray, A: np.ndarray, q: float, eps: float = 0.0) -> tuple[f
 
 
 @np.errstate(over="ignore", invalid="ignore")
-def _kkt(lam: np.ndarray, A: np.ndarray, q: float) -> float:
+def kkt_residual(lam: np.ndarray, A: np.ndarray, q: float) -> float:
+    """KKT residual of the psi-form dual at ``lam``: the largest ``|grad|`` on rows with a
+    multiplier and the largest violation ``max(-grad, 0)`` (grad = ``A phi(A^T lam) - 1``)."""
     g = A @ _phi(A.T @ lam, q) - 1.0
     on = lam > 0
     r1 = float(np.max(np.abs(g[on]))) if on.any() else 1.0
@@ -175,7 +178,7 @@ def projected_newton(
         rank = int(np.sum(sv > 1e-9 * sv[0])) if sv[0] > 0 else 0
     for _ in range(max_iter):
         pg = _pg(lam, g)
-        if pg < tol * max(1.0, float(lam.max())) and (eps > 0 or _kkt(lam, A, q) < tol):
+        if pg < tol * max(1.0, float(lam.max())) and (eps > 0 or kkt_residual(lam, A, q) < tol):
             break
         hist.append(pg)
         if len(hist) > 60 and pg > 0.5 * hist[-61]:
@@ -229,7 +232,7 @@ def projected_newton(
         if step is None:
             break
         lam, f, g = step
-    return lam, (_pg(lam, g) if eps > 0 else _kkt(lam, A, q))
+    return lam, (_pg(lam, g) if eps > 0 else kkt_residual(lam, A, q))
 
 
 def smoothed_newton(

@@ -35,7 +35,8 @@ import numpy as np
 from certify.blas import all_cpu_blas
 from certify.structured import RowFactors
 from certify.firststage import dual_gradient, dual_ratio, lbfgs_dual, phi, screened_lbfgs
-from certify.warmstart import WarmStart, smoothed_newton
+from certify.interior import active_newton, interior_bytes, interior_point
+from certify.warmstart import WarmStart, kkt_residual, smoothed_newton
 
 __all__ = [
     "WorkingSetReport",
@@ -137,6 +138,34 @@ def _p2_divergence(rf, q, sigma, lam, nit, N, rows, what):
     )
 
 
+def _dual_newton(A: np.ndarray, q: float, lam: np.ndarray, tol: float, *, retry: bool):
+    """The dual Newton solve of a round at q >= 2 (`certify.warmstart.smoothed_newton`); ``retry``:
+    when it fails, again with the null-space steps (`certify.warmstart.null_steps`, an SVD per
+    step; text features of rank 382 in 384 columns, 432 rows, needed them after the independent
+    subsets of `_rounds` did not settle it). Returns (lam, KKT residual)."""
+    hess = gram_hessian(A) if q == 2.0 else None
+    out, res = smoothed_newton(A, q, lam, tol=tol, hess=hess)
+    if retry and not (res < 1e-6 and np.all(np.isfinite(out))):
+        lam2, res2 = smoothed_newton(A, q, lam, tol=tol, hess=hess, dependent=True)
+        if res2 < res or not np.all(np.isfinite(out)):
+            out, res = lam2, res2
+    return out, res
+
+
+def _primal_interior(A: np.ndarray, p: float, q: float, lam: np.ndarray, tol: float):
+    """The solve of a round at q < 2: `certify.interior.interior_point` from ``w = phi(A^T lam)``,
+    then at most 20 plain dual Newton steps (`certify.warmstart.projected_newton`, on the rows with
+    a multiplier only: about m of them) to the dual's own tolerance. Returns (lam, KKT residual)."""
+    ip = interior_point(A, p, phi(A.T @ lam, q), lam, tol=max(1e-10, tol))
+    lam, res = ip.lam, kkt_residual(ip.lam, A, q)
+    if res < 1e-3 and not res < tol:
+        lam2 = active_newton(A, p, ip.w, lam)[0]
+        res2 = kkt_residual(lam2, A, q)
+        if res2 < res:
+            lam, res = lam2, res2
+    return lam, res
+
+
 def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
     g = dual_gradient(rf, q, sigma, lam)
     on = lam > 0
@@ -187,11 +216,15 @@ def working_set_start(
     cap = min(N, 3 * m) if max_rows is None else min(N, max_rows)
     while cap > 1 and working_set_bytes(cap, m) > budget:
         cap = int(cap * 0.9)
-    # rows a round aims at: a (generic) support and a margin of violators; p > 2 (q < 2): at most
-    # m, as Newton's matrix A_F D A_F^T (rank <= m) is singular beyond m free rows and the smoothed
-    # stages of `smoothed_newton` then crawl (measured at (10^4,32,64) p = 3 on 4,608 rows: a
-    # projected gradient stuck at 3e-2 for 60-100 steps a stage, 750 s in all)
-    target = min(cap, m if q < 2.0 else m + m // 8)
+    if q < 2.0:  # p > 2: the primal interior point, whose memory does not grow as rows^2
+        cap = min(N, 4 * m) if max_rows is None else min(N, max_rows)
+        while cap > 1 and interior_bytes(cap, m) > budget:
+            cap = int(cap * 0.9)
+    # rows a round aims at: a (generic) support and a margin of violators; p > 2 (q < 2): twice
+    # m, as the interior point's normal matrix is m x m whatever the rows (the dual Newton matrix
+    # A_F D A_F^T, rank <= m, is singular beyond m free rows: measured at (10^4,32,64) p = 3,
+    # rounds of at most m rows converged but the support grew some 10 rows a round)
+    target = min(cap, 2 * m if q < 2.0 else m + m // 8)
     norms = rf.row_norms()
     sigma = float(np.median(norms))
     sigma = sigma if sigma > 0 and math.isfinite(sigma) else 1.0
@@ -309,17 +342,10 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
         A = rf.rows(W) / sigma
         start = lamW
         with _blas_threads(A.size):
-            hess = gram_hessian(A) if q == 2.0 else None
-            lamW, res = smoothed_newton(A, q, lamW, tol=tol, hess=hess)
-            retry = shrinks >= 3 and not (res < 1e-6 and np.all(np.isfinite(lamW)))
-            if retry:
-                # the independent subsets below did not settle it either (text features of rank
-                # 382 in 384 columns, 432 rows): again with the null-space steps
-                # (`certify.warmstart.null_steps`), which cost an SVD per step, hence only here
-                lam2, res2 = smoothed_newton(A, q, start, tol=tol, hess=hess, dependent=True)
-                if res2 < res or not np.all(np.isfinite(lamW)):
-                    lamW, res = lam2, res2
-            del hess
+            if q < 2.0:
+                lamW, res = _primal_interior(A, p, q, lamW, tol)
+            else:
+                lamW, res = _dual_newton(A, q, lamW, tol, retry=shrinks >= 3)
         if not (res < 1e-6 and np.all(np.isfinite(lamW))):
             if shrinks < 3 and not np.all(inW):
                 # more rows with a multiplier than the rank of A_W (dependent rows: always-zero
@@ -358,8 +384,17 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
             )
         keep = lamW > 0  # rows without a multiplier leave W: the optimum on W stays, |F| stays <= m
         room = min(cap - int(keep.sum()), max(target - int(keep.sum()), ROOM))
-        if q < 2.0:  # stay within m rows (see ``target``)
-            room = max(1, min(room, target - int(keep.sum())))
+        if q < 2.0:
+            # the interior point costs |W| m^2 a step whatever the support: W keeps its rows
+            # without a multiplier too (dropping them let rows leave and rejoin: 14 rounds on
+            # 1,200 rows of m = 36), the rows of most slack leave only to make room for violators
+            keep = np.ones(len(W), dtype=bool)
+            spare = cap - len(W)
+            if spare < min(len(viol), ROOM):
+                out = np.flatnonzero(lamW == 0)
+                out = out[np.argsort(-slack[W[out]])][: min(len(viol), ROOM) - spare]
+                keep[out] = False
+            room = cap - int(keep.sum())
         if room <= 0:
             return give_up(np.zeros(N), rounds, len(W), nit, f"working set would exceed {cap} rows")
         add = viol[np.argsort(slack[viol])[:room]]

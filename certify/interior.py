@@ -155,13 +155,6 @@ def interior_point(
             break
         if stale >= 4:
             break
-        import os
-
-        if os.environ.get("IPDEBUG"):
-            print(
-                f"  ip {it} k={k} mu={mu:.2e} rp={float(np.max(np.abs(r_p))):.2e} rd={float(np.max(np.abs(r_d))) / scale:.2e} D>={int((lam / s > 1e-13 * float((lam / s).max())).sum())}",
-                flush=True,
-            )
         h = (p - 1.0) * aw ** (p - 2.0)
         h = np.maximum(h, 1e-12 * max(float(h.max()), 1e-300))  # p > 2 and w_j = 0: keep M definite
         D = lam / s

@@ -122,7 +122,7 @@ def test_working_sets_stay_near_m_rows_from_a_poor_first_stage(monkeypatch, p):
     monkeypatch.setattr(wsm, "smoothed_newton", counted)
     monkeypatch.setattr(wsm, "interior_point", counted_ip)
     ws, rep = working_set_start(row_factors(cs), p, lbfgs_iter=3)
-    assert ws.kkt_residual < 1e-10 and rep.rounds == len(sizes) >= 2
+    assert ws.kkt_residual < 1e-10 and 2 <= rep.rounds <= len(sizes)  # p > 2: a warm try first
     if p > 2:  # q < 2: the interior point's normal matrix is m x m, W may hold up to 4m rows
         assert max(sizes) <= 4 * m and sizes[0] <= 2 * m
     else:

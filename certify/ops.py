@@ -19,6 +19,7 @@ import numpy as np
 from certify.problem import ConstraintSystem
 from certify import represent
 from certify.represent import primitive
+from certify.fmpzblocks import block_times, split_block, times_block
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
@@ -103,13 +104,16 @@ class _Layout:
             return None
         return _objects((self._cs.right.ints if self._R is None else self._R)[rows])
 
-    def block(self, e: int):
-        """``fmpz_mat`` of the left factors of example e's rows (in their order), kept for reuse:
-        rebuilding the blocks at each product costs ten times the product (measured at
-        (2000,32,64) with 73-bit float data: 5.0 s against 0.4 s of CPU), keeping them about 48
-        bytes an entry."""
+    def block(self, e: int) -> tuple[object, int]:
+        """``(S, k)``: the left factors of example e's rows (in their order) as an ``fmpz_mat``,
+        kept for reuse (rebuilding the blocks at each product costs ten times the product,
+        measured at (2000,32,64) with 73-bit float data: 5.0 s against 0.4 s of CPU). Entries of
+        more than 62 bits are split, ``l = hi 2^k + lo`` with ``S = [hi; lo]`` (2T x d): FLINT
+        keeps an entry below 2^62 inline, 8 bytes, and a wider one as a pointer to a GMP integer,
+        about 57 bytes (measured); at (10^4,32,64) with 73-bit data the blocks took about 900 MB
+        whole. ``k = 0``: S is the block itself. See `certify.fmpzblocks`."""
         if e not in self.blocks:
-            self.blocks[e] = _rows_fmpz(self._cs.left.ints, self.members[e])
+            self.blocks[e] = split_block(self._cs.left.ints[self.members[e]])
         return self.blocks[e]
 
 
@@ -210,10 +214,10 @@ class ExactOps:
         out = [0] * self.N
         for g, mine in enumerate(self._members):
             rows = self.rows[mine]
-            P = self._lay.block(int(self.groups[g])) * flint.fmpz_mat(d, 1, U[g * d : (g + 1) * d])
-            vals = P.entries()
+            blk = self._lay.block(int(self.groups[g]))
+            vals = block_times(blk, flint.fmpz_mat(d, 1, U[g * d : (g + 1) * d]))
             for r, o in zip(mine.tolist(), self._lay.offset[rows].tolist()):
-                out[r] = int(vals[o])
+                out[r] = vals[o]
         return out
 
     def rmatvec(self, lam: Sequence[int]) -> list[int]:
@@ -238,9 +242,7 @@ class ExactOps:
             vec = [0] * len(self._lay.members[e])
             for r, o in zip(mine.tolist(), self._lay.offset[rows].tolist()):
                 vec[o] = int(lam[r])
-            S.extend(
-                (flint.fmpz_mat(1, len(vec), vec) * self._lay.block(e)).entries()
-            )  # sum_r lam_r l_r
+            S.extend(times_block(vec, self._lay.block(e)))  # sum_r lam_r l_r
         Sm = flint.fmpz_mat(len(self.groups), self.d, S)
         return [int(x) for x in (Sm.transpose() * self.Zmat).entries()]
 

@@ -17,7 +17,9 @@ N x N or N x m matrix:
    increases strictly from round to round. A support has at most m rows (generic data), and more
    than m rows with a multiplier make the Newton matrix ``A_F D A_F^T`` (rank <= m) singular: the
    solve then crawls (measured at (10^4,32,64): 12,288 rows did not converge; rounds on 5,000 rows
-   took 100-140 s, on 4,100 rows 15-40 s).
+   took 100-140 s, on 4,100 rows 15-40 s). At p > 2 a round solves the primal instead
+   (`certify.interior`: an interior point whose normal matrix is m x m, then Newton on the rows
+   with a multiplier), so W starts at 2m rows and keeps them (at most 4m).
 
 The dual is unbounded exactly when ``A w >= 1`` is infeasible (Gordan): divergence of stage 1 or a
 working set whose Newton solve does not converge is reported with an infinite KKT residual, and
@@ -35,8 +37,8 @@ import numpy as np
 from certify.blas import all_cpu_blas
 from certify.structured import RowFactors
 from certify.firststage import dual_gradient, dual_ratio, lbfgs_dual, phi, screened_lbfgs
-from certify.interior import active_newton, interior_bytes, interior_point
-from certify.warmstart import WarmStart, kkt_residual, smoothed_newton
+from certify.interior import interior_bytes, primal_round
+from certify.warmstart import WarmStart, smoothed_newton
 
 __all__ = [
     "WorkingSetReport",
@@ -150,24 +152,6 @@ def _dual_newton(A: np.ndarray, q: float, lam: np.ndarray, tol: float, *, retry:
         if res2 < res or not np.all(np.isfinite(out)):
             out, res = lam2, res2
     return out, res
-
-
-def _primal_interior(A: np.ndarray, p: float, q: float, lam: np.ndarray, tol: float):
-    """The solve of a round at q < 2: `certify.interior.interior_point` from ``w = phi(A^T lam)``,
-    then Newton on the rows with a multiplier (`certify.interior.active_newton`) to the dual's own
-    tolerance. Every round starts cold (Mehrotra's start): measured at (10^4,32,64), p = 3, a start
-    near the previous round's central path crawled (violated new rows block the steps), and an
-    active-set continuation from the previous optimum (violated rows held at equality, Newton's
-    ratio test dropping the wrong ones) grew the support past the optimum's instead of
-    converging. Returns (lam, KKT residual)."""
-    ip = interior_point(A, p, phi(A.T @ lam, q), lam, tol=max(1e-10, tol))
-    lam, res = ip.lam, kkt_residual(ip.lam, A, q)
-    if res < 1e-3 and not res < tol:
-        lam2 = active_newton(A, p, ip.w, lam)[0]
-        res2 = kkt_residual(lam2, A, q)
-        if res2 < res:
-            lam, res = lam2, res2
-    return lam, res
 
 
 def _kkt_full(rf: RowFactors, q: float, sigma: float, lam: np.ndarray) -> float:
@@ -347,7 +331,7 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
         start = lamW
         with _blas_threads(A.size):
             if q < 2.0:
-                lamW, res = _primal_interior(A, p, q, lamW, tol)
+                lamW, res = primal_round(A, p, lamW, tol=tol)
             else:
                 lamW, res = _dual_newton(A, q, lamW, tol, retry=shrinks >= 3)
         if not (res < 1e-6 and np.all(np.isfinite(lamW))):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from certify.interior import active_newton, interior_bytes, interior_point
+from certify.interior import active_newton, interior_bytes, interior_point, primal_round
 from certify.synth import planted_problem
 from certify.warmstart import kkt_residual, warm_start
 
@@ -118,3 +118,16 @@ def test_infeasible_rows_do_not_converge():
 def test_memory_estimate_grows_with_rows_and_m():
     assert interior_bytes(200, 64) > interior_bytes(100, 64) > interior_bytes(100, 32) > 0
     assert interior_bytes(8192, 4096) < 1 << 30  # a 2m working set at m = 4,096: under 1 GiB
+
+
+@pytest.mark.parametrize("p", [2.5, 3.0, 4.0])
+def test_a_round_reaches_the_dual_tolerance(p):
+    """`primal_round`: the interior point, then Newton on the rows with a multiplier, to the KKT
+    tolerance the working set asks of a round (from the stage-1-like start of all zeros)."""
+    cs = planted_problem(n=40, T=10, d=5, seed=2).attention_constraints()
+    A = cs.rows()
+    A = A / float(np.median(np.linalg.norm(A, axis=1)))
+    lam, res = primal_round(A, p, np.zeros(A.shape[0]), tol=1e-12)
+    dense = warm_start(A, p)
+    assert res < 1e-11 and res == kkt_residual(lam, A, _q(p))
+    assert np.allclose(lam, dense.lam, atol=1e-7 * dense.lam.max())

@@ -110,7 +110,7 @@ def interior_point(
         w0: a primal start (length m; need not be feasible).
         lam0: a dual start (length k; nonnegative), e.g. the multipliers of an earlier round.
         tol: stop when ``mu``, the primal residual ``max |A w - s - 1|`` and the relative dual
-            residual ``max |grad f - A^T lam| / max |grad f|`` are all below it.
+            residual ``max |grad f - A^T lam| / max(1, max |grad f|)`` are all below it.
         max_iter: iterations before giving up.
 
     Returns:

@@ -204,15 +204,20 @@ def working_set_start(
     cap = min(N, 3 * m) if max_rows is None else min(N, max_rows)
     while cap > 1 and working_set_bytes(cap, m) > budget:
         cap = int(cap * 0.9)
-    if q < 2.0:  # p > 2: the primal interior point, whose memory does not grow as rows^2
+    # p > 2 on many rows: the rounds solve the primal (`certify.interior`), whose normal matrix is
+    # m x m; on fewer the support stays well below m and the dual's |F| x |F| matrix is the cheaper
+    # one (p = 3, dual / interior point, load 1-2: (100,32,64) 6.1 / 14.5 s, (500,32,64) 19.0 /
+    # 25.2 s, (2000,32,64) 50-132 / 38.9 s, (10^4,32,64) no result / 211-244 s)
+    primal = q < 2.0 and N > SCREEN_FACTOR * m
+    if primal:  # the interior point's memory does not grow as rows^2
         cap = min(N, 4 * m) if max_rows is None else min(N, max_rows)
         while cap > 1 and interior_bytes(cap, m) > budget:
             cap = int(cap * 0.9)
-    # rows a round aims at: a (generic) support and a margin of violators; p > 2 (q < 2): twice
-    # m, as the interior point's normal matrix is m x m whatever the rows (the dual Newton matrix
-    # A_F D A_F^T, rank <= m, is singular beyond m free rows: measured at (10^4,32,64) p = 3,
-    # rounds of at most m rows converged but the support grew some 10 rows a round)
-    target = min(cap, 2 * m if q < 2.0 else m + m // 8)
+    # rows a round aims at: a (generic) support and a margin of violators; the interior point:
+    # twice m, as its normal matrix is m x m whatever the rows (the dual Newton matrix A_F D A_F^T,
+    # rank <= m, is singular beyond m free rows: measured at (10^4,32,64) p = 3, dual rounds of at
+    # most m rows converged but the support grew some 10 rows a round)
+    target = min(cap, 2 * m if primal else m if q < 2.0 else m + m // 8)
     norms = rf.row_norms()
     sigma = float(np.median(norms))
     sigma = sigma if sigma > 0 and math.isfinite(sigma) else 1.0
@@ -239,7 +244,7 @@ def working_set_start(
             if top > 0 and math.isfinite(top):
                 v = v * (float(v.sum()) / top) ** (1.0 / (q - 1.0))  # best multiple at this q
                 ws, rep = _rounds(
-                    rf, p, q, v, rep2.lbfgs_iterations, sigma, tol, max_rounds, cap, target
+                    rf, p, q, v, rep2.lbfgs_iterations, sigma, tol, max_rounds, cap, target, primal
                 )
                 if ws.kkt_residual < math.inf:
                     return ws._replace(method=ws.method + ", from the p = 2 optimum"), rep._replace(
@@ -276,7 +281,7 @@ def working_set_start(
             lam, nit = lam2, nit + nit2
     else:
         lam, nit = lbfgs_dual(rf, q, sigma, lbfgs_iter)
-    ws, rep = _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target)
+    ws, rep = _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target, primal)
     if sampled and not ws.kkt_residual < math.inf and not rep.diverged:
         return working_set_start(
             rf,
@@ -291,7 +296,7 @@ def working_set_start(
     return ws, rep
 
 
-def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
+def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target, primal):
     """The working-set rounds of `working_set_start` from the stage-1 multipliers ``lam``."""
     N, m = rf.N, rf.m
 
@@ -330,7 +335,7 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
         A = rf.rows(W) / sigma
         start = lamW
         with _blas_threads(A.size):
-            if q < 2.0:
+            if primal:
                 lamW, res = primal_round(A, p, lamW, tol=tol)
             else:
                 lamW, res = _dual_newton(A, q, lamW, tol, retry=shrinks >= 3)
@@ -372,7 +377,9 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target):
             )
         keep = lamW > 0  # rows without a multiplier leave W: the optimum on W stays, |F| stays <= m
         room = min(cap - int(keep.sum()), max(target - int(keep.sum()), ROOM))
-        if q < 2.0:
+        if q < 2.0 and not primal:  # the dual at p > 2: within m rows (see ``target``)
+            room = max(1, min(room, target - int(keep.sum())))
+        if primal:
             # the interior point costs |W| m^2 a step whatever the support: W keeps its rows
             # without a multiplier too (dropping them let rows leave and rejoin: 14 rounds on
             # 1,200 rows of m = 36), the rows of most slack leave only to make room for violators

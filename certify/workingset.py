@@ -17,9 +17,9 @@ N x N or N x m matrix:
    increases strictly from round to round. A support has at most m rows (generic data), and more
    than m rows with a multiplier make the Newton matrix ``A_F D A_F^T`` (rank <= m) singular: the
    solve then crawls (measured at (10^4,32,64): 12,288 rows did not converge; rounds on 5,000 rows
-   took 100-140 s, on 4,100 rows 15-40 s). At p > 2 a round solves the primal instead
-   (`certify.interior`: an interior point whose normal matrix is m x m, then Newton on the rows
-   with a multiplier), so W starts at 2m rows and keeps them (at most 4m).
+   took 100-140 s, on 4,100 rows 15-40 s). At p > 2 on N > 8m rows a round solves the primal
+   instead (`certify.interior`: an interior point whose normal matrix is m x m, then Newton on the
+   rows with a multiplier), so W starts at 2m rows and keeps them (at most 4m).
 
 The dual is unbounded exactly when ``A w >= 1`` is infeasible (Gordan): divergence of stage 1 or a
 working set whose Newton solve does not converge is reported with an infinite KKT residual, and

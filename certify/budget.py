@@ -28,7 +28,10 @@ def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> 
     ``min(N, m)`` dense rows (capped to the budget as it grows, see `certify.workingset`) and the
     refinement's systems on the active set ``|S| <= min(N, m)``. Calibrated on measured peaks of
     planted (n, 32, 64) at p = 2 (2026-12-03): 0.24 / 1.43 / 4.67 GB at n = 100 / 2000 / 10^4
-    against estimates of 1.2 / 2.8 / 6.7 GB (an upper estimate: 1.4x at 10^4)."""
+    against estimates of 1.2 / 2.8 / 6.7 GB (an upper estimate: 1.4x at 10^4). Since the split
+    exact blocks (`certify.fmpzblocks`) the peaks are 0.21 / 1.12 / 3.43 GB at every p (a
+    ladder at p in {1.1, 1.75, 2, 3}, benchmarks/README.md), so the estimate is 1.9x at 10^4:
+    still an upper bound, not yet recalibrated."""
     data = 16 * n * T * d + 224 * N * d
     if not structured:
         return data + 8 * (3 * N * m + 4 * N * N)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from certify.firststage import phi
+from certify.firststage import ones_start, phi
 from certify.warmstart import kkt_residual
 
 __all__ = [
@@ -80,16 +80,26 @@ def _factor(M: np.ndarray):
 
 def _residual(A: np.ndarray, p: float, w: np.ndarray, s: np.ndarray, lam: np.ndarray) -> float:
     """``max(|grad f - A^T lam| / max(1, |grad f|), |A w - s - 1|) + s^T lam / k``."""
-    grad = np.sign(w) * np.abs(w) ** (p - 1.0)
+    grad = phi(w, p)
     scale = max(1.0, float(np.max(np.abs(grad))))
     r_d = float(np.max(np.abs(grad - A.T @ lam))) / scale
     return max(r_d, float(np.max(np.abs(A @ w - s - 1.0)))) + float(s @ lam) / len(s)
 
 
+def _ratio_test(v: np.ndarray, dv: np.ndarray) -> tuple[float, int]:
+    """``(t, j)``: the largest t <= 1 with ``v + t dv >= 0`` (v >= 0) and the entry j that blocks
+    it (-1 when nothing does)."""
+    neg = np.flatnonzero(dv < 0)
+    if not neg.size:
+        return 1.0, -1
+    ratios = -v[neg] / dv[neg]
+    j = int(np.argmin(ratios))
+    return (float(ratios[j]), int(neg[j])) if ratios[j] < 1.0 else (1.0, -1)
+
+
 def _step_to_boundary(v: np.ndarray, dv: np.ndarray) -> float:
     """The largest t <= 1 with ``v + t dv >= 0`` (v > 0)."""
-    neg = dv < 0
-    return min(1.0, float(np.min(-v[neg] / dv[neg]))) if neg.any() else 1.0
+    return _ratio_test(v, dv)[0]
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
@@ -129,11 +139,8 @@ def interior_point(
         # w = phi(A^T c 1), so that grad f = A^T lam holds at the start (at w = 0 the curvature of
         # |w|^p, p > 2, vanishes; and Newton on |w_j|^(p-1) = c from w_j far below overshoots)
         q = p / (p - 1.0)
-        u = A.T @ np.ones(k)
-        b = float(np.sum(np.abs(u) ** q))
-        c = (k / b) ** (1.0 / (q - 1.0)) if b > 0 and math.isfinite(b) else 1.0
-        lam = np.full(k, c)
-        w = np.sign(u) * np.abs(c * u) ** (q - 1.0)
+        lam = ones_start(k, float(np.sum(np.abs(A.T @ np.ones(k)) ** q)), q)
+        w = phi(A.T @ lam, q)
     # Mehrotra's start: shift s and lam into the interior, then balance their products
     s = A @ w - 1.0
     s = s + max(0.0, -1.5 * float(s.min()))
@@ -144,11 +151,10 @@ def interior_point(
     s += 0.5 * sl / float(lam.sum())
     lam += 0.5 * sl / float(s.sum())
 
-    it, mu, converged = 0, float(s @ lam) / k, False
+    it, mu = 0, float(s @ lam) / k
     best, stale = (math.inf, w, s, lam, mu), 0
     for it in range(1, max_iter + 1):
-        aw = np.abs(w)
-        grad = np.sign(w) * aw ** (p - 1.0)
+        grad = phi(w, p)  # sign(w)|w|^(p-1)
         r_d = grad - A.T @ lam
         r_p = A @ w - s - 1.0
         mu = float(s @ lam) / k
@@ -160,11 +166,10 @@ def interior_point(
         if merit < best[0]:
             best = (merit, w, s, lam, mu)
         if merit < tol:
-            converged = True
             break
         if stale >= 4:
             break
-        h = (p - 1.0) * aw ** (p - 2.0)
+        h = (p - 1.0) * np.abs(w) ** (p - 2.0)
         h = np.maximum(h, 1e-12 * max(float(h.max()), 1e-300))  # p > 2 and w_j = 0: keep M definite
         D = lam / s
         c = _factor(_normal_matrix(A, D, h))
@@ -198,7 +203,7 @@ def interior_point(
         w, s, lam = w1, s1, l1
     merit, w, s, lam, mu = best
     out = np.where(lam > s, lam, 0.0)  # strict complementarity: s > lam marks an inactive row
-    return InteriorResult(out, w, it, converged or merit < tol, mu)
+    return InteriorResult(out, w, it, merit < tol, mu)
 
 
 @np.errstate(over="ignore", invalid="ignore", divide="ignore")
@@ -225,8 +230,7 @@ def active_newton(
         if not F.size:
             break
         AF = A[F]
-        aw = np.abs(w)
-        grad = np.sign(w) * aw ** (p - 1.0)
+        grad = phi(w, p)
         r_d = grad - AF.T @ lam[F]
         r_p = AF @ w - 1.0
         scale = max(1.0, float(np.max(np.abs(grad))))
@@ -236,7 +240,7 @@ def active_newton(
             best, kept = res, (lam.copy(), w)
         if res < 1e-14 or stale >= 3:  # converged, or rounding stops the gain
             break
-        h = (p - 1.0) * aw ** (p - 2.0)
+        h = (p - 1.0) * np.abs(w) ** (p - 2.0)
         hinv = 1.0 / np.maximum(h, 1e-300 + 1e-14 * float(h.max()))
         X = AF * np.sqrt(hinv)
         S = dsyrk(1.0, X.T, trans=1)  # upper triangle of A_F H^-1 A_F^T
@@ -249,11 +253,10 @@ def active_newton(
         if not (np.all(np.isfinite(dl)) and np.all(np.isfinite(dw))):
             break
         # ratio test: the step stops where the first multiplier reaches 0, and that row leaves
-        t = _step_to_boundary(lam[F], dl)
+        t, out = _ratio_test(lam[F], dl)
         w = w + t * dw
         lam[F] = np.maximum(lam[F] + t * dl, 0.0)
-        if t < 1.0:
-            out = int(np.argmin(np.where(dl < 0, lam[F] / -np.minimum(dl, -1e-300), np.inf)))
+        if out >= 0:
             lam[F[out]] = 0.0
             F = F[lam[F] > 0]
             best, stale = math.inf, 0  # a new system: its residuals start afresh

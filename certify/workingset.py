@@ -201,18 +201,16 @@ def working_set_start(
     N, m = rf.N, rf.m
     lbfgs_iter = max(300, min(2000, N // 200)) if lbfgs_iter is None else int(lbfgs_iter)
     budget = 2 << 30 if budget_bytes is None else int(budget_bytes)
-    cap = min(N, 3 * m) if max_rows is None else min(N, max_rows)
-    while cap > 1 and working_set_bytes(cap, m) > budget:
-        cap = int(cap * 0.9)
     # p > 2 on many rows: the rounds solve the primal (`certify.interior`), whose normal matrix is
     # m x m; on fewer the support stays well below m and the dual's |F| x |F| matrix is the cheaper
     # one (p = 3, dual / interior point, load 1-2: (100,32,64) 6.1 / 14.5 s, (500,32,64) 19.0 /
     # 25.2 s, (2000,32,64) 50-132 / 38.9 s, (10^4,32,64) no result / 211-244 s)
     primal = q < 2.0 and N > SCREEN_FACTOR * m
-    if primal:  # the interior point's memory does not grow as rows^2
-        cap = min(N, 4 * m) if max_rows is None else min(N, max_rows)
-        while cap > 1 and interior_bytes(cap, m) > budget:
-            cap = int(cap * 0.9)
+    # the interior point's memory does not grow as rows^2: it may hold 4m rows, the dual 3m
+    cap = min(N, (4 if primal else 3) * m) if max_rows is None else min(N, max_rows)
+    size = interior_bytes if primal else working_set_bytes
+    while cap > 1 and size(cap, m) > budget:
+        cap = int(cap * 0.9)
     # rows a round aims at: a (generic) support and a margin of violators; the interior point:
     # twice m, as its normal matrix is m x m whatever the rows (the dual Newton matrix A_F D A_F^T,
     # rank <= m, is singular beyond m free rows: measured at (10^4,32,64) p = 3, dual rounds of at
@@ -375,10 +373,6 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target, primal):
                 ),
                 WorkingSetReport(rounds, len(W), nit),
             )
-        keep = lamW > 0  # rows without a multiplier leave W: the optimum on W stays, |F| stays <= m
-        room = min(cap - int(keep.sum()), max(target - int(keep.sum()), ROOM))
-        if q < 2.0 and not primal:  # the dual at p > 2: within m rows (see ``target``)
-            room = max(1, min(room, target - int(keep.sum())))
         if primal:
             # the interior point costs |W| m^2 a step whatever the support: W keeps its rows
             # without a multiplier too (dropping them let rows leave and rejoin: 14 rounds on
@@ -390,6 +384,11 @@ def _rounds(rf, p, q, lam, nit, sigma, tol, max_rounds, cap, target, primal):
                 out = out[np.argsort(-slack[W[out]])][: min(len(viol), ROOM) - spare]
                 keep[out] = False
             room = cap - int(keep.sum())
+        else:
+            keep = lamW > 0  # rows without a multiplier leave W: the optimum on W stays
+            room = min(cap - int(keep.sum()), max(target - int(keep.sum()), ROOM))
+            if q < 2.0:  # the dual at p > 2: within m rows (see ``target``)
+                room = max(1, min(room, target - int(keep.sum())))
         if room <= 0:
             return give_up(np.zeros(N), rounds, len(W), nit, f"working set would exceed {cap} rows")
         add = viol[np.argsort(slack[viol])[:room]]

@@ -13,7 +13,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["split_block", "block_times", "times_block"]
+__all__ = ["rows_fmpz", "split_block", "block_times", "times_block"]
+
+
+def rows_fmpz(ints: np.ndarray, rows: np.ndarray | None = None):
+    """``fmpz_mat`` of the integer rows ``ints[rows]`` (all rows when None): int64 rows go to
+    flint as the Python ints of ``tolist`` (no object copy of the system), object rows entry by
+    entry as Python ints."""
+    import flint
+
+    sub = ints if rows is None else ints[rows]
+    n, d = sub.shape
+    vals = sub.ravel().tolist() if sub.dtype != object else [int(v) for v in sub.ravel()]
+    return flint.fmpz_mat(n, d, vals)
 
 
 def split_block(sub: np.ndarray) -> tuple[object, int]:
@@ -24,11 +36,11 @@ def split_block(sub: np.ndarray) -> tuple[object, int]:
 
     T, d = sub.shape
     if sub.dtype != object:
-        return flint.fmpz_mat(T, d, sub.ravel().tolist()), 0
+        return rows_fmpz(sub), 0
     flat = sub.ravel().tolist()
     bits = max((abs(v).bit_length() for v in flat), default=0)
     if bits <= 62:
-        return flint.fmpz_mat(T, d, flat), 0
+        return rows_fmpz(sub), 0
     k = (bits + 1) // 2
     hi = [v >> k for v in flat]  # floor: lo = v - hi 2^k lies in [0, 2^k)
     lo = [v - (h << k) for v, h in zip(flat, hi)]

@@ -19,7 +19,7 @@ import numpy as np
 from certify.problem import ConstraintSystem
 from certify import represent
 from certify.represent import primitive
-from certify.fmpzblocks import block_times, split_block, times_block
+from certify.fmpzblocks import block_times, rows_fmpz, split_block, times_block
 from certify.splitdot import MAX_TERMS, limb_product, matrix_limbs
 
 __all__ = ["ExactOps", "ldexp_int", "int_vector_to_float"]
@@ -44,12 +44,11 @@ def int_vector_to_float(ints: Sequence[int], e: int) -> np.ndarray:
     return np.fromiter((ldexp_int(k, e) for k in ints), dtype=np.float64, count=len(ints))
 
 
-def _fmpz(rows: int, cols: int, values, *, python_ints: bool = False) -> "object":
-    """``fmpz_mat`` of ``values`` (``python_ints``: a list of Python ints, e.g. from
-    ``ndarray.tolist()`` of int64, taken as it is)."""
+def _fmpz(rows: int, cols: int, values) -> "object":
+    """``fmpz_mat`` of ``values``, each taken as a Python int."""
     import flint
 
-    return flint.fmpz_mat(rows, cols, values if python_ints else [int(k) for k in values])
+    return flint.fmpz_mat(rows, cols, [int(k) for k in values])
 
 
 class _Layout:
@@ -117,17 +116,6 @@ class _Layout:
         return self.blocks[e]
 
 
-def _rows_fmpz(ints: np.ndarray, rows: np.ndarray | None = None):
-    """``fmpz_mat`` of the integer rows ``ints[rows]`` (all rows when None): int64 rows go to
-    flint as the Python ints of ``tolist`` (no object copy of the system), object rows as they
-    are."""
-    sub = ints if rows is None else ints[rows]
-    n, d = sub.shape
-    if ints.dtype == object:
-        return _fmpz(n, d, sub.ravel())
-    return _fmpz(n, d, sub.ravel().tolist(), python_ints=True)
-
-
 def _objects(ints: np.ndarray) -> np.ndarray:
     """``ints`` as an object array of Python ints (itself when it is one: no copy; never mutated)."""
     return ints if ints.dtype == object else ints.astype(object)
@@ -183,7 +171,7 @@ class ExactOps:
         if "Lmat" not in self._cache:
 
             def build():
-                return _rows_fmpz(self.cs.left.ints, None if self.N == self.cs.N else self.rows)
+                return rows_fmpz(self.cs.left.ints, None if self.N == self.cs.N else self.rows)
 
             # one fmpz_mat of the whole system, shared by its ExactOps
             self._cache["Lmat"] = self.cs.derived("Lmat", build) if self.N == self.cs.N else build()

@@ -67,6 +67,12 @@ FUSED_MIN_NUMEL = (
 )  # smaller tensors keep the eager kernels (and never trigger a compilation)
 
 
+def _threads_matter(kernel) -> bool:
+    """Whether the kernel's bits depend on the thread count (inductor's loops: the count selects the
+    compiled variant; the streaming kernel of `experiments.optim.native`: never)."""
+    return getattr(kernel, "threads_matter", True)
+
+
 class _Stamp(NamedTuple):
     """The state recorded after the optimizer's own write to a parameter (`DualCacheMixin._stamp`)."""
 
@@ -77,7 +83,7 @@ class _Stamp(NamedTuple):
     qmax: float  #: an upper bound on ``max|Q|``
     idx: torch.Tensor  #: positions of the sampled entries of ``W`` (flat)
     sample: torch.Tensor  #: the sampled entries of ``W``
-    threads: int | None  #: torch's thread count if ``W`` is the fused kernel's inverse map
+    threads: int | None  #: if ``W`` is the fused kernel's inverse map: torch's count, or 0 (any)
 
 
 def _inverse(kernel, Q: torch.Tensor, W: torch.Tensor, spare: torch.Tensor) -> float:
@@ -122,15 +128,15 @@ class _Speculative:
         top = float(self.kernel(self.Q.view(-1), self.spare.view(-1), self.W, self.G, coef))
         if not math.isfinite(top):
             self._restore()
-            opt._stamp(param, self.Q, self.W, exact, self.qmax, fused=True)
+            opt._stamp(param, self.Q, self.W, exact, self.qmax, kernel=self.kernel)
             opt._refuse(gi, pi, param, exact, lr)
-        opt._swap_dual(param, self.spare, self.Q, self.W, exact, math.inf)
+        opt._swap_dual(param, self.spare, self.Q, self.W, exact, math.inf, self.kernel)
 
     def undo(self) -> None:
         """Take back a step that succeeded (a later parameter's step was refused)."""
         opt, (_, _, param, _, exact) = self.opt, self.job
         self._restore()
-        opt._swap_dual(param, self.Q, self.spare, self.W, exact, self.qmax)
+        opt._swap_dual(param, self.Q, self.spare, self.W, exact, self.qmax, self.kernel)
 
 
 def all_or_nothing(commits: list) -> list[Callable[[], None]]:
@@ -178,9 +184,11 @@ class DualCacheMixin:
                     stacklevel=4,
                 )
             return None
-        # the write phase then keeps torch's thread count: dynamo guards the compiled loop on it, so
-        # another count would recompile inside the write phase (experiments.optim.threads)
-        self._compiled_step = True
+        # an inductor loop keeps torch's thread count in the write phase: dynamo guards it on the
+        # count, so another would recompile inside the write phase (experiments.optim.threads); the
+        # streaming kernel (experiments.optim.native) gives the same bits at every count
+        if _threads_matter(kernel):
+            self._compiled_step = True
         return kernel
 
     def _fingerprint(self, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -198,12 +206,15 @@ class DualCacheMixin:
         exact: Fraction,
         qmax: float,
         *,
-        fused: bool = False,
+        kernel=None,
     ) -> None:
-        """Record the state after our write; ``fused``: ``W`` is bit for bit the fused kernel's
-        inverse map of ``Q`` (kept with the thread count, which selects the compiled variant)."""
+        """Record the state after our write; ``kernel``: ``W`` is bit for bit this fused kernel's
+        inverse map of ``Q`` (kept with the thread count where it selects the compiled variant, 0
+        where every count gives the same bits)."""
         idx, sample = self._fingerprint(W)
-        threads = torch.get_num_threads() if fused else None
+        threads = None
+        if kernel is not None:
+            threads = torch.get_num_threads() if _threads_matter(kernel) else 0
         self._stamps[param] = _Stamp(
             version=param._version,
             data_ptr=param.data_ptr(),
@@ -229,11 +240,11 @@ class DualCacheMixin:
             spare = self._spares[param] = torch.empty_like(Q, memory_format=torch.contiguous_format)
         return spare
 
-    def _swap_dual(self, param, dual, spare, W, exact: Fraction, qmax: float) -> None:
+    def _swap_dual(self, param, dual, spare, W, exact: Fraction, qmax: float, kernel) -> None:
         """After a fused write: ``dual`` becomes the cached dual, ``spare`` the second buffer, and
         the stamp records that ``W`` is the kernel's inverse map of ``dual`` (``qmax`` bounds it)."""
         self.state[param]["dual"], self._spares[param] = dual, spare
-        self._stamp(param, dual, W, exact, qmax, fused=True)
+        self._stamp(param, dual, W, exact, qmax, kernel=kernel)
 
     def _refuse(self, gi, pi, param, exact, lr) -> None:
         """Raise for a refused fused step (nothing changed): a non-finite gradient, else overflow."""
@@ -286,11 +297,15 @@ class DualCacheMixin:
             and stamp.p == exact
             and torch.equal(W.index_select(0, stamp.idx), stamp.sample)
         ):
-            return Qf, stamp.qmax, kernel is not None and stamp.threads == torch.get_num_threads()
+            return (
+                Qf,
+                stamp.qmax,
+                kernel is not None and stamp.threads in (0, torch.get_num_threads()),
+            )
         foreign = stamp is None or stamp.dual is not Q  # e.g. loaded by load_state_dict
         if usable and foreign and _reproduces(W, Qf, inv, q, tmp, kernel):
             qmax = absmax(Qf)  # loaded dual consistent with the parameter: keep it
-            self._stamp(param, Q, W, exact, qmax, fused=kernel is not None)
+            self._stamp(param, Q, W, exact, qmax, kernel=kernel)
             return Qf, qmax, kernel is not None
         qmax = chunked_dual(Qf, W, fwd, tmp)
         self._stamp(param, Q, W, exact, qmax)
@@ -364,7 +379,7 @@ class DualCacheMixin:
                         f"LpMirrorDescent: the fused step overflowed in {self._where(gi, pi, param)} "
                         f"despite its bounds; the parameter is now partially updated"
                     )
-                self._swap_dual(param, spare, Q, W, exact, math.inf)
+                self._swap_dual(param, spare, Q, W, exact, math.inf, kernel)
 
             return commit
         T = torch.empty_like(W)  # own buffer: commits run after every check
@@ -374,6 +389,6 @@ class DualCacheMixin:
 
         def commit_checked() -> None:
             W.copy_(T)
-            self._swap_dual(param, spare, Q, W, exact, math.inf)
+            self._swap_dual(param, spare, Q, W, exact, math.inf, kernel)
 
         return commit_checked

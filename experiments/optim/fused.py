@@ -39,6 +39,7 @@ from typing import Callable
 
 import torch
 
+from experiments.optim import native as _native
 from experiments.optim.kernels import PowPlan
 
 __all__ = ["KernelUnavailable", "step_kernel", "signed_pow_expr", "cbrt_expr", "bits_of"]
@@ -46,8 +47,8 @@ __all__ = ["KernelUnavailable", "step_kernel", "signed_pow_expr", "cbrt_expr", "
 _PROBE_SIZE = 1 << 20
 _INT = {torch.float32: torch.int32, torch.float64: torch.int64}
 _LOCK = threading.Lock()
-_KERNELS: dict[tuple[Fraction, torch.dtype], Callable[..., torch.Tensor]] = {}
-_FAILED: dict[tuple[Fraction, torch.dtype], str] = {}
+_KERNELS: dict[tuple[Fraction, torch.dtype, str], Callable] = {}
+_FAILED: dict[tuple[Fraction, torch.dtype, str], str] = {}
 
 # per dtype: integer view, cube-root magic constant, Halley iterations; the floor used when the root
 # is multiplied by |x| (``e >= 1``: inputs below it give results that underflow to 0 either way, and
@@ -222,10 +223,18 @@ def _reduction_fusion():
             scheduling._why_fuse_nodes = original
 
 
-def step_kernel(exponent: Fraction, dtype: torch.dtype) -> Callable[..., torch.Tensor]:
+def step_kernel(
+    exponent: Fraction, dtype: torch.dtype, *, backend: str = "auto"
+) -> Callable[..., torch.Tensor | float]:
     """The compiled dual step ``kernel(q, q_out, w, g, coef)``: ``q_out <- q + coef g;
-    w <- sign(q_out)|q_out|^exponent``, returning ``max|w|`` as a 0-d tensor (NaN when any entry is
-    NaN), all in one pass. It is finite iff every written entry is: every recipe maps an infinite
+    w <- sign(q_out)|q_out|^exponent``, returning ``max|w|`` (a 0-d tensor from inductor, a float
+    from the streaming kernel; NaN when any entry is NaN), all in one pass.
+
+    ``backend``: ``"native"`` the streaming C kernel of `experiments.optim.native` (the same bits as
+    inductor's loop, tested, with non-temporal stores: about 0.7-0.9x a fused Adam step against
+    1.0-1.3x, benchmarks/README.md); ``"inductor"`` the ``torch.compile`` loop; ``"auto"`` (default)
+    the streaming kernel where it exists (not for ``exp2`` exponents, nor without a C compiler) and
+    passes its probe, else inductor's. It is finite iff every written entry is: every recipe maps an infinite
     ``q_out`` to Inf or NaN (powers, roots, ``exp2``: Inf; the Halley cube root: ``inf/inf``, NaN) and
     NaN to NaN (tested). (``max(|q_out|, |w|)`` costs twice the extra work in the loop: measured
     23.6 against 10.7 ms CPU for ``|Q|^{4/3}`` at 1 thread, 9.4 without any reduction.)
@@ -244,13 +253,27 @@ def step_kernel(exponent: Fraction, dtype: torch.dtype) -> Callable[..., torch.T
     """
     if dtype not in _CBRT:
         raise KernelUnavailable(f"fused kernels support float32 and float64, not {dtype}")
-    key = (Fraction(exponent), dtype)
+    if backend not in ("auto", "native", "inductor"):
+        raise ValueError(f"backend must be 'auto', 'native' or 'inductor', not {backend!r}")
+    key = (Fraction(exponent), dtype, backend)
     with _LOCK:
         kernel = _KERNELS.get(key)
         if kernel is not None:
             return kernel
         if key in _FAILED:
             raise KernelUnavailable(_FAILED[key])
+        if backend != "inductor":
+            try:
+                kernel = _native.native_kernel(_recipe(key[0]), dtype)
+                _probe(kernel, key[0], dtype)
+            except (_native.NativeUnavailable, KernelUnavailable) as exc:
+                if backend == "native":
+                    _FAILED[key] = f"no streaming kernel: {exc}"
+                    raise KernelUnavailable(_FAILED[key]) from None
+                kernel = None
+            if kernel is not None:
+                _KERNELS[key] = kernel
+                return kernel
         try:
             kernel = _make_kernel(key[0])
             _probe(kernel, key[0], dtype)

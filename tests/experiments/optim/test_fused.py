@@ -123,10 +123,12 @@ def test_recipes():
 
 
 # ---------------------------------------------------------------- the compiled kernel
-@pytest.fixture(scope="module")
-def kernel43():
+@pytest.fixture(scope="module", params=["auto", "inductor"])
+def kernel43(request):
+    """The kernel the optimizer uses (``auto``: the streaming C kernel where it builds) and
+    inductor's loop, each through the same tests."""
     try:
-        return fused_mod.step_kernel(Fraction(4, 3), torch.float32)
+        return fused_mod.step_kernel(Fraction(4, 3), torch.float32, backend=request.param)
     except KernelUnavailable as exc:  # pragma: no cover - depends on the machine's toolchain
         pytest.skip(f"no compiled kernel here: {exc}")
 
@@ -162,7 +164,8 @@ def test_compiled_kernel_matches_the_expression_for_every_size(kernel43):
 
 
 def test_kernel_cache_returns_the_same_function(kernel43):
-    assert fused_mod.step_kernel(Fraction(4, 3), torch.float32) is kernel43
+    backend = "inductor" if isinstance(kernel43, type(_recipe)) else "auto"
+    assert fused_mod.step_kernel(Fraction(4, 3), torch.float32, backend=backend) is kernel43
 
 
 def _steps(fused, *, p="1.75", dtype=torch.float32, n=N, lr=0.05, steps=4, grad_scale=1.0, **kw):
@@ -282,7 +285,7 @@ def test_failed_compilation_is_remembered(monkeypatch):
     monkeypatch.setattr(fused_mod, "_FAILED", {})
     for _ in range(2):
         with pytest.raises(KernelUnavailable, match=r"RuntimeError: simulated compiler crash\)$"):
-            fused_mod.step_kernel(Fraction(4, 3), torch.float32)
+            fused_mod.step_kernel(Fraction(4, 3), torch.float32, backend="inductor")
     assert attempts == [Fraction(4, 3)]
     with pytest.raises(KernelUnavailable, match="float32 and float64, not torch.float16"):
         fused_mod.step_kernel(Fraction(4, 3), torch.float16)

@@ -1,0 +1,339 @@
+"""The streaming C kernel of the fused dual step (docs/theory.md section 2.3; issue 25).
+
+Same contract as the compiled kernel of `experiments.optim.fused` (``q_out <- q + coef g;
+w <- sign(q_out)|q_out|^e``, the maximum ``max|w|`` returned, NaN if any entry of ``q_out`` or ``w``
+is not finite), but written as a small C loop compiled by the system C compiler and called through
+`ctypes`. What it adds over inductor's loop is the way it writes: each block of 128 entries is
+computed into two buffers on the stack (one vectorized loop, no fused multiply-add, no fast-math: the
+same IEEE operations in the vector body and the scalar tail, so the bits do not depend on where an
+entry falls or on the thread count) and copied out with non-temporal stores. A store that allocates
+its cache line first reads it (read for ownership): inductor's loop moves six streams of memory per
+entry (read ``q``, ``g``; read and write ``q_out`` and ``w``), this one four, against fused Adam's
+seven (read ``w``, ``g``, two moments; write three). The threads take blocks of 65,536 entries
+dynamically (OpenMP ``schedule(dynamic)``, at ``torch.get_num_threads()`` at call time), so a
+descheduled thread holds up at most one block; the count changes no bit of the result.
+
+Recipes: integer powers (square and multiply), the Halley cube root of `experiments.optim.fused.
+cbrt_expr` (the same operations in the same order) and its square, and chains of square roots.
+Exponents that need ``exp2``/``log2`` raise `NativeUnavailable` (the caller falls back to inductor).
+
+Why C through `ctypes` and not an extension library: `torch.utils.cpp_extension` compiles against
+torch's headers (about a minute per kernel) and cffi's compiled mode needs Python's headers and
+setuptools; this needs only the C compiler that inductor needs already, builds in well under a
+second, and has no Python-object code. The shared object is cached under
+``$MDCERT_KERNEL_CACHE`` (default ``~/.cache/mdcert/kernels``), keyed by a hash of the source, the
+compiler's version and the CPU's flags (it is built with ``-march=native``); it is written under a
+temporary name and renamed, so concurrent builds never load a half-written file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+__all__ = ["NativeKernel", "NativeUnavailable", "native_kernel", "c_power"]
+
+_TYPES = {
+    torch.float32: ("float", "uint32_t", "0x7fffffffu", "0x7f800000u", "f"),
+    torch.float64: ("double", "uint64_t", "0x7fffffffffffffffull", "0x7ff0000000000000ull", ""),
+}
+# as in experiments.optim.fused: integer type, magic, Halley iterations, floor, tiny, huge, k3
+_CBRT = {
+    torch.float32: ("int32_t", 709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
+    torch.float64: ("int64_t", float(0x2A9F7893782DA1CE), 3, 2.0**-810, 2.0**-900, 2.0**960, 900),
+}
+_FLAGS = [
+    "-O3",
+    "-march=native",
+    "-fopenmp",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-fno-trapping-math",
+    "-shared",
+    "-fPIC",
+    "-std=c99",
+]
+_LOCK = threading.Lock()
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+_TEMPLATE = r"""
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+typedef REAL real;
+typedef UBITS ubits;
+#define FABS FABSFN
+#define COPYSIGN COPYSIGNFN
+#define BLK 128
+#define CHUNK 65536
+static inline ubits tobits(real x) { ubits b; memcpy(&b, &x, sizeof b); return b; }
+static inline real power(real a) {
+POWER
+}
+static void stream(char* dst, const char* src, int64_t nbytes) {
+  int64_t i = 0;
+  while (i < nbytes && ((uintptr_t)(dst + i) & 63)) { dst[i] = src[i]; i++; }
+#if defined(__AVX512F__)
+  for (; i + 64 <= nbytes; i += 64)
+    _mm512_stream_si512((void*)(dst + i), _mm512_loadu_si512((const void*)(src + i)));
+#elif defined(__AVX__)
+  for (; i + 32 <= nbytes; i += 32)
+    _mm256_stream_si256((__m256i*)(dst + i), _mm256_loadu_si256((const __m256i*)(src + i)));
+#elif defined(__SSE2__)
+  for (; i + 16 <= nbytes; i += 16)
+    _mm_stream_si128((__m128i*)(dst + i), _mm_loadu_si128((const __m128i*)(src + i)));
+#endif
+  if (i < nbytes) memcpy(dst + i, src + i, (size_t)(nbytes - i));
+}
+real mdcert_step(const real* q, real* qo, real* w, const real* g, double coef, int64_t n,
+                 int threads) {
+  const real c = (real)coef;
+  ubits top = 0, qtop = 0;
+  const int64_t chunks = (n + CHUNK - 1) / CHUNK;
+  #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) reduction(max:top, qtop)
+  for (int64_t k = 0; k < chunks; k++) {
+    real xb[BLK] __attribute__((aligned(64)));
+    real wb[BLK] __attribute__((aligned(64)));
+    const int64_t end = (k + 1) * CHUNK < n ? (k + 1) * CHUNK : n;
+    for (int64_t b = k * CHUNK; b < end; b += BLK) {
+      const int64_t m = end - b < BLK ? end - b : BLK;
+      ubits t = 0, u = 0;
+      #pragma omp simd reduction(max:t, u)
+      for (int64_t i = 0; i < m; i++) {
+        const real x = q[b + i] + c * g[b + i];
+        const real y = power(FABS(x));
+        xb[i] = x;
+        wb[i] = COPYSIGN(y, x);
+        const ubits yb = tobits(y) & ABSMASK, xa = tobits(x) & ABSMASK;
+        t = yb > t ? yb : t;
+        u = xa > u ? xa : u;
+      }
+      top = t > top ? t : top;
+      qtop = u > qtop ? u : qtop;
+      stream((char*)(qo + b), (const char*)xb, m * (int64_t)sizeof(real));
+      stream((char*)(w + b), (const char*)wb, m * (int64_t)sizeof(real));
+    }
+  }
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+  real out;
+  if (qtop >= EXPMASK) top = EXPMASK | 1;  /* a non-finite dual: NaN */
+  memcpy(&out, &top, sizeof out);
+  return out;
+}
+"""
+
+
+class NativeUnavailable(RuntimeError):
+    """The streaming kernel cannot be built here, or not for this exponent (the message says why)."""
+
+
+def _lit(value: float, suffix: str) -> str:
+    return f"{float(value).hex()}{suffix}" if suffix else float(value).hex()
+
+
+def _int_pow(var: str, m: int, lines: list[str], real: str) -> str | None:
+    """C statements for ``var^m`` by square and multiply (the order of `fused._int_pow`)."""
+    result, base, k = None, var, 0
+    while m:
+        if m & 1:
+            if result is None:
+                result = base
+            else:
+                lines.append(f"  const {real} r{k} = {result} * {base};")
+                result, k = f"r{k}", k + 1
+        m >>= 1
+        if m:
+            lines.append(f"  const {real} s{k} = {base} * {base};")
+            base, k = f"s{k}", k + 1
+    return result
+
+
+def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype) -> str:
+    """The C body of ``|x|^e`` for ``a = |x|`` (``recipe`` from `experiments.optim.fused`)."""
+    whole, kind, _, bits = recipe
+    real, _, _, _, suf = _TYPES[dtype]
+    ibits, magic, iters, lowest, tiny, huge, k3 = _CBRT[dtype]
+    lines: list[str] = []
+    if kind == "integer":
+        result = _int_pow("a", whole, lines, real)
+        return "\n".join(lines + [f"  return {result};"])
+    if kind in ("cbrt", "cbrt2"):
+        floor = whole >= 1
+        if floor:
+            lines.append(f"  const {real} s = a < {_lit(lowest, suf)} ? {_lit(lowest, suf)} : a;")
+        else:
+            lines += [
+                f"  const int small = a < {_lit(tiny, suf)}, big = a > {_lit(huge, suf)};",
+                f"  {real} s = small ? a * {_lit(2.0**k3, suf)} : (big ? a * "
+                f"{_lit(2.0**-k3, suf)} : a);",
+                f"  s = s < {_lit(tiny, suf)} ? {_lit(tiny, suf)} : s;",
+            ]
+        lines.append(f"  {ibits} sb; memcpy(&sb, &s, sizeof sb);")
+        lines.append(
+            f"  const {ibits} yb = ({ibits})(({real})sb * ({real})(1.0 / 3.0) + "
+            f"({real}){_lit(magic, '')});"
+        )
+        lines.append(f"  {real} y; memcpy(&y, &yb, sizeof y);")
+        for _ in range(iters):
+            lines.append(
+                f"  {{ const {real} y3 = y * y * y; y = y * ((y3 + 2 * s) / (2 * y3 + s)); }}"
+            )
+        if not floor:
+            lines.append(
+                f"  y = small ? y * {_lit(2.0 ** -(k3 // 3), suf)} : (big ? y * "
+                f"{_lit(2.0 ** (k3 // 3), suf)} : y);"
+            )
+            lines.append("  y = a == 0 ? a : y;")
+        lines.append(f"  const {real} root = {'y' if kind == 'cbrt' else 'y * y'};")
+    elif kind == "roots":
+        lines.append(f"  {real} t = a, root = 0;")
+        first = True
+        for i in range(1, bits[-1] + 1):
+            lines.append(f"  t = {'sqrtf' if dtype == torch.float32 else 'sqrt'}(t);")
+            if i in bits:
+                lines.append("  root = t;" if first else "  root = root * t;")
+                first = False
+    else:
+        raise NativeUnavailable(f"the streaming kernel has no {kind} recipe (exp2/log2)")
+    power = _int_pow("a", whole, lines, real)
+    lines.append(f"  return {'root' if power is None else f'root * {power}'};")
+    return "\n".join(lines)
+
+
+def _source(recipe, dtype: torch.dtype) -> str:
+    real, ubits, absmask, expmask, _ = _TYPES[dtype]
+    body = c_power(recipe, dtype)
+    return (
+        _TEMPLATE.replace("REAL", real)
+        .replace("UBITS", ubits)
+        .replace("ABSMASK", absmask)
+        .replace("EXPMASK", expmask)
+        .replace("POWER", body)
+        .replace("FABSFN", "fabsf" if dtype == torch.float32 else "fabs")
+        .replace("COPYSIGNFN", "copysignf" if dtype == torch.float32 else "copysign")
+    )
+
+
+def _cpu_flags() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("MDCERT_KERNEL_CACHE")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "mdcert", "kernels")
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def _build(source: str) -> ctypes.CDLL:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise NativeUnavailable("no C compiler found (set CC)")
+    try:
+        version = subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NativeUnavailable(f"the C compiler {compiler!r} does not run: {exc}") from None
+    key = hashlib.sha256(
+        "\0".join([source, " ".join(_FLAGS), version, _cpu_flags()]).encode()
+    ).hexdigest()[:32]
+    with _LOCK:
+        try:
+            folder = _cache_dir()
+        except OSError as exc:
+            raise NativeUnavailable(f"no kernel cache directory: {exc}") from None
+        target = folder / f"step_{key}.so"
+        if str(target) in _LIBS:
+            return _LIBS[str(target)]
+        if not target.exists():
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                src, out = Path(tmp) / "step.c", Path(tmp) / "step.so"
+                src.write_text(source, encoding="ascii")
+                try:
+                    done = subprocess.run(
+                        [compiler, *_FLAGS, str(src), "-o", str(out)],
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                    )
+                except (OSError, subprocess.SubprocessError) as exc:
+                    raise NativeUnavailable(f"the C compiler failed: {exc}") from None
+                if done.returncode != 0:
+                    first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]
+                    raise NativeUnavailable(f"the C compiler failed: {first}")
+                os.replace(out, target)
+        try:
+            lib = ctypes.CDLL(str(target))
+        except OSError as exc:
+            raise NativeUnavailable(f"the built kernel does not load: {exc}") from None
+        _LIBS[str(target)] = lib
+        return lib
+
+
+class NativeKernel:
+    """``kernel(q, q_out, w, g, coef) -> max|w|`` (a float), as `experiments.optim.fused.step_kernel`
+    documents; bit-identical for every thread count (``threads_matter`` is False)."""
+
+    threads_matter = False
+
+    def __init__(self, lib: ctypes.CDLL, dtype: torch.dtype) -> None:
+        real = ctypes.c_float if dtype == torch.float32 else ctypes.c_double
+        fn = lib.mdcert_step
+        fn.restype = real
+        fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_double, ctypes.c_int64, ctypes.c_int]
+        self._fn, self.dtype = fn, dtype
+
+    def __call__(self, q, q_out, w, g, coef) -> float:
+        n = q.numel()
+        for t in (q, q_out, w, g):
+            if t.dtype != self.dtype or t.numel() != n or not t.is_contiguous() or t.is_cuda:
+                raise ValueError("native step: contiguous CPU tensors of one dtype and size")
+        return float(
+            self._fn(
+                q.data_ptr(),
+                q_out.data_ptr(),
+                w.data_ptr(),
+                g.data_ptr(),
+                float(coef),
+                n,
+                max(1, torch.get_num_threads()),
+            )
+        )
+
+
+def native_kernel(recipe, dtype: torch.dtype) -> NativeKernel:
+    """Build (or load from the cache) the streaming kernel for ``recipe`` and ``dtype``.
+
+    Raises:
+        NativeUnavailable: no such recipe here (``exp2``), another dtype, or no working C compiler.
+    """
+    if dtype not in _TYPES:
+        raise NativeUnavailable(f"the streaming kernel supports float32 and float64, not {dtype}")
+    if os.environ.get("MDCERT_NATIVE_KERNELS", "1") == "0":
+        raise NativeUnavailable("disabled by MDCERT_NATIVE_KERNELS=0")
+    return NativeKernel(_build(_source(recipe, dtype)), dtype)

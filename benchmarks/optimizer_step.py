@@ -146,8 +146,9 @@ def _run(args) -> int:
         for suffix in suffixes:
             if not (args.lean and p != "2"):
                 kinds.append(f"LpMD p={p} fast{suffix}")
-            if args.fused and p != "2" and suffix == suffixes[0]:
-                kinds.append(f"LpMD p={p} fused")  # fused steps keep torch's thread count
+            if args.fused and p != "2":
+                # the C kernel follows the thread choice; inductor's loop keeps torch's count
+                kinds.append(f"LpMD p={p} fused{suffix}")
             if args.nocache and p != "2":
                 kinds.append(f"LpMD p={p} nocache{suffix}")
         if args.simple:

@@ -184,10 +184,12 @@ class DualCacheMixin:
                     stacklevel=4,
                 )
             return None
-        # an inductor loop keeps torch's thread count in the write phase: dynamo guards it on the
-        # count, so another would recompile inside the write phase (experiments.optim.threads); the
-        # streaming kernel (experiments.optim.native) gives the same bits at every count
-        if _threads_matter(kernel):
+        # the write phase keeps torch's thread count (untimed) for an inductor loop: dynamo guards it
+        # on the count, so another would recompile inside the write phase; and for the streaming
+        # kernel (experiments.optim.native, the same bits at every count) unless ``threads=k`` fixes
+        # one: its blocks go to whichever thread is free, so under load 2 threads measured no slower
+        # than 1 (benchmarks/README.md), and timing it would only add noise (experiments.optim.threads)
+        if _threads_matter(kernel) or self._threads.threads is None:
             self._compiled_step = True
         return kernel
 

@@ -24,8 +24,9 @@ kernels run (and so compile) (measured: one loop instead of two, i.e. one pass i
 One compiled function per exponent and dtype, with a dynamic size (one compilation serves every
 size); a compile takes about 30 s on 2 cores the first time and a few seconds from inductor's
 on-disk cache. A kernel that cannot be compiled (no C++ compiler, no Python headers) is reported by
-`KernelUnavailable`; the optimizer then warns once and uses the eager kernels. (Why torch.compile and
-not a hand-written extension or numba: it needs no extra dependency and no build step at install.)
+`KernelUnavailable`; the optimizer then warns once and uses the eager kernels. `step_kernel`
+prefers the streaming C kernel of `experiments.optim.native` (the same bits, written with
+non-temporal stores) where it has the recipe, and compiles inductor's loop otherwise.
 """
 
 from __future__ import annotations

@@ -31,21 +31,23 @@ with one power instead of two (one more parameter-sized buffer, like Adam's); wh
 what is not detected: `experiments.optim.dual`.
 
 Fused (``fused=True``; CPU, float32/float64 tensors of at least 65,536 entries, p != 2, dual cache on):
-the dual update and inverse map run as one compiled loop (`experiments.optim.fused`; cube roots by
-Halley's iteration, not ``exp2``/``log2``) on a double-buffered dual. Once the parameter is known to
-be bit for bit that loop's inverse map of the dual (after every fused step), the gradient is not read
-first: the loop's own maximum refuses the step and the step is undone exactly, the same
-all-or-nothing guarantee (`experiments.optim.dual`); otherwise the checks above run first. The first
-use compiles (about 30 s on 2 cores, seconds from inductor's cache); where it cannot, a warning and
-the eager kernels. Elsewhere (CUDA, small tensors, ``cache_dual=False``) ``fused`` changes nothing.
+the dual update and inverse map run as one loop on a double-buffered dual: a small C kernel with
+non-temporal stores (`experiments.optim.native`) for integer, cube-root and square-root exponents,
+else inductor's compiled loop (`experiments.optim.fused`); both give the same bits. Once the
+parameter is known to be bit for bit that loop's inverse map of the dual (after every fused step),
+the gradient is not read first: the loop's own maximum refuses the step and the step is undone
+exactly, the same all-or-nothing guarantee (`experiments.optim.dual`); otherwise the checks above run
+first. The first use builds the kernel (under a second for the C kernel; about 30 s for inductor's,
+seconds from its cache); where neither can be built, a warning and the eager kernels. Elsewhere
+(CUDA, small tensors, ``cache_dual=False``) ``fused`` changes nothing.
 
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
 eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
-(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); with ``fused=True`` p = 1.1 and p = 3 about
-1.1-1.2x, p = 1.75 1.3-1.5x before the speculative step; with it, on a quiet machine, p = 1.1 and
-1.75 about 5-12% faster (1.1x and 1.2-1.3x), p = 3 unchanged (1.04-1.11x); p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G``
-read that rejects NaN/Inf before anything is written). Every chunk op synchronises the intra-op
-threads, so on an oversubscribed machine one thread can be faster: the step picks its thread
+(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); ``fused=True`` with the C kernel 0.74-0.78x
+(float32) and 0.68-0.97x (float64) on a quiet machine, against 1.04-1.3x with inductor's loop; p = 2
+about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf before
+anything is written). Every eager chunk op synchronises the intra-op threads, so on an
+oversubscribed machine one thread can be faster: the step picks its thread
 count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.
 """
 

@@ -17,7 +17,12 @@ or ``foreach``); otherwise phase 1 keeps torch's count:
   is faster. Steps with fewer than ``T * GRAIN`` entries (torch would not split them anyway) and
   ``T = 1`` never switch.
 - ``threads=k`` (an int >= 1): always ``k``.
-- Steps that run a compiled ``fused=True`` kernel keep torch's count (and are not timed): dynamo
+- Steps that run the streaming C kernel of ``fused=True`` (`experiments.optim.native`) keep
+  torch's count under the automatic choice (untimed) and take ``k`` under ``threads=k``: it deals
+  its blocks to whichever thread is free, so a descheduled thread holds up one block, and its bits
+  do not depend on the count. Under two busy loops on 2 cores, 2 threads took 0.56-0.80x the time
+  of 1 (benchmarks/README.md).
+- Steps that run inductor's ``fused=True`` loop keep torch's count (and are not timed): dynamo
   guards the compiled loop on the thread count, so another count would recompile it inside the write
   phase, where a failure could no longer be refused with nothing written. That loop has one parallel
   region per call, not a barrier per chunk: under a load of 10-12 on 2 cores, 2 threads took

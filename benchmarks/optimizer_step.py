@@ -146,7 +146,7 @@ def _run(args) -> int:
         for suffix in suffixes:
             if not (args.lean and p != "2"):
                 kinds.append(f"LpMD p={p} fast{suffix}")
-            if args.fused and p != "2":
+            if args.fused:
                 # the C kernel follows the thread choice; inductor's loop keeps torch's count
                 kinds.append(f"LpMD p={p} fused{suffix}")
             if args.nocache and p != "2":

@@ -4,8 +4,9 @@ tensor): overflow excluded in advance from cheap bounds on ``max|G|`` and ``max|
 scratch and checked before it is copied; chunked in-place power kernels of `experiments.optim.kernels`.
 
 A mixin: `LpMirrorDescent` supplies ``_where``, ``_check_grad``, ``_check_result``,
-``_zero_gradient``, ``_plan``, ``_scratch``, ``_bounds`` and (from `experiments.optim.dual`)
-``_fused_kernel`` / ``_fast_cached``.
+``_zero_gradient``, ``_plan``, ``_scratch``, ``_bounds``, ``_sgd_logs``, ``_sgd_wait``, ``_threads``
+and (from `experiments.optim.dual`) ``_fused_kernel`` / ``_fast_cached``. With ``fused=True`` a
+p = 2 step of a large tensor is the speculative pass of `experiments.optim.sgdfused`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from typing import Callable
 
 import torch
 
-from experiments.optim import kernels
+from experiments.optim import kernels, sgdfused
+from experiments.optim.dual import FUSED_MIN_NUMEL
+from experiments.optim.native import NativeUnavailable
 from experiments.optim.kernels import absmax, chunked_step_direct, dual_unit, pow2_scaled, unit_norm
 
 __all__ = ["CpuFastPathMixin"]
@@ -67,6 +70,27 @@ class CpuFastPathMixin:
             return torch.finfo(G.dtype).max
         return self._grad_bound(gi, pi, grad, G, exact, lr)
 
+    def _fused_sgd(self, gi, pi, param, W, G, lr, exact, coef) -> Callable[[], None] | None:
+        """The speculative p = 2 commit of `experiments.optim.sgdfused` (no check read of G), or
+        None: a small tensor, no kernel here (no AVX-512 target or no C compiler; the checked route
+        gives the same bits), or a wait after a full undo log."""
+        if W.numel() < FUSED_MIN_NUMEL:
+            return None
+        wait = self._sgd_wait.get(param)
+        if wait is not None and wait[0] > 0:
+            self._sgd_wait[param] = (wait[0] - 1, wait[1])
+            return None
+        try:
+            kernel = sgdfused.sgd_kernel(W.dtype)
+        except NativeUnavailable:
+            return None
+        log = self._sgd_logs.get(param)
+        if log is None or log.n != W.numel() or log.val.dtype != W.dtype:
+            log = self._sgd_logs[param] = kernel.log(W.numel())
+        if self._threads.threads is None:
+            self._compiled_step = True  # torch's count, untimed (as for the C kernel of p != 2)
+        return sgdfused.SpeculativeSgd(self, (gi, pi, param, lr, exact), W, G, coef, kernel, log)
+
     @staticmethod
     def _bounds_of(wmax: float, alpha: float, gmax: float, pm1: float) -> tuple[float, float]:
         """Bounds on ``|Q| <= wmax^{p-1} + alpha gmax`` and ``|W+| <= |Q|^{1/(p-1)}``."""
@@ -94,6 +118,10 @@ class CpuFastPathMixin:
         sign = 1.0 if group["maximize"] else -1.0
         limit = torch.finfo(param.dtype).max / 8
         pm1 = float(exact - 1)
+        if exact == 2 and gmax is None and group["fused"]:
+            commit = self._fused_sgd(gi, pi, param, W, G, lr, exact, sign * alpha)
+            if commit is not None:
+                return commit
         if exact != 2 and group["cache_dual"]:
             q = self._buffer("q", min(n, kernels.CHUNK), W)
             tmp = self._buffer("tmp", min(n, kernels.CHUNK), W)

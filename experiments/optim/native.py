@@ -29,6 +29,7 @@ temporary name and renamed, so concurrent builds never load a half-written file.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["NativeKernel", "NativeUnavailable", "native_kernel", "c_power"]
+__all__ = ["NativeKernel", "NativeUnavailable", "build_library", "c_power", "native_kernel"]
 
 _TYPES = {
     torch.float32: ("float", "uint32_t", "0x7fffffffu", "0x7f800000u", "f"),
@@ -228,6 +229,7 @@ def _source(recipe, dtype: torch.dtype) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu_flags() -> str:
     try:
         with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
@@ -237,6 +239,17 @@ def _cpu_flags() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+@functools.lru_cache(maxsize=8)
+def _version(compiler: str) -> str:
+    """The compiler's ``--version`` text (asked once per process and compiler)."""
+    try:
+        return subprocess.run(
+            [compiler, "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise NativeUnavailable(f"the C compiler {compiler!r} does not run: {exc}") from None
 
 
 def _cache_dir() -> Path:
@@ -249,16 +262,15 @@ def _cache_dir() -> Path:
     return path
 
 
-def _build(source: str) -> ctypes.CDLL:
+def build_library(source: str) -> ctypes.CDLL:
+    """Compile ``source`` (C) with the flags above, or load it from the cache (see the module
+    docstring); raises `NativeUnavailable` with the reason."""
+    if os.environ.get("MDCERT_NATIVE_KERNELS", "1") == "0":
+        raise NativeUnavailable("disabled by MDCERT_NATIVE_KERNELS=0")
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not compiler:
         raise NativeUnavailable("no C compiler found (set CC)")
-    try:
-        version = subprocess.run(
-            [compiler, "--version"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise NativeUnavailable(f"the C compiler {compiler!r} does not run: {exc}") from None
+    version = _version(compiler)
     key = hashlib.sha256(
         "\0".join([source, " ".join(_FLAGS), version, _cpu_flags()]).encode()
     ).hexdigest()[:32]
@@ -284,7 +296,8 @@ def _build(source: str) -> ctypes.CDLL:
                 except (OSError, subprocess.SubprocessError) as exc:
                     raise NativeUnavailable(f"the C compiler failed: {exc}") from None
                 if done.returncode != 0:
-                    first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]
+                    lines = done.stderr.strip().splitlines() or ["no message"]
+                    first = next((x for x in lines if "error" in x), lines[0])[:200]
                     raise NativeUnavailable(f"the C compiler failed: {first}")
                 os.replace(out, target)
         try:
@@ -313,17 +326,12 @@ class NativeKernel:
         for t in (q, q_out, w, g):
             if t.dtype != self.dtype or t.numel() != n or not t.is_contiguous() or t.is_cuda:
                 raise ValueError("native step: contiguous CPU tensors of one dtype and size")
-        return float(
-            self._fn(
-                q.data_ptr(),
-                q_out.data_ptr(),
-                w.data_ptr(),
-                g.data_ptr(),
-                float(coef),
-                n,
-                max(1, torch.get_num_threads()),
-            )
-        )
+        ptrs = (q.data_ptr(), q_out.data_ptr(), w.data_ptr(), g.data_ptr())
+        top = self._fn(*ptrs, float(coef), n, max(1, torch.get_num_threads()))
+        # written in place behind torch's back: counted as an in-place op would be (autograd then
+        # refuses a backward through a graph that saved the old values)
+        torch.autograd.graph.increment_version((w, q_out))
+        return float(top)
 
 
 def native_kernel(recipe, dtype: torch.dtype) -> NativeKernel:
@@ -334,6 +342,4 @@ def native_kernel(recipe, dtype: torch.dtype) -> NativeKernel:
     """
     if dtype not in _TYPES:
         raise NativeUnavailable(f"the streaming kernel supports float32 and float64, not {dtype}")
-    if os.environ.get("MDCERT_NATIVE_KERNELS", "1") == "0":
-        raise NativeUnavailable("disabled by MDCERT_NATIVE_KERNELS=0")
-    return NativeKernel(_build(_source(recipe, dtype)), dtype)
+    return NativeKernel(build_library(_source(recipe, dtype)), dtype)

@@ -38,15 +38,16 @@ parameter is known to be bit for bit that loop's inverse map of the dual (after 
 the gradient is not read first: the loop's own maximum refuses the step and the step is undone
 exactly, the same all-or-nothing guarantee (`experiments.optim.dual`); otherwise the checks above run
 first. The first use builds the kernel (under a second for the C kernel; about 30 s for inductor's,
-seconds from its cache); where neither can be built, a warning and the eager kernels. Elsewhere
-(CUDA, small tensors, ``cache_dual=False``) ``fused`` changes nothing.
+seconds from its cache); where neither can be built, a warning and the eager kernels. At p = 2
+(no ``normalize_gradient``) it writes ``add_``'s bits with an undo log instead of the check read
+(`experiments.optim.sgdfused`, AVX-512). Not on CUDA, small tensors, ``cache_dual=False`` at p != 2.
 
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
 eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
 (its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); ``fused=True`` with the C kernel 0.74-0.78x
 (float32) and 0.68-0.97x (float64) on a quiet machine, against 1.04-1.3x with inductor's loop; p = 2
 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf before
-anything is written). Every eager chunk op synchronises the intra-op threads, so on an
+anything is written), about 0.95x with ``fused=True``. Every eager chunk op synchronises the intra-op threads, so on an
 oversubscribed machine one thread can be faster: the step picks its thread
 count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.
 """
@@ -150,6 +151,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self._bounds = WeakIdKeyDictionary()
         self._stamps = WeakIdKeyDictionary()
         self._spares = WeakIdKeyDictionary()  # the second dual buffer of fused steps
+        self._sgd_logs = WeakIdKeyDictionary()  # undo logs of fused p = 2 steps
+        self._sgd_wait = WeakIdKeyDictionary()  # fused p = 2: (steps to wait, wait length)
         self._fused_warned: set = set()
         self._threads = ThreadChoice(threads)
         self._compiled_step = False
@@ -174,6 +177,8 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
         self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
         self.__dict__.setdefault("_spares", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_sgd_logs", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_sgd_wait", WeakIdKeyDictionary())
         self.__dict__.setdefault("_fused_warned", set())
         self.__dict__.setdefault("_threads", ThreadChoice())
         self.__dict__.setdefault("_compiled_step", False)

@@ -133,7 +133,7 @@ def make_param_groups(ctx: Context, ps):
             wrong = dual_mismatch(
                 W, N, e1, s1, p1, ctx.expect.rtol, tiny=ctx.tiny
             )  # where the truth fails
-            found = []
+            found, weak = [], []
             for pp, ll, why in (
                 (p0, lr1, "its p is ignored (the first group's or the constructor's p was used)"),
                 (p1, lr0, "its lr is ignored (the first group's or the constructor's lr was used)"),
@@ -142,24 +142,33 @@ def make_param_groups(ctx: Context, ps):
                 (e,), (s,) = expected_duals([W], [G], ll, pp, ctx.expect)
                 with np.errstate(over="ignore", under="ignore"):
                     resolved = np.abs(e) ** float(1 / (pp - 1)) >= ctx.tiny
-                # an explanation must fit every entry (underflow exempt, as for the truth) and be
-                # resolved where the truth fails: an underflowed candidate explains nothing
+                # an explanation must fit every entry (underflow exempt, as for the truth); it is
+                # shown by an entry where the truth fails and the candidate's value is resolved. One
+                # whose values underflow wherever the truth fails is only consistent: said so
                 if (
                     np.all(np.isfinite(N))
                     and wrong.any()
-                    and resolved[wrong].all()
                     and not dual_mismatch(W, N, e, s, pp, ctx.expect.rtol, tiny=ctx.tiny).any()
                 ):
-                    found.append(f"p={p_text(pp)}, lr={ll}: {why}")
-            if found:  # several candidates can fit one small example: all of them are named, none is chosen
+                    (found if resolved[wrong].any() else weak).append(
+                        f"p={p_text(pp)}, lr={ll}: {why}"
+                    )
+            named = found or weak
+            if named:  # several candidates can fit one small example: all are named, none is chosen
                 raise AssertionError(
                     f"param_groups fails: group 1 (p={p_text(p1)}, lr={lr1}) was updated with "
                     + (
-                        found[0]
-                        if len(found) == 1
+                        named[0]
+                        if len(named) == 1
                         else "one of: "
-                        + "; or ".join(found)
+                        + "; or ".join(named)
                         + " (this example cannot tell them apart)"
+                    )
+                    + (
+                        ""
+                        if found
+                        else " (consistent with every entry, though its values underflow to 0 "
+                        "wherever the expected ones differ: this example cannot confirm it)"
                     )
                 ) from None
             raise exc

@@ -32,7 +32,7 @@ def test_defect_free_multi_parameter_optimizers_pass(update):
         (
             {"group_p": False},
             "param_groups",
-            r"group 1 \(p=.*\) was updated with p=.*: its p is ignored",
+            r"group 1 \(p=.*\) was updated with (one of: )?p=.*: its p is ignored",
         ),
         ({"group_lr": False}, "param_groups", r"its lr is ignored"),
         ({"skip_none": False}, "grad_none", r"raised TypeError: .* whose \.grad is None"),

@@ -44,19 +44,8 @@ class SgdKernel:
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         self._step, self._undo, self.dtype = lib.mdcert_sgd, lib.mdcert_sgd_undo, dtype
         self._step.restype = ctypes.c_int
-        self._step.argtypes = [
-            ptr,
-            ptr,
-            ctypes.c_double,
-            i64,
-            ctypes.c_int,
-            ptr,
-            ptr,
-            i64,
-            ptr,
-            ptr,
-            ptr,
-        ]
+        self._step.argtypes = [ptr, ptr, ctypes.c_double, i64, ctypes.c_int, ptr, ptr, i64]
+        self._step.argtypes += [ptr, ptr, ptr, ptr]
         self._undo.restype = None
         self._undo.argtypes = [
             ptr,
@@ -103,8 +92,9 @@ class SgdKernel:
             log.used.data_ptr(),
             log.done.data_ptr(),
             log.top.data_ptr(),
+            log.team.data_ptr(),
         )
-        log.last = (float(coef), threads, cap)
+        log.last = (float(coef), int(log.team[0]), cap)  # the team OpenMP gave the pass
         torch.autograd.graph.increment_version(W)  # written in place, as add_ would count it
         if status != OK:
             self.undo(W, G, log)
@@ -113,13 +103,13 @@ class SgdKernel:
 
     def undo(self, W: torch.Tensor, G: torch.Tensor, log: "SgdLog") -> None:
         """Take back the last pass on ``W`` (``G`` and the log as it left them), bit for bit."""
-        coef, threads, cap = log.last
+        coef, team, cap = log.last
         self._undo(
             W.data_ptr(),
             G.data_ptr(),
             coef,
             W.numel(),
-            threads,
+            team,
             log.idx.data_ptr(),
             log.val.data_ptr(),
             cap,
@@ -141,6 +131,7 @@ class SgdLog:
         self.used = torch.zeros(threads, dtype=torch.int64)
         self.done = torch.zeros(threads, dtype=torch.int64)
         self.top = torch.zeros(1, dtype=torch.int64)
+        self.team = torch.zeros(1, dtype=torch.int32)
         self.last: tuple[float, int, int] = (0.0, 1, size)
 
 

@@ -73,13 +73,14 @@ static inline int one(real* w, const real* g, real c, int64_t i, int64_t* li, re
 /* status: 0 done, 1 a non-finite entry (undone), 2 a log full (undone); top: max|W+| bits;
    done[t]: the end of what thread t wrote, used[t]: its log entries */
 int mdcert_sgd(real* w, const real* g, double coef, int64_t n, int threads, int64_t* lidx,
-               real* lval, int64_t cap, int64_t* used, int64_t* done, ubits* top_out) {
+               real* lval, int64_t cap, int64_t* used, int64_t* done, ubits* top_out, int* nt_out) {
   const real c = (real)coef;
   int status = 0;
   ubits top = 0;
   #pragma omp parallel num_threads(threads) reduction(max:top)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    if (t == 0) *nt_out = nt;  /* the team OpenMP gave: the undo cuts the same ranges */
     int64_t s, e, k = 0;
     range(n, t, nt, &s, &e);
     int64_t* li = lidx + cap * t;
@@ -134,13 +135,12 @@ int mdcert_sgd(real* w, const real* g, double coef, int64_t n, int threads, int6
   return status;
 }
 /* take back a pass: W <- fma(-coef, G, W) on [start of range, done[t]), then the log */
-void mdcert_sgd_undo(real* w, const real* g, double coef, int64_t n, int threads,
+void mdcert_sgd_undo(real* w, const real* g, double coef, int64_t n, int nt,
                      const int64_t* lidx, const real* lval, int64_t cap, const int64_t* used,
                      const int64_t* done) {
   const real c = (real)coef;
-  #pragma omp parallel num_threads(threads)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  #pragma omp parallel for num_threads(nt) schedule(static, 1)
+  for (int t = 0; t < nt; t++) {
     int64_t s, e, i;
     range(n, t, nt, &s, &e);
     const VEC cv = _mm512_set1_SFX(c);

@@ -121,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--ps", default="1.1,1.75,2,3", help="comma list of LpMD exponents")
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument(
+        "--device", default="cpu", help="where the parameters live (cuda: synchronized timings)"
+    )
     args = ap.parse_args(argv)
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
@@ -155,10 +158,11 @@ def _run(args) -> int:
             kinds.append(f"LpMD p={p} simple")
     gen = torch.Generator().manual_seed(0)
     dtype = getattr(torch, args.dtype)
-    grad = torch.randn(n, generator=gen, dtype=dtype)
+    grad = torch.randn(n, generator=gen, dtype=dtype).to(args.device)
+    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
     runs = {}
     for kind in kinds:
-        param = torch.nn.Parameter(torch.randn(n, generator=gen, dtype=dtype))
+        param = torch.nn.Parameter(torch.randn(n, generator=gen, dtype=dtype).to(args.device))
         param.grad = grad.clone()
         runs[kind] = (param, _make(kind, param, args.lr))
     for kind, (_, opt) in runs.items():  # warm-up (the fused rows compile here)
@@ -175,15 +179,18 @@ def _run(args) -> int:
     load0, cpu0, wall0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
     for _ in range(repeats):
         for kind, (_, opt) in runs.items():
+            sync()
             c0, t0 = time.process_time(), time.perf_counter()
             opt.step()
+            sync()
             times[kind].append(time.perf_counter() - t0)
             cpu[kind] += time.process_time() - c0
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     cpu = {k: v / repeats * 1e3 for k, v in cpu.items()}
     best = {k: min(v) * 1e3 for k, v in times.items()}
     print(
-        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} {args.dtype} parameters, "
+        f"torch {torch.__version__}, threads {torch.get_num_threads()}, {n:,} {args.dtype} parameters "
+        f"on {args.device}, "
         f"lr {args.lr:g}, median of {repeats} steps; 1-minute load {load0:.2f} -> "
         f"{os.getloadavg()[0]:.2f}, timed rounds {time.perf_counter() - wall0:.1f} s wall, "
         f"{time.process_time() - cpu0:.1f} s CPU, {args.busy} busy loops"

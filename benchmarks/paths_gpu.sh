@@ -4,7 +4,8 @@
 # 10^6 steps, log-spaced records) on one CUDA device. Run from anywhere:
 #   bash benchmarks/paths_gpu.sh                              # total budget about 8 minutes on a GPU
 #   bash benchmarks/paths_gpu.sh --device cpu --trials 2 --steps 300 --short 50 --out /tmp/run   # CPU smoke
-# Steps: (1) the device; (2) the gpu-marked tests (CUDA only); (3) throughput of the whole batch on a
+# Steps: (1) the device; (2) the gpu-marked tests (CUDA only), then the optimizer step on the device
+# (--opt-size parameters, default 10^7); (3) throughput of the whole batch on a
 # short horizon (--short steps), projected to --steps; (4) the full run through `mdcert paths` (training
 # on the device, certified SVMs on CPU workers) only when the projection fits --full-limit seconds,
 # then (5) the rate verdict at each horizon (benchmarks/paths_horizons.py). Everything it prints goes
@@ -13,12 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
 DEVICE=cuda TRIALS=100 STEPS=1000000 SHORT=20000 RECORDS=241 FULL_LIMIT=300 OUT=${TMPDIR:-/tmp}/mdcert_paths_gpu WORKERS=()
+OPT_SIZE=10000000
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE=$2; shift 2;; --trials) TRIALS=$2; shift 2;; --steps) STEPS=$2; shift 2;;
     --short) SHORT=$2; shift 2;; --records) RECORDS=$2; shift 2;; --full-limit) FULL_LIMIT=$2; shift 2;;
-    --out) OUT=$2; shift 2;; --workers) WORKERS=(--workers "$2"); shift 2;;
-    *) echo "paths_gpu.sh: unknown option $1 (use --device --trials --steps --short --records --full-limit --out --workers)" >&2
+    --out) OUT=$2; shift 2;; --workers) WORKERS=(--workers "$2"); shift 2;; --opt-size) OPT_SIZE=$2; shift 2;;
+    *) echo "paths_gpu.sh: unknown option $1 (use --device --trials --steps --short --records --full-limit --out --workers --opt-size)" >&2
        exit 1;;
   esac
 done
@@ -35,8 +37,12 @@ EOF
 
 if [ "${DEVICE%%:*}" = cuda ]; then
   timeout 240 $PY -m pytest -m gpu -q -p no:cacheprovider tests/experiments/paths tests/experiments/testing \
-    || echo "gpu tests FAILED or timed out"
+    tests/experiments/optim || echo "gpu tests FAILED or timed out"
 fi
+
+# (2b) the optimizer step on the device: LpMirrorDescent against SGD and fused Adam (issue 25)
+timeout 120 $PY benchmarks/optimizer_step.py --device "$DEVICE" --size "$OPT_SIZE" --repeats 31 \
+  --lr 0.01 --lean || echo "optimizer step FAILED or timed out"
 
 PROJ=$($PY - "$DEVICE" "$TRIALS" "$SHORT" "$STEPS" <<'EOF'
 import sys, time

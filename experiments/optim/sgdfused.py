@@ -81,19 +81,9 @@ class SgdKernel:
         threads = max(1, min(torch.get_num_threads(), log.threads))
         cap = log.idx.numel() // threads
         status = self._step(
-            W.data_ptr(),
-            G.data_ptr(),
-            float(coef),
-            n,
-            threads,
-            log.idx.data_ptr(),
-            log.val.data_ptr(),
-            cap,
-            log.used.data_ptr(),
-            log.done.data_ptr(),
-            log.top.data_ptr(),
-            log.team.data_ptr(),
-        )
+            W.data_ptr(), G.data_ptr(), float(coef), n, threads, *log.pointers(cap),
+            log.top.data_ptr(), log.team.data_ptr(),
+        )  # fmt: skip
         log.last = (float(coef), int(log.team[0]), cap)  # the team OpenMP gave the pass
         torch.autograd.graph.increment_version(W)  # written in place, as add_ would count it
         if status != OK:
@@ -104,18 +94,7 @@ class SgdKernel:
     def undo(self, W: torch.Tensor, G: torch.Tensor, log: "SgdLog") -> None:
         """Take back the last pass on ``W`` (``G`` and the log as it left them), bit for bit."""
         coef, team, cap = log.last
-        self._undo(
-            W.data_ptr(),
-            G.data_ptr(),
-            coef,
-            W.numel(),
-            team,
-            log.idx.data_ptr(),
-            log.val.data_ptr(),
-            cap,
-            log.used.data_ptr(),
-            log.done.data_ptr(),
-        )
+        self._undo(W.data_ptr(), G.data_ptr(), coef, W.numel(), team, *log.pointers(cap))
         torch.autograd.graph.increment_version(W)
 
 
@@ -133,6 +112,11 @@ class SgdLog:
         self.top = torch.zeros(1, dtype=torch.int64)
         self.team = torch.zeros(1, dtype=torch.int32)
         self.last: tuple[float, int, int] = (0.0, 1, size)
+
+    def pointers(self, cap: int) -> tuple[int, int, int, int, int]:
+        """The C arguments ``lidx, lval, cap, used, done`` (each thread's log holds ``cap``)."""
+        ptr = (self.idx.data_ptr(), self.val.data_ptr(), cap)
+        return (*ptr, self.used.data_ptr(), self.done.data_ptr())
 
 
 def sgd_kernel(dtype: torch.dtype) -> SgdKernel:

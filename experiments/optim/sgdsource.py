@@ -11,32 +11,18 @@ import torch
 
 __all__ = ["sgd_source"]
 
+_FIELDS = ("real", "ubits", "L", "S", "I", "M", "V", "abs", "exp", "fma")
+# per dtype: C type, its bits, lanes, intrinsic suffixes, mask and vector types, |x| and exponent
+# masks, the scalar fma
 _TYPES = {
-    torch.float32: dict(
-        real="float",
-        ubits="uint32_t",
-        L=16,
-        S="ps",
-        I="epi32",
-        M="__mmask16",
-        V="__m512",
-        abs="0x7fffffffu",
-        exp="0x7f800000u",
-        fma="fmaf",
-    ),
-    torch.float64: dict(
-        real="double",
-        ubits="uint64_t",
-        L=8,
-        S="pd",
-        I="epi64",
-        M="__mmask8",
-        V="__m512d",
-        abs="0x7fffffffffffffffull",
-        exp="0x7ff0000000000000ull",
-        fma="fma",
-    ),
-}
+    dtype: dict(zip(_FIELDS, row))
+    for dtype, row in (
+        (torch.float32, ("float", "uint32_t", 16, "ps", "epi32", "__mmask16", "__m512",
+                         "0x7fffffffu", "0x7f800000u", "fmaf")),
+        (torch.float64, ("double", "uint64_t", 8, "pd", "epi64", "__mmask8", "__m512d",
+                         "0x7fffffffffffffffull", "0x7ff0000000000000ull", "fma")),
+    )
+}  # fmt: skip
 
 _TEMPLATE = r"""
 #include <stdint.h>

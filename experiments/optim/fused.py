@@ -232,7 +232,7 @@ def step_kernel(
     from the streaming kernel; NaN when any entry is NaN), all in one pass.
 
     ``backend``: ``"native"`` the streaming C kernel of `experiments.optim.native` (the same bits as
-    inductor's loop, tested, with non-temporal stores: about 0.7-0.9x a fused Adam step against
+    inductor's loop, tested, with non-temporal stores: about 0.7-0.9x a fused Adam step (float32) against
     1.0-1.3x, benchmarks/README.md); ``"inductor"`` the ``torch.compile`` loop; ``"auto"`` (default)
     the streaming kernel where it exists (not for ``exp2`` exponents, nor without a C compiler) and
     passes its probe, else inductor's. It is finite iff every written entry is: every recipe maps an infinite

@@ -56,7 +56,7 @@ _FAILED: dict[tuple[Fraction, torch.dtype, str], str] = {}
 # the floor keeps y^3 normal); and for ``e < 1`` the rescaling of tiny and huge inputs by 2^(+-3k)
 _CBRT = {
     torch.float32: (torch.int32, 709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
-    torch.float64: (torch.int64, float(0x2A9F7893782DA1CE), 3, 2.0**-810, 2.0**-900, 2.0**960, 900),
+    torch.float64: (torch.int64, float(0x2A9F7893782DA1CE), 0, 2.0**-810, 2.0**-900, 2.0**960, 900),
 }
 
 
@@ -67,8 +67,8 @@ class KernelUnavailable(RuntimeError):
 def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     """``a^{1/3}`` for finite ``a >= 0`` (float32/float64) with multiplications and divisions only.
 
-    Start: ``bits(y) = bits(a) / 3 + magic`` (relative error <= 3.2e-2), then Halley's iteration
-    (float32: 2, float64: 3 iterations). Default: inputs below ``2^-100`` (float64 ``2^-900``) are
+    float32: the start ``bits(y) = bits(a) / 3 + magic`` (relative error <= 3.2e-2), then two steps
+    of Halley's iteration; float64: `_cbrt64` (no division). Default: inputs below ``2^-100`` (float64 ``2^-900``) are
     scaled up by ``2^99`` (``2^900``) and the root scaled back, so subnormals work, huge ones likewise
     down; ``0`` maps to ``0``. ``floor=True`` (for callers that multiply the root by ``a``, cheaper):
     inputs below ``2^-114`` (``2^-810``) are raised to it, where ``a * root`` underflows to 0 anyway.
@@ -79,7 +79,10 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     else:
         small, big = a < tiny, a > huge
         s = torch.where(small, a * 2.0**k3, torch.where(big, a * 2.0**-k3, a)).clamp_min(tiny)
-    y = (s.view(ibits).to(a.dtype) * (1.0 / 3.0) + magic).to(ibits).view(a.dtype)
+    if a.dtype == torch.float64:
+        y = _cbrt64(s)
+    else:
+        y = (s.view(ibits).to(a.dtype) * (1.0 / 3.0) + magic).to(ibits).view(a.dtype)
     for _ in range(iters):
         y3 = y * y * y
         y = y * ((y3 + 2.0 * s) / (2.0 * y3 + s))  # the ratio first: y * (y^3 + 2s) could overflow
@@ -87,6 +90,26 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
         return y
     y = torch.where(small, y * 2.0 ** -(k3 // 3), torch.where(big, y * 2.0 ** (k3 // 3), y))
     return torch.where(a == 0, a, y)
+
+
+def _series(d: torch.Tensor, coefs: tuple[float, ...]) -> torch.Tensor:
+    """``1 + d (c1 + d (c2 + ...))`` by Horner's rule, innermost first."""
+    acc = coefs[-1]
+    for c in reversed(coefs[:-1]):
+        acc = c + d * acc
+    return 1.0 + d * acc
+
+
+def _cbrt64(s: torch.Tensor) -> torch.Tensor:
+    """``s^{1/3}`` for float64 ``s`` in the normal range, multiplications only (Inf and NaN give
+    Inf or NaN): the inverse root's magic start (3.4e-2 relative), one fourth-order step of
+    ``r <- r (1 + d)^(-1/3)``, ``d = s r^3 - 1`` (to about 1e-7), then ``s^(1/3) = s r^2
+    (1 + d)^(-2/3)`` to third order (`experiments.optim.native` holds the constants). Three Halley
+    divisions made the float64 step slower than fused Adam at p = 1.75 (benchmarks/README.md)."""
+    r = _native.CBRT64_MAGIC - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
+    r = r.to(torch.int64).view(torch.float64)
+    r = r * _series(s * r * r * r - 1.0, _native.INV_CBRT_SERIES)
+    return (s * r * r) * _series(s * r * r * r - 1.0, _native.CBRT_SERIES)
 
 
 def _int_pow(a: torch.Tensor, m: int) -> torch.Tensor | None:

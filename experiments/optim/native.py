@@ -41,7 +41,16 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["NativeKernel", "NativeUnavailable", "build_library", "c_power", "native_kernel"]
+__all__ = [
+    "CBRT64_MAGIC",
+    "CBRT_SERIES",
+    "INV_CBRT_SERIES",
+    "NativeKernel",
+    "NativeUnavailable",
+    "build_library",
+    "c_power",
+    "native_kernel",
+]
 
 _TYPES = {
     torch.float32: ("float", "uint32_t", "0x7fffffffu", "0x7f800000u", "f"),
@@ -50,8 +59,13 @@ _TYPES = {
 # as in experiments.optim.fused: integer type, magic, Halley iterations, floor, tiny, huge, k3
 _CBRT = {
     torch.float32: ("int32_t", 709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
-    torch.float64: ("int64_t", float(0x2A9F7893782DA1CE), 3, 2.0**-810, 2.0**-900, 2.0**960, 900),
+    torch.float64: ("int64_t", float(0x2A9F7893782DA1CE), 0, 2.0**-810, 2.0**-900, 2.0**960, 900),
 }
+# the float64 cube root (`experiments.optim.fused._cbrt64`): the inverse root's magic start and the
+# coefficients of the binomial series of (1 + d)^(-1/3) and (1 + d)^(-2/3)
+CBRT64_MAGIC = 6142612374334293000.0
+INV_CBRT_SERIES = (-1.0 / 3.0, 2.0 / 9.0, -14.0 / 81.0, 35.0 / 243.0)
+CBRT_SERIES = (-2.0 / 3.0, 5.0 / 9.0, -40.0 / 81.0)
 _FLAGS = [
     "-O3",
     "-march=native",
@@ -163,6 +177,26 @@ def _int_pow(var: str, m: int, lines: list[str], real: str) -> str | None:
     return result
 
 
+def _horner(coefs: tuple[float, ...]) -> str:
+    """``1 + d (c1 + d (c2 + ...))``, the operations of `experiments.optim.fused._series`."""
+    inner = _lit(coefs[-1], "")
+    for c in reversed(coefs[:-1]):
+        inner = f"{_lit(c, '')} + d * ({inner})"
+    return f"1.0 + d * ({inner})"
+
+
+def _cbrt64_lines() -> list[str]:
+    """The float64 cube root of `experiments.optim.fused._cbrt64`, the same operations in order."""
+    return [
+        "  int64_t sb; memcpy(&sb, &s, sizeof sb);",
+        f"  const int64_t rb = (int64_t)({_lit(CBRT64_MAGIC, '')} - (double)sb * (1.0 / 3.0));",
+        "  double r; memcpy(&r, &rb, sizeof r);",
+        f"  {{ const double d = ((s * r) * r) * r - 1.0; r = r * ({_horner(INV_CBRT_SERIES)}); }}",
+        "  const double d = ((s * r) * r) * r - 1.0;",
+        f"  double y = ((s * r) * r) * ({_horner(CBRT_SERIES)});",
+    ]
+
+
 def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype) -> str:
     """The C body of ``|x|^e`` for ``a = |x|`` (``recipe`` from `experiments.optim.fused`)."""
     whole, kind, _, bits = recipe
@@ -183,12 +217,15 @@ def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype)
                 f"{_lit(2.0**-k3, suf)} : a);",
                 f"  s = s < {_lit(tiny, suf)} ? {_lit(tiny, suf)} : s;",
             ]
-        lines.append(f"  {ibits} sb; memcpy(&sb, &s, sizeof sb);")
-        lines.append(
-            f"  const {ibits} yb = ({ibits})(({real})sb * ({real})(1.0 / 3.0) + "
-            f"({real}){_lit(magic, '')});"
-        )
-        lines.append(f"  {real} y; memcpy(&y, &yb, sizeof y);")
+        if dtype == torch.float64:
+            lines += _cbrt64_lines()
+        else:
+            lines.append(f"  {ibits} sb; memcpy(&sb, &s, sizeof sb);")
+            lines.append(
+                f"  const {ibits} yb = ({ibits})(({real})sb * ({real})(1.0 / 3.0) + "
+                f"({real}){_lit(magic, '')});"
+            )
+            lines.append(f"  {real} y; memcpy(&y, &yb, sizeof y);")
         for _ in range(iters):
             lines.append(
                 f"  {{ const {real} y3 = y * y * y; y = y * ((y3 + 2 * s) / (2 * y3 + s)); }}"

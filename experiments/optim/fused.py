@@ -3,9 +3,10 @@
 ``Q <- Q + coef G;  W <- sign(Q)|Q|^e`` (``e = 1/(p-1)``, exact) in one compiled pass (``torch.compile``,
 inductor's C++ backend) instead of the eager add and power plan (six to nine passes). What makes it
 pay is the cube root: exponents ``m + 1/3`` and ``m + 2/3`` (``p = 1.75``: ``e = 4/3``; ``p = 1.3``,
-``2.5``, ``4``) use a bit-trick start and Halley's iteration ``y <- y (y^3 + 2a) / (2y^3 + a)`` (cubic
-convergence: 3.2e-2, 2e-5, 1e-14 relative error), only multiplications and divisions, which the
-compiled loop vectorizes; ``exp2``/``log2`` (``e = 1/10`` and other exponents) and square-root chains
+``2.5``, ``4``) use, in float32, a bit-trick start and two steps of Halley's iteration
+``y <- y (y^3 + 2a) / (2y^3 + a)`` (cubic convergence: 3.2e-2, 2e-5, then rounding), and in float64 the
+division-free series of `_cbrt64` (three Halley divisions were slower), which the compiled loop
+vectorizes; ``exp2``/``log2`` (``e = 1/10`` and other exponents) and square-root chains
 (``k/2^j``) are fused as well. Float32 error against the float64 power (tested, eagerly on the same
 expression): at most 2.2 eps for ``4/3`` (the eager ``exp2(log2 / 3)`` plan: 15.4 eps). Tried instead
 (issue 25, benchmarks/README.md): a division-free Newton iteration for ``|x|^{-1/3}`` (4.0 eps, not

@@ -13,8 +13,9 @@ seven (read ``w``, ``g``, two moments; write three). The threads take blocks of 
 dynamically (OpenMP ``schedule(dynamic)``, at ``torch.get_num_threads()`` at call time), so a
 descheduled thread holds up at most one block; the count changes no bit of the result.
 
-Recipes: integer powers (square and multiply), the Halley cube root of `experiments.optim.fused.
-cbrt_expr` (the same operations in the same order) and its square, and chains of square roots.
+Recipes: integer powers (square and multiply), the cube root of `experiments.optim.fused.cbrt_expr`
+(Halley in float32, the division-free series in float64; the same operations in the same order) and
+its square, and chains of square roots.
 Exponents that need ``exp2``/``log2`` raise `NativeUnavailable` (the caller falls back to inductor).
 
 Why C through `ctypes` and not an extension library: `torch.utils.cpp_extension` compiles against

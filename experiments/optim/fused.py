@@ -36,6 +36,7 @@ import contextlib
 import threading
 import types
 import math
+import operator
 from fractions import Fraction
 from typing import Callable
 
@@ -52,14 +53,6 @@ _LOCK = threading.Lock()
 _KERNELS: dict[tuple[Fraction, torch.dtype, str], Callable] = {}
 _FAILED: dict[tuple[Fraction, torch.dtype, str], str] = {}
 
-# per dtype: integer view, cube-root magic constant, Halley iterations; the floor used when the root
-# is multiplied by |x| (``e >= 1``: inputs below it give results that underflow to 0 either way, and
-# the floor keeps y^3 normal); and for ``e < 1`` the rescaling of tiny and huge inputs by 2^(+-3k)
-_CBRT = {
-    torch.float32: (torch.int32, 709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
-    torch.float64: (torch.int64, float(0x2A9F7893782DA1CE), 0, 2.0**-810, 2.0**-900, 2.0**960, 900),
-}
-
 
 class KernelUnavailable(RuntimeError):
     """The fused kernel could not be compiled here (the message says why)."""
@@ -74,7 +67,7 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     down; ``0`` maps to ``0``. ``floor=True`` (for callers that multiply the root by ``a``, cheaper):
     inputs below ``2^-114`` (``2^-810``) are raised to it, where ``a * root`` underflows to 0 anyway.
     """
-    ibits, magic, iters, lowest, tiny, huge, k3 = _CBRT[a.dtype]
+    magic, iters, lowest, tiny, huge, k3 = _native.CBRT[a.dtype]  # shared with the C kernel
     if floor:
         s = a.clamp_min(lowest)
     else:
@@ -83,6 +76,7 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     if a.dtype == torch.float64:
         y = _cbrt64(s)
     else:
+        ibits = _INT[a.dtype]
         y = (s.view(ibits).to(a.dtype) * (1.0 / 3.0) + magic).to(ibits).view(a.dtype)
     for _ in range(iters):
         y3 = y * y * y
@@ -93,36 +87,18 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     return torch.where(a == 0, a, y)
 
 
-def _series(d: torch.Tensor, coefs: tuple[float, ...]) -> torch.Tensor:
-    """``1 + d (c1 + d (c2 + ...))`` by Horner's rule, innermost first."""
-    acc = coefs[-1]
-    for c in reversed(coefs[:-1]):
-        acc = c + d * acc
-    return 1.0 + d * acc
-
-
 def _cbrt64(s: torch.Tensor) -> torch.Tensor:
     """``s^{1/3}`` for float64 ``s`` in the normal range, multiplications only (Inf and NaN give
     Inf or NaN): the inverse root's magic start (3.4e-2 relative), one fourth-order step of
     ``r <- r (1 + d)^(-1/3)``, ``d = s r^3 - 1`` (to about 1e-7), then ``s^(1/3) = s r^2
     (1 + d)^(-2/3)`` to third order (`experiments.optim.native` holds the constants). Three Halley
     divisions made the float64 step slower than fused Adam at p = 1.75 (benchmarks/README.md)."""
-    r = _native.CBRT64_MAGIC - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
+    r = _native.CBRT[torch.float64][0] - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
     r = r.to(torch.int64).view(torch.float64)
-    r = r * _series(s * r * r * r - 1.0, _native.INV_CBRT_SERIES)
-    return (s * r * r) * _series(s * r * r * r - 1.0, _native.CBRT_SERIES)
-
-
-def _int_pow(a: torch.Tensor, m: int) -> torch.Tensor | None:
-    """``a^m`` by square-and-multiply (None for ``m = 0``)."""
-    result, base = None, a
-    while m:
-        if m & 1:
-            result = base if result is None else result * base
-        m >>= 1
-        if m:
-            base = base * base
-    return result
+    d = s * r * r * r - 1.0
+    r = r * _native.horner(d, _native.INV_CBRT_SERIES, operator.mul, operator.add)
+    d = s * r * r * r - 1.0
+    return (s * r * r) * _native.horner(d, _native.CBRT_SERIES, operator.mul, operator.add)
 
 
 def _recipe(exponent: Fraction) -> tuple[int, str, float, tuple[int, ...]]:
@@ -156,7 +132,7 @@ def signed_pow_expr(
     whole, kind, frac, bits = recipe
     a = x.abs()
     if kind == "integer":
-        return torch.copysign(_int_pow(a, whole), x)
+        return torch.copysign(_native.square_and_multiply(a, whole, operator.mul), x)
     if kind in ("cbrt", "cbrt2"):
         c = cbrt_expr(a, floor=whole >= 1)
         r = c if kind == "cbrt" else c * c
@@ -168,7 +144,7 @@ def signed_pow_expr(
                 r = root if r is None else r * root
     else:
         r = torch.exp2(frac * torch.log2(a))
-    power = _int_pow(a, whole)
+    power = _native.square_and_multiply(a, whole, operator.mul)
     if power is not None:
         r = r * power
     return torch.copysign(r, x)
@@ -276,7 +252,7 @@ def step_kernel(
         KernelUnavailable: the kernel could not be compiled or failed its probe (remembered: asked
             again, the same error is raised without a new attempt).
     """
-    if dtype not in _CBRT:
+    if dtype not in _INT:
         raise KernelUnavailable(f"fused kernels support float32 and float64, not {dtype}")
     if backend not in ("auto", "native", "inductor"):
         raise ValueError(f"backend must be 'auto', 'native' or 'inductor', not {backend!r}")

@@ -43,28 +43,35 @@ from pathlib import Path
 import torch
 
 __all__ = [
-    "CBRT64_MAGIC",
+    "CBRT",
     "CBRT_SERIES",
+    "C_TYPES",
     "INV_CBRT_SERIES",
     "NativeKernel",
     "NativeUnavailable",
     "build_library",
     "c_power",
+    "horner",
     "native_kernel",
+    "square_and_multiply",
 ]
 
-_TYPES = {
+# per dtype: the C type, its bits as an unsigned integer, the |x| and exponent masks, the suffix of
+# a literal (also `experiments.optim.sgdsource`)
+C_TYPES = {
     torch.float32: ("float", "uint32_t", "0x7fffffffu", "0x7f800000u", "f"),
     torch.float64: ("double", "uint64_t", "0x7fffffffffffffffull", "0x7ff0000000000000ull", ""),
 }
-# as in experiments.optim.fused: integer type, magic, Halley iterations, floor, tiny, huge, k3
-_CBRT = {
-    torch.float32: ("int32_t", 709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
-    torch.float64: ("int64_t", float(0x2A9F7893782DA1CE), 0, 2.0**-810, 2.0**-900, 2.0**960, 900),
+# the cube roots of both kernels (`experiments.optim.fused.cbrt_expr`), per dtype: the magic of the
+# start (float32: of the root, with two Halley iterations; float64: of the inverse root, refined by
+# the series below, no division), the Halley iterations, the floor used when the root is multiplied
+# by |x| (``e >= 1``: inputs below it give results that underflow to 0 either way), and for
+# ``e < 1`` the rescaling of tiny and huge inputs by 2^(+-k3)
+CBRT = {
+    torch.float32: (709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
+    torch.float64: (6142612374334293000.0, 0, 2.0**-810, 2.0**-900, 2.0**960, 900),
 }
-# the float64 cube root (`experiments.optim.fused._cbrt64`): the inverse root's magic start and the
-# coefficients of the binomial series of (1 + d)^(-1/3) and (1 + d)^(-2/3)
-CBRT64_MAGIC = 6142612374334293000.0
+# the float64 series: the coefficients of (1 + d)^(-1/3) and (1 + d)^(-2/3)
 INV_CBRT_SERIES = (-1.0 / 3.0, 2.0 / 9.0, -14.0 / 81.0, 35.0 / 243.0)
 CBRT_SERIES = (-2.0 / 3.0, 5.0 / 9.0, -40.0 / 81.0)
 _FLAGS = [
@@ -157,55 +164,73 @@ class NativeUnavailable(RuntimeError):
     """The streaming kernel cannot be built here, or not for this exponent (the message says why)."""
 
 
-def _lit(value: float, suffix: str) -> str:
-    return f"{float(value).hex()}{suffix}" if suffix else float(value).hex()
-
-
-def _int_pow(var: str, m: int, lines: list[str], real: str) -> str | None:
-    """C statements for ``var^m`` by square and multiply (the order of `fused._int_pow`)."""
-    result, base, k = None, var, 0
+def square_and_multiply(base, m: int, mul):
+    """``base^m`` by square and multiply (None for ``m = 0``), ``mul(x, y)`` the product: one order
+    of operations for both kernels (`experiments.optim.fused` multiplies tensors, `c_power` emits C
+    statements), so that their bits agree."""
+    result = None
     while m:
         if m & 1:
-            if result is None:
-                result = base
-            else:
-                lines.append(f"  const {real} r{k} = {result} * {base};")
-                result, k = f"r{k}", k + 1
+            result = base if result is None else mul(result, base)
         m >>= 1
         if m:
-            lines.append(f"  const {real} s{k} = {base} * {base};")
-            base, k = f"s{k}", k + 1
+            base = mul(base, base)
     return result
 
 
-def _horner(coefs: tuple[float, ...]) -> str:
-    """``1 + d (c1 + d (c2 + ...))``, the operations of `experiments.optim.fused._series`."""
-    inner = _lit(coefs[-1], "")
+def horner(d, coefs: tuple[float, ...], mul, add):
+    """``1 + d (c1 + d (c2 + ...))``, innermost first, with ``mul`` and ``add`` (``add(c, x)``:
+    the constant first): one order of operations for both kernels, as `square_and_multiply`."""
+    acc = coefs[-1]
     for c in reversed(coefs[:-1]):
-        inner = f"{_lit(c, '')} + d * ({inner})"
-    return f"1.0 + d * ({inner})"
+        acc = add(c, mul(d, acc))
+    return add(1.0, mul(d, acc))
+
+
+def _lit(value: float, suffix: str = "") -> str:
+    return f"{float(value).hex()}{suffix}"
+
+
+def _c_mul(a, b) -> str:
+    return f"{a if isinstance(a, str) else _lit(a)} * ({b if isinstance(b, str) else _lit(b)})"
+
+
+def _c_pow(var: str, m: int, lines: list[str], real: str) -> str | None:
+    """C statements for ``var^m`` (`square_and_multiply`); returns the name of the result."""
+    names = iter(range(1 << 30))
+
+    def mul(x: str, y: str) -> str:
+        name = f"p{next(names)}"
+        lines.append(f"  const {real} {name} = {x} * {y};")
+        return name
+
+    return square_and_multiply(var, m, mul)
 
 
 def _cbrt64_lines() -> list[str]:
     """The float64 cube root of `experiments.optim.fused._cbrt64`, the same operations in order."""
+    series = {
+        name: horner("d", coefs, _c_mul, lambda c, x: f"{_lit(c)} + {x}")
+        for name, coefs in (("inv", INV_CBRT_SERIES), ("root", CBRT_SERIES))
+    }
     return [
         "  int64_t sb; memcpy(&sb, &s, sizeof sb);",
-        f"  const int64_t rb = (int64_t)({_lit(CBRT64_MAGIC, '')} - (double)sb * (1.0 / 3.0));",
+        f"  const int64_t rb = (int64_t)({_lit(CBRT[torch.float64][0])} - (double)sb * (1.0 / 3.0));",
         "  double r; memcpy(&r, &rb, sizeof r);",
-        f"  {{ const double d = ((s * r) * r) * r - 1.0; r = r * ({_horner(INV_CBRT_SERIES)}); }}",
+        f"  {{ const double d = ((s * r) * r) * r - 1.0; r = r * ({series['inv']}); }}",
         "  const double d = ((s * r) * r) * r - 1.0;",
-        f"  double y = ((s * r) * r) * ({_horner(CBRT_SERIES)});",
+        f"  double y = ((s * r) * r) * ({series['root']});",
     ]
 
 
 def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype) -> str:
     """The C body of ``|x|^e`` for ``a = |x|`` (``recipe`` from `experiments.optim.fused`)."""
     whole, kind, _, bits = recipe
-    real, _, _, _, suf = _TYPES[dtype]
-    ibits, magic, iters, lowest, tiny, huge, k3 = _CBRT[dtype]
+    real, _, _, _, suf = C_TYPES[dtype]
+    magic, iters, lowest, tiny, huge, k3 = CBRT[dtype]
     lines: list[str] = []
     if kind == "integer":
-        result = _int_pow("a", whole, lines, real)
+        result = _c_pow("a", whole, lines, real)
         return "\n".join(lines + [f"  return {result};"])
     if kind in ("cbrt", "cbrt2"):
         floor = whole >= 1
@@ -221,10 +246,10 @@ def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype)
         if dtype == torch.float64:
             lines += _cbrt64_lines()
         else:
-            lines.append(f"  {ibits} sb; memcpy(&sb, &s, sizeof sb);")
+            lines.append("  int32_t sb; memcpy(&sb, &s, sizeof sb);")
             lines.append(
-                f"  const {ibits} yb = ({ibits})(({real})sb * ({real})(1.0 / 3.0) + "
-                f"({real}){_lit(magic, '')});"
+                f"  const int32_t yb = (int32_t)((float)sb * (float)(1.0 / 3.0) + "
+                f"(float){_lit(magic)});"
             )
             lines.append(f"  {real} y; memcpy(&y, &yb, sizeof y);")
         for _ in range(iters):
@@ -248,13 +273,13 @@ def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype)
                 first = False
     else:
         raise NativeUnavailable(f"the streaming kernel has no {kind} recipe (exp2/log2)")
-    power = _int_pow("a", whole, lines, real)
+    power = _c_pow("a", whole, lines, real)
     lines.append(f"  return {'root' if power is None else f'root * {power}'};")
     return "\n".join(lines)
 
 
 def _source(recipe, dtype: torch.dtype) -> str:
-    real, ubits, absmask, expmask, _ = _TYPES[dtype]
+    real, ubits, absmask, expmask, _ = C_TYPES[dtype]
     body = c_power(recipe, dtype)
     return (
         _TEMPLATE.replace("REAL", real)
@@ -378,6 +403,6 @@ def native_kernel(recipe, dtype: torch.dtype) -> NativeKernel:
     Raises:
         NativeUnavailable: no such recipe here (``exp2``), another dtype, or no working C compiler.
     """
-    if dtype not in _TYPES:
+    if dtype not in C_TYPES:
         raise NativeUnavailable(f"the streaming kernel supports float32 and float64, not {dtype}")
     return NativeKernel(build_library(_source(recipe, dtype)), dtype)

@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import torch
 
+from experiments.optim.native import C_TYPES
+
 __all__ = ["sgd_source"]
 
-_FIELDS = ("real", "ubits", "L", "S", "I", "M", "V", "abs", "exp", "fma")
-# per dtype: C type, its bits, lanes, intrinsic suffixes, mask and vector types, |x| and exponent
-# masks, the scalar fma
-_TYPES = {
-    dtype: dict(zip(_FIELDS, row))
-    for dtype, row in (
-        (torch.float32, ("float", "uint32_t", 16, "ps", "epi32", "__mmask16", "__m512",
-                         "0x7fffffffu", "0x7f800000u", "fmaf")),
-        (torch.float64, ("double", "uint64_t", 8, "pd", "epi64", "__mmask8", "__m512d",
-                         "0x7fffffffffffffffull", "0x7ff0000000000000ull", "fma")),
-    )
-}  # fmt: skip
+# per dtype: lanes, intrinsic suffixes (vector, integer lanes), mask and vector types, the scalar
+# fma; the C type, its bits and masks come from `experiments.optim.native.C_TYPES`
+_AVX512 = {
+    torch.float32: (16, "ps", "epi32", "__mmask16", "__m512", "fmaf"),
+    torch.float64: (8, "pd", "epi64", "__mmask8", "__m512d", "fma"),
+}
 
 _TEMPLATE = r"""
 #include <stdint.h>
@@ -159,24 +155,24 @@ _STORE64 = (
 
 def sgd_source(dtype: torch.dtype) -> str:
     """The C file for ``dtype`` (float32 or float64)."""
-    t = _TYPES[dtype]
-    cast = "_mm512_castps_si512" if t["S"] == "ps" else "_mm512_castpd_si512"
+    real, ubits, absmask, expmask, _ = C_TYPES[dtype]
+    lanes, vsfx, isfx, mask, vec, fma = _AVX512[dtype]
     out = _TEMPLATE
     for key, value in [
         ("STORE_INDICES", _STORE32 if dtype == torch.float32 else _STORE64),
-        ("CASTI", cast),
-        ("_ISFX", "_" + t["I"]),
+        ("CASTI", f"_mm512_cast{vsfx}_si512"),
+        ("_ISFX", "_" + isfx),
         ("_epu_epi32", "_epu32"),
         ("_epu_epi64", "_epu64"),
-        ("_SFX", "_" + t["S"]),
-        ("REAL", t["real"]),
-        ("UBITS", t["ubits"]),
-        ("LANES", str(t["L"])),
-        ("VEC", t["V"]),
-        ("MASKT", t["M"]),
-        ("ABSMASK", t["abs"]),
-        ("EXPMASK", t["exp"]),
-        ("FMA", t["fma"]),
+        ("_SFX", "_" + vsfx),
+        ("REAL", real),
+        ("UBITS", ubits),
+        ("LANES", str(lanes)),
+        ("VEC", vec),
+        ("MASKT", mask),
+        ("ABSMASK", absmask),
+        ("EXPMASK", expmask),
+        ("FMA", fma),
     ]:
         out = out.replace(key, value)
     return out

@@ -43,6 +43,7 @@ from typing import Callable
 import torch
 
 from experiments.optim import native as _native
+from experiments.optim import stepsource as _source
 from experiments.optim.kernels import PowPlan
 
 __all__ = ["KernelUnavailable", "step_kernel", "signed_pow_expr", "cbrt_expr", "bits_of"]
@@ -67,7 +68,7 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     down; ``0`` maps to ``0``. ``floor=True`` (for callers that multiply the root by ``a``, cheaper):
     inputs below ``2^-114`` (``2^-810``) are raised to it, where ``a * root`` underflows to 0 anyway.
     """
-    magic, iters, lowest, tiny, huge, k3 = _native.CBRT[a.dtype]  # shared with the C kernel
+    magic, iters, lowest, tiny, huge, k3 = _source.CBRT[a.dtype]  # the C source's too
     if floor:
         s = a.clamp_min(lowest)
     else:
@@ -91,14 +92,14 @@ def _cbrt64(s: torch.Tensor) -> torch.Tensor:
     """``s^{1/3}`` for float64 ``s`` in the normal range, multiplications only (Inf and NaN give
     Inf or NaN): the inverse root's magic start (3.4e-2 relative), one fourth-order step of
     ``r <- r (1 + d)^(-1/3)``, ``d = s r^3 - 1`` (to about 1e-7), then ``s^(1/3) = s r^2
-    (1 + d)^(-2/3)`` to third order (`experiments.optim.native` holds the constants). Three Halley
+    (1 + d)^(-2/3)`` to third order (`experiments.optim.stepsource` holds the constants). Three Halley
     divisions made the float64 step slower than fused Adam at p = 1.75 (benchmarks/README.md)."""
-    r = _native.CBRT[torch.float64][0] - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
+    r = _source.CBRT[torch.float64][0] - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
     r = r.to(torch.int64).view(torch.float64)
     d = s * r * r * r - 1.0
-    r = r * _native.horner(d, _native.INV_CBRT_SERIES, operator.mul, operator.add)
+    r = r * _source.horner(d, _source.INV_CBRT_SERIES, operator.mul, operator.add)
     d = s * r * r * r - 1.0
-    return (s * r * r) * _native.horner(d, _native.CBRT_SERIES, operator.mul, operator.add)
+    return (s * r * r) * _source.horner(d, _source.CBRT_SERIES, operator.mul, operator.add)
 
 
 def _recipe(exponent: Fraction) -> tuple[int, str, float, tuple[int, ...]]:
@@ -132,7 +133,7 @@ def signed_pow_expr(
     whole, kind, frac, bits = recipe
     a = x.abs()
     if kind == "integer":
-        return torch.copysign(_native.square_and_multiply(a, whole, operator.mul), x)
+        return torch.copysign(_source.square_and_multiply(a, whole, operator.mul), x)
     if kind in ("cbrt", "cbrt2"):
         c = cbrt_expr(a, floor=whole >= 1)
         r = c if kind == "cbrt" else c * c
@@ -144,7 +145,7 @@ def signed_pow_expr(
                 r = root if r is None else r * root
     else:
         r = torch.exp2(frac * torch.log2(a))
-    power = _native.square_and_multiply(a, whole, operator.mul)
+    power = _source.square_and_multiply(a, whole, operator.mul)
     if power is not None:
         r = r * power
     return torch.copysign(r, x)

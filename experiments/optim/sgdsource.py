@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from experiments.optim.native import C_TYPES
+from experiments.optim.stepsource import C_TYPES
 
 __all__ = ["sgd_source"]
 
 # per dtype: lanes, intrinsic suffixes (vector, integer lanes), mask and vector types, the scalar
-# fma; the C type, its bits and masks come from `experiments.optim.native.C_TYPES`
+# fma; the C type, its bits and masks come from `experiments.optim.stepsource.C_TYPES`
 _AVX512 = {
     torch.float32: (16, "ps", "epi32", "__mmask16", "__m512", "fmaf"),
     torch.float64: (8, "pd", "epi64", "__mmask8", "__m512d", "fma"),

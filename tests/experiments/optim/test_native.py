@@ -163,7 +163,7 @@ def test_unavailable_toolchain_is_reported(env, msg, monkeypatch, tmp_path):
 
 def test_a_compile_error_is_reported_in_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("MDCERT_KERNEL_CACHE", str(tmp_path))
-    monkeypatch.setattr(native, "_source", lambda recipe, dtype: "this is not C;\n")
+    monkeypatch.setattr(native, "step_source", lambda recipe, dtype: "this is not C;\n")
     with pytest.raises(NativeUnavailable, match=r"^the C compiler failed: [^\n]+$"):
         native_kernel(_recipe(Fraction(4, 3)), torch.float32)
     assert [p.name for p in tmp_path.iterdir()] == []  # no half-written kernel left
@@ -197,11 +197,3 @@ def test_bad_arguments_are_refused_before_anything_is_written(bad):
     args = bad(q)
     with pytest.raises(ValueError, match="contiguous CPU tensors of one dtype and size"):
         kernel(*args, torch.tensor(0.5, dtype=torch.float64))
-
-
-def test_c_power_bodies_name_the_recipe():
-    assert "sqrt(t)" in native.c_power(_recipe(Fraction(1, 2)), torch.float64)
-    assert "sqrtf(t)" in native.c_power(_recipe(Fraction(1, 2)), torch.float32)
-    assert "y3" in native.c_power(_recipe(Fraction(4, 3)), torch.float32)
-    body = native.c_power(_recipe(Fraction(10)), torch.float32)
-    assert "y3" not in body and "sqrt" not in body

@@ -6,12 +6,13 @@ writes speculatively and keeps what it needs to undo the step exactly: ``W+ = fm
 (the rounding of torch's vectorized ``add_``, tested bit for bit), and for each entry it checks that
 ``fma(-coef, G, W+)`` gives back ``W`` bit for bit; the few entries where it does not (``|coef G|``
 comparable to or above ``|W|``, which absorbs ``W``; ties) have their old value and position
-appended to a log, 16 lanes at a time by AVX-512 compress stores. A non-finite ``W+`` anywhere, or a
+appended to a log, 16 lanes at a time (AVX-512: compressed in a register, then one plain store; a
+compress store to memory is microcoded on AMD Zen 4 and made the step 3x slower). A non-finite ``W+`` anywhere, or a
 full log, stops the pass; what was written is then undone (the inverse ``fma`` everywhere, then the
 log), bit for bit. So a refused step leaves ``W`` exactly as it was, and a step whose log overflows
 is taken again by the checked route. The log holds ``n/16`` entries (12 bytes each in float32:
-0.19x the parameter's memory); on lr 0.01 steps of N(0, 1) weights and gradients about 0.8% of the
-entries are logged.
+0.19x the parameter's memory); on lr 0.01 steps of N(0, 1) weights and gradients 0.8-1.3% of the
+entries are logged (measured).
 
 Only where the compiler targets AVX-512 (`available`): the scalar fallback of the log would cost
 more than the check read it saves. The threads take fixed contiguous ranges, each with its own part
@@ -38,27 +39,17 @@ OK, NOT_FINITE, LOG_FULL = 0, 1, 2
 
 
 class SgdKernel:
-    """The speculative p = 2 pass and its undo for one dtype (see the module docstring)."""
+    """The speculative p = 2 pass and its undo for one dtype (see the module docstring); its bits
+    do not depend on the thread count (``threads_matter`` is False)."""
+
+    threads_matter = False
 
     def __init__(self, lib: ctypes.CDLL, dtype: torch.dtype) -> None:
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
         self._step, self._undo, self.dtype = lib.mdcert_sgd, lib.mdcert_sgd_undo, dtype
-        self._step.restype = ctypes.c_int
-        self._step.argtypes = [ptr, ptr, ctypes.c_double, i64, ctypes.c_int, ptr, ptr, i64]
-        self._step.argtypes += [ptr, ptr, ptr, ptr]
-        self._undo.restype = None
-        self._undo.argtypes = [
-            ptr,
-            ptr,
-            ctypes.c_double,
-            i64,
-            ctypes.c_int,
-            ptr,
-            ptr,
-            i64,
-            ptr,
-            ptr,
-        ]
+        args = [ptr, ptr, ctypes.c_double, i64, ctypes.c_int, ptr, ptr, i64, ptr, ptr]
+        self._step.restype, self._step.argtypes = ctypes.c_int, args + [ptr, ptr]
+        self._undo.restype, self._undo.argtypes = None, args
 
     def log(self, n: int) -> "SgdLog":
         """Buffers for one parameter of ``n`` entries (allocated once, reused by every step)."""
@@ -149,7 +140,7 @@ class SpeculativeSgd:
     """The commit of a fused p = 2 step (`experiments.optim.dual.all_or_nothing` runs it before the
     checked commits and calls `undo` when a later parameter refuses).
 
-    ``opt`` supplies ``_check_grad``, ``_where``, ``_bounds`` and ``_sgd_wait`` (per parameter: steps
+    ``opt`` supplies ``_check_grad``, ``_check_result``, ``_refuse``, ``_bounds`` and ``_sgd_wait`` (steps
     before the next speculative try, after a full log). A full log takes the checked route inside the
     commit: G is checked, the old W kept, then SGD's ``add_``.
     """
@@ -167,28 +158,15 @@ class SpeculativeSgd:
             length = opt._sgd_wait.get(param, (0, 0))[1]
             opt._sgd_wait[param] = (0, length // 2)
             return
-        if status == NOT_FINITE:
+        if status == NOT_FINITE:  # W is as it was: say why, as the checked route would
             opt._check_grad(gi, pi, param.grad, exact, lr)
-            if not bool(torch.isfinite(self.W).all()):
-                raise FloatingPointError(
-                    f"LpMirrorDescent: {opt._where(gi, pi, param)} contains NaN or Inf; it was left "
-                    f"unchanged"
-                )
-            raise FloatingPointError(
-                f"LpMirrorDescent: the mirror step overflowed {param.dtype} in "
-                f"{opt._where(gi, pi, param)}; the parameter was left unchanged; use a smaller lr "
-                f"(lr={lr}, p={exact})"
-            )
+            opt._check_result(gi, pi, param, self.W, exact, lr)  # a parameter already NaN or Inf
+            opt._refuse(gi, pi, param, exact, lr)  # else the step overflowed
         last = opt._sgd_wait.get(param, (0, 0))[1]
         opt._sgd_wait[param] = (min(2 * last, MAX_WAIT) or 1,) * 2
         opt._check_grad(gi, pi, param.grad, exact, lr)
         new = torch.add(self.W, self.G, alpha=self.coef)
-        if not bool(torch.isfinite(new).all()):
-            raise FloatingPointError(
-                f"LpMirrorDescent: the mirror step overflowed {param.dtype} in "
-                f"{opt._where(gi, pi, param)}; the parameter was left unchanged; use a smaller lr "
-                f"(lr={lr}, p={exact})"
-            )
+        opt._check_result(gi, pi, param, new, exact, lr)
         self.saved = self.W.clone()
         self.W.copy_(new)
         opt._bounds.pop(param, None)

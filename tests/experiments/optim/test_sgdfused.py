@@ -140,6 +140,19 @@ def test_refused_steps_raise_and_change_nothing(bad, message):
     assert all(torch.equal(bits_of(p.detach()), b) for p, b in zip(ps, before))
 
 
+def test_a_parameter_already_non_finite_is_named():
+    """As on the checked route: the pass stops at the NaN and is undone, and the message says the
+    parameter itself holds it (not an overflow)."""
+    (param,), opt = _steps(True, steps=1)
+    with torch.no_grad():
+        param[N // 2] = math.nan
+    before = bits_of(param.detach()).clone()
+    param.grad = torch.randn(N)
+    with pytest.raises(FloatingPointError, match="contains NaN or Inf; it was left unchanged"):
+        opt.step()
+    assert torch.equal(bits_of(param.detach()), before)
+
+
 def test_a_full_log_then_a_refusal_undoes_the_checked_write():
     ps, opt = _steps(True, steps=1, params=2, lr=0.05)
     before = [bits_of(p.detach()).clone() for p in ps]

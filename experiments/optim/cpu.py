@@ -4,9 +4,10 @@ tensor): overflow excluded in advance from cheap bounds on ``max|G|`` and ``max|
 scratch and checked before it is copied; chunked in-place power kernels of `experiments.optim.kernels`.
 
 A mixin: `LpMirrorDescent` supplies ``_where``, ``_check_grad``, ``_check_result``,
-``_zero_gradient``, ``_plan``, ``_scratch``, ``_bounds``, ``_sgd_logs``, ``_sgd_wait``, ``_threads``
-and (from `experiments.optim.dual`) ``_fused_kernel`` / ``_fast_cached``. With ``fused=True`` a
-p = 2 step of a large tensor is the speculative pass of `experiments.optim.sgdfused`.
+``_zero_gradient``, ``_plan``, ``_scratch``, ``_bounds``, ``_sgd_logs``, ``_sgd_wait`` and (from
+`experiments.optim.dual`) ``_fused_kernel`` / ``_fast_cached`` / ``_hold_count``. With
+``fused=True`` a p = 2 step of a large tensor is the speculative pass of
+`experiments.optim.sgdfused`.
 """
 
 from __future__ import annotations
@@ -87,8 +88,7 @@ class CpuFastPathMixin:
         log = self._sgd_logs.get(param)
         if log is None or log.n != W.numel() or log.val.dtype != W.dtype:
             log = self._sgd_logs[param] = kernel.log(W.numel())
-        if self._threads.threads is None:
-            self._compiled_step = True  # torch's count, untimed (as for the C kernel of p != 2)
+        self._hold_count(kernel)
         return sgdfused.SpeculativeSgd(self, (gi, pi, param, lr, exact), W, G, coef, kernel, log)
 
     @staticmethod

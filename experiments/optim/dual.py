@@ -184,14 +184,18 @@ class DualCacheMixin:
                     stacklevel=4,
                 )
             return None
-        # the write phase keeps torch's thread count (untimed) for an inductor loop: dynamo guards it
-        # on the count, so another would recompile inside the write phase; and for the streaming
-        # kernel (experiments.optim.native, the same bits at every count) unless ``threads=k`` fixes
-        # one: its blocks go to whichever thread is free, so under load 2 threads measured no slower
-        # than 1 (benchmarks/README.md), and timing it would only add noise (experiments.optim.threads)
+        self._hold_count(kernel)
+        return kernel
+
+    def _hold_count(self, kernel) -> None:
+        """Keep torch's thread count (untimed) in this step's write phase: always for an inductor
+        loop (dynamo guards it on the count, so another would recompile inside the write phase);
+        for the C kernels (`experiments.optim.native`, `experiments.optim.sgdfused`: the same bits
+        at every count) unless ``threads=k`` fixes one: their blocks go to whichever thread is
+        free, so under load 2 threads measured no slower than 1 (benchmarks/README.md), and timing
+        them would only add noise (`experiments.optim.threads`)."""
         if _threads_matter(kernel) or self._threads.threads is None:
             self._compiled_step = True
-        return kernel
 
     def _fingerprint(self, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A few evenly spaced entries of ``W`` (flat) and their positions: a cheap sampled check

@@ -63,9 +63,9 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
     """``a^{1/3}`` for finite ``a >= 0`` (float32/float64) with multiplications and divisions only.
 
     float32: the start ``bits(y) = bits(a) / 3 + magic`` (relative error <= 3.2e-2), then two steps
-    of Halley's iteration; float64: `_cbrt64` (no division). Default: inputs below ``2^-100`` (float64 ``2^-900``) are
-    scaled up by ``2^99`` (``2^900``) and the root scaled back, so subnormals work, huge ones likewise
-    down; ``0`` maps to ``0``. ``floor=True`` (for callers that multiply the root by ``a``, cheaper):
+    of Halley's iteration; float64: `_cbrt64` (no division). Default: inputs below ``2^-100``
+    (float64 ``2^-900``) are scaled up by ``2^99`` (``2^900``) and the root scaled back, so
+    subnormals work, huge ones likewise down; ``0`` maps to ``0``. ``floor=True`` (for callers that multiply the root by ``a``, cheaper):
     inputs below ``2^-114`` (``2^-810``) are raised to it, where ``a * root`` underflows to 0 anyway.
     """
     magic, iters, lowest, tiny, huge, k3 = _source.CBRT[a.dtype]  # the C source's too
@@ -92,8 +92,8 @@ def _cbrt64(s: torch.Tensor) -> torch.Tensor:
     """``s^{1/3}`` for float64 ``s`` in the normal range, multiplications only (Inf and NaN give
     Inf or NaN): the inverse root's magic start (3.4e-2 relative), one fourth-order step of
     ``r <- r (1 + d)^(-1/3)``, ``d = s r^3 - 1`` (to about 1e-7), then ``s^(1/3) = s r^2
-    (1 + d)^(-2/3)`` to third order (`experiments.optim.stepsource` holds the constants). Three Halley
-    divisions made the float64 step slower than fused Adam at p = 1.75 (benchmarks/README.md)."""
+    (1 + d)^(-2/3)`` to third order (`experiments.optim.stepsource` holds the constants). Three
+    Halley divisions made the float64 step slower (benchmarks/README.md)."""
     r = _source.CBRT[torch.float64][0] - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
     r = r.to(torch.int64).view(torch.float64)
     d = s * r * r * r - 1.0
@@ -233,12 +233,12 @@ def step_kernel(
     from the streaming kernel; NaN when any entry is NaN), all in one pass.
 
     ``backend``: ``"native"`` the streaming C kernel of `experiments.optim.native` (the same bits as
-    inductor's loop, tested, with non-temporal stores: about 0.7-0.9x a fused Adam step (float32) against
-    1.0-1.3x, benchmarks/README.md); ``"inductor"`` the ``torch.compile`` loop; ``"auto"`` (default)
-    the streaming kernel where it exists (not for ``exp2`` exponents, nor without a C compiler) and
-    passes its probe, else inductor's. It is finite iff every written entry is: every recipe maps an infinite
-    ``q_out`` to Inf or NaN (powers, roots, ``exp2``: Inf; the Halley cube root: ``inf/inf``, NaN) and
-    NaN to NaN (tested). (``max(|q_out|, |w|)`` costs twice the extra work in the loop: measured
+    inductor's loop, tested, with non-temporal stores: 0.67-0.92x a fused Adam step in float32
+    against 1.04-1.3x, benchmarks/README.md); ``"inductor"`` the ``torch.compile`` loop; ``"auto"``
+    (default) the streaming kernel where it exists (not for ``exp2`` exponents, nor without a C
+    compiler) and passes its probe, else inductor's. It is finite iff every written entry is: every
+    recipe maps an infinite ``q_out`` to Inf or NaN (powers, roots, ``exp2``: Inf; the float32
+    Halley cube root: ``inf/inf``, NaN; the float64 series: Inf) and NaN to NaN (tested). (``max(|q_out|, |w|)`` costs twice the extra work in the loop: measured
     23.6 against 10.7 ms CPU for ``|Q|^{4/3}`` at 1 thread, 9.4 without any reduction.)
 
     Arguments: contiguous 1-d CPU tensors ``q, q_out, w, g`` of ``dtype`` (``q_out`` and ``w``

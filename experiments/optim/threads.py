@@ -20,7 +20,7 @@ or ``foreach``); otherwise phase 1 keeps torch's count:
 - Steps that run the streaming C kernel of ``fused=True`` (`experiments.optim.native`) keep
   torch's count under the automatic choice (untimed) and take ``k`` under ``threads=k``: it deals
   its blocks to whichever thread is free, so a descheduled thread holds up one block, and its bits
-  do not depend on the count. Under two busy loops on 2 cores, 2 threads took 0.56-0.80x the time
+  do not depend on the count. Under two busy loops on 2 cores, 2 threads took 0.56-0.85x the time
   of 1 (benchmarks/README.md).
 - Steps that run inductor's ``fused=True`` loop keep torch's count (and are not timed): dynamo
   guards the compiled loop on the thread count, so another count would recompile it inside the write

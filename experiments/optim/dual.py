@@ -58,6 +58,7 @@ from experiments.optim.kernels import (
     chunked_inverse,
     chunked_step_cached,
     inverse_reproduces,
+    sample_positions,
 )
 
 __all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL", "all_or_nothing"]
@@ -200,8 +201,7 @@ class DualCacheMixin:
     def _fingerprint(self, W: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A few evenly spaced entries of ``W`` (flat) and their positions: a cheap sampled check
         that catches whole-tensor writes through ``.data`` (it can refute, never prove, "unchanged")."""
-        n = W.numel()
-        idx = torch.linspace(0, n - 1, steps=min(n, 64)).round().long()
+        idx = sample_positions(W.numel())
         return idx, W.index_select(0, idx)
 
     def _stamp(

@@ -26,7 +26,8 @@ One compiled function per exponent and dtype, with a dynamic size (one compilati
 size); a compile takes about 30 s on 2 cores the first time and a few seconds from inductor's
 on-disk cache. A kernel that cannot be compiled (no C++ compiler, no Python headers) is reported by
 `KernelUnavailable`; the optimizer then warns once and uses the eager kernels. `step_kernel`
-prefers the streaming C kernel of `experiments.optim.native` (the same bits, written with
+prefers the streaming C kernel of `experiments.optim.native` (the same bits, but for its fused
+multiply-adds in the float64 cube root, written with
 non-temporal stores) where it has the recipe, and compiles inductor's loop otherwise.
 """
 
@@ -90,16 +91,24 @@ def cbrt_expr(a: torch.Tensor, *, floor: bool = False) -> torch.Tensor:
 
 def _cbrt64(s: torch.Tensor) -> torch.Tensor:
     """``s^{1/3}`` for float64 ``s`` in the normal range, multiplications only (Inf and NaN give
-    Inf or NaN): the inverse root's magic start (3.4e-2 relative), one fourth-order step of
-    ``r <- r (1 + d)^(-1/3)``, ``d = s r^3 - 1`` (to about 1e-7), then ``s^(1/3) = s r^2
-    (1 + d)^(-2/3)`` to third order (`experiments.optim.stepsource` holds the constants). Three
-    Halley divisions made the float64 step slower (benchmarks/README.md)."""
-    r = _source.CBRT[torch.float64][0] - s.view(torch.int64).to(torch.float64) * (1.0 / 3.0)
+    Inf or NaN): the inverse root's magic start (3.4e-2 relative), one third-order step of
+    ``r <- r (1 + d)^(-1/3)``, ``d = s r^3 - 1`` (to about 2e-5), then ``s^(1/3) = u + u d Q(d)``,
+    ``u = s r^2``, ``1 + d Q(d)`` the third-order series of ``(1 + d)^(-2/3)``
+    (`experiments.optim.stepsource` holds the constants; its C kernel fuses each ``x y + c`` where
+    the machine can). Three Halley divisions made the float64 step slower (benchmarks/README.md)."""
+
+    def mad(x, y, c):
+        return x * y + c
+
+    r = mad(-s.view(torch.int64).to(torch.float64), 1.0 / 3.0, _source.CBRT[torch.float64][0])
     r = r.to(torch.int64).view(torch.float64)
-    d = s * r * r * r - 1.0
-    r = r * _source.horner(d, _source.INV_CBRT_SERIES, operator.mul, operator.add)
-    d = s * r * r * r - 1.0
-    return (s * r * r) * _source.horner(d, _source.CBRT_SERIES, operator.mul, operator.add)
+    t, r2 = s * r, r * r
+    d = mad(t, r2, -1.0)
+    r = r * mad(d, _source.horner(d, _source.INV_CBRT_SERIES, mad), 1.0)
+    t, r2 = s * r, r * r
+    d = mad(t, r2, -1.0)
+    u = t * r
+    return mad(u, d * _source.horner(d, _source.CBRT_SERIES, mad), u)
 
 
 def _recipe(exponent: Fraction) -> tuple[int, str, float, tuple[int, ...]]:
@@ -233,7 +242,7 @@ def step_kernel(
     from the streaming kernel; NaN when any entry is NaN), all in one pass.
 
     ``backend``: ``"native"`` the streaming C kernel of `experiments.optim.native` (the same bits as
-    inductor's loop, tested, with non-temporal stores: 0.67-0.92x a fused Adam step in float32
+    inductor's loop but in the float64 cube root, tested, with non-temporal stores: 0.67-0.92x a fused Adam step in float32
     against 1.04-1.3x, benchmarks/README.md); ``"inductor"`` the ``torch.compile`` loop; ``"auto"``
     (default) the streaming kernel where it exists (not for ``exp2`` exponents, nor without a C
     compiler) and passes its probe, else inductor's. It is finite iff every written entry is: every

@@ -20,6 +20,7 @@ so neither is used.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "PowPlan",
     "mirror_step",
     "CHUNK",
+    "sample_positions",
     "chunked_dual",
     "chunked_step_cached",
     "chunked_step_direct",
@@ -366,3 +368,12 @@ def chunked_step_direct(
         signed_pow_into(target[s:e], qc, inv, tc)
         if extremes is not None:
             extremes.extend(torch.aminmax(target[s:e]))
+
+
+@functools.lru_cache(maxsize=64)
+def sample_positions(n: int) -> torch.Tensor:
+    """64 evenly spaced positions in ``range(n)`` (all of them when ``n <= 64``), for the dual
+    cache's sampled check (`experiments.optim.dual`); shared and never written, so computed once
+    per size (each torch call costs a step of a large tensor more once its stream has evicted the
+    caches)."""
+    return torch.linspace(0, n - 1, steps=min(n, 64)).round().long()

@@ -4,9 +4,10 @@ Same contract as the compiled kernel of `experiments.optim.fused` (``q_out <- q 
 w <- sign(q_out)|q_out|^e``, the maximum ``max|w|`` returned, NaN if any entry of ``q_out`` or ``w``
 is not finite), but written as a small C loop compiled by the system C compiler and called through
 `ctypes`. What it adds over inductor's loop is the way it writes: each block of 128 entries is
-computed into two buffers on the stack (one vectorized loop, no fused multiply-add, no fast-math: the
-same IEEE operations in the vector body and the scalar tail, so the bits do not depend on where an
-entry falls or on the thread count) and copied out with non-temporal stores. A store that allocates
+computed into two buffers on the stack (one vectorized loop, no fast-math and no contraction of
+``x y + c`` beyond the explicit ``fma`` of the float64 cube root: the same IEEE operations in the
+vector body and the scalar tail, so the bits do not depend on where an entry falls or on the thread
+count) and copied out with non-temporal stores. A store that allocates
 its cache line first reads it (read for ownership): inductor's loop moves six streams of memory per
 entry (read ``q``, ``g``; read and write ``q_out`` and ``w``), this one four, against fused Adam's
 seven (read ``w``, ``g``, two moments; write three). The threads take blocks of 65,536 entries
@@ -14,8 +15,9 @@ dynamically (OpenMP ``schedule(dynamic)``, at ``torch.get_num_threads()`` at cal
 descheduled thread holds up at most one block; the count changes no bit of the result.
 
 Recipes: integer powers (square and multiply), the cube root of `experiments.optim.fused.cbrt_expr`
-(Halley in float32, the division-free series in float64; the same operations in the same order) and
-its square, and chains of square roots.
+(Halley in float32, the division-free series in float64; the same operations in the same order,
+except that in float64 each ``x y + c`` is one fused multiply-add where the CPU has it:
+``fused_madd``, `experiments.optim.stepsource`) and its square, and chains of square roots.
 Exponents that need ``exp2``/``log2`` raise `NativeUnavailable` (the caller falls back to inductor).
 
 Why C through `ctypes` and not an extension library: `torch.utils.cpp_extension` compiles against
@@ -142,7 +144,9 @@ def build_library(source: str) -> ctypes.CDLL:
 
 class NativeKernel:
     """``kernel(q, q_out, w, g, coef) -> max|w|`` (a float), as `experiments.optim.fused.step_kernel`
-    documents; bit-identical for every thread count (``threads_matter`` is False)."""
+    documents; bit-identical for every thread count (``threads_matter`` is False). ``fused_madd``:
+    its float64 cube root rounds each ``x y + c`` once (then its bits differ from inductor's loop
+    in the last place)."""
 
     threads_matter = False
 
@@ -152,6 +156,7 @@ class NativeKernel:
         fn.restype = real
         fn.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_double, ctypes.c_int64, ctypes.c_int]
         self._fn, self.dtype = fn, dtype
+        self.fused_madd = bool(lib.mdcert_fused_madd())
 
     def __call__(self, q, q_out, w, g, coef) -> float:
         n = q.numel()
@@ -166,12 +171,13 @@ class NativeKernel:
         return float(top)
 
 
-def native_kernel(recipe, dtype: torch.dtype) -> NativeKernel:
-    """Build (or load from the cache) the streaming kernel for ``recipe`` and ``dtype``.
+def native_kernel(recipe, dtype: torch.dtype, *, fma: bool = True) -> NativeKernel:
+    """Build (or load from the cache) the streaming kernel for ``recipe`` and ``dtype`` (``fma``:
+    `experiments.optim.stepsource.step_source`'s; False gives inductor's bits everywhere).
 
     Raises:
         NativeUnavailable: no such recipe here (``exp2``), another dtype, or no working C compiler.
     """
     if dtype not in C_TYPES:
         raise NativeUnavailable(f"the streaming kernel supports float32 and float64, not {dtype}")
-    return NativeKernel(build_library(step_source(recipe, dtype)), dtype)
+    return NativeKernel(build_library(step_source(recipe, dtype, fma=fma)), dtype)

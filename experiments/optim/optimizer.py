@@ -33,7 +33,7 @@ what is not detected: `experiments.optim.dual`.
 Fused (``fused=True``; CPU, float32/float64 tensors of at least 65,536 entries, p != 2, dual cache on):
 the dual update and inverse map run as one loop on a double-buffered dual: a small C kernel with
 non-temporal stores (`experiments.optim.native`) for integer, cube-root and square-root exponents,
-else inductor's compiled loop (`experiments.optim.fused`); both give the same bits. Once the
+else inductor's loop (`experiments.optim.fused`; the same bits save float64 cube roots). Once the
 parameter is known to be bit for bit that loop's inverse map of the dual (after every fused step),
 the gradient is not read first: the loop's own maximum refuses the step and the step is undone
 exactly, the same all-or-nothing guarantee (`experiments.optim.dual`); otherwise the checks above run

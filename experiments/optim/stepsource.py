@@ -4,7 +4,12 @@
 on the stack, copied out with non-temporal stores, blocks dealt to the OpenMP threads as they come
 free) around `c_power`, the body of ``|x|^e``. The cube roots follow `experiments.optim.fused.
 cbrt_expr` operation for operation: both take their constants from `CBRT` and their products from
-`square_and_multiply` and `horner`, so the C kernel and inductor's loop give the same bits.
+`square_and_multiply` and `horner`, so the C kernel and inductor's loop give the same bits, with one
+exception: where the target has fused multiply-adds, the float64 cube root's ``x y + c`` is one
+rounding in C (``MAD``; inductor's loop never fuses), which takes the float64 p = 1.75 step from
+0.94 to 0.80x a fused Adam step (benchmarks/README.md). Both forms are within 1.4 units of 2^-52
+of the cube root (tested against exact arithmetic); ``step_source(..., fma=False)`` writes the
+unfused form, tested bit for bit against inductor's loop.
 """
 
 from __future__ import annotations
@@ -38,8 +43,10 @@ CBRT = {
     torch.float32: (709921077.0, 2, 2.0**-114, 2.0**-100, 2.0**120, 99),
     torch.float64: (6142612374334293000.0, 0, 2.0**-810, 2.0**-900, 2.0**960, 900),
 }
-# the float64 series: the coefficients of (1 + d)^(-1/3) and (1 + d)^(-2/3)
-INV_CBRT_SERIES = (-1.0 / 3.0, 2.0 / 9.0, -14.0 / 81.0, 35.0 / 243.0)
+# the float64 series: the coefficients of (1 + d)^(-1/3) and (1 + d)^(-2/3) after the constant 1
+# (third order each: 1.3-1.4 units of 2^-52 in 2e7 sampled inputs, with or without fused
+# multiply-adds; the fourth order of the first step was not needed)
+INV_CBRT_SERIES = (-1.0 / 3.0, 2.0 / 9.0, -14.0 / 81.0)
 CBRT_SERIES = (-2.0 / 3.0, 5.0 / 9.0, -40.0 / 81.0)
 _TEMPLATE = r"""
 #include <stdint.h>
@@ -50,6 +57,16 @@ _TEMPLATE = r"""
 #endif
 typedef REAL real;
 typedef UBITS ubits;
+/* a*b + c: one rounding (fma) where the target has fused multiply-adds, else two (the bits of
+   inductor's loop, which never fuses them); used by the float64 cube root only */
+#if USEFMA && defined(__FMA__)
+#define MAD(a, b, c) fma((a), (b), (c))
+#define FUSED_MADD 1
+#else
+#define MAD(a, b, c) ((a) * (b) + (c))
+#define FUSED_MADD 0
+#endif
+int mdcert_fused_madd(void) { return FUSED_MADD; }
 #define FABS FABSFN
 #define COPYSIGN COPYSIGNFN
 #define BLK 128
@@ -131,21 +148,21 @@ def square_and_multiply(base, m: int, mul):
     return result
 
 
-def horner(d, coefs: tuple[float, ...], mul, add):
-    """``1 + d (c1 + d (c2 + ...))``, innermost first, with ``mul`` and ``add`` (``add(c, x)``:
-    the constant first): one order of operations for both kernels, as `square_and_multiply`."""
+def horner(d, coefs: tuple[float, ...], mad):
+    """``c1 + d (c2 + d (c3 + ...))``, innermost first, with ``mad(x, y, c) = x y + c``: one order
+    of operations for both kernels, as `square_and_multiply` (the C kernel's ``MAD`` may fuse it)."""
     acc = coefs[-1]
     for c in reversed(coefs[:-1]):
-        acc = add(c, mul(d, acc))
-    return add(1.0, mul(d, acc))
+        acc = mad(d, acc, c)
+    return acc
 
 
 def _lit(value: float, suffix: str = "") -> str:
     return f"{float(value).hex()}{suffix}"
 
 
-def _c_mul(a, b) -> str:
-    return f"{a if isinstance(a, str) else _lit(a)} * ({b if isinstance(b, str) else _lit(b)})"
+def _c_mad(x, y, c) -> str:
+    return f"MAD({x}, {y if isinstance(y, str) else _lit(y)}, {_lit(c)})"
 
 
 def _c_pow(var: str, m: int, lines: list[str], real: str) -> str | None:
@@ -161,18 +178,16 @@ def _c_pow(var: str, m: int, lines: list[str], real: str) -> str | None:
 
 
 def _cbrt64_lines() -> list[str]:
-    """The float64 cube root of `experiments.optim.fused._cbrt64`, the same operations in order."""
-    series = {
-        name: horner("d", coefs, _c_mul, lambda c, x: f"{_lit(c)} + {x}")
-        for name, coefs in (("inv", INV_CBRT_SERIES), ("root", CBRT_SERIES))
-    }
+    """The float64 cube root of `experiments.optim.fused._cbrt64`, the same operations in order
+    (``MAD`` where it has ``x y + c``)."""
+    inv, root = (horner("d", coefs, _c_mad) for coefs in (INV_CBRT_SERIES, CBRT_SERIES))
     return [
         "  int64_t sb; memcpy(&sb, &s, sizeof sb);",
-        f"  const int64_t rb = (int64_t)({_lit(CBRT[torch.float64][0])} - (double)sb * (1.0 / 3.0));",
+        f"  const int64_t rb = (int64_t)MAD(-(double)sb, 1.0 / 3.0, {_lit(CBRT[torch.float64][0])});",
         "  double r; memcpy(&r, &rb, sizeof r);",
-        f"  {{ const double d = ((s * r) * r) * r - 1.0; r = r * ({series['inv']}); }}",
-        "  const double d = ((s * r) * r) * r - 1.0;",
-        f"  double y = ((s * r) * r) * ({series['root']});",
+        f"  {{ const double t = s * r, r2 = r * r, d = MAD(t, r2, -1.0); r = r * MAD(d, {inv}, 1.0); }}",
+        "  const double t = s * r, r2 = r * r, d = MAD(t, r2, -1.0), u = t * r;",
+        f"  double y = MAD(u, d * ({root}), u);",
     ]
 
 
@@ -231,13 +246,16 @@ def c_power(recipe: tuple[int, str, float, tuple[int, ...]], dtype: torch.dtype)
     return "\n".join(lines)
 
 
-def step_source(recipe, dtype: torch.dtype) -> str:
-    """The C file of the kernel for ``recipe`` (`experiments.optim.fused`) and ``dtype``."""
+def step_source(recipe, dtype: torch.dtype, *, fma: bool = True) -> str:
+    """The C file of the kernel for ``recipe`` (`experiments.optim.fused`) and ``dtype``; ``fma``:
+    fuse the float64 cube root's multiply-adds where the target has the instruction (the kernel's
+    ``mdcert_fused_madd()`` says whether it did; ``False``: inductor's bits everywhere)."""
     real, ubits, absmask, expmask, _ = C_TYPES[dtype]
     body = c_power(recipe, dtype)
     return (
         _TEMPLATE.replace("REAL", real)
         .replace("UBITS", ubits)
+        .replace("USEFMA", "1" if fma else "0")
         .replace("ABSMASK", absmask)
         .replace("EXPMASK", expmask)
         .replace("POWER", body)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import experiments.optim.kernels as kernels_mod
-from experiments.optim.kernels import PowPlan
+from experiments.optim.kernels import PowPlan, sample_positions
 
 
 def gen(seed=0):
@@ -76,3 +76,14 @@ def test_signed_pow_float32_against_float64(e, tol):
     rel = ((out.double() - ref).abs() / ref.abs())[big] / fi.eps
     assert float(rel.max()) <= tol
     assert float((out.double() - ref).abs()[~big].max()) <= tol * fi.eps * fi.tiny + 2.0**-149
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 65, 1000, 10_000_019])
+def test_sample_positions_are_64_evenly_spaced_ends_included(n):
+    idx = sample_positions(n)
+    assert idx.dtype == torch.int64 and idx.numel() == min(n, 64)
+    assert int(idx[0]) == 0 and int(idx[-1]) == n - 1
+    assert bool((idx[1:] > idx[:-1]).all())  # distinct, increasing
+    gaps = (idx[1:] - idx[:-1]).tolist()
+    assert not gaps or max(gaps) - min(gaps) <= 1
+    assert sample_positions(n) is idx  # computed once per size

@@ -27,9 +27,9 @@ EXPONENTS = ["10", "4", "4/3", "10/3", "1/3", "2/3", "1/2", "13/8"]
 DEFAULT = {("4/3", torch.float32), ("1/2", torch.float32)}
 
 
-def _native_or_skip(e, dtype) -> NativeKernel:
+def _native_or_skip(e, dtype, *, fma=True) -> NativeKernel:
     try:
-        return native_kernel(_recipe(Fraction(e)), dtype)
+        return native_kernel(_recipe(Fraction(e)), dtype, fma=fma)
     except NativeUnavailable as exc:  # pragma: no cover - depends on the machine's toolchain
         pytest.skip(f"no streaming kernel here: {exc}")
 
@@ -72,7 +72,9 @@ CASES = [
 
 @pytest.mark.parametrize("e,dtype", CASES)
 def test_same_bits_as_inductors_loop(e, dtype):
-    nat, ind = _native_or_skip(e, dtype), _inductor_or_skip(e, dtype)
+    """The unfused form (``fma=False``; the default differs only where `test_fused_multiply_adds`
+    says) against inductor's loop."""
+    nat, ind = _native_or_skip(e, dtype, fma=False), _inductor_or_skip(e, dtype)
     q, g = _inputs(70_001, dtype, seed=len(e))  # not a multiple of a block: a ragged tail
     a, b = _run(nat, q, g), _run(ind, q, g)
     assert torch.equal(bits_of(a[1]), bits_of(b[1])) and torch.equal(bits_of(a[2]), bits_of(b[2]))
@@ -82,6 +84,33 @@ def test_same_bits_as_inductors_loop(e, dtype):
         assert a[0] == float(a[2].abs().max())
     else:
         assert not math.isfinite(a[0])
+
+
+# float64 cube-root exponents and their bounds in units of 2^-52 (the float32 table of test_fused.py)
+CBRT64 = [("4/3", 3), ("1/3", 3), ("2/3", 5), ("10/3", 6)]
+
+
+@pytest.mark.parametrize("e,bound", CBRT64)
+def test_fused_multiply_adds_keep_the_cube_root_within_its_bound_of_exact(e, bound):
+    """The default float64 kernel fuses the cube root's ``x y + c`` where the CPU can: its bits may
+    differ from the unfused form's (inductor's), so both are held to the exact power: ``y`` with
+    ``(y(1 - k eps))^3 <= |x|^(3e) <= (y(1 + k eps))^3`` in rational arithmetic; elsewhere (signs,
+    zeros, the maximum, the dual) the two agree bit for bit."""
+    fused, plain = _native_or_skip(e, torch.float64), _native_or_skip(e, torch.float64, fma=False)
+    assert plain.fused_madd is False
+    q, g = _inputs(3_001, torch.float64, seed=7)
+    (ta, qa, wa), (_, qb, wb) = _run(fused, q, g), _run(plain, q, g)
+    assert torch.equal(bits_of(qa), bits_of(qb))
+    assert torch.equal(torch.signbit(wa), torch.signbit(wb)) and torch.equal(wa == 0, wb == 0)
+    assert torch.equal(torch.isfinite(wa), torch.isfinite(wb))
+    assert ta == float(wa.abs().max()) or not math.isfinite(ta)
+    eps, cube = Fraction(2.0**-52), 3 * Fraction(e)
+    ok = torch.isfinite(wa) & (wa.abs() > torch.finfo(torch.float64).tiny)
+    for x, y in zip(qa[ok].abs().tolist(), wa[ok].abs().tolist()):
+        target, Y = Fraction(x) ** cube.numerator, Fraction(y)
+        assert (Y * (1 - bound * eps)) ** 3 <= target <= (Y * (1 + bound * eps)) ** 3, (x, y)
+    if not fused.fused_madd:  # pragma: no cover - a CPU without fused multiply-adds
+        assert torch.equal(bits_of(wa), bits_of(wb))
 
 
 @pytest.mark.parametrize("e", ["4/3", "10"])
@@ -163,7 +192,7 @@ def test_unavailable_toolchain_is_reported(env, msg, monkeypatch, tmp_path):
 
 def test_a_compile_error_is_reported_in_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("MDCERT_KERNEL_CACHE", str(tmp_path))
-    monkeypatch.setattr(native, "step_source", lambda recipe, dtype: "this is not C;\n")
+    monkeypatch.setattr(native, "step_source", lambda recipe, dtype, **_: "this is not C;\n")
     with pytest.raises(NativeUnavailable, match=r"^the C compiler failed: [^\n]+$"):
         native_kernel(_recipe(Fraction(4, 3)), torch.float32)
     assert [p.name for p in tmp_path.iterdir()] == []  # no half-written kernel left

@@ -41,7 +41,7 @@ def test_horner_is_the_truncated_binomial_series():
     d = Fraction(1, 10)
     for coefs, expo in ((INV_CBRT_SERIES, Fraction(-1, 3)), (CBRT_SERIES, Fraction(-2, 3))):
         exact = [Fraction(c).limit_denominator(1000) for c in coefs]
-        value = horner(d, tuple(exact), operator.mul, lambda c, x: Fraction(c) + x)
+        value = 1 + d * horner(d, tuple(exact), lambda x, y, c: x * y + Fraction(c))
         series, term = Fraction(1), Fraction(1)
         for k, c in enumerate(exact, start=1):
             term = term * (expo - k + 1) / k

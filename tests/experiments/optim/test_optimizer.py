@@ -518,6 +518,13 @@ def test_benchmark_script_smoke(capsys):
     assert main(["--size", "5000", "--repeats", "1", "--simple"]) == 0
     out = capsys.readouterr().out
     assert "Adam fused" in out and "LpMD p=1.75 simple" in out
+    # --runs: fresh processes, then each row's ratio spread over them
+    args = ["--size", "5000", "--repeats", "1", "--lean", "--ps", "2", "--no-fused", "--runs", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.count("# process ") == 2 and "over 2 fresh processes" in out
+    row = next(line for line in out.splitlines()[::-1] if line.startswith("Adam fused"))
+    assert row.split()[-3:] == ["1.00", "/", "1.00"]  # Adam against itself
 
 
 @pytest.mark.gpu

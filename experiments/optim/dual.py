@@ -51,6 +51,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from experiments.optim import fused as _fused
+from experiments.optim.buffers import state_buffer
 from experiments.optim.kernels import (
     PowPlan,
     absmax,
@@ -63,9 +64,8 @@ from experiments.optim.kernels import (
 
 __all__ = ["DualCacheMixin", "FUSED_MIN_NUMEL", "all_or_nothing"]
 
-FUSED_MIN_NUMEL = (
-    1 << 16
-)  # smaller tensors keep the eager kernels (and never trigger a compilation)
+# smaller tensors keep the eager kernels (and never trigger a compilation)
+FUSED_MIN_NUMEL = 1 << 16
 
 
 def _threads_matter(kernel) -> bool:
@@ -243,7 +243,7 @@ class DualCacheMixin:
             and spare.is_contiguous()
             and spare.data_ptr() not in (Q.data_ptr(), param.data_ptr())
         ):
-            spare = self._spares[param] = torch.empty_like(Q, memory_format=torch.contiguous_format)
+            spare = self._spares[param] = state_buffer(Q)
         return spare
 
     def _swap_dual(self, param, dual, spare, W, exact: Fraction, qmax: float, kernel) -> None:
@@ -291,7 +291,7 @@ class DualCacheMixin:
             and Q.data_ptr() != param.data_ptr()
         )
         if not usable:
-            Q = state["dual"] = torch.empty_like(param, memory_format=torch.contiguous_format)
+            Q = state["dual"] = state_buffer(param)
         Qf = Q.detach().view(-1)
         stamp = self._stamps.get(param)
         if (

@@ -46,6 +46,7 @@ import time
 
 import torch
 
+from experiments.optim.buffers import huge_bytes
 from experiments.optim.optimizer import LpMirrorDescent
 
 
@@ -190,6 +191,7 @@ def _run(args) -> int:
                 flush=True,
             )
         opt.step()
+    _print_pages(runs)
     times: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, float] = {k: 0.0 for k in kinds}
     load0, cpu0, wall0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
@@ -223,6 +225,26 @@ def _run(args) -> int:
             f"{cpu[kind] / cpu['Adam fused']:>12.2f}"
         )
     return 0
+
+
+def _print_pages(runs) -> None:
+    """One line: how much of each row's state tensors sits on transparent huge pages (the fused
+    LpMD dual and its spare are advised onto them, `experiments.optim.buffers`; torch's are not)."""
+    parts = []
+    for kind, (param, opt) in runs.items():
+        state = [
+            t for t in opt.state.get(param, {}).values() if torch.is_tensor(t) and t.numel() > 1
+        ]
+        state += [t for t in getattr(opt, "_spares", {}).values() if torch.is_tensor(t)]
+        if not state or param.device.type != "cpu":
+            continue
+        huge = [huge_bytes(t) for t in state]
+        if None in huge:
+            return
+        total = sum(t.nbytes for t in state)
+        parts.append(f"{kind} {sum(huge) / 2**20:.0f}/{total / 2**20:.0f}")
+    if parts:
+        print("state tensors on huge pages (MiB): " + ", ".join(parts), flush=True)
 
 
 def _spread(argv: list[str], runs: int) -> int:

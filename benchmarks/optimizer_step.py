@@ -28,7 +28,9 @@ automatic choice, see experiments/optim/threads.py). ``--busy K`` starts K busy-
 the duration of the run (stopped at the end). Printed beside the wall times: the 1-minute load
 before and after, and the process CPU time of the timed rounds.
 
-``--runs K`` repeats the whole measurement in K fresh processes, one after the other, and ends with
+``--shuffle`` times the rows in a new (seeded) order each round: under busy loops the step times
+fall into scheduler slices, and a row that always follows the same neighbour can keep landing on
+the same side of one. ``--runs K`` repeats the whole measurement in K fresh processes, one after the other, and ends with
 each row's ratios to SGD and to fused Adam over them (min / median / max). On the 2-core VM the
 spread between processes (where the tensors' memory landed) was wider than within one: fused Adam
 took 9.1-13.0 ms in four processes a minute apart, each a median of 31 steps (benchmarks/README.md),
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -135,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
         "--device", default="cpu", help="where the parameters live (cuda: synchronized timings)"
     )
     ap.add_argument(
+        "--shuffle", action="store_true", help="a new (seeded) row order in every timed round"
+    )
+    ap.add_argument(
         "--runs", type=int, default=1, help="fresh processes to repeat the run in (ratio spread)"
     )
     args = ap.parse_args(argv)
@@ -195,8 +201,11 @@ def _run(args) -> int:
     times: dict[str, list[float]] = {k: [] for k in kinds}
     cpu: dict[str, float] = {k: 0.0 for k in kinds}
     load0, cpu0, wall0 = os.getloadavg()[0], time.process_time(), time.perf_counter()
-    for _ in range(repeats):
-        for kind, (_, opt) in runs.items():
+    order = list(runs.items())
+    for r in range(repeats):
+        if args.shuffle:  # a new row order each round: no row keeps one place in a periodic load
+            random.Random(r).shuffle(order)
+        for kind, (_, opt) in order:
             sync()
             c0, t0 = time.process_time(), time.perf_counter()
             opt.step()
@@ -212,6 +221,7 @@ def _run(args) -> int:
         f"lr {args.lr:g}, median of {repeats} steps; 1-minute load {load0:.2f} -> "
         f"{os.getloadavg()[0]:.2f}, timed rounds {time.perf_counter() - wall0:.1f} s wall, "
         f"{time.process_time() - cpu0:.1f} s CPU, {args.busy} busy loops"
+        + (", rows shuffled each round" if args.shuffle else "")
     )
     width = max(22, max(len(k) for k in kinds) + 2)
     print(

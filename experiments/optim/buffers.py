@@ -5,9 +5,9 @@ the cached dual and its spare (the optimizer's own, allocated here). With 4 KiB 
 a stream costs 512 translation misses, and in a virtual machine each miss walks two page tables. The
 optimizer's two buffers are therefore advised onto transparent huge pages (``madvise(MADV_HUGEPAGE)``
 on the 2 MiB-aligned part of the buffer, before its first write), as torch's own allocator does for
-every tensor under ``THP_MEM_ALLOC_ENABLE=1``. Measured on the 2-core VM (float64, 10^7 entries, five
-processes, benchmarks/README.md): the fused p = 1.75 step 8.5-9.6 ms with the dual buffers on huge
-pages against 8.9-10.9 ms without.
+every tensor under ``THP_MEM_ALLOC_ENABLE=1``. Measured on the 2-core VM (float64, 10^7 entries,
+benchmarks/README.md): the fused p = 1.75 kernel took 8.5-9.6 ms with the dual buffers on huge
+pages (five processes) against 8.9-11.4 ms without (seven).
 
 It is advice only: where the kernel has transparent huge pages off, or none free, the buffer is
 an ordinary one, and no result changes either way. A buffer that the C library hands out from

@@ -242,8 +242,9 @@ def step_kernel(
     from the streaming kernel; NaN when any entry is NaN), all in one pass.
 
     ``backend``: ``"native"`` the streaming C kernel of `experiments.optim.native` (the same bits as
-    inductor's loop but in the float64 cube root, tested, with non-temporal stores: 0.67-0.92x a fused Adam step in float32
-    against 1.04-1.3x, benchmarks/README.md); ``"inductor"`` the ``torch.compile`` loop; ``"auto"``
+    inductor's loop but in the float64 cube root, tested, with non-temporal stores: 0.61-0.94x a
+    fused Adam step in float32 against 1.04-1.3x, benchmarks/README.md); ``"inductor"`` the
+    ``torch.compile`` loop; ``"auto"``
     (default) the streaming kernel where it exists (not for ``exp2`` exponents, nor without a C
     compiler) and passes its probe, else inductor's. It is finite iff every written entry is: every
     recipe maps an infinite ``q_out`` to Inf or NaN (powers, roots, ``exp2``: Inf; the float32

@@ -44,10 +44,10 @@ seconds from its cache); where neither can be built, a warning and the eager ker
 
 Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
 eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
-(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); ``fused=True`` with the C kernel 0.67-0.92x
-(float32), float64 0.65-0.84x but p = 1.75 0.82-1.20x, quiet (inductor's: 1.04-1.3x); p = 2
-about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf before
-anything is written), 0.95-1.09x with ``fused=True`` (float32). Every eager chunk op synchronises
+(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); ``fused=True`` with the C kernel
+0.61-0.94x (float32), 0.51-0.96x (float64), five processes each, quiet (inductor's: 1.04-1.3x);
+p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf
+before anything is written), 1.01-1.20x with ``fused=True``. Every eager chunk op synchronises
 the intra-op threads, so on an oversubscribed machine one thread can be faster: the step picks its thread
 count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.
 """

@@ -6,8 +6,8 @@ free) around `c_power`, the body of ``|x|^e``. The cube roots follow `experiment
 cbrt_expr` operation for operation: both take their constants from `CBRT` and their products from
 `square_and_multiply` and `horner`, so the C kernel and inductor's loop give the same bits, with one
 exception: where the target has fused multiply-adds, the float64 cube root's ``x y + c`` is one
-rounding in C (``MAD``; inductor's loop never fuses), which takes the float64 p = 1.75 step from
-0.94 to 0.80x a fused Adam step (benchmarks/README.md). Both forms are within 1.4 units of 2^-52
+rounding in C (``MAD``; inductor's loop never fuses), which took the float64 p = 1.75 kernel from
+9.2 to 7.5 ms in one process (benchmarks/README.md, "Eighth session"). Both forms are within 1.4 units of 2^-52
 of the cube root (tested against exact arithmetic); ``step_source(..., fma=False)`` writes the
 unfused form, tested bit for bit against inductor's loop.
 """

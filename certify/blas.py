@@ -10,6 +10,7 @@ other work already running, so that on a loaded machine a second thread that wou
 busy core is not started (docs/scaling.md, "Threads under load"). ``MDCERT_BLAS_THREADS=K`` fixes the
 count (1 <= K; capped at `usable_cpus`). The scan of the loaded libraries (a few milliseconds, a
 tenth of a certified (100, 1000) interpolation) is kept while no module has been imported since.
+`row_gram` is the solvers' one symmetric product ``alpha X X^T`` (BLAS dsyrk).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["single_thread_blas", "all_cpu_blas", "free_cpus", "usable_cpus"]
+__all__ = ["single_thread_blas", "all_cpu_blas", "free_cpus", "usable_cpus", "row_gram"]
 
 #: environment variable that fixes the thread count of `all_cpu_blas`
 THREADS_ENV = "MDCERT_BLAS_THREADS"
@@ -86,3 +87,17 @@ def all_cpu_blas() -> Iterator[None]:
     count ``MDCERT_BLAS_THREADS`` fixes."""
     with _controller().limit(limits=_threads_now(), user_api="blas"):
         yield
+
+
+def row_gram(X, alpha: float = 1.0, *, full: bool = False):
+    """``alpha X X^T`` by BLAS dsyrk (half the products of a general product): the upper triangle
+    with zeros below, which is what a Cholesky of the upper triangle reads, or with ``full`` the
+    symmetric matrix. Pass ``X`` C-ordered: ``X.T`` is then the Fortran-ordered operand BLAS wants
+    (no copy)."""
+    import numpy as np
+    from scipy.linalg.blas import dsyrk
+
+    H = dsyrk(alpha, X.T, trans=1)
+    if full:
+        H += np.triu(H, 1).T
+    return H

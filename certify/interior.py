@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from certify.blas import row_gram
 from certify.firststage import ones_start, phi
 from certify.warmstart import kkt_residual
 
@@ -220,7 +221,6 @@ def active_newton(
     and the solve goes on.
     Returns (lam, w); the caller measures the KKT residual."""
     import scipy.linalg as sla
-    from scipy.linalg.blas import dsyrk
 
     lam = np.asarray(lam, dtype=np.float64).copy()
     w = np.asarray(w, dtype=np.float64).copy()
@@ -242,8 +242,7 @@ def active_newton(
             break
         h = (p - 1.0) * np.abs(w) ** (p - 2.0)
         hinv = 1.0 / np.maximum(h, 1e-300 + 1e-14 * float(h.max()))
-        X = AF * np.sqrt(hinv)
-        S = dsyrk(1.0, X.T, trans=1)  # upper triangle of A_F H^-1 A_F^T
+        S = row_gram(AF * np.sqrt(hinv))  # upper triangle of A_F H^-1 A_F^T
         try:
             c = sla.cho_factor(S, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from certify.blas import row_gram
+
 __all__ = [
     "LAG_ENTRIES",
     "LAG_ITERATIONS",
@@ -145,7 +147,6 @@ def newton_direction(
     q = 2 with a ``hess`` that carries its Gram matrix (``hess.gram``), steps whose free rows differ
     from the last factored ones by a few rows solve by `gram_updated_solve`."""
     from scipy.linalg import cho_factor, cho_solve
-    from scipy.linalg.blas import dsyrk
 
     if lag is not None and hess is None and not singular and lag.get("F") is not None:
         if np.array_equal(lag["F"], F):
@@ -161,9 +162,7 @@ def newton_direction(
     if hess is not None:
         H = (q - 1.0) * hess(wt, F)
     else:
-        X = A[F] * np.sqrt(wt)  # C order, so X.T is the Fortran-order operand BLAS wants: no copy
-        H = dsyrk(q - 1.0, X.T, trans=1)  # upper triangle of (q-1) X X^T
-        del X
+        H = row_gram(A[F] * np.sqrt(wt), q - 1.0)  # upper triangle of (q-1) X X^T
     k = H.shape[0]
     if singular:
         H = np.triu(H) + np.triu(H, 1).T if hess is None else H

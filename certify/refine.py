@@ -19,7 +19,7 @@ from typing import NamedTuple
 import flint
 import numpy as np
 
-from certify.blas import all_cpu_blas
+from certify.blas import all_cpu_blas, row_gram
 from certify.ops import ExactOps, float_to_fixed, int_vector_to_float
 from certify.warmstart import hessian_weights
 
@@ -116,15 +116,11 @@ def _factor(J: np.ndarray):
 def _dense_gram(Af: np.ndarray, u: np.ndarray, q: float) -> np.ndarray:
     """``A diag(|u|^(q-2)) A^T`` by dsyrk (half the products of a general product), on every CPU
     for big active sets (`certify.workingset.THREADED_ENTRIES`)."""
-    from scipy.linalg.blas import dsyrk
-
     from certify.workingset import THREADED_ENTRIES
 
     X = Af * np.sqrt(hessian_weights(u, q))
     with all_cpu_blas() if X.size >= THREADED_ENTRIES else nullcontext():
-        H = dsyrk(1.0, X.T, trans=1)  # upper triangle
-    H += np.triu(H, 1).T
-    return H
+        return row_gram(X, full=True)
 
 
 def refine(

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from certify.blas import all_cpu_blas
+from certify.blas import all_cpu_blas, row_gram
 from certify.structured import RowFactors
 from certify.firststage import dual_gradient, dual_ratio, lbfgs_dual, phi, screened_lbfgs
 from certify.interior import interior_bytes, primal_round
@@ -88,10 +88,7 @@ def gram_hessian(A: np.ndarray):
     ``G = A A^T`` formed once (dsyrk), so a Newton step costs a |F| x |F| copy and a Cholesky instead
     of |F|^2 m products. The weights are |u|^0 = 1 except where an entry of u is exactly 0; then the
     product is formed from the rows."""
-    from scipy.linalg.blas import dsyrk
-
-    G = dsyrk(1.0, A.T, trans=1)  # upper triangle of A A^T, zeros below
-    G += np.triu(G, 1).T
+    G = row_gram(A, full=True)
 
     def hess(wt: np.ndarray, F: np.ndarray) -> np.ndarray:
         if np.all(wt == 1.0):

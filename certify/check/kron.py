@@ -23,6 +23,7 @@ __all__ = [
     "digit_bits",
     "float_digits",
     "int_digits",
+    "split_digits",
     "limb_gram",
     "row_dots",
     "row_sums_abs",
@@ -36,20 +37,27 @@ def digit_bits(d: int) -> int:
     return (53 - max(0, d - 1).bit_length() - 2) // 2
 
 
+def split_digits(A: np.ndarray, B: int, n: int) -> list[np.ndarray]:
+    """``A = sum_{k<n} 2^(kB) D_k`` for an integer (object or int64) array, exactly: ``0 <= D_k <
+    2^B`` (the low B bits) for ``k < n - 1`` and a signed top digit (what the shifts leave)."""
+    out = []
+    for _ in range(n - 1):
+        out.append(A & ((1 << B) - 1))
+        A = A >> B  # floor division by 2^B
+    return out + [A]
+
+
 def int_digits(F: np.ndarray, B: int) -> list[np.ndarray]:
     """Float64 digits of an integer (object or int64) matrix: ``F = sum_a 2^(aB) D_a`` with
     ``0 <= D_a < 2^B`` for all but the last, ``|D_last| <= 2^B`` (checked)."""
     F = np.asarray(F)
     big = max([abs(int(F.max())), abs(int(F.min()))]) if F.size else 0
     n = max(1, -(-big.bit_length() // B))  # |F| < 2^(nB): the top digit is below 2^B
-    out = []
-    for _ in range(n - 1):
-        out.append((F & ((1 << B) - 1)).astype(np.float64))
-        F = F >> B  # floor division by 2^B
-    top = np.asarray(F).astype(np.int64)
+    *low, top = split_digits(F, B, n)
+    top = np.asarray(top).astype(np.int64)
     if top.size and int(np.abs(top).max()) > 1 << B:
         raise ValueError("top digit exceeds 2^B")
-    return out + [top.astype(np.float64)]
+    return [D.astype(np.float64) for D in low] + [top.astype(np.float64)]
 
 
 def _carry(c: list[np.ndarray], B: int, at_least: int = 0) -> list[np.ndarray]:

@@ -52,7 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
-from certify.check.kron import KronGram, column_max_abs, row_sums_abs
+from certify.check.kron import KronGram, column_max_abs, row_sums_abs, split_digits
 
 __all__ = ["solution_bound", "kron_solution_bound", "gordan_check", "inverse_diagonal_upper"]
 
@@ -102,15 +102,6 @@ def _digit_bits(m: int) -> tuple[int, int]:
     return room, room // 2
 
 
-def _digits(A: np.ndarray, ell: int, n: int) -> list[np.ndarray]:
-    """``A = sum_k 2^(k ell) D_k`` with ``0 <= D_k < 2^ell`` for ``k < n - 1`` and a signed top digit."""
-    out = []
-    for _ in range(n - 1):
-        out.append(A & ((1 << ell) - 1))
-        A = A >> ell  # floor division by 2^ell
-    return out + [A]
-
-
 def _split_residual_row_sums(
     Y: np.ndarray, P: np.ndarray, s: int, ell: int, y_digits: int = 1, p_digits: int = 2
 ) -> int | None:
@@ -120,7 +111,7 @@ def _split_residual_row_sums(
     does not hold."""
     m = P.shape[0]
     top = y_digits + p_digits - 2  # E = Y P - 2^s I = sum_k c_k 2^(k ell), k = 0..top
-    Yd, Pd = _digits(Y, ell, y_digits), _digits(P, ell, p_digits)
+    Yd, Pd = split_digits(Y, ell, y_digits), split_digits(P, ell, p_digits)
     big = [[int(np.abs(D).max()) if D.size else 0 for D in Ds] for Ds in (Yd, Pd)]
     if any(m * ya * pb > 1 << 53 for ya in big[0] for pb in big[1]) or big[0][-1] > 1 << 62:
         return None  # a partial sum could exceed 2^53 and round

@@ -10,7 +10,14 @@ import os
 
 import pytest
 
-from certify.blas import THREADS_ENV, all_cpu_blas, free_cpus, single_thread_blas, usable_cpus
+from certify.blas import (
+    THREADS_ENV,
+    all_cpu_blas,
+    free_cpus,
+    row_gram,
+    single_thread_blas,
+    usable_cpus,
+)
 
 
 def _blas_threads() -> list[int]:
@@ -82,3 +89,16 @@ def test_the_override_is_capped_and_ignores_nonsense(monkeypatch, value, expect)
 
 def test_usable_cpus_is_the_affinity_mask():
     assert usable_cpus() == max(1, len(os.sched_getaffinity(0)))
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (5, 2), (40, 17)])
+@pytest.mark.parametrize("alpha", [1.0, 2.5])
+def test_row_gram_is_alpha_x_xt_upper_or_full(shape, alpha):
+    X = np.random.default_rng(0).standard_normal(shape)
+    ref = alpha * (X @ X.T)
+    upper = row_gram(X, alpha)
+    assert np.array_equal(np.tril(upper, -1), np.zeros_like(upper))  # zeros below
+    np.testing.assert_allclose(np.triu(upper), np.triu(ref), rtol=1e-12, atol=1e-12)
+    full = row_gram(X, alpha, full=True)
+    assert np.array_equal(full, full.T)
+    np.testing.assert_allclose(full, ref, rtol=1e-12, atol=1e-12)

@@ -21,6 +21,7 @@ from certify.check.kron import (
     row_dots,
     row_sums_abs,
     shifted_product,
+    split_digits,
     to_ints,
 )
 
@@ -60,6 +61,22 @@ def test_int_digits_rebuild_the_integers(seed, bits) -> None:
     D = int_digits(F, B)
     assert all(np.all((x >= 0) & (x < 2**B)) for x in D[:-1]) and np.abs(D[-1]).max() <= 2**B
     assert np.array_equal(_value([x.astype(np.int64) for x in D], B), F)
+
+
+@given(
+    st.integers(0, 2**32 - 1), st.sampled_from([1, 20, 62]), st.integers(1, 25), st.integers(1, 4)
+)
+@example(0, 62, 25, 1)
+@example(1, 62, 1, 4)
+def test_split_digits_rebuild_int64_and_python_integers_exactly(seed, bits, B, n) -> None:
+    """The shared digit split of both checkers (`int_digits` here, the inverse check of
+    `certify.check.verified`): low digits in ``[0, 2^B)``, a signed top digit, the sum exact."""
+    rng = np.random.default_rng(seed)
+    F = _ints(rng, (3, 5), bits)
+    for A in (F, F.astype(np.int64)) if bits <= 62 else (F,):
+        D = split_digits(A, B, n)
+        assert len(D) == n and all(np.all((x >= 0) & (x < 2**B)) for x in D[:-1])
+        assert np.array_equal(_value([np.asarray(x, dtype=object) for x in D], B), F)
 
 
 @settings(max_examples=40)

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from certify.errors import MdcertError
-from certify.exact import parse_p
+from certify.exact import format_fraction, parse_p
 from experiments.optim.threads import chunk_bounds
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "simple_update",
     "validate_lr",
     "validate_p",
+    "p_text",
     "PowPlan",
     "mirror_step",
     "CHUNK",
@@ -92,6 +93,12 @@ def validate_p(p: Any) -> Fraction:
     if key is not None and len(_P_CACHE) < 1024:
         _P_CACHE[key] = exact
     return exact
+
+
+@functools.lru_cache(maxsize=256)
+def p_text(exact: Fraction) -> str:
+    """``format_fraction(exact)`` (the group's ``p_exact``), kept: a step asks for it each time."""
+    return format_fraction(exact)
 
 
 class PowPlan:

@@ -4,16 +4,13 @@ One step, per parameter ``W`` with gradient ``G`` (``-G`` with ``maximize``):
 
     grad psi(W+) = grad psi(W) - lr * G,    grad psi(W) = sign(W) |W|^{p-1},
 
-so ``W+ = sign(Q) |Q|^{1/(p-1)}`` with ``Q = sign(W)|W|^{p-1} - lr G``. With
-``normalize_gradient=True``, ``G`` is replaced by ``G / ||G||_q`` (entrywise dual norm, per parameter,
-formed after a power-of-two scaling so that subnormal gradients neither underflow nor overflow the step;
-an exactly zero gradient gives no step and a ``RuntimeWarning`` naming the scale-free route of
-`experiments.paths.run_paths`; docs/theory.md section 2.3). ``p = 2`` is gradient descent, computed with the same ``add_`` as
-``torch.optim.SGD`` so it matches it bit for bit.
+so ``W+ = sign(Q) |Q|^{1/(p-1)}`` with ``Q = sign(W)|W|^{p-1} - lr G``. ``normalize_gradient=True``
+uses ``G / ||G||_q`` (per parameter, after a power-of-two scaling; a zero gradient gives no step and
+a ``RuntimeWarning``; docs/theory.md section 2.3). ``p = 2`` is ``torch.optim.SGD``'s ``add_``, bit
+for bit.
 
-Errors: a non-finite gradient, a non-finite parameter, or a step whose result overflows raises
-``FloatingPointError`` naming the parameter (group and position) *before anything is written*: a step
-either updates every parameter or none. Nothing is ever clipped.
+Errors: a non-finite gradient or parameter, or an overflowing result, raises ``FloatingPointError``
+naming the parameter *before anything is written*: all parameters are updated or none; no clipping.
 
 Paths (all compute the same update; the float64 agreement is tested): simple (out-of-place reference,
 also for ``differentiable=True`` and non-contiguous tensors); foreach (``torch._foreach_*`` per group,
@@ -26,9 +23,8 @@ entry is; its square root bounds ``max|G|``). Overflow is excluded *in advance* 
 scratch tensors, checked, and only then copied.
 
 Dual cache (``cache_dual=True``, the default; CPU fast path, p != 2): ``state["dual"]`` holds
-``Q = grad psi(W)`` as produced by the last step, so a step is ``Q <- Q - lr G; W <- (grad psi)^{-1}(Q)``
-with one power instead of two (one more parameter-sized buffer, like Adam's); what invalidates it and
-what is not detected: `experiments.optim.dual`.
+``Q = grad psi(W)`` from the last step, so a step takes one power instead of two (one more buffer,
+like Adam's); what invalidates it and what is not detected: `experiments.optim.dual`.
 
 Fused (``fused=True``; CPU, float32/float64 tensors of at least 65,536 entries, p != 2, dual cache on):
 the dual update and inverse map run as one loop on a double-buffered dual: a small C kernel with
@@ -42,14 +38,11 @@ seconds from its cache); where neither can be built, a warning and the eager ker
 (no ``normalize_gradient``) it writes ``add_``'s bits with an undo log instead of the check read
 (`experiments.optim.sgdfused`, AVX-512). Not on CUDA, small tensors, ``cache_dual=False`` at p != 2.
 
-Speed (benchmarks/optimizer_step.py, 10M float32 parameters, 2-core machine, see benchmarks/README.md):
-eager, with the dual cache, p = 1.1 about 2x a fused Adam step, p = 3 about 1.9x, p = 1.75 2.8-3.2x
-(its inverse ``|Q|^{4/3}`` needs ``log2`` and ``exp2``); ``fused=True`` with the C kernel
-0.61-0.94x (float32), 0.51-0.96x (float64), five processes each, quiet (inductor's: 1.04-1.3x);
-p = 2 about 1.4x SGD (SGD's ``add_`` plus one ``G.sum()`` or ``G.G`` read that rejects NaN/Inf
-before anything is written), 1.01-1.20x with ``fused=True``. Every eager chunk op synchronises
-the intra-op threads, so on an oversubscribed machine one thread can be faster: the step picks its thread
-count by timing (``threads=None``, `experiments.optim.threads`), with bit-identical results.
+Speed (10M parameters, 2-core machine; benchmarks/README.md): eager p != 2 1.8-3.2x a fused Adam
+step; ``fused=True`` 0.61-0.94x (float32), 0.51-0.96x (float64); p = 2 about 1.4x SGD (one more read
+of G), 1.01-1.20x with ``fused=True``. The write phase picks its thread count by timing
+(``threads=None``, `experiments.optim.threads`; eager chunks synchronise their threads, so under load
+one can be faster), with bit-identical results.
 """
 
 from __future__ import annotations
@@ -60,14 +53,21 @@ from typing import Any, Callable, Iterable
 
 import torch
 from torch.optim import Optimizer
-from torch.utils.weak import WeakIdKeyDictionary
 
 from certify.errors import MdcertError
 from certify.exact import format_fraction
 from experiments.optim.cpu import CpuFastPathMixin
 from experiments.optim.foreach import foreach_update
 from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin, all_or_nothing
-from experiments.optim.kernels import PowPlan, simple_update, validate_lr, validate_p, mirror_step
+from experiments.optim.kernels import (
+    PowPlan,
+    mirror_step,
+    p_text,
+    simple_update,
+    validate_lr,
+    validate_p,
+)
+from experiments.optim.parammap import ParamMap
 from experiments.optim.threads import ThreadChoice
 
 __all__ = ["LpMirrorDescent", "mirror_step", "PowPlan", "FUSED_MIN_NUMEL"]
@@ -148,11 +148,11 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         )
         self._plans: dict[Fraction, tuple[PowPlan, PowPlan]] = {}
         self._scratch: dict[tuple, torch.Tensor] = {}
-        self._bounds = WeakIdKeyDictionary()
-        self._stamps = WeakIdKeyDictionary()
-        self._spares = WeakIdKeyDictionary()  # the second dual buffer of fused steps
-        self._sgd_logs = WeakIdKeyDictionary()  # undo logs of fused p = 2 steps
-        self._sgd_wait = WeakIdKeyDictionary()  # fused p = 2: (steps to wait, wait length)
+        self._bounds = ParamMap()
+        self._stamps = ParamMap()
+        self._spares = ParamMap()  # the second dual buffer of fused steps
+        self._sgd_logs = ParamMap()  # undo logs of fused p = 2 steps
+        self._sgd_wait = ParamMap()  # fused p = 2: (steps to wait, wait length)
         self._fused_warned: set = set()
         self._threads = ThreadChoice(threads)
         self._compiled_step = False
@@ -174,11 +174,11 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         super().__setstate__(state)
         self.__dict__.setdefault("_plans", {})
         self.__dict__.setdefault("_scratch", {})
-        self.__dict__.setdefault("_bounds", WeakIdKeyDictionary())
-        self.__dict__.setdefault("_stamps", WeakIdKeyDictionary())
-        self.__dict__.setdefault("_spares", WeakIdKeyDictionary())
-        self.__dict__.setdefault("_sgd_logs", WeakIdKeyDictionary())
-        self.__dict__.setdefault("_sgd_wait", WeakIdKeyDictionary())
+        self.__dict__.setdefault("_bounds", ParamMap())
+        self.__dict__.setdefault("_stamps", ParamMap())
+        self.__dict__.setdefault("_spares", ParamMap())
+        self.__dict__.setdefault("_sgd_logs", ParamMap())
+        self.__dict__.setdefault("_sgd_wait", ParamMap())
         self.__dict__.setdefault("_fused_warned", set())
         self.__dict__.setdefault("_threads", ThreadChoice())
         self.__dict__.setdefault("_compiled_step", False)
@@ -217,7 +217,7 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
         for gi, group in enumerate(self.param_groups):
             lr = validate_lr(group["lr"])
             exact = validate_p(group["p"])
-            group["p_exact"] = format_fraction(exact)
+            group["p_exact"] = p_text(exact)
             for pi, param in enumerate(group["params"]):
                 if param.grad is None:
                     continue

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
+import numpy as np
 import torch
 
 from experiments.optim.native import NativeUnavailable, build_library
@@ -70,17 +71,17 @@ class SgdKernel:
         ):
             raise ValueError("fused p = 2 step: contiguous CPU tensors of one dtype and size")
         threads = max(1, min(torch.get_num_threads(), log.threads))
-        cap = log.idx.numel() // threads
+        cap = log.size // threads
         status = self._step(
             W.data_ptr(), G.data_ptr(), float(coef), n, threads, *log.pointers(cap),
-            log.top.data_ptr(), log.team.data_ptr(),
+            log.top_ptr, log.team_ptr,
         )  # fmt: skip
         log.last = (float(coef), int(log.team[0]), cap)  # the team OpenMP gave the pass
         torch.autograd.graph.increment_version(W)  # written in place, as add_ would count it
         if status != OK:
             self.undo(W, G, log)
-        top = float(log.top.view(self.dtype)[0]) if status == OK else float("nan")
-        return status, top
+            return status, float("nan")
+        return status, float(log.top.view(log.real)[0])
 
     def undo(self, W: torch.Tensor, G: torch.Tensor, log: "SgdLog") -> None:
         """Take back the last pass on ``W`` (``G`` and the log as it left them), bit for bit."""
@@ -91,23 +92,28 @@ class SgdKernel:
 
 class SgdLog:
     """Per-parameter buffers of the fused p = 2 step: the undo log (``n/16`` entries and a margin
-    per thread) and each thread's written range and log count."""
+    per thread) and each thread's written range and log count. The small ones are numpy arrays and
+    every C pointer is taken once: a step reads them back without a torch call (each costs the
+    step more once its stream has evicted the caches)."""
 
     def __init__(self, n: int, dtype: torch.dtype, *, threads: int = 64) -> None:
         self.n, self.threads = n, threads
-        size = n // 16 + 64 * threads
-        self.idx = torch.empty(size, dtype=torch.int64)
-        self.val = torch.empty(size, dtype=dtype)
-        self.used = torch.zeros(threads, dtype=torch.int64)
-        self.done = torch.zeros(threads, dtype=torch.int64)
-        self.top = torch.zeros(1, dtype=torch.int64)
-        self.team = torch.zeros(1, dtype=torch.int32)
-        self.last: tuple[float, int, int] = (0.0, 1, size)
+        self.size = n // 16 + 64 * threads
+        self.idx = torch.empty(self.size, dtype=torch.int64)
+        self.val = torch.empty(self.size, dtype=dtype)
+        self.used = np.zeros(threads, dtype=np.int64)
+        self.done = np.zeros(threads, dtype=np.int64)
+        self.top = np.zeros(1, dtype=np.uint64)  # max|W+| as bits (the low 4 bytes in float32)
+        self.team = np.zeros(1, dtype=np.int32)
+        self.real = np.float32 if dtype == torch.float32 else np.float64
+        self._ptrs = (self.idx.data_ptr(), self.val.data_ptr())
+        self._counts = (self.used.ctypes.data, self.done.ctypes.data)
+        self.top_ptr, self.team_ptr = self.top.ctypes.data, self.team.ctypes.data
+        self.last: tuple[float, int, int] = (0.0, 1, self.size)
 
     def pointers(self, cap: int) -> tuple[int, int, int, int, int]:
         """The C arguments ``lidx, lval, cap, used, done`` (each thread's log holds ``cap``)."""
-        ptr = (self.idx.data_ptr(), self.val.data_ptr(), cap)
-        return (*ptr, self.used.data_ptr(), self.done.data_ptr())
+        return (*self._ptrs, cap, *self._counts)
 
 
 def sgd_kernel(dtype: torch.dtype) -> SgdKernel:

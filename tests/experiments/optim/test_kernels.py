@@ -87,3 +87,10 @@ def test_sample_positions_are_64_evenly_spaced_ends_included(n):
     gaps = (idx[1:] - idx[:-1]).tolist()
     assert not gaps or max(gaps) - min(gaps) <= 1
     assert sample_positions(n) is idx  # computed once per size
+
+
+def test_p_text_is_the_exact_fraction_and_is_kept():
+    from experiments.optim.kernels import p_text
+
+    assert p_text(Fraction(7, 4)) == "7/4" and p_text(Fraction(3)) == "3/1"
+    assert p_text(Fraction(7, 4)) is p_text(Fraction(7, 4))

@@ -13,8 +13,13 @@ It is advice only: where the kernel has transparent huge pages off, or none free
 an ordinary one, and no result changes either way. A buffer that the C library hands out from
 memory it already used (below its mmap threshold, at most 32 MiB by default) keeps the pages it
 has until the kernel's background collapse, if ever. Linux only; elsewhere (or with
-``MDCERT_HUGE_PAGES=0``) `state_buffer` is ``torch.empty_like``. `huge_bytes` reads how much of a
-tensor the kernel actually placed on huge pages (``/proc/self/smaps``), for the benchmarks.
+``MDCERT_HUGE_PAGES=0``) `state_buffer` is ``torch.empty_like``.
+
+What is observable: `advise_huge_pages` says whether the kernel accepted the advice, and
+`mapping_flags` reads the mapping's ``VmFlags`` (``hg`` once advised). Whether the kernel then
+*grants* huge pages depends on its defragmentation setting and on free memory, which no program
+controls: `huge_bytes` reads how much it granted (``AnonHugePages`` in ``/proc/self/smaps``), for
+the benchmarks' reports, never as a test's pass condition.
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ import sys
 
 import torch
 
-__all__ = ["HUGE_MIN_BYTES", "HUGE_PAGE", "huge_bytes", "huge_page_span", "state_buffer"]
+__all__ = [
+    "HUGE_MIN_BYTES",
+    "HUGE_PAGE",
+    "advise_huge_pages",
+    "huge_bytes",
+    "huge_page_span",
+    "mapping_flags",
+    "state_buffer",
+]
 
 HUGE_PAGE = 1 << 21  # x86-64 and arm64 (4 KiB base pages): a transparent huge page is 2 MiB
 HUGE_MIN_BYTES = 8 << 20  # smaller buffers keep their pages (at most a few huge pages to gain)
@@ -53,6 +66,20 @@ def _madvise():
     return fn
 
 
+def advise_huge_pages(t: torch.Tensor) -> bool:
+    """Advise the whole 2 MiB pages of CPU tensor ``t``'s storage onto transparent huge pages,
+    before their first write. True where the kernel accepted the advice (``madvise`` returned 0);
+    False off Linux, for a storage holding no whole 2 MiB page, or on a refusal. Advice only: no
+    value changes, and the pages stay ordinary where the kernel grants none."""
+    if t.device.type != "cpu":
+        return False
+    storage = t.untyped_storage()
+    span, madvise = huge_page_span(storage.data_ptr(), storage.nbytes()), _madvise()
+    if span is None or madvise is None:
+        return False
+    return madvise(span[0], span[1], _MADV_HUGEPAGE) == 0
+
+
 def state_buffer(like: torch.Tensor) -> torch.Tensor:
     """A new contiguous tensor of ``like``'s shape, dtype and device (uninitialized, as
     ``torch.empty_like``), advised onto huge pages when it is a CPU buffer of at least
@@ -62,18 +89,15 @@ def state_buffer(like: torch.Tensor) -> torch.Tensor:
         return out
     if os.environ.get("MDCERT_HUGE_PAGES", "1") == "0":
         return out
-    span, madvise = huge_page_span(out.data_ptr(), out.nbytes), _madvise()
-    if span is not None and madvise is not None:
-        madvise(span[0], span[1], _MADV_HUGEPAGE)  # advice: a refusal leaves ordinary pages
+    advise_huge_pages(out)  # a refusal leaves ordinary pages
     return out
 
 
-def huge_bytes(t: torch.Tensor) -> int | None:
-    """Bytes of the mappings holding ``t``'s storage that are on transparent huge pages
-    (``AnonHugePages`` of ``/proc/self/smaps``), or None where that file cannot be read."""
+def _smaps(t: torch.Tensor) -> tuple[int, set[str]] | None:
+    """(AnonHugePages bytes, union of VmFlags) over the mappings overlapping ``t``'s storage."""
     lo = t.untyped_storage().data_ptr()
     hi = lo + t.untyped_storage().nbytes()
-    total, inside = 0, False
+    total, flags, inside = 0, set(), False
     try:
         with open("/proc/self/smaps", encoding="ascii", errors="replace") as fh:
             for line in fh:
@@ -86,6 +110,22 @@ def huge_bytes(t: torch.Tensor) -> int | None:
                         inside = False
                 elif inside and head == "AnonHugePages:":
                     total += int(line.split()[1]) * 1024
+                elif inside and head == "VmFlags:":
+                    flags.update(line.split()[1:])
     except OSError:
         return None
-    return total
+    return total, flags
+
+
+def huge_bytes(t: torch.Tensor) -> int | None:
+    """Bytes of the mappings holding ``t``'s storage that are on transparent huge pages
+    (``AnonHugePages`` of ``/proc/self/smaps``), or None where that file cannot be read."""
+    got = _smaps(t)
+    return None if got is None else got[0]
+
+
+def mapping_flags(t: torch.Tensor) -> set[str] | None:
+    """The ``VmFlags`` of the mappings holding ``t``'s storage (``hg``: advised onto huge pages,
+    ``nh``: advised off them), or None where ``/proc/self/smaps`` cannot be read."""
+    got = _smaps(t)
+    return None if got is None else got[1]

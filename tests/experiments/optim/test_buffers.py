@@ -1,8 +1,10 @@
 """Tests of the optimizer-state buffers on transparent huge pages (`experiments.optim.buffers`).
 
-The advice itself is not observable as a result (no value changes), so: the span arithmetic by
-table and by property, the buffers' shape and independence, the opt-out, and, where the kernel
-has transparent huge pages on, that a large buffer really lands on them (``/proc/self/smaps``)."""
+The advice changes no value, so: the span arithmetic by table and by property, the buffers' shape
+and independence, the opt-out, and, where the kernel accepts the advice, that the buffer's mapping
+carries it (``VmFlags: hg`` in ``/proc/self/smaps``). Whether the kernel then grants huge pages
+depends on its defragmentation setting and free memory (a CI machine granted none), so no test
+asserts a grant."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ from experiments import LpMirrorDescent
 from experiments.optim.buffers import (
     HUGE_MIN_BYTES,
     HUGE_PAGE,
+    advise_huge_pages,
     huge_bytes,
     huge_page_span,
+    mapping_flags,
     state_buffer,
 )
 
@@ -74,28 +78,43 @@ def _thp_mode() -> str:
     return text.split("[", 1)[1].split("]", 1)[0] if "[" in text else "unknown"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="transparent huge pages: Linux")
-def test_large_buffers_land_on_huge_pages_where_the_kernel_allows(monkeypatch):
-    if _thp_mode() not in ("always", "madvise"):
-        pytest.skip(f"transparent huge pages are {_thp_mode()!r} here")
-    n = 4 * HUGE_MIN_BYTES // 8
+def _kernel_takes_advice() -> bool:
+    """Whether this kernel accepts the advice on a fresh 4 MiB-aligned probe (the tests' premise)."""
+    probe = torch.empty(3 * HUGE_PAGE // 8, dtype=torch.float64)
+    return advise_huge_pages(probe)
+
+
+def test_small_or_unaligned_storage_takes_no_advice():
+    assert advise_huge_pages(torch.empty(HUGE_PAGE // 8 - 1, dtype=torch.float64)) is False
+    assert advise_huge_pages(torch.empty(0)) is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise, smaps: Linux")
+def test_large_buffers_carry_the_huge_page_advice_and_the_opt_out_carries_none(monkeypatch):
+    if not _kernel_takes_advice():
+        pytest.skip(f"this kernel refuses MADV_HUGEPAGE (transparent huge pages {_thp_mode()!r})")
+    n = 6 * HUGE_MIN_BYTES // 8  # 48 MiB: above glibc's mmap threshold, a mapping of its own
     out = state_buffer(torch.empty(n, dtype=torch.float64))
     out.fill_(1.0)  # the first touch, after the advice
-    got = huge_bytes(out)
-    assert got is not None and got >= HUGE_PAGE  # at least one 2 MiB page
+    flags = mapping_flags(out)
+    assert flags is not None and "hg" in flags
+    got = huge_bytes(out)  # granted or not: the kernel's choice, but a readable, sane number
+    assert got is not None and 0 <= got <= out.nbytes + HUGE_PAGE
     monkeypatch.setenv("MDCERT_HUGE_PAGES", "0")
     plain = state_buffer(torch.empty(n, dtype=torch.float64))
     plain.fill_(1.0)
+    assert "hg" not in (mapping_flags(plain) or set())
     if _thp_mode() == "madvise":  # without the advice, nothing asks for huge pages
         assert huge_bytes(plain) == 0
 
 
-def test_the_dual_is_on_huge_pages_and_the_advice_changes_no_result():
-    """The fused optimizer's dual comes from `state_buffer` (on huge pages where the kernel allows),
-    and its steps give the same bits with the advice off (MDCERT_HUGE_PAGES=0)."""
+def test_the_dual_carries_the_advice_and_the_advice_changes_no_result():
+    """The fused optimizer's dual comes from `state_buffer` (advised onto huge pages), and its steps
+    give the same bits with the advice off (MDCERT_HUGE_PAGES=0)."""
     n = 6 * HUGE_MIN_BYTES // 4 + 17  # 48 MiB: above glibc's mmap threshold, fresh pages
     w0 = torch.randn(n, generator=torch.Generator().manual_seed(0))
     g = torch.randn(n, generator=torch.Generator().manual_seed(1))
+    advised = sys.platform.startswith("linux") and _kernel_takes_advice()
     outs = []
     for env in ("1", "0"):
         with pytest.MonkeyPatch.context() as mp:
@@ -108,6 +127,6 @@ def test_the_dual_is_on_huge_pages_and_the_advice_changes_no_result():
             outs.append(param.detach().clone())
             dual = opt.state[param]["dual"]
             assert dual.is_contiguous()
-            if env == "1" and _thp_mode() in ("always", "madvise"):
-                assert (huge_bytes(dual) or 0) >= HUGE_PAGE
+            if advised:
+                assert ("hg" in (mapping_flags(dual) or set())) == (env == "1")
     assert torch.equal(outs[0], outs[1])

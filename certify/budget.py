@@ -10,29 +10,34 @@ process may use, `certify.memory.default_budget`.
 
 from __future__ import annotations
 
-__all__ = ["solve_bytes", "plain_solve_bytes", "PLAIN_BYTES_PER_ENTRY"]
+__all__ = ["solve_bytes", "plain_solve_bytes", "PLAIN_BYTES_PER_ENTRY", "ROW_FACTOR_BYTES"]
 
 #: peak bytes per entry of the N x m rows of a classification program (`certify.maxmargin`): the
 #: int64 exact rows, their float copies and the solver's blocks; measured 67-82 (binary (20000, 256)
 #: and (10^5, 512), digits K = 10; benchmarks/README.md), with a third more as margin
 PLAIN_BYTES_PER_ENTRY = 112
 
+#: peak bytes per entry of the N x d left factors of an attention program (`solve_bytes`): the
+#: measured peaks grow by 2.31 GB from (2000, 32, 64) to (10^4, 32, 64) at every p, 129 bytes per
+#: added entry once the data's own 16 per token entry is taken out; 144 keeps a ninth as margin
+#: (224 before the split exact blocks of `certify.fmpzblocks`)
+ROW_FACTOR_BYTES = 144
+
 
 def solve_bytes(*, N: int, d: int, m: int, n: int, T: int, structured: bool) -> int:
     """Estimated peak bytes of `certify_svm` on a system of N rows (n examples of T tokens).
 
     The data (float64 tokens, 16 bytes per entry with their exact dyadic copy) and the rows'
-    factors and per-row arrays (224 bytes per entry of the N x d left factors: int64 differences
-    a block at a time, float copies, L-BFGS-B and screening state) take O(N d + n T d); the dense
-    path holds the N x m float rows and N x N Hessians; the structured path a working set of about
-    ``min(N, m)`` dense rows (capped to the budget as it grows, see `certify.workingset`) and the
-    refinement's systems on the active set ``|S| <= min(N, m)``. Calibrated on measured peaks of
-    planted (n, 32, 64) at p = 2 (2026-12-03): 0.24 / 1.43 / 4.67 GB at n = 100 / 2000 / 10^4
-    against estimates of 1.2 / 2.8 / 6.7 GB (an upper estimate: 1.4x at 10^4). Since the split
-    exact blocks (`certify.fmpzblocks`) the peaks are 0.21 / 1.12 / 3.43 GB at every p (a
-    ladder at p in {1.1, 1.75, 2, 3}, benchmarks/README.md), so the estimate is 1.9x at 10^4:
-    still an upper bound, not yet recalibrated."""
-    data = 16 * n * T * d + 224 * N * d
+    factors and per-row arrays (`ROW_FACTOR_BYTES` per entry of the N x d left factors: int64
+    differences a block at a time, the split exact blocks of `certify.fmpzblocks`, float copies,
+    L-BFGS-B and screening state) take O(N d + n T d); the dense path holds the N x m float rows and
+    N x N Hessians; the structured path a working set of about ``min(N, m)`` dense rows (capped to
+    the budget as it grows, see `certify.workingset`) and the refinement's systems on the active set
+    ``|S| <= min(N, m)``. An upper estimate, calibrated on the measured peaks of planted (n, 32, 64)
+    at every p in {1.1, 1.75, 2, 3} (benchmarks/README.md, the ladder after the sixth session of
+    issue 25): 0.16-0.21 / 1.03-1.12 / 3.41-3.46 GB at n = 100 / 2000 / 10^4 against estimates of
+    1.2 / 2.5 / 5.1 GB (1.5x at 10^4; 2.3x at 2000, where the fixed working-set term dominates)."""
+    data = 16 * n * T * d + ROW_FACTOR_BYTES * N * d
     if not structured:
         return data + 8 * (3 * N * m + 4 * N * N)
     # the tight-row Gram of Kronecker rows is int64 limbs (`certify.check.kron`), its inverse

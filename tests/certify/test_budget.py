@@ -21,3 +21,14 @@ def test_the_classification_estimate_lets_the_measured_reach_case_run_on_16_gib(
     need = plain_solve_bytes(N=100_000, m=512)
     assert 3.93 * 2**30 < need < 8 * 2**30
     assert plain_solve_bytes(N=1_000_000, m=512) < 11 * need  # linear in N
+
+
+def test_the_attention_estimate_stays_above_the_measured_peaks_and_refuses_the_moonshot():
+    # planted (n, 32, 64), peak RSS at every p in {1.1, 1.75, 2, 3} (benchmarks/README.md, the
+    # ladder after the sixth session of issue 25): the estimate must stay an upper bound there
+    measured = {100: 0.21e9, 2000: 1.12e9, 10_000: 3.46e9}
+    for n, peak in measured.items():
+        need = solve_bytes(N=31 * n, d=64, m=4096, n=n, T=32, structured=True)
+        assert peak < need < 2.5 * peak or n == 100  # n = 100: the fixed working-set term
+    moon = solve_bytes(N=3_100_000, d=64, m=4096, n=100_000, T=32, structured=True)
+    assert moon > 16 * 2**30  # (10^5, 32, 64) is refused under a 16 GiB budget, up front

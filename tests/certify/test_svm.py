@@ -3,7 +3,6 @@ and near-degenerate inputs, bad input; m = 10^4 targets in slow tests."""
 
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -18,28 +17,22 @@ PROBLEM = synthetic_problem()
 
 @pytest.mark.parametrize("p", ["1.1", "1.5", "1.75", "2", "3"])
 def test_paper_size_targets(p):
-    t0 = time.perf_counter()
     c = certify_svm(PROBLEM, p, digits=60)
     res = check_certificate(PROBLEM, c)
-    elapsed = time.perf_counter() - t0
     assert c.status is CertStatus.OPTIMAL and res.ok, res.first_failure
     assert c.p == Fraction(p)
     assert c.relative_width() <= Fraction(1, 10**60)
     assert c.direction_error_upper <= Fraction(1, 10**25)
     assert not c.support.undecided
-    assert len(c.support.tight) + len(c.support.inactive) == 42
-    assert elapsed < 6.0  # target 2 s on a quiet machine; generous under shared load
+    assert len(c.support.tight) + len(c.support.inactive) == 42  # (time: certify_bench.py)
 
 
 def test_fast_path_digits_30():
-    certify_svm(PROBLEM, "1.5", digits=30)  # warm imports
-    times = []
     for p in ("1.25", "1.5", "2.5"):
-        t0 = time.perf_counter()
         c = certify_svm(PROBLEM, p, digits=30)
-        times.append(time.perf_counter() - t0)
+        assert c.status is CertStatus.OPTIMAL and check_certificate(PROBLEM, c).ok
+        assert c.relative_width() <= Fraction(1, 10**30)
         assert c.direction_error_upper < Fraction(1, 10**12)
-    assert min(times) < 0.3
 
 
 def test_decoder_svm_and_explicit_alpha():
@@ -138,14 +131,10 @@ def test_not_a_problem():
 @pytest.mark.parametrize("p", ["1.1", "1.5", "1.75", "2", "3"])
 def test_large_targets(p):
     pr = synthetic_problem(n=20, T=16, d=100, seed=1)
-    t0 = time.perf_counter()
     c = certify_svm(pr, p, digits=60)
-    t1 = time.perf_counter()
     res = check_certificate(pr, c)
-    t2 = time.perf_counter()
     assert c.status is CertStatus.OPTIMAL and res.ok, res.first_failure
     assert c.relative_width() <= Fraction(1, 10**50) and not c.support.undecided
-    assert t1 - t0 < 60 and t2 - t1 < 20
 
 
 @pytest.mark.parametrize("scale", [1e-9, 1e-15, 1.0])

@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -192,19 +191,17 @@ def test_inputs_name_the_files_read() -> None:
 
 
 @pytest.mark.slow
-def test_quick_run_within_60_seconds(tmp_path) -> None:
-    """The CI figure: ``mdcert study realdata --quick`` end to end, a fresh process, <= 60 s wall."""
+def test_quick_run_end_to_end(tmp_path) -> None:
+    """``mdcert study realdata --quick`` end to end in a fresh process: exit 0, report and summary
+    written (its time is a benchmark figure, benchmarks/README.md, not a test's pass condition)."""
     out = tmp_path / "quick"
-    t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "experiments.cli", "study", "realdata", "--quick", "-o", str(out)],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    wall = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
-    assert wall <= 60, f"--quick took {wall:.1f} s (load {os.getloadavg()})"
     assert (out / "report.md").is_file() and (out / "summary.json").is_file()
 
 

@@ -4,8 +4,9 @@
 # 10^6 steps, log-spaced records) on one CUDA device. Run from anywhere:
 #   bash benchmarks/paths_gpu.sh                              # total budget about 8 minutes on a GPU
 #   bash benchmarks/paths_gpu.sh --device cpu --trials 2 --steps 300 --short 50 --out /tmp/run   # CPU smoke
-# Steps: (1) the device; (2) the gpu-marked tests (CUDA only), then the optimizer step on the device
-# (--opt-size parameters, default 10^7); (3) throughput of the whole batch on a
+# Steps: (1) the device; (2) the gpu-marked tests (CUDA only; cut at --test-limit seconds, default 240),
+# then the optimizer step on the device (--opt-size parameters, default 10^7, in each of --opt-dtypes,
+# default float32,float64, each cut at --opt-limit seconds, default 120); (3) throughput of the whole batch on a
 # short horizon (--short steps), projected to --steps; (4) the full run through `mdcert paths` (training
 # on the device, certified SVMs on CPU workers) only when the projection fits --full-limit seconds,
 # then (5) the rate verdict at each horizon (benchmarks/paths_horizons.py). Everything it prints goes
@@ -14,13 +15,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
 DEVICE=cuda TRIALS=100 STEPS=1000000 SHORT=20000 RECORDS=241 FULL_LIMIT=300 OUT=${TMPDIR:-/tmp}/mdcert_paths_gpu WORKERS=()
-OPT_SIZE=10000000
+OPT_SIZE=10000000 OPT_DTYPES=float32,float64 TEST_LIMIT=240 OPT_LIMIT=120
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) DEVICE=$2; shift 2;; --trials) TRIALS=$2; shift 2;; --steps) STEPS=$2; shift 2;;
     --short) SHORT=$2; shift 2;; --records) RECORDS=$2; shift 2;; --full-limit) FULL_LIMIT=$2; shift 2;;
     --out) OUT=$2; shift 2;; --workers) WORKERS=(--workers "$2"); shift 2;; --opt-size) OPT_SIZE=$2; shift 2;;
-    *) echo "paths_gpu.sh: unknown option $1 (use --device --trials --steps --short --records --full-limit --out --workers --opt-size)" >&2
+    --opt-dtypes) OPT_DTYPES=$2; shift 2;; --test-limit) TEST_LIMIT=$2; shift 2;; --opt-limit) OPT_LIMIT=$2; shift 2;;
+    *) echo "paths_gpu.sh: unknown option $1 (use --device --trials --steps --short --records --full-limit --out --workers --opt-size --opt-dtypes --test-limit --opt-limit)" >&2
        exit 1;;
   esac
 done
@@ -36,13 +38,16 @@ if sys.argv[1].startswith("cuda"):
 EOF
 
 if [ "${DEVICE%%:*}" = cuda ]; then
-  timeout 240 $PY -m pytest -m gpu -q -p no:cacheprovider tests/experiments/paths tests/experiments/testing \
+  timeout "$TEST_LIMIT" $PY -m pytest -m gpu -q -p no:cacheprovider tests/experiments/paths tests/experiments/testing \
     tests/experiments/optim || echo "gpu tests FAILED or timed out"
 fi
 
-# (2b) the optimizer step on the device: LpMirrorDescent against SGD and fused Adam (issue 25)
-timeout 120 $PY benchmarks/optimizer_step.py --device "$DEVICE" --size "$OPT_SIZE" --repeats 31 \
-  --lr 0.01 --lean || echo "optimizer step FAILED or timed out"
+# (2b) the optimizer step on the device: LpMirrorDescent against SGD and fused Adam (issue 25), in
+# each of --opt-dtypes (on CUDA the LpMD rows are the default foreach path; fused=True is CPU only)
+for DT in ${OPT_DTYPES//,/ }; do
+  timeout "$OPT_LIMIT" $PY benchmarks/optimizer_step.py --device "$DEVICE" --size "$OPT_SIZE" --repeats 31 \
+    --lr 0.01 --lean --dtype "$DT" || echo "optimizer step ($DT) FAILED or timed out"
+done
 
 PROJ=$($PY - "$DEVICE" "$TRIALS" "$SHORT" "$STEPS" <<'EOF'
 import sys, time

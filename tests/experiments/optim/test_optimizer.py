@@ -527,6 +527,42 @@ def test_benchmark_script_smoke(capsys):
     assert row.split()[-3:] == ["1.00", "/", "1.00"]  # Adam against itself
 
 
+def test_benchmark_default_row_is_the_users_path():
+    """The script's ``default`` rows (the CUDA rows) build ``LpMirrorDescent`` with no path option: on
+    the CPU that is the cached-dual path, so one step equals the ``fast`` row's bit for bit."""
+    import pathlib
+    import runpy
+
+    script = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "optimizer_step.py"
+    make = runpy.run_path(str(script))["_make"]
+    W0 = torch.randn(300, generator=gen(40))
+    G = torch.randn(300, generator=gen(41))
+    out = []
+    for kind in ("LpMD p=1.75 default", "LpMD p=1.75 fast"):
+        param = torch.nn.Parameter(W0.clone())
+        param.grad = G.clone()
+        opt = make(kind, param, 0.1)
+        assert opt.param_groups[0]["foreach"] is (None if "default" in kind else False)
+        opt.step()
+        out.append(param.detach())
+    assert torch.equal(out[0], out[1]) and not torch.equal(out[0], W0)
+
+
+@pytest.mark.gpu
+def test_benchmark_script_on_cuda(capsys):
+    """On CUDA the script times SGD, fused Adam and each p's default (foreach) path, and says so."""
+    import pathlib
+    import runpy
+
+    script = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "optimizer_step.py"
+    main = runpy.run_path(str(script))["main"]
+    assert main(["--device", "cuda", "--size", "5000", "--repeats", "1", "--lean"]) == 0
+    out = capsys.readouterr().out
+    assert "fused=True is a CPU kernel" in out and "5,000 float32 parameters on cuda" in out
+    assert all(f"LpMD p={p} default" in out for p in ("1.1", "1.75", "2", "3"))
+    assert "LpMD p=1.75 fused" not in out
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("p", ["1.1", "1.75", "2", "3"])
 def test_cuda_foreach_path(p):

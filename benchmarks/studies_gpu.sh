@@ -18,6 +18,7 @@ SIZES=${SIZES:-3,4,6}
 SEEDS=${SEEDS:-5}
 EPOCHS=${EPOCHS:-4}
 LIMIT_S=${LIMIT_S:-3000}
+EXTRA=${EXTRA:-}
 
 $PY - <<'PYEOF'
 import os, torch
@@ -46,7 +47,10 @@ for f in sorted((root / "runs").glob("*.json")):
 lines = ["| size | width | optimizer | epochs timed | median s/epoch | min s/epoch |", "|---|---|---|---|---|---|"]
 for (size, width, opt), secs in sorted(rows.items()):
     lines.append(f"| {size} | {width} | {opt} | {len(secs)} | {statistics.median(secs):.2f} | {min(secs):.2f} |")
+if not rows:
+    lines.append("| (no run records: the study wrote none, see its message above) | | | | | |")
 text = "\n".join(lines) + "\n"
+root.mkdir(parents=True, exist_ok=True)
 (root / "epoch_times.md").write_text(text)
 print(text)
 PYEOF

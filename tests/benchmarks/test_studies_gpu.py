@@ -34,3 +34,31 @@ def test_studies_gpu_script_runs_on_cpu_at_tiny_size(tmp_path):
     assert (
         '"dropout": 0.2' in summary and '"max_len": 64' in summary
     )  # --paper-width, narrowed by EXTRA
+
+
+def test_defaults_with_no_knob_set(tmp_path):
+    """With no knob in the environment (EXTRA unset, as on a GPU machine) the script passes its
+    defaults to the study (here a stand-in that prints its command line) and still writes the table."""
+    stub = tmp_path / "python"
+    stub.write_text(
+        "#!/usr/bin/env bash\n"
+        'if [ "$1" = -m ] && [ "$2" = experiments.cli ]; then echo "STUDY $*"; exit 0; fi\n'
+        f'exec "{os.sys.executable}" "$@"\n'
+    )
+    stub.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("EXTRA", "DEVICE", "SIZES", "SEEDS")}
+    env.update(PYTHONPATH=str(ROOT), PYTHON=str(stub))
+    r = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "studies_gpu.sh"), str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    line = next(x for x in r.stdout.splitlines() if x.startswith("STUDY "))
+    assert line.split()[3:] == (
+        "study sentiment --paper-width --size 3,4,6 --seeds 5 --epochs 4 --device cuda "
+        f"--progress off -o {tmp_path / 'out'}"
+    ).split()
+    assert (tmp_path / "out" / "epoch_times.md").read_text().startswith("| size | width |")

@@ -11,8 +11,8 @@ Usage:
                                                    # five fresh processes, then each row's ratios
                                                    # (min / median / max over the processes)
     python benchmarks/optimizer_step.py --device cuda --lean --lr 0.01 --repeats 31
-                                                   # on a GPU: SGD, Adam fused and each p's default
-                                                   # (foreach) LpMD path (fused=True is CPU only)
+                                                   # on a GPU: SGD, Adam fused, each p's default
+                                                   # (foreach) LpMD path and fused=True (Triton)
     python benchmarks/optimizer_step.py --step-threads auto,1,2 --busy 2
                                                    # LpMD rows per write-phase thread count, beside
                                                    # two busy-loop processes (a loaded machine)
@@ -171,10 +171,11 @@ def _run(args) -> int:
         ["SGD", "Adam fused"] if args.lean else ["SGD", "SGD foreach", "Adam foreach", "Adam fused"]
     )
     cuda = args.device.startswith("cuda")
-    if cuda and args.fused:
-        # fused=True is the CPU kernel (experiments.optim.native / fused); on CUDA it would time the
-        # single-tensor reference path under a misleading name, so the rows are the default path
-        print("on CUDA: LpMD rows are the default path (foreach); fused=True is a CPU kernel")
+    if cuda:
+        print(
+            "on CUDA: 'default' rows are LpMirrorDescent's default path (foreach), 'fused' rows "
+            "fused=True (the compiled Triton step of experiments.optim.cudastep; p != 2)"
+        )
     suffixes = [""]
     if args.step_threads:
         suffixes = [f" t={t.strip()}" for t in args.step_threads.split(",")]
@@ -182,6 +183,8 @@ def _run(args) -> int:
         for suffix in suffixes:
             if cuda:
                 kinds.append(f"LpMD p={p} default{suffix}")
+                if args.fused and p != "2":
+                    kinds.append(f"LpMD p={p} fused{suffix}")
                 continue
             if not (args.lean and p != "2"):
                 kinds.append(f"LpMD p={p} fast{suffix}")

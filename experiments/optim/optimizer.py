@@ -36,7 +36,8 @@ exactly, the same all-or-nothing guarantee (`experiments.optim.dual`); otherwise
 first. The first use builds the kernel (under a second for the C kernel; about 30 s for inductor's,
 seconds from its cache); where neither can be built, a warning and the eager kernels. At p = 2
 (no ``normalize_gradient``) it writes ``add_``'s bits with an undo log instead of the check read
-(`experiments.optim.sgdfused`, AVX-512). Not on CUDA, small tensors, ``cache_dual=False`` at p != 2.
+(`experiments.optim.sgdfused`, AVX-512). On CUDA (p != 2): a Triton kernel per parameter, committed
+if all is finite (`experiments.optim.cudastep`). Not small CPU tensors, cache_dual=False at p != 2.
 
 Speed (10M parameters, 2-core machine; benchmarks/README.md): eager p != 2 1.8-3.2x a fused Adam
 step; ``fused=True`` 0.61-0.94x (float32), 0.51-0.96x (float64); p = 2 about 1.4x SGD (one more read
@@ -57,6 +58,7 @@ from torch.optim import Optimizer
 from certify.errors import MdcertError
 from certify.exact import format_fraction
 from experiments.optim.cpu import CpuFastPathMixin
+from experiments.optim.cudastep import CudaFusedMixin
 from experiments.optim.foreach import foreach_update
 from experiments.optim.dual import FUSED_MIN_NUMEL, DualCacheMixin, all_or_nothing
 from experiments.optim.kernels import (
@@ -84,7 +86,7 @@ def _validate_fused(fused, foreach, differentiable) -> None:
         )
 
 
-class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
+class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, CudaFusedMixin, Optimizer):
     """Mirror descent with the l_p potential ``psi(W) = (1/p)||W||_p^p`` (docs/theory.md section 2).
 
     Args:
@@ -99,9 +101,9 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             the parameter may have changed outside the optimizer (see the module docstring for what is
             detected). ``False``: recompute ``grad psi(W)`` from the parameter at every step.
         foreach: use ``torch._foreach_*`` kernels (``None``: only on CUDA).
-        fused: run the dual update and inverse map as one compiled CPU loop (`experiments.optim.fused`;
-            see the module docstring for where it applies). Cannot be combined with ``foreach=True``
-            or ``differentiable=True``.
+        fused: run the step as one compiled loop (CPU: `experiments.optim.fused`; CUDA:
+            `experiments.optim.cudastep`; where it applies: the module docstring). Cannot be
+            combined with ``foreach=True`` or ``differentiable=True``.
         differentiable: keep the step differentiable (out-of-place reference path).
         threads: the CPU thread count of the writes (and of the checks where it cannot change
             them): ``None`` (default) chooses 1 or ``torch.get_num_threads()`` by timing the steps
@@ -172,24 +174,17 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
 
     def __setstate__(self, state: dict) -> None:
         super().__setstate__(state)
-        self.__dict__.setdefault("_plans", {})
-        self.__dict__.setdefault("_scratch", {})
-        self.__dict__.setdefault("_bounds", ParamMap())
-        self.__dict__.setdefault("_stamps", ParamMap())
-        self.__dict__.setdefault("_spares", ParamMap())
-        self.__dict__.setdefault("_sgd_logs", ParamMap())
-        self.__dict__.setdefault("_sgd_wait", ParamMap())
-        self.__dict__.setdefault("_fused_warned", set())
+        for name, make in (("_plans", dict), ("_scratch", dict), ("_fused_warned", set)):
+            self.__dict__.setdefault(name, make())
+        for name in ("_bounds", "_stamps", "_spares", "_sgd_logs", "_sgd_wait"):
+            self.__dict__.setdefault(name, ParamMap())
         self.__dict__.setdefault("_threads", ThreadChoice())
         self.__dict__.setdefault("_compiled_step", False)
+        group_defaults = dict(cache_dual=True, fused=None, normalize_gradient=False, maximize=False)
+        group_defaults.update(foreach=None, differentiable=False, p=2)
         for group in self.param_groups:
-            group.setdefault("cache_dual", True)
-            group.setdefault("fused", None)
-            group.setdefault("normalize_gradient", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("p", 2)
+            for key, value in group_defaults.items():
+                group.setdefault(key, value)
             group.setdefault("p_exact", format_fraction(validate_p(group["p"])))
 
     def _plan(self, exact: Fraction) -> tuple[PowPlan, PowPlan]:
@@ -299,6 +294,11 @@ class LpMirrorDescent(CpuFastPathMixin, DualCacheMixin, Optimizer):
             by_group.setdefault(job[0], []).append(job)
         for gi, group_jobs in by_group.items():
             group = group_jobs[0][2]
+            compiled, group_jobs = self._cuda_fused_split(group, group_jobs)
+            if compiled:
+                commits.extend(self._cuda_fused_group(compiled))
+            if not group_jobs:
+                continue
             params = [job[3] for job in group_jobs]
             if self._use_foreach(group, params) and all(p.grad.dtype == p.dtype for p in params):
                 commits.append(self._foreach_group(group_jobs))

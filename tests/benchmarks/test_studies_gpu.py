@@ -57,8 +57,11 @@ def test_defaults_with_no_knob_set(tmp_path):
     )
     assert r.returncode == 0, r.stderr[-2000:]
     line = next(x for x in r.stdout.splitlines() if x.startswith("STUDY "))
-    assert line.split()[3:] == (
-        "study sentiment --paper-width --size 3,4,6 --seeds 5 --epochs 4 --device cuda "
-        f"--progress off -o {tmp_path / 'out'}"
-    ).split()
+    assert (
+        line.split()[3:]
+        == (
+            "study sentiment --paper-width --size 3,4,6 --seeds 5 --epochs 4 --device cuda "
+            f"--progress off -o {tmp_path / 'out'}"
+        ).split()
+    )
     assert (tmp_path / "out" / "epoch_times.md").read_text().startswith("| size | width |")

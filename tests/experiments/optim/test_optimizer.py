@@ -550,7 +550,8 @@ def test_benchmark_default_row_is_the_users_path():
 
 @pytest.mark.gpu
 def test_benchmark_script_on_cuda(capsys):
-    """On CUDA the script times SGD, fused Adam and each p's default (foreach) path, and says so."""
+    """On CUDA the script times SGD, fused Adam, each p's default (foreach) path and the compiled
+    fused=True step (p != 2), and says which is which."""
     import pathlib
     import runpy
 
@@ -558,9 +559,10 @@ def test_benchmark_script_on_cuda(capsys):
     main = runpy.run_path(str(script))["main"]
     assert main(["--device", "cuda", "--size", "5000", "--repeats", "1", "--lean"]) == 0
     out = capsys.readouterr().out
-    assert "fused=True is a CPU kernel" in out and "5,000 float32 parameters on cuda" in out
+    assert "'fused' rows fused=True (the compiled Triton" in out
+    assert "5,000 float32 parameters on cuda" in out
     assert all(f"LpMD p={p} default" in out for p in ("1.1", "1.75", "2", "3"))
-    assert "LpMD p=1.75 fused" not in out
+    assert "LpMD p=1.75 fused" in out and "LpMD p=2 fused" not in out
 
 
 @pytest.mark.gpu

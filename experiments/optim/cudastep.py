@@ -23,7 +23,6 @@ size) and checked on a probe against the float64 reference; where it cannot be b
 from __future__ import annotations
 
 import functools
-import warnings
 from fractions import Fraction
 from typing import Callable
 
@@ -143,7 +142,7 @@ def cuda_step_kernel(exact: Fraction, dtype: torch.dtype, device: torch.device) 
 
 class CudaFusedMixin:
     """The ``fused=True`` CUDA step of a group's eligible parameters (see the module docstring). Uses
-    the host optimizer's ``_single`` (the checked reference path) and ``_fused_warned``."""
+    the host optimizer's ``_single`` (the checked reference path) and ``_warn_fused_once``."""
 
     def _cuda_fused_split(self, group: dict, group_jobs: list) -> tuple[list, list]:
         """``(jobs for the compiled kernel, the rest)``; a kernel that cannot be built warns once and
@@ -164,14 +163,7 @@ class CudaFusedMixin:
             return cuda_step_kernel(exact, param.dtype, param.device)
         except KernelUnavailable as exc:
             key = ("cuda", exact, param.dtype)
-            if key not in self._fused_warned:
-                self._fused_warned.add(key)
-                warnings.warn(
-                    f"LpMirrorDescent(fused=True): {exc}; using the foreach CUDA path (p={exact}, "
-                    f"{param.dtype})",
-                    RuntimeWarning,
-                    stacklevel=5,
-                )
+            self._warn_fused_once(key, f"{exc}; using the foreach CUDA path", exact, param, 6)
             return None
 
     def _cuda_fused_group(self, jobs: list) -> list[Callable[[], None]]:

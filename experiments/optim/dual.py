@@ -168,6 +168,13 @@ def all_or_nothing(commits: list) -> list[Callable[[], None]]:
 class DualCacheMixin:
     """``state["dual"]`` bookkeeping and the cached (optionally fused) step of `LpMirrorDescent`."""
 
+    def _warn_fused_once(self, key, text: str, exact: Fraction, W, level: int = 5) -> None:
+        """One ``RuntimeWarning`` per ``key`` that a ``fused=True`` kernel is unavailable."""
+        if key not in self._fused_warned:
+            self._fused_warned.add(key)
+            msg = f"LpMirrorDescent(fused=True): {text} (p={exact}, {W.dtype})"
+            warnings.warn(msg, RuntimeWarning, stacklevel=level)
+
     def _fused_kernel(self, group, exact: Fraction, W: torch.Tensor):
         """The compiled dual-step kernel when ``fused`` applies to this flat tensor, else None."""
         if not group["fused"] or W.numel() < FUSED_MIN_NUMEL:
@@ -175,15 +182,7 @@ class DualCacheMixin:
         try:
             kernel = _fused.step_kernel(1 / (exact - 1), W.dtype)
         except _fused.KernelUnavailable as exc:
-            key = (exact, W.dtype)
-            if key not in self._fused_warned:
-                self._fused_warned.add(key)
-                warnings.warn(
-                    f"LpMirrorDescent(fused=True): {exc}; using the eager CPU kernels (p={exact}, "
-                    f"{W.dtype})",
-                    RuntimeWarning,
-                    stacklevel=4,
-                )
+            self._warn_fused_once((exact, W.dtype), f"{exc}; using the eager CPU kernels", exact, W)
             return None
         self._hold_count(kernel)
         return kernel

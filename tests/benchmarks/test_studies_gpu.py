@@ -9,6 +9,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _run(out: Path, env: dict, *, timeout: int) -> subprocess.CompletedProcess:
+    script = str(ROOT / "benchmarks" / "studies_gpu.sh")
+    return subprocess.run(
+        ["bash", script, str(out)], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def test_studies_gpu_script_runs_on_cpu_at_tiny_size(tmp_path):
     env = {
         **os.environ,
@@ -19,13 +26,7 @@ def test_studies_gpu_script_runs_on_cpu_at_tiny_size(tmp_path):
         "EPOCHS": "1",
         "EXTRA": "--quick --optimizers 2,adam --width 3 --max-len 64 --train-limit 60 --test-limit 20 --finetune-steps 1",
     }
-    r = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "studies_gpu.sh"), str(tmp_path / "out")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    r = _run(tmp_path / "out", env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "study exited" not in r.stdout, r.stdout[-2000:]
     table = (tmp_path / "out" / "epoch_times.md").read_text()
@@ -48,13 +49,7 @@ def test_defaults_with_no_knob_set(tmp_path):
     stub.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("EXTRA", "DEVICE", "SIZES", "SEEDS")}
     env.update(PYTHONPATH=str(ROOT), PYTHON=str(stub))
-    r = subprocess.run(
-        ["bash", str(ROOT / "benchmarks" / "studies_gpu.sh"), str(tmp_path / "out")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = _run(tmp_path / "out", env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     line = next(x for x in r.stdout.splitlines() if x.startswith("STUDY "))
     assert (

@@ -1,9 +1,12 @@
-"""Repository-wide pytest configuration: hypothesis profiles (default, ci, slow) and skipping ``gpu``
-tests when CUDA is unavailable."""
+"""Repository-wide pytest configuration: hypothesis profiles (default, ci, slow), skipping ``gpu``
+tests when CUDA is unavailable, and the process-wide settings each test gets back (terminal width,
+torch's thread count and determinism flags, mpmath's precision), so that no test depends on the
+order the suite runs in or on the shell it was started from."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -35,3 +38,31 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="needs CUDA (torch.cuda.is_available() is false)")
         for item in gpu_items:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _process_settings(monkeypatch):
+    """No inherited ``COLUMNS`` (argparse and the reports wrap to it); torch's thread count and
+    determinism flags and mpmath's precision restored after each test that changed them (the
+    in-process ``mdcert study`` sets one thread and deterministic algorithms, as its runs need)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    torch = sys.modules.get("torch")
+    saved = None
+    if torch is not None:
+        saved = (
+            torch.get_num_threads(),
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
+    mp = sys.modules.get("mpmath")
+    dps = mp.mp.dps if mp is not None else None
+    yield
+    if saved is not None and (
+        torch.get_num_threads(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    ) != saved:
+        torch.set_num_threads(saved[0])
+        torch.use_deterministic_algorithms(saved[1], warn_only=saved[2])
+    if dps is not None and sys.modules["mpmath"].mp.dps != dps:
+        sys.modules["mpmath"].mp.dps = dps

@@ -4,10 +4,14 @@ CPU at tiny sizes (the real run is 300 trajectories x 10^6 steps on CUDA)."""
 from __future__ import annotations
 
 import json
+import sys
+import os
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the scripts run ``${PYTHON:-python}``: this interpreter, whether or not a venv is activated
+ENV = {**os.environ, "PYTHON": sys.executable}
 
 
 def test_gpu_script_runs_on_cpu_at_tiny_size(tmp_path) -> None:
@@ -35,6 +39,7 @@ def test_gpu_script_runs_on_cpu_at_tiny_size(tmp_path) -> None:
         ],
         capture_output=True,
         text=True,
+        env=ENV,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -78,6 +83,7 @@ def test_full_run_is_skipped_when_the_projection_is_too_long(tmp_path) -> None:
         ],
         capture_output=True,
         text=True,
+        env=ENV,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -86,5 +92,6 @@ def test_full_run_is_skipped_when_the_projection_is_too_long(tmp_path) -> None:
         ["bash", str(ROOT / "benchmarks" / "paths_gpu.sh"), "--nope"],
         capture_output=True,
         text=True,
+        env=ENV,
     )
     assert bad.returncode == 1 and "unknown option --nope" in bad.stderr

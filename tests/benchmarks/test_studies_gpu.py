@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +21,7 @@ def test_studies_gpu_script_runs_on_cpu_at_tiny_size(tmp_path):
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
+        "PYTHON": sys.executable,
         "DEVICE": "cpu",
         "SIZES": "3",
         "SEEDS": "2",
@@ -44,7 +46,7 @@ def test_defaults_with_no_knob_set(tmp_path):
     stub.write_text(
         "#!/usr/bin/env bash\n"
         'if [ "$1" = -m ] && [ "$2" = experiments.cli ]; then echo "STUDY $*"; exit 0; fi\n'
-        f'exec "{os.sys.executable}" "$@"\n'
+        f'exec "{sys.executable}" "$@"\n'
     )
     stub.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("EXTRA", "DEVICE", "SIZES", "SEEDS")}

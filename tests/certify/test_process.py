@@ -60,7 +60,8 @@ def test_worker_exits_when_its_parent_does():
 
 
 def test_worker_started_after_its_parent_died_exits():
-    code = "from certify.process import die_with_parent; die_with_parent(1); import time; time.sleep(30)"
+    # -1 is never the parent's pid (1 would be, where the test runner is a container's init)
+    code = "from certify.process import die_with_parent; die_with_parent(-1); import time; time.sleep(30)"
     t0 = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-c", code],

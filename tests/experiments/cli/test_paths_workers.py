@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.experiments.cli.terminal import as_from_a_terminal
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
 
@@ -55,15 +56,6 @@ def _alive(pids: set[int]) -> set[int]:
     return {p for p in pids if _ppid(p) is not None}
 
 
-def _as_from_a_terminal() -> None:
-    """In the child before exec: SIGINT handled by default and not blocked, as a shell's foreground job
-    has it. A test runner started in the background of a non-interactive shell (``cmd &``) ignores
-    SIGINT, every child inherits that, and Python then keeps ignoring it: the command never saw the
-    Ctrl-C and the test failed after its timeout, depending only on how the suite was launched."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 def _sigint_state(pid: int) -> set[str]:
     """How process ``pid`` treats SIGINT: a subset of {'caught', 'ignored', 'blocked'} (/proc/PID/status;
     'blocked' is the main thread's mask, set for a moment while workers start)."""
@@ -88,7 +80,7 @@ def _start(tmp_path):
         stderr=subprocess.PIPE,
         start_new_session=True,
         env=env,
-        preexec_fn=_as_from_a_terminal,
+        preexec_fn=as_from_a_terminal,
     )
     deadline, kids = (
         time.monotonic() + 180,

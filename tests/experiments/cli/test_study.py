@@ -15,6 +15,7 @@ import pytest
 
 from experiments.cli.main import main
 from tests.experiments.figcheck import capture_figures
+from tests.experiments.cli.terminal import as_from_a_terminal
 
 TINY = [
     "--optimizers",
@@ -294,6 +295,7 @@ def test_ctrl_c_with_two_runs_in_flight(tmp_path):
         text=True,
         env=env,
         start_new_session=True,
+        preexec_fn=as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 600  # 4 tuning runs, then 2 final runs, 2 workers

@@ -182,7 +182,10 @@ def test_the_compiled_kernel_itself_on_the_cpu():
     """The same compiled program (inductor's CPU backend here, Triton on CUDA) passes its probe and
     agrees with the reference update: what CI can check of the real kernel without a GPU."""
     exact = Fraction(7, 4)
-    kernel = cudastep.cuda_step_kernel(exact, torch.float64, torch.device("cpu"))
+    try:
+        kernel = cudastep.cuda_step_kernel(exact, torch.float64, torch.device("cpu"))
+    except cudastep.KernelUnavailable as exc:  # pragma: no cover - no C++ compiler for inductor
+        pytest.skip(str(exc))
     W = torch.randn(3000, generator=gen(50), dtype=torch.float64)
     G = torch.randn(3000, generator=gen(51), dtype=torch.float64)
     new, ok = kernel(W, G, -0.1)

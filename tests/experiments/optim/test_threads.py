@@ -50,8 +50,12 @@ def _run(threads, p, dtype=torch.float32, fused=None, n=N, **flags):
     for _ in range(3):
         param.grad = torch.randn(n, generator=g, dtype=dtype)
         opt.step()
-    native = isinstance(fused_mod.step_kernel(Fraction(4, 3), dtype), NativeKernel)
-    keeps = fused and (not native or threads is None)  # the count fused writes run with
+    try:
+        built = fused_mod.step_kernel(Fraction(4, 3), dtype)
+    except fused_mod.KernelUnavailable:  # no compiler here: fused=True warned and ran eagerly
+        built = None
+    native = isinstance(built, NativeKernel)
+    keeps = fused and built is not None and (not native or threads is None)  # the writes' count
     assert opt._threads.last == (torch.get_num_threads() if keeps else threads)
     dual = opt.state[param].get("dual")
     return param.detach().clone(), None if dual is None else dual.clone()
@@ -97,7 +101,10 @@ def test_fused_results_are_bit_identical_for_every_thread_count(two_threads):
 def test_streaming_fused_steps_keep_torchs_count_unless_fixed(two_threads):
     """The C kernel's blocks go to whichever thread is free, so the automatic choice leaves it at
     torch's count; ``threads=k`` still fixes k (and the bits are the same either way)."""
-    kernel = fused_mod.step_kernel(Fraction(4, 3), torch.float32)
+    try:
+        kernel = fused_mod.step_kernel(Fraction(4, 3), torch.float32)
+    except fused_mod.KernelUnavailable as exc:  # pragma: no cover - no compiler here
+        pytest.skip(str(exc))
     if not isinstance(kernel, NativeKernel):  # pragma: no cover - no C compiler here
         pytest.skip("no streaming kernel here")
     auto = _run(None, "1.75", fused=True)  # `_run` asserts the count the writes ran with

@@ -140,7 +140,18 @@ def test_shutdown_leaves_no_child_process() -> None:
     pool.shutdown()  # idempotent
 
 
-def test_interrupt_keeps_finished_results_and_stops_the_workers_within_seconds() -> None:
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C raises KeyboardInterrupt here even where pytest was started with SIGINT ignored (a
+    background job: ``cmd &``, nohup), as it does in an interactive shell."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_interrupt_keeps_finished_results_and_stops_the_workers_within_seconds(
+    ctrl_c_raises,
+) -> None:
     finished: list = []
     with pytest.raises(KeyboardInterrupt):
         with Pool(2) as pool:

@@ -234,5 +234,5 @@ def test_probe_address_refuses_a_closed_port_and_accepts_a_listening_one() -> No
             MdcertError, match=r"cannot reach the Ray cluster at .* check --address"
         ):
             probe_address(address, timeout_s=5)
-        assert time.monotonic() - t0 < 15
+        assert time.monotonic() - t0 < 60  # a hang guard: name lookup is not bounded by timeout_s
     probe_address("auto")  # Ray finds (or refuses) a local cluster itself

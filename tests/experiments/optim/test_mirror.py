@@ -84,8 +84,9 @@ def test_float32_and_zero():
 
 
 def test_bregman_differentiable():
-    A = torch.randn(5, dtype=torch.float64, requires_grad=True)
-    B = torch.randn(5, dtype=torch.float64)
+    g = torch.Generator().manual_seed(5)
+    A = torch.randn(5, dtype=torch.float64, generator=g, requires_grad=True)
+    B = torch.randn(5, dtype=torch.float64, generator=g)
     D = mirror.bregman(A, B, 3)
     D.backward()
     # d/dA D(A, B) = grad psi(A) - grad psi(B)

@@ -64,12 +64,20 @@ def test_collapsed_features_are_a_gordan_verdict():
     with torch.no_grad():
         m.body[3].weight.zero_()
         m.body[3].bias.fill_(-1.0)  # every feature 0: all points equal, labels differ
-    res = feature_margin(m, torch.rand(30, 1, 8, 8), np.arange(30) % 10, p="2")
+    res = feature_margin(
+        m,
+        torch.rand(30, 1, 8, 8, generator=torch.Generator().manual_seed(1)),
+        np.arange(30) % 10,
+        p="2",
+    )
     assert res["status"] == "infeasible" and "margin_lower" not in res
 
 
 def test_step_times_are_interleaved_medians():
-    x, y = torch.rand(16, 1, 8, 8), torch.arange(16) % 10
+    x, y = (
+        torch.rand(16, 1, 8, 8, generator=torch.Generator().manual_seed(2)),
+        torch.arange(16) % 10,
+    )
     t = step_times(
         lambda: DigitsMLP(8, seed=0), (x, y), p="3", lr=0.01, sgd_lr=0.1, repeats=4, warmup=1
     )
@@ -86,7 +94,7 @@ def test_save_features_writes_both_splits_and_the_head(tmp_path):
     from experiments.studies.train import ImageTask
 
     m = DigitsMLP(8, seed=1)
-    images = torch.rand(7, 1, 8, 8)
+    images = torch.rand(7, 1, 8, 8, generator=torch.Generator().manual_seed(3))
     task = ImageTask(images, torch.arange(7) % 3)
     out = tmp_path / "features" / "k.npz"
     save_features(out, m, task, {"train": [0, 2, 4], "test": [6]}, {"key": "k"})
@@ -103,7 +111,7 @@ def test_text_mlp_and_its_two_class_margin():
     from experiments.studies.pgdnet import TextMLP
 
     m = TextMLP(12, seed=2)
-    x = torch.randn(40, 384)
+    x = torch.randn(40, 384, generator=torch.Generator().manual_seed(4))
     logits, h = m(x)
     assert logits.shape == (40, 2) and h.shape == (40, 12) and bool((h >= 0).all())
     assert sorted(weight_matrices(m)) == ["body.0.weight", "head.weight"]

@@ -1,16 +1,27 @@
-"""Helpers shared by the optimizer tests (test_optim.py, test_optim_dual.py): seeded generators and
-runs of several steps through LpMirrorDescent or the out-of-place reference update."""
+"""Helpers shared by the optimizer tests: seeded generators, runs of several steps through
+LpMirrorDescent or the out-of-place reference update, and the skip of a test whose compiled kernel
+cannot be built here (a failure instead under ``MDCERT_REQUIRE_KERNELS=1``, for machines known to
+have a compiler and AVX-512, so that those tests cannot pass by skipping)."""
 
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 
+import pytest
 import torch
 
 from experiments import LpMirrorDescent
 from experiments.optim.optimizer import simple_update
 
-__all__ = ["gen", "run_steps", "simple_steps"]
+__all__ = ["gen", "run_steps", "simple_steps", "skip_without_kernel"]
+
+
+def skip_without_kernel(reason: str) -> None:
+    """Skip (no kernel can be built here), or fail under ``MDCERT_REQUIRE_KERNELS=1``."""
+    if os.environ.get("MDCERT_REQUIRE_KERNELS") == "1":
+        pytest.fail(f"MDCERT_REQUIRE_KERNELS=1, but {reason}")
+    pytest.skip(reason)
 
 
 def gen(seed=0):

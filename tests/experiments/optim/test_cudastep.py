@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-from tests.experiments.optim.helpers import gen, simple_steps
+from tests.experiments.optim.helpers import gen, simple_steps, skip_without_kernel
 
 import experiments.optim.cudastep as cudastep
 from experiments import LpMirrorDescent
@@ -185,7 +185,7 @@ def test_the_compiled_kernel_itself_on_the_cpu():
     try:
         kernel = cudastep.cuda_step_kernel(exact, torch.float64, torch.device("cpu"))
     except cudastep.KernelUnavailable as exc:  # pragma: no cover - no C++ compiler for inductor
-        pytest.skip(str(exc))
+        skip_without_kernel(str(exc))
     W = torch.randn(3000, generator=gen(50), dtype=torch.float64)
     G = torch.randn(3000, generator=gen(51), dtype=torch.float64)
     new, ok = kernel(W, G, -0.1)

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from tests.experiments.optim.helpers import skip_without_kernel
 
 import experiments.optim.fused as fused_mod
 from certify.errors import MdcertError
@@ -130,7 +131,7 @@ def kernel43(request):
     try:
         return fused_mod.step_kernel(Fraction(4, 3), torch.float32, backend=request.param)
     except KernelUnavailable as exc:  # pragma: no cover - depends on the machine's toolchain
-        pytest.skip(f"no compiled kernel here: {exc}")
+        skip_without_kernel(f"no compiled kernel here: {exc}")
 
 
 def test_compiled_kernel_matches_the_expression_for_every_size(kernel43):
@@ -306,7 +307,7 @@ def test_fused_agrees_with_eager_other_exponents(p, dtype):
     try:
         fused_mod.step_kernel(1 / (Fraction(p) - 1), dtype)
     except KernelUnavailable as exc:  # pragma: no cover
-        pytest.skip(str(exc))
+        skip_without_kernel(str(exc))
     fused, _ = _steps(True, p=p, dtype=dtype)
     eager, _ = _steps(False, p=p, dtype=dtype)
     eps = torch.finfo(dtype).eps * max(

@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from tests.experiments.optim.helpers import skip_without_kernel
 
 import experiments.optim.fused as fused_mod
 from experiments import LpMirrorDescent
@@ -64,7 +65,7 @@ def _kernel_or_skip(p, dtype):
     try:
         fused_mod.step_kernel(1 / (Fraction(p) - 1), dtype)
     except KernelUnavailable as exc:  # pragma: no cover - depends on the machine's toolchain
-        pytest.skip(f"no compiled kernel here: {exc}")
+        skip_without_kernel(f"no compiled kernel here: {exc}")
 
 
 def _grads(dtype, seed, count):

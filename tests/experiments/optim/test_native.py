@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
+from tests.experiments.optim.helpers import skip_without_kernel
 
 import experiments.optim.fused as fused_mod
 from experiments.optim import native
@@ -32,14 +33,14 @@ def _native_or_skip(e, dtype, *, fma=True) -> NativeKernel:
     try:
         return native_kernel(_recipe(Fraction(e)), dtype, fma=fma)
     except NativeUnavailable as exc:  # pragma: no cover - depends on the machine's toolchain
-        pytest.skip(f"no streaming kernel here: {exc}")
+        skip_without_kernel(f"no streaming kernel here: {exc}")
 
 
 def _inductor_or_skip(e, dtype):
     try:
         return fused_mod.step_kernel(Fraction(e), dtype, backend="inductor")
     except KernelUnavailable as exc:  # pragma: no cover
-        pytest.skip(f"no compiled kernel here: {exc}")
+        skip_without_kernel(f"no compiled kernel here: {exc}")
 
 
 def _inputs(n, dtype, seed):
@@ -193,7 +194,7 @@ def test_unavailable_toolchain_is_reported(env, msg, monkeypatch, tmp_path):
 
 def test_a_compile_error_is_reported_in_one_line(monkeypatch, tmp_path):
     if not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")):
-        pytest.skip("no C compiler here (the refusal without one is tested above)")
+        skip_without_kernel("no C compiler here (the refusal without one is tested above)")
     monkeypatch.setenv("MDCERT_KERNEL_CACHE", str(tmp_path))
     monkeypatch.setattr(native, "step_source", lambda recipe, dtype, **_: "this is not C;\n")
     with pytest.raises(NativeUnavailable, match=r"^the C compiler failed: [^\n]+$"):
@@ -229,3 +230,12 @@ def test_bad_arguments_are_refused_before_anything_is_written(bad):
     args = bad(q)
     with pytest.raises(ValueError, match="contiguous CPU tensors of one dtype and size"):
         kernel(*args, torch.tensor(0.5, dtype=torch.float64))
+
+
+def test_require_kernels_turns_the_skip_into_a_failure(monkeypatch):
+    monkeypatch.setenv("MDCERT_REQUIRE_KERNELS", "1")
+    with pytest.raises(pytest.fail.Exception, match="MDCERT_REQUIRE_KERNELS=1, but no kernel"):
+        skip_without_kernel("no kernel")
+    monkeypatch.delenv("MDCERT_REQUIRE_KERNELS")
+    with pytest.raises(pytest.skip.Exception, match="no kernel"):
+        skip_without_kernel("no kernel")

@@ -14,6 +14,7 @@ import math
 
 import pytest
 import torch
+from tests.experiments.optim.helpers import skip_without_kernel
 
 from experiments import LpMirrorDescent
 from experiments.optim import sgdfused
@@ -30,7 +31,7 @@ def _kernel(dtype):
     try:
         return sgd_kernel(dtype)
     except NativeUnavailable as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"no fused p = 2 kernel here: {exc}")
+        skip_without_kernel(f"no fused p = 2 kernel here: {exc}")
 
 
 def _data(n, dtype, seed=0, scale=1.0):

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from tests.experiments.optim.helpers import skip_without_kernel
 
 import experiments.optim.fused as fused_mod
 from experiments.optim.native import NativeKernel
@@ -88,7 +89,7 @@ def test_fused_results_are_bit_identical_for_every_thread_count(two_threads):
     try:
         kernel = fused_mod.step_kernel(Fraction(4, 3), torch.float32)
     except fused_mod.KernelUnavailable as exc:  # pragma: no cover - depends on the toolchain
-        pytest.skip(str(exc))
+        skip_without_kernel(str(exc))
     runs = []
     for t in (1, 2, 3):
         if isinstance(kernel, NativeKernel):
@@ -104,9 +105,9 @@ def test_streaming_fused_steps_keep_torchs_count_unless_fixed(two_threads):
     try:
         kernel = fused_mod.step_kernel(Fraction(4, 3), torch.float32)
     except fused_mod.KernelUnavailable as exc:  # pragma: no cover - no compiler here
-        pytest.skip(str(exc))
+        skip_without_kernel(str(exc))
     if not isinstance(kernel, NativeKernel):  # pragma: no cover - no C compiler here
-        pytest.skip("no streaming kernel here")
+        skip_without_kernel("no streaming kernel here")
     auto = _run(None, "1.75", fused=True)  # `_run` asserts the count the writes ran with
     assert _same(auto, _run(1, "1.75", fused=True))
 

@@ -205,6 +205,7 @@ def run_sweep(
                 eng.close(kill=True)
                 eng = None
             store.clean_tmp()
+            _index_late_records(store, pending, counts)
         except BaseException:  # the engine stopped (EngineStopped) or a bug: no half-records
             if eng is not None:
                 eng.close(kill=True)
@@ -234,6 +235,18 @@ def run_sweep(
         engine=engine,
         workers=workers,
     )
+
+
+def _index_late_records(store: Store, pending: set[str], counts: dict[str, int]) -> None:
+    """After Ctrl-C, with the workers stopped: index and count the records a worker renamed into
+    place before the driver read its line, so that the message and the index match the disk."""
+    for key in sorted(pending):
+        record = store.read_record(key)
+        if record is None or record.get("key") != key:
+            continue
+        store.append_index(index_line(record))
+        pending.discard(key)
+        counts["done" if record.get("status") == JobStatus.DONE.value else "failed"] += 1
 
 
 def _unfinished(

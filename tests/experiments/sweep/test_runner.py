@@ -67,3 +67,35 @@ def test_progress_bar_only_on_a_terminal(monkeypatch, capsys) -> None:
     bar.stage("failed=0", force=True)  # redraws now
     bar.close()
     assert "5/10" in capsys.readouterr().err and not runner._progress(0, True).enabled
+
+
+class _RecordThenCtrlC:
+    """An engine whose worker finishes a job (its record renamed into place) and then Ctrl-C
+    arrives before the driver reads the job's line: the race a real sweep can hit."""
+
+    def __init__(self, **_kw) -> None:
+        pass
+
+    def start(self) -> float:
+        return 0.0
+
+    def run(self, jobs):
+        from experiments.sweep.worker import execute
+
+        execute(next(iter(jobs)))  # the record is on disk, its line never reaches the driver
+        raise KeyboardInterrupt
+        yield  # pragma: no cover - a generator, as engines are
+
+    def close(self, *, kill: bool = False) -> None:
+        pass
+
+
+def test_ctrl_c_after_a_record_landed_counts_and_indexes_it(tmp_path, monkeypatch) -> None:
+    import experiments.sweep.runner as runner
+
+    make_problems(tmp_path, seeds=(1, 2))
+    spec = load_spec(write_spec(tmp_path, SPEC))
+    monkeypatch.setattr(runner, "make_engine", lambda *a, **kw: _RecordThenCtrlC())
+    res = run_sweep(spec, tmp_path / "out", workers=1, progress=False)
+    assert res.interrupted and (res.done, res.failed, res.pending) == (1, 0, 1)
+    assert_complete(tmp_path / "out", 1)  # the index matches the records on disk

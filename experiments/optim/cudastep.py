@@ -1,8 +1,9 @@
 """The compiled CUDA step of ``LpMirrorDescent(fused=True)`` (docs/theory.md section 2.3; issue 25).
 
 On CUDA the default path is `experiments.optim.foreach`: about ten ``torch._foreach_*`` passes over
-each parameter (powers, signs, the step, two norms, the copy), 3.5-4.1x a fused Adam step on 10M
-float32 parameters of an H200 (benchmarks/README.md, "GPU"). With ``fused=True`` (p != 2, no
+each parameter (powers, signs, the step, two norms, the copy): 3.0-4.1x a fused Adam step on 10M
+float32 parameters of an H200, against 2.4-2.6x for this step (float64: 3.0-4.4x against 2.1-2.2x;
+benchmarks/README.md, section "GPU (H200)"). With ``fused=True`` (p != 2, no
 ``normalize_gradient``, contiguous float32/float64 tensors of matching gradient dtype, a float
 ``lr``) each parameter's step instead runs as one ``torch.compile`` (Triton) kernel: it reads ``W``
 and ``G`` and writes the new parameter into a fresh tensor (an eager reduction then flags any

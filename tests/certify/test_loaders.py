@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 import zipfile
@@ -241,6 +241,27 @@ def test_padding_and_duplicate_tokens_warn(tmp_path) -> None:
         AttentionProblem.load(tmp_path / "declared.npz")
 
 
+def _run_with_own_peak(cmd: list[str], env: dict, *, timeout: float) -> tuple[int, str, float]:
+    """``(exit code, stderr, peak RSS in MiB)`` of one child: ``os.wait4`` reads that child's own
+    usage (``RUSAGE_CHILDREN`` is the largest of every child this test process ever waited for,
+    so earlier tests' children showed through). The timeout guards against a hang."""
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise AssertionError(f"{cmd[3:]} did not finish within {timeout} s")
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return proc.returncode, err.read(), usage.ru_maxrss / 1024
+
+
 @pytest.mark.slow
 def test_issue_21_zip_bomb_is_refused_from_its_headers_within_200_mb(tmp_path) -> None:
     """2.7 MB -> 1.6 GB (X of shape (2, 2, 5e7)) plus z and v: refused from the headers alone."""
@@ -258,17 +279,11 @@ def test_issue_21_zip_bomb_is_refused_from_its_headers_within_200_mb(tmp_path) -
                     left -= min(left, len(chunk))
     assert path.stat().st_size < 4_000_000
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    run = subprocess.run(  # the timeout guards against a hang; the RSS shows nothing was inflated
-        [sys.executable, "-m", "experiments.cli", "certify", str(path), "--p", "2"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1, run.stderr
-    assert "X.npy inflates to 1.5 GiB" in run.stderr and "memory budget" in run.stderr, run.stderr
-    assert peak_mb <= 200, peak_mb
+    cmd = [sys.executable, "-m", "experiments.cli", "certify", str(path), "--p", "2"]
+    code, stderr, peak_mb = _run_with_own_peak(cmd, env, timeout=60)
+    assert code == 1 and len(stderr.strip().splitlines()) == 1, stderr
+    assert "X.npy inflates to 1.5 GiB" in stderr and "memory budget" in stderr, stderr
+    assert peak_mb <= 200, peak_mb  # nothing was inflated
     with pytest.raises(MdcertError, match=r"memory budget"):
         AttentionProblem.load(path)
 

@@ -43,7 +43,7 @@ if [ "${DEVICE%%:*}" = cuda ]; then
 fi
 
 # (2b) the optimizer step on the device: LpMirrorDescent against SGD and fused Adam (issue 25), in
-# each of --opt-dtypes (on CUDA the LpMD rows are the default foreach path; fused=True is CPU only)
+# each of --opt-dtypes (on CUDA the LpMD rows are the default foreach path and fused=True's Triton step)
 for DT in ${OPT_DTYPES//,/ }; do
   timeout "$OPT_LIMIT" $PY benchmarks/optimizer_step.py --device "$DEVICE" --size "$OPT_SIZE" --repeats 31 \
     --lr 0.01 --lean --dtype "$DT" || echo "optimizer step ($DT) FAILED or timed out"

@@ -146,17 +146,18 @@ class CudaFusedMixin:
     the host optimizer's ``_single`` (the checked reference path) and ``_warn_fused_once``."""
 
     def _cuda_fused_split(self, group: dict, group_jobs: list) -> tuple[list, list]:
-        """``(jobs for the compiled kernel, the rest)``; a kernel that cannot be built warns once and
-        leaves its jobs to the other paths."""
+        """``([(job, its compiled kernel)], the other jobs)``; a kernel that cannot be built warns
+        once and leaves its jobs to the other paths."""
         if not group["fused"]:
             return [], group_jobs
         chosen, rest = [], []
         for job in group_jobs:
             _, _, _, param, lr, exact = job
-            if applies(group, param, exact, lr) and self._cuda_kernel(exact, param) is not None:
-                chosen.append(job)
-            else:
+            kernel = self._cuda_kernel(exact, param) if applies(group, param, exact, lr) else None
+            if kernel is None:
                 rest.append(job)
+            else:
+                chosen.append((job, kernel))
         return chosen, rest
 
     def _cuda_kernel(self, exact: Fraction, param: torch.Tensor):
@@ -167,20 +168,20 @@ class CudaFusedMixin:
             self._warn_fused_once(key, f"{exc}; using the foreach CUDA path", exact, param, 6)
             return None
 
-    def _cuda_fused_group(self, jobs: list) -> list[Callable[[], None]]:
-        """Phase 1 for the compiled jobs: run the kernels into fresh tensors, read every finiteness
-        flag at once, and return one commit (the copies); when a flag is false, the checked
-        reference path's commits instead (it raises for what it refuses, nothing written)."""
+    def _cuda_fused_group(self, chosen: list) -> list[Callable[[], None]]:
+        """Phase 1 for the compiled jobs (``(job, kernel)`` pairs of `_cuda_fused_split`): run the
+        kernels into fresh tensors, read every finiteness flag at once, and return one commit (the
+        copies); when a flag is false, the checked reference path's commits instead (it raises for
+        what it refuses, nothing written)."""
         news, flags, targets = [], [], []
-        for _, _, group, param, lr, exact in jobs:
-            kernel = cuda_step_kernel(exact, param.dtype, param.device)
+        for (_, _, group, param, lr, _), kernel in chosen:
             W = param.detach().view(-1)
             new, ok = kernel(W, param.grad.detach().view(-1), lr if group["maximize"] else -lr)
             news.append(new)
             flags.append(ok)
             targets.append(W)
         if not bool(torch.stack(flags).all()):
-            return [self._single(job) for job in jobs]
+            return [self._single(job) for job, _ in chosen]
 
         def commit() -> None:
             torch._foreach_copy_(targets, news)

@@ -107,8 +107,10 @@ def test_group_refusal_writes_nothing(eager_kernel, bad, match):
         lr = 1e300  # Q = |W|^{0.1}... + 1e300: the inverse power 10 overflows
     opt = LpMirrorDescent([a, b], lr=lr, p="1.1", fused=True)
     before = [a.detach().clone(), b.detach().clone()]
+    chosen, rest = opt._cuda_fused_split(opt.param_groups[0], _jobs(opt))
+    assert len(chosen) == 2 and rest == []
     with pytest.raises(FloatingPointError, match=match):
-        opt._cuda_fused_group(_jobs(opt))
+        opt._cuda_fused_group(chosen)
     assert torch.equal(a.detach(), before[0]) and torch.equal(b.detach(), before[1])
 
 

@@ -40,6 +40,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def _torch_settings(torch) -> tuple[int, bool, bool]:
+    return (
+        torch.get_num_threads(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+
+
 @pytest.fixture(autouse=True)
 def _process_settings(monkeypatch):
     """No inherited ``COLUMNS`` (argparse and the reports wrap to it); torch's thread count and
@@ -47,21 +55,11 @@ def _process_settings(monkeypatch):
     in-process ``mdcert study`` sets one thread and deterministic algorithms, as its runs need)."""
     monkeypatch.delenv("COLUMNS", raising=False)
     torch = sys.modules.get("torch")
-    saved = None
-    if torch is not None:
-        saved = (
-            torch.get_num_threads(),
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-        )
+    saved = _torch_settings(torch) if torch is not None else None
     mp = sys.modules.get("mpmath")
     dps = mp.mp.dps if mp is not None else None
     yield
-    if saved is not None and (
-        torch.get_num_threads(),
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-    ) != saved:
+    if saved is not None and _torch_settings(torch) != saved:
         torch.set_num_threads(saved[0])
         torch.use_deterministic_algorithms(saved[1], warn_only=saved[2])
     if dps is not None and sys.modules["mpmath"].mp.dps != dps:

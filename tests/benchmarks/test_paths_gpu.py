@@ -4,9 +4,9 @@ CPU at tiny sizes (the real run is 300 trajectories x 10^6 steps on CUDA)."""
 from __future__ import annotations
 
 import json
-import sys
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,9 +43,8 @@ def test_gpu_script_runs_on_cpu_at_tiny_size(tmp_path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (
-        "70,000 float32 parameters on cpu" in proc.stdout
-    )  # the optimizer step ran, in both dtypes
+    # the optimizer step ran, in both dtypes
+    assert "70,000 float32 parameters on cpu" in proc.stdout
     assert "70,000 float64 parameters on cpu" in proc.stdout
     assert "LpMD p=2 fused" in proc.stdout and "Adam fused" in proc.stdout
     assert (

@@ -509,12 +509,18 @@ def test_half_precision_uses_reference_path(dtype):
     np.testing.assert_allclose(got.double().numpy(), ref.numpy(), rtol=1e-2)
 
 
-def test_benchmark_script_smoke(capsys):
+def _bench_script() -> dict:
+    """The namespace of benchmarks/optimizer_step.py (a script, not a module of the package)."""
     import pathlib
     import runpy
 
-    script = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "optimizer_step.py"
-    main = runpy.run_path(str(script))["main"]
+    return runpy.run_path(
+        str(pathlib.Path(__file__).parents[3] / "benchmarks" / "optimizer_step.py")
+    )
+
+
+def test_benchmark_script_smoke(capsys):
+    main = _bench_script()["main"]
     assert main(["--size", "5000", "--repeats", "1", "--simple"]) == 0
     out = capsys.readouterr().out
     assert "Adam fused" in out and "LpMD p=1.75 simple" in out
@@ -530,11 +536,7 @@ def test_benchmark_script_smoke(capsys):
 def test_benchmark_default_row_is_the_users_path():
     """The script's ``default`` rows (the CUDA rows) build ``LpMirrorDescent`` with no path option: on
     the CPU that is the cached-dual path, so one step equals the ``fast`` row's bit for bit."""
-    import pathlib
-    import runpy
-
-    script = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "optimizer_step.py"
-    make = runpy.run_path(str(script))["_make"]
+    make = _bench_script()["_make"]
     W0 = torch.randn(300, generator=gen(40))
     G = torch.randn(300, generator=gen(41))
     out = []
@@ -552,11 +554,7 @@ def test_benchmark_default_row_is_the_users_path():
 def test_benchmark_script_on_cuda(capsys):
     """On CUDA the script times SGD, fused Adam, each p's default (foreach) path and the compiled
     fused=True step (p != 2), and says which is which."""
-    import pathlib
-    import runpy
-
-    script = pathlib.Path(__file__).resolve().parents[3] / "benchmarks" / "optimizer_step.py"
-    main = runpy.run_path(str(script))["main"]
+    main = _bench_script()["main"]
     assert main(["--device", "cuda", "--size", "5000", "--repeats", "1", "--lean"]) == 0
     out = capsys.readouterr().out
     assert "'fused' rows fused=True (the compiled Triton" in out
